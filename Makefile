@@ -1,0 +1,72 @@
+# BlockX build. `make deps` fetches what a fresh machine lacks (npm registry and Debian only),
+# `make build` produces dist/blockx, `make test` runs every test and ends with "N passed, N failed".
+SHELL := /bin/bash
+BUN_VERSION := 1.4.4
+CACHE := .cache
+BUN := $(CACHE)/bun/node_modules/.bin/bun
+ETCD := $(CACHE)/etcd/root/usr/bin/etcd
+GRPCIO_STAMP := $(CACHE)/python3-grpcio.stamp
+DEPS_STAMP := node_modules/.blockx-deps-stamp
+SOURCES := $(shell find src -name '*.ts' -not -name '*.test.ts') package.json
+COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+
+export PATH := $(abspath $(CACHE)/bun/node_modules/.bin):$(PATH)
+export BLOCKX_ETCD_BIN := $(abspath $(ETCD))
+
+.PHONY: deps build test typecheck proto bench clean
+.DEFAULT_GOAL := build
+
+deps: $(BUN) $(DEPS_STAMP) $(ETCD) $(GRPCIO_STAMP)
+
+# Bun from the npm registry, pinned; bun-types in package.json carries the same version.
+$(BUN):
+	npm install --prefix $(CACHE)/bun --no-save --no-audit --no-fund --loglevel=error bun@$(BUN_VERSION)
+	@$(BUN) --version
+
+# npm packages, with the committed patch of etcd3 (see patches/) applied by bun install.
+$(DEPS_STAMP): package.json bun.lock $(wildcard patches/*) | $(BUN)
+	$(BUN) install --frozen-lockfile
+	@touch $@
+
+# etcd from Debian, unpacked into the cache: no root install.
+$(ETCD):
+	mkdir -p $(CACHE)/etcd
+	cd $(CACHE)/etcd && (apt-get download etcd-server 2>/dev/null || (apt-get update -qq && apt-get download etcd-server))
+	dpkg -x $(CACHE)/etcd/etcd-server_*.deb $(CACHE)/etcd/root
+	@$(ETCD) --version | head -1
+
+# Debian's python3-grpcio: a gRPC client that is not grpc-js, for the interop tests.
+$(GRPCIO_STAMP):
+	@mkdir -p $(CACHE)
+	/usr/bin/python3 -c 'import grpc' 2>/dev/null || \
+	  (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-grpcio || \
+	   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-grpcio))
+	/usr/bin/python3 -c 'import grpc; print("python3-grpcio", grpc.__version__)'
+	@touch $@
+
+build: dist/blockx
+
+dist/blockx: $(SOURCES) $(DEPS_STAMP) | $(BUN)
+	$(BUN) build --compile --minify --bytecode --format=esm \
+	  --no-compile-autoload-dotenv --no-compile-autoload-bunfig \
+	  --define 'BLOCKX_BUILD_COMMIT="$(COMMIT)"' \
+	  src/cli/main.ts --outfile dist/blockx
+	@./dist/blockx version
+
+test: deps build
+	./scripts/run-tests.sh
+
+typecheck: $(DEPS_STAMP)
+	node_modules/.bin/tsc --noEmit -p .
+
+# Regenerates src/gen from proto/ (the generated code is committed).
+proto: $(DEPS_STAMP)
+	node_modules/.bin/buf generate
+	node_modules/.bin/buf lint || true
+
+bench: deps build
+	$(BUN) bench/coordinator/selection.ts
+	$(BUN) bench/coordinator/reserve.ts
+
+clean:
+	rm -rf dist

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Runs every test with bun test and ends with the plain "N passed, N failed" line CI reads.
+# Keeps bun's exit code. Extra arguments go to bun test (e.g. a path filter).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/.cache/bun/node_modules/.bin:$PATH"
+export BLOCKX_ETCD_BIN="${BLOCKX_ETCD_BIN:-$PWD/.cache/etcd/root/usr/bin/etcd}"
+log="$(mktemp)"
+bun test --timeout 120000 "$@" 2>&1 | tee "$log"
+code=${PIPESTATUS[0]}
+passed=$(grep -E '^ *[0-9]+ pass$' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
+failed=$(grep -E '^ *[0-9]+ fail$' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
+rm -f "$log"
+if [ "$code" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
+echo "${passed} passed, ${failed} failed"
+exit "$code"

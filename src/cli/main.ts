@@ -1,0 +1,66 @@
+#!/usr/bin/env bun
+import { buildInfo } from "../common/build-info";
+import { ConfigError, renderEnvHelp } from "../common/config/env-config";
+import type { Command } from "./command";
+import { coordinatorCommands } from "./coordinator-commands";
+
+const versionCommand: Command = {
+  name: "version",
+  summary: "print version, commit and Bun version",
+  vars: {},
+  async run() {
+    console.log(`blockx ${buildInfo.version} (commit ${buildInfo.commit}, bun ${buildInfo.bunVersion})`);
+  },
+};
+
+const commands: Command[] = [...coordinatorCommands, versionCommand];
+
+function usage(): string {
+  const width = Math.max(...commands.map((c) => c.name.length));
+  return [
+    "usage: blockx <command> [--flags]",
+    "",
+    "commands:",
+    ...commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
+    "",
+    "Run `blockx <command> --help` for the command's environment variables and flags.",
+  ].join("\n");
+}
+
+function commandHelp(c: Command): string {
+  const lines = [`usage: blockx ${c.name} [--flags]`, "", c.summary];
+  if (Object.keys(c.vars).length > 0) {
+    lines.push("", "Environment variables (each also a flag, e.g. --name=value; flags win):", renderEnvHelp(c.vars));
+  }
+  return lines.join("\n");
+}
+
+/** main dispatches `blockx <command>`; a bad configuration exits 2 with every problem named. */
+export async function main(argv: readonly string[]): Promise<void> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === "--help" || name === "-h" || name === "help") {
+    console.log(usage());
+    return;
+  }
+  if (name === "--version") return versionCommand.run([]);
+  const command = commands.find((c) => c.name === name);
+  if (!command) {
+    console.error(`blockx: unknown command ${JSON.stringify(name)}\n\n${usage()}`);
+    process.exit(2);
+  }
+  if (rest.includes("--help") || rest.includes("-h")) {
+    console.log(commandHelp(command));
+    return;
+  }
+  try {
+    await command.run(rest);
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      console.error(`blockx ${command.name}: invalid configuration:\n${e.problems.map((p) => `  - ${p}`).join("\n")}`);
+      process.exit(2);
+    }
+    throw e;
+  }
+}
+
+await main(process.argv.slice(2));

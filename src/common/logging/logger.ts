@@ -1,0 +1,27 @@
+import pino from "pino";
+
+export type Logger = pino.Logger;
+export type LogLevel = "trace" | "debug" | "info" | "warn" | "error" | "fatal";
+
+/**
+ * createLogger writes one JSON line per event to stdout, synchronously: pino transports run
+ * in worker threads that look for files on the build machine and crash a compiled binary.
+ * Keys are stable: time (ms), level (a word), msg, component, and the ids of what the line
+ * is about (taskId, slotId, workerAddr, callId).
+ */
+export function createLogger(level: LogLevel, base: Record<string, unknown> = {}): Logger {
+  return pino(
+    {
+      level,
+      base: { pid: process.pid, ...base },
+      formatters: { level: (label) => ({ level: label }) },
+      serializers: { err: pino.stdSerializers.err },
+    },
+    pino.destination({ fd: 1, sync: true }),
+  );
+}
+
+/** A logger that drops everything, for tests of adapters that take a logger. */
+export function silentLogger(): Logger {
+  return pino({ level: "silent" });
+}

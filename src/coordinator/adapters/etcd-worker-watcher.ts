@@ -1,0 +1,235 @@
+import type { Etcd3, IKeyValue, Watcher } from "etcd3";
+import type { Logger } from "../../common/logging/logger";
+import type { Counter, Gauge } from "../../common/metrics/metrics";
+import { parseRegistryPrefix, type RegistryPrefix } from "../../common/registry/registry-prefix";
+import { parseWorkerHeartbeat, type WorkerHeartbeat } from "../../common/registry/worker-heartbeat";
+import { RegistryMerge, type RegistryChange } from "../core/registry-merge";
+
+export interface EtcdWatcherConfig {
+  readonly endpoints: readonly string[];
+  readonly keyPrefixes: readonly string[];
+  readonly dialTimeoutMs: number;
+  /** Pause between a failed list+watch and the next attempt. */
+  readonly retryDelayMs: number;
+}
+
+export function defaultEtcdWatcherConfig(): EtcdWatcherConfig {
+  return { endpoints: ["localhost:2379"], keyPrefixes: [], dialTimeoutMs: 5_000, retryDelayMs: 1_000 };
+}
+
+/** WorkerViewSink is what the watcher feeds: CoordinatorCore has exactly these methods. */
+export interface WorkerViewSink {
+  applyFullWorkerList(workers: readonly WorkerHeartbeat[], nowMs: number): void;
+  applyWorkerUpdate(heartbeat: WorkerHeartbeat, nowMs: number): void;
+  applyWorkerRemoval(workerAddr: string, nowMs: number): void;
+  markWatchDisconnected(nowMs: number): void;
+  markWatchReconnected(nowMs: number): void;
+}
+
+export interface EtcdWatcherMetrics {
+  /** blockx_coordinator_registry_workers{format}. */
+  readonly registryWorkers: Gauge;
+  /** blockx_coordinator_registry_unparsable_values_total{prefix}. */
+  readonly unparsableValues: Counter;
+  /** blockx_coordinator_registry_watch_connected{prefix}: 1 while the prefix's watch is up. */
+  readonly watchConnected: Gauge;
+}
+
+type PrefixState = { listed: boolean; connected: boolean };
+
+/**
+ * EtcdWorkerWatcher runs one list+watch loop per registry prefix and feeds the merged view
+ * to the core. The core is initialised (applyFullWorkerList) only once every prefix has
+ * completed its first list. When any prefix's watch breaks, the core hears
+ * markWatchDisconnected (the first break time counts); after every prefix has been relisted
+ * and is watching again, markWatchReconnected. A relist replaces that prefix's entries, so
+ * events missed while disconnected cannot leave a stale Worker behind. Values that do not
+ * parse as a WorkerHeartbeat are skipped, counted and logged once per key and revision.
+ */
+export class EtcdWorkerWatcher {
+  private readonly prefixes: RegistryPrefix[];
+  private readonly merge: RegistryMerge;
+  private readonly state = new Map<string, PrefixState>();
+  private initialized = false;
+  private stopped = false;
+  private readonly stopWaiters = new Set<() => void>();
+  private readonly watchers = new Set<Watcher>();
+
+  constructor(
+    private readonly client: Etcd3,
+    private readonly config: EtcdWatcherConfig,
+    private readonly sink: WorkerViewSink,
+    private readonly log: Logger,
+    private readonly metrics?: EtcdWatcherMetrics,
+    private readonly onWorkerRemoved: (workerAddr: string) => void = () => {},
+    private readonly nowMs: () => number = Date.now,
+  ) {
+    this.prefixes = config.keyPrefixes.map(parseRegistryPrefix);
+    this.merge = new RegistryMerge(this.prefixes);
+    for (const p of this.prefixes) this.state.set(p.prefix, { listed: false, connected: false });
+  }
+
+  /** run blocks until stop(): one loop per prefix. */
+  async run(): Promise<void> {
+    await Promise.all(this.prefixes.map((p) => this.runPrefix(p.prefix)));
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const w of this.watchers) void w.cancel().catch(() => {});
+    for (const wake of this.stopWaiters) wake();
+  }
+
+  get isInitialized(): boolean {
+    return this.initialized;
+  }
+
+  private async runPrefix(prefix: string): Promise<void> {
+    const st = this.state.get(prefix)!;
+    while (!this.stopped) {
+      let watcher: Watcher | undefined;
+      try {
+        const listing = await this.client.getAll().prefix(prefix).exec();
+        if (this.stopped) return;
+        const heartbeats = this.parseAll(prefix, listing.kvs);
+        const changes = this.merge.replacePrefix(prefix, heartbeats);
+        st.listed = true;
+        const revision = BigInt(listing.header.revision);
+        watcher = await this.client
+          .watch()
+          .prefix(prefix)
+          .startRevision((revision + 1n).toString())
+          .create();
+        this.watchers.add(watcher);
+        this.applyChanges(changes);
+        this.maybeInitialize();
+        st.connected = true;
+        this.metrics?.watchConnected.set({ prefix }, 1);
+        this.maybeReconnected();
+        this.log.info({ prefix, revision: revision.toString(), workers: heartbeats.length }, "registry listed and watching");
+        const reason = await this.watchUntilBroken(prefix, watcher);
+        if (this.stopped) return;
+        this.log.warn({ prefix, reason }, "registry watch broken; relisting");
+      } catch (e) {
+        if (this.stopped) return;
+        this.log.warn({ prefix, err: e }, "registry list+watch failed");
+      } finally {
+        if (watcher) {
+          this.watchers.delete(watcher);
+          void watcher.cancel().catch(() => {});
+        }
+      }
+      // The core keeps the first disconnect time; repeating it while etcd stays down is harmless.
+      this.sink.markWatchDisconnected(this.nowMs());
+      this.anyDisconnectMarked = true;
+      st.connected = false;
+      this.metrics?.watchConnected.set({ prefix }, 0);
+      await this.sleep(this.config.retryDelayMs);
+    }
+  }
+
+  /** Set once a disconnect has been reported, cleared by a full reconnect. */
+  private anyDisconnectMarked = false;
+
+  private watchUntilBroken(prefix: string, watcher: Watcher): Promise<string> {
+    return new Promise((resolve) => {
+      const done = (reason: string) => {
+        this.stopWaiters.delete(wake);
+        resolve(reason);
+      };
+      const wake = () => done("stopped");
+      this.stopWaiters.add(wake);
+      watcher.on("put", (kv) => {
+        const hb = this.parseOne(prefix, kv);
+        if (hb) this.applyChanges([this.merge.put(prefix, hb)]);
+        else {
+          // An unparsable value replaces whatever the key held: that Worker is no longer usable.
+          this.applyChanges([this.merge.delete(prefix, kv.key.toString().slice(prefix.length))]);
+        }
+      });
+      watcher.on("delete", (kv) => this.applyChanges([this.merge.delete(prefix, kv.key.toString().slice(prefix.length))]));
+      watcher.on("disconnected", (err) => done(`disconnected: ${err?.message ?? "stream closed"}`));
+      watcher.on("error", (err) => done(`error: ${err?.message ?? "unknown"}`));
+      watcher.on("end", () => done("stream ended"));
+    });
+  }
+
+  private applyChanges(changes: readonly (RegistryChange | null)[]): void {
+    if (!this.initialized) return; // the first full list carries everything
+    const now = this.nowMs();
+    for (const c of changes) {
+      if (!c) continue;
+      if (c.kind === "update") this.sink.applyWorkerUpdate(c.heartbeat, now);
+      else {
+        this.sink.applyWorkerRemoval(c.workerAddr, now);
+        this.onWorkerRemoved(c.workerAddr);
+      }
+    }
+    this.updateGauges();
+  }
+
+  private maybeInitialize(): void {
+    if (this.initialized) return;
+    for (const st of this.state.values()) if (!st.listed) return;
+    this.initialized = true;
+    const workers = this.merge.heartbeats();
+    this.sink.applyFullWorkerList(workers, this.nowMs());
+    this.updateGauges();
+    this.log.info({ workers: workers.length, prefixes: this.prefixes.map((p) => p.prefix) }, "worker view initialised");
+  }
+
+  private maybeReconnected(): void {
+    if (!this.anyDisconnectMarked) return;
+    for (const st of this.state.values()) if (!st.connected) return;
+    this.anyDisconnectMarked = false;
+    this.sink.markWatchReconnected(this.nowMs());
+    this.log.info("registry watch reconnected on every prefix");
+  }
+
+  private updateGauges(): void {
+    if (!this.metrics) return;
+    const counts = this.merge.countsByFormat();
+    this.metrics.registryWorkers.set({ format: "legacy" }, counts.legacy);
+    this.metrics.registryWorkers.set({ format: "v2" }, counts.v2);
+  }
+
+  private parseAll(prefix: string, kvs: readonly IKeyValue[]): WorkerHeartbeat[] {
+    const out: WorkerHeartbeat[] = [];
+    for (const kv of kvs) {
+      const hb = this.parseOne(prefix, kv);
+      if (hb) out.push(hb);
+    }
+    return out;
+  }
+
+  private parseOne(prefix: string, kv: IKeyValue): WorkerHeartbeat | null {
+    const key = kv.key.toString();
+    const keyAddr = key.slice(prefix.length);
+    const parsed = parseWorkerHeartbeat(kv.value.toString());
+    let reason: string | undefined;
+    if (!parsed.ok) reason = parsed.reason;
+    else if (parsed.heartbeat.workerAddr !== keyAddr) {
+      reason = `key names worker ${JSON.stringify(keyAddr)} but the value names ${JSON.stringify(parsed.heartbeat.workerAddr)}`;
+    }
+    if (reason !== undefined || !parsed.ok) {
+      this.metrics?.unparsableValues.inc({ prefix });
+      this.log.warn({ prefix, key, modRevision: String(kv.mod_revision), reason }, "skipping unparsable worker heartbeat");
+      return null;
+    }
+    return parsed.heartbeat;
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.stopWaiters.delete(wake);
+        resolve();
+      }, ms);
+      const wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      this.stopWaiters.add(wake);
+    });
+  }
+}

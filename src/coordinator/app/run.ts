@@ -1,0 +1,121 @@
+import * as grpc from "@grpc/grpc-js";
+import { createEtcdClient } from "../../common/etcd/etcd-client";
+import { bindGrpcServer, GRPC_SERVER_OPTIONS, shutdownGrpcServer } from "../../common/grpc/grpc-server";
+import { HealthStatus, ServingStatus } from "../../common/grpc/health-service";
+import { onShutdownSignal } from "../../common/lifecycle/shutdown";
+import { createLogger, type Logger } from "../../common/logging/logger";
+import { startMetricsServer } from "../../common/metrics/metrics-server";
+import { MetricsRegistry } from "../../common/metrics/metrics";
+import { registerProcessMetrics } from "../../common/metrics/process-metrics";
+import { BundleCoordinatorServiceService } from "../../gen/bundlecoordinator/v1/bundle_coordinator";
+import { CoordinatorServiceService } from "../../gen/coordinator/v1/coordinator";
+import { CoordinatorServer } from "../adapters/coordinator-server";
+import { EtcdWorkerWatcher } from "../adapters/etcd-worker-watcher";
+import { WorkerRPCClient } from "../adapters/worker-rpc-client";
+import { CoordinatorCore } from "../core/coordinator-core";
+import type { CoordinatorRuntimeConfig } from "./config";
+
+/** The process lifecycle; health follows it (NOT_SERVING from `draining` on). */
+export type CoordinatorLifecycle = "starting" | "serving" | "draining" | "stopped";
+
+/** How often the service's health status is re-derived from the core's readiness. */
+const READINESS_POLL_MS = 250;
+
+/**
+ * runCoordinator assembles one Coordinator process (the seed's `app.Run`): core, Worker RPC
+ * client, orchestration server, gRPC server with health, etcd watcher, metrics; it returns
+ * once serving, and stops on SIGINT/SIGTERM. Health: the server ("") is SERVING while the
+ * process serves; the Coordinator service is SERVING only while the core is ready, so a probe
+ * tells whether reservations can succeed.
+ */
+export async function runCoordinator(config: CoordinatorRuntimeConfig): Promise<void> {
+  const role = config.profile.deployment === "block" ? "coordinator" : "bundle-coordinator";
+  const log: Logger = createLogger(config.logLevel, { component: role });
+  let lifecycle: CoordinatorLifecycle = "starting";
+
+  const registry = new MetricsRegistry();
+  registerProcessMetrics(registry, role);
+  const metrics = {
+    reservations: registry.counter("blockx_coordinator_reservations_total", "ReserveWorkerSlot requests by outcome.", ["outcome"]),
+    reservationSeconds: registry.histogram(
+      "blockx_coordinator_reservation_duration_seconds",
+      "ReserveWorkerSlot latency by outcome.",
+      ["outcome"],
+    ),
+    workerRpcs: registry.counter("blockx_coordinator_worker_rpcs_total", "RequestTaskSlot calls to Workers by result.", ["result"]),
+  };
+  const watcherMetrics = {
+    registryWorkers: registry.gauge("blockx_coordinator_registry_workers", "Workers seen in the etcd registry, by prefix format.", ["format"]),
+    unparsableValues: registry.counter(
+      "blockx_coordinator_registry_unparsable_values_total",
+      "Registry values skipped because they are not a valid WorkerHeartbeat.",
+      ["prefix"],
+    ),
+    watchConnected: registry.gauge("blockx_coordinator_registry_watch_connected", "1 while the prefix's watch is up.", ["prefix"]),
+  };
+
+  const core = new CoordinatorCore(config.core);
+  const viewWorkers = registry.gauge("blockx_coordinator_view_workers", "Workers in the Coordinator's view.");
+  viewWorkers.onCollect(() => viewWorkers.set({}, core.workerCount()));
+  const ready = registry.gauge("blockx_coordinator_ready", "1 when ReserveWorkerSlot can be served from a trusted view.");
+  ready.onCollect(() => ready.set({}, core.isReady(Date.now()) ? 1 : 0));
+
+  const workerRpc = new WorkerRPCClient();
+  const server = new CoordinatorServer(
+    core,
+    workerRpc,
+    config.handler,
+    config.core.slotTtlMs,
+    config.core.maxCandidates,
+    log.child({ component: "reserve" }),
+    metrics,
+  );
+
+  const grpcServer = new grpc.Server(GRPC_SERVER_OPTIONS);
+  const health = new HealthStatus([config.profile.service]);
+  health.register(grpcServer);
+  if (config.profile.deployment === "block") {
+    grpcServer.addService(CoordinatorServiceService, { reserveWorkerSlot: server.grpcHandler() });
+  } else {
+    grpcServer.addService(BundleCoordinatorServiceService, { reserveWorkerSlot: server.grpcHandler() });
+  }
+  const boundAddr = await bindGrpcServer(grpcServer, config.listenAddr);
+
+  const etcd = await createEtcdClient({ endpoints: config.watcher.endpoints, dialTimeoutMs: config.watcher.dialTimeoutMs });
+  const watcher = new EtcdWorkerWatcher(etcd, config.watcher, core, log.child({ component: "etcd-watcher" }), watcherMetrics, (addr) =>
+    workerRpc.forget(addr),
+  );
+  const watching = watcher.run();
+
+  const metricsServer = startMetricsServer(registry, config.prometheusListenAddr, config.prometheusPath, log);
+
+  lifecycle = "serving";
+  health.set("", ServingStatus.SERVING);
+  const readinessTimer = setInterval(() => {
+    if (lifecycle !== "serving") return;
+    health.set(config.profile.service, core.isReady(Date.now()) ? ServingStatus.SERVING : ServingStatus.NOT_SERVING);
+  }, READINESS_POLL_MS);
+  log.info(
+    {
+      addr: boundAddr,
+      service: config.profile.service,
+      prefixes: config.watcher.keyPrefixes,
+      etcd: config.watcher.endpoints,
+    },
+    "grpc listening",
+  );
+
+  onShutdownSignal(log, config.shutdownGraceMs + 5_000, async () => {
+    lifecycle = "draining";
+    clearInterval(readinessTimer);
+    health.setAll(ServingStatus.NOT_SERVING);
+    health.endWatches();
+    watcher.stop();
+    await shutdownGrpcServer(grpcServer, config.shutdownGraceMs);
+    await watching.catch(() => {});
+    etcd.close();
+    workerRpc.close();
+    metricsServer?.stop();
+    lifecycle = "stopped";
+  });
+}
