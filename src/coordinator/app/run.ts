@@ -89,22 +89,8 @@ export async function runCoordinator(config: CoordinatorRuntimeConfig): Promise<
 
   const metricsServer = startMetricsServer(registry, config.prometheusListenAddr, config.prometheusPath, log);
 
-  lifecycle = "serving";
-  health.set("", ServingStatus.SERVING);
-  const readinessTimer = setInterval(() => {
-    if (lifecycle !== "serving") return;
-    health.set(config.profile.service, core.isReady(Date.now()) ? ServingStatus.SERVING : ServingStatus.NOT_SERVING);
-  }, READINESS_POLL_MS);
-  log.info(
-    {
-      addr: boundAddr,
-      service: config.profile.service,
-      prefixes: config.watcher.keyPrefixes,
-      etcd: config.watcher.endpoints,
-    },
-    "grpc listening",
-  );
-
+  let readinessTimer: ReturnType<typeof setInterval> | undefined;
+  // Installed before announcing the address, so that a signal right after start-up is graceful.
   onShutdownSignal(log, config.shutdownGraceMs + 5_000, async () => {
     lifecycle = "draining";
     clearInterval(readinessTimer);
@@ -118,4 +104,20 @@ export async function runCoordinator(config: CoordinatorRuntimeConfig): Promise<
     metricsServer?.stop();
     lifecycle = "stopped";
   });
+
+  lifecycle = "serving";
+  health.set("", ServingStatus.SERVING);
+  readinessTimer = setInterval(() => {
+    if (lifecycle !== "serving") return;
+    health.set(config.profile.service, core.isReady(Date.now()) ? ServingStatus.SERVING : ServingStatus.NOT_SERVING);
+  }, READINESS_POLL_MS);
+  log.info(
+    {
+      addr: boundAddr,
+      service: config.profile.service,
+      prefixes: config.watcher.keyPrefixes,
+      etcd: config.watcher.endpoints,
+    },
+    "grpc listening",
+  );
 }

@@ -1,0 +1,111 @@
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const REPO = join(import.meta.dir, "..", "..");
+export const BLOCKX_BINARY = join(REPO, "dist", "blockx");
+
+export interface LogLine {
+  level: string;
+  msg: string;
+  [key: string]: unknown;
+}
+
+/**
+ * BlockxProcess runs the compiled binary the way an operator would: from an empty temporary
+ * directory (no checkout, no node_modules), configured by environment variables, dying with
+ * the test process (setpriv --pdeathsig). stdout is parsed as JSON log lines.
+ */
+export class BlockxProcess {
+  readonly lines: LogLine[] = [];
+  stderr = "";
+  private readonly waiters = new Set<() => void>();
+  readonly exited: Promise<number>;
+
+  private constructor(
+    readonly proc: ReturnType<typeof Bun.spawn>,
+    readonly cwd: string,
+  ) {
+    this.exited = proc.exited;
+    void this.pump(proc.stdout as ReadableStream<Uint8Array>, (line) => {
+      try {
+        this.lines.push(JSON.parse(line) as LogLine);
+      } catch {
+        this.lines.push({ level: "raw", msg: line });
+      }
+    });
+    void this.pump(proc.stderr as ReadableStream<Uint8Array>, (line) => {
+      this.stderr += line + "\n";
+    });
+  }
+
+  static spawn(args: readonly string[], env: Record<string, string>): BlockxProcess {
+    if (!existsSync(BLOCKX_BINARY)) throw new Error(`${BLOCKX_BINARY} is missing: run make build first`);
+    const cwd = mkdtempSync(join(tmpdir(), "blockx-proc-"));
+    const proc = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", BLOCKX_BINARY, ...args], {
+      cwd,
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    return new BlockxProcess(proc, cwd);
+  }
+
+  private async pump(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void): Promise<void> {
+    const decoder = new TextDecoder();
+    let buf = "";
+    for await (const chunk of stream) {
+      buf += decoder.decode(chunk, { stream: true });
+      let nl: number;
+      while ((nl = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        if (line.trim()) onLine(line);
+        for (const w of this.waiters) w();
+      }
+    }
+    if (buf.trim()) onLine(buf);
+    for (const w of this.waiters) w();
+  }
+
+  /** waitForLog resolves with the first log line matching `pred`, or rejects after timeoutMs or on exit. */
+  async waitForLog(pred: (l: LogLine) => boolean, timeoutMs = 20_000): Promise<LogLine> {
+    const deadline = Date.now() + timeoutMs;
+    let exited = false;
+    void this.exited.then(() => (exited = true));
+    for (;;) {
+      const hit = this.lines.find(pred);
+      if (hit) return hit;
+      if (exited) throw new Error(`process exited (${this.proc.exitCode}) before the expected log line; stderr:\n${this.stderr}`);
+      if (Date.now() > deadline) throw new Error(`timed out waiting for a log line; last lines:\n${this.tail()}`);
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, 50);
+        this.waiters.add(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+      this.waiters.clear();
+    }
+  }
+
+  /** listenAddr waits for the "grpc listening" line and returns the bound address. */
+  async grpcAddr(): Promise<string> {
+    const line = await this.waitForLog((l) => l.msg === "grpc listening");
+    return String(line.addr).replace(/^0\.0\.0\.0:/, "127.0.0.1:");
+  }
+
+  tail(n = 20): string {
+    return this.lines
+      .slice(-n)
+      .map((l) => JSON.stringify(l))
+      .join("\n");
+  }
+
+  async stop(signal: NodeJS.Signals = "SIGTERM"): Promise<number> {
+    if (this.proc.exitCode === null) this.proc.kill(signal);
+    const code = await this.exited;
+    rmSync(this.cwd, { recursive: true, force: true });
+    return code;
+  }
+}

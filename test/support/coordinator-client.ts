@@ -1,0 +1,44 @@
+import * as grpc from "@grpc/grpc-js";
+import { BundleCoordinatorServiceClient } from "../../src/gen/bundlecoordinator/v1/bundle_coordinator";
+import { CoordinatorServiceClient, type ReserveWorkerSlotResponse } from "../../src/gen/coordinator/v1/coordinator";
+import { HealthCheckResponse_ServingStatus, HealthClient } from "../../src/gen/grpc/health/v1/health";
+
+export type ReserveOutcome = { ok: true; res: ReserveWorkerSlotResponse } | { ok: false; code: grpc.status; details: string };
+
+/** gzip on every request: the Coordinator must accept compressed messages. */
+const GZIP: grpc.ChannelOptions = { "grpc.default_compression_algorithm": 2, "grpc.default_compression_level": 2 };
+
+/** reserve calls ReserveWorkerSlot on a block (or bundle) Coordinator with grpc-js. */
+export function reserve(addr: string, taskId: string, kind: "block" | "bundle" = "block"): Promise<ReserveOutcome> {
+  const Ctor = kind === "block" ? CoordinatorServiceClient : BundleCoordinatorServiceClient;
+  const client = new Ctor(addr, grpc.credentials.createInsecure(), GZIP);
+  return new Promise((resolve) => {
+    client.reserveWorkerSlot({ taskId }, { deadline: Date.now() + 20_000 }, (err, res) => {
+      client.close();
+      if (err) resolve({ ok: false, code: err.code, details: err.details });
+      else resolve({ ok: true, res: res! });
+    });
+  });
+}
+
+export function healthCheck(addr: string, service = ""): Promise<HealthCheckResponse_ServingStatus | grpc.status> {
+  const client = new HealthClient(addr, grpc.credentials.createInsecure());
+  return new Promise((resolve) => {
+    client.check({ service }, { deadline: Date.now() + 10_000 }, (err, res) => {
+      client.close();
+      resolve(err ? err.code : res!.status);
+    });
+  });
+}
+
+/** waitFor polls `probe` until `accept` holds or timeoutMs passes; returns the last value. */
+export async function waitFor<T>(probe: () => Promise<T>, accept: (v: T) => boolean, timeoutMs = 20_000, stepMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let v = await probe();
+  while (!accept(v)) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; last value: ${JSON.stringify(v)}`);
+    await Bun.sleep(stepMs);
+    v = await probe();
+  }
+  return v;
+}
