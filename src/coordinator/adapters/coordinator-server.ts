@@ -88,17 +88,16 @@ export class CoordinatorServer {
         break;
       }
       const workerAddr = candidate.workerAddr;
-      const log = this.log.child({ taskId, workerAddr });
       const result = await this.tryWorker(taskId, workerAddr, isCancelled);
       if (result.slotId !== undefined) {
         this.core.recordSlotSuccess(workerAddr, this.nowMs());
-        log.debug({ slotId: result.slotId }, "slot reserved");
+        this.log.debug({ taskId, workerAddr, slotId: result.slotId }, "slot reserved");
         return { taskId, workerAddr, slotId: result.slotId };
       }
       const err = result.err;
       if (err.mayHaveAllocated) {
         this.core.recordSlotTimeout(workerAddr, this.nowMs());
-        log.warn({ code: err.code, reason: err.message }, "slot reservation uncertain after retries");
+        this.log.warn({ taskId, workerAddr, code: err.code, reason: err.message }, "slot reservation uncertain after retries");
         throw new CoordinatorError(
           ErrorCode.ErrSlotUncertain,
           `unable to confirm slot reservation on ${workerAddr} after ${this.config.maxTimeoutRetries + 1} attempts ` +
@@ -107,7 +106,7 @@ export class CoordinatorServer {
       }
       if (err.code === ErrorCode.ErrNoSlot) this.core.recordSlotBackpressure(workerAddr, this.nowMs());
       else this.core.recordSlotRejection(workerAddr, this.nowMs());
-      log.info({ code: err.code, reason: err.message }, "worker rejected slot request");
+      this.log.info({ taskId, workerAddr, code: err.code, reason: err.message }, "worker rejected slot request");
       rejections.push(`${workerAddr}: ${err.code}${err.message ? ` (${err.message})` : ""}`);
       exclude.add(workerAddr);
     }

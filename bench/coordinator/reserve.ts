@@ -1,0 +1,126 @@
+/**
+ * bench/coordinator/reserve.ts: ReserveWorkerSlot over loopback through the compiled
+ * Coordinator (dist/blockx) against a minimal Worker process, compared with the baseline
+ * measured in the same run: a bare grpc-js unary round trip to that same Worker process.
+ * A reservation is two hops (client -> Coordinator -> Worker), so 2x the baseline is the floor.
+ *
+ *   bun bench/coordinator/reserve.ts [--calls 3000] [--seconds 3]
+ */
+import * as grpc from "@grpc/grpc-js";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { CoordinatorServiceClient } from "../../src/gen/coordinator/v1/coordinator";
+import { WorkerServiceClient } from "../../src/gen/worker/v1/worker";
+import { BlockxProcess } from "../../test/support/blockx-process";
+import { EtcdProcess } from "../../test/support/etcd";
+import { Registrar, randomLanePrefix } from "../../test/support/worker-double";
+
+const { values } = parseArgs({ options: { calls: { type: "string", default: "3000" }, seconds: { type: "string", default: "3" } } });
+const CALLS = Number(values.calls);
+const SECONDS = Number(values.seconds);
+
+type Call = (id: string) => Promise<void>;
+
+function unary<C extends grpc.Client>(client: C, method: (req: { taskId: string; ttlMs: number }, md: grpc.Metadata, cb: (e: grpc.ServiceError | null) => void) => unknown): Call {
+  return (id) =>
+    new Promise((resolve, reject) => {
+      method.call(client, { taskId: id, ttlMs: 5000 }, new grpc.Metadata(), (e) => (e ? reject(e) : resolve()));
+    });
+}
+
+async function latency(call: Call, n: number, tag: string): Promise<{ p50: number; p99: number }> {
+  for (let i = 0; i < 200; i++) await call(`${tag}-warm-${i}`);
+  const samples: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    await call(`${tag}-${i}`);
+    samples.push((performance.now() - t) * 1000);
+  }
+  samples.sort((a, b) => a - b);
+  return { p50: samples[Math.floor(n * 0.5)]!, p99: samples[Math.floor(n * 0.99)]! };
+}
+
+async function throughput(call: Call, concurrency: number, seconds: number, tag: string): Promise<number> {
+  const end = performance.now() + seconds * 1000;
+  let done = 0;
+  let seq = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < end) {
+        await call(`${tag}-${seq++}`);
+        done++;
+      }
+    }),
+  );
+  return done / seconds;
+}
+
+const etcd = await EtcdProcess.start();
+const worker = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", process.execPath, join(import.meta.dir, "minimal-worker.ts")], {
+  stdout: "pipe",
+});
+const reader = worker.stdout.getReader();
+const port = Number(new TextDecoder().decode((await reader.read()).value).trim());
+const workerAddr = `127.0.0.1:${port}`;
+const prefix = randomLanePrefix("block");
+const registrar = await Registrar.connect(etcd.endpoint);
+await registrar.register(prefix, {
+  workerAddr,
+  taskSlots: 1_000_000,
+  reservedSlots: 0,
+  runningTasks: 0,
+  cpuPercent: 0.1,
+  memoryPercent: 0.1,
+  memoryAvailableBytes: 8e9,
+  memoryTotalBytes: 16e9,
+  processRssBytes: 1e8,
+  errorRate: 0,
+  lastHeartbeatMs: Date.now() + 3_600_000, // stays fresh for the whole run
+});
+const coord = BlockxProcess.spawn(["coordinator"], {
+  COORDINATOR_LISTEN: "127.0.0.1:0",
+  ETCD_ENDPOINTS: etcd.endpoint,
+  COORDINATOR_REGISTRY_PREFIXES: prefix,
+  BLOCKX_LOG_LEVEL: "info", // per-reservation lines are debug: nothing is logged per call
+});
+
+try {
+  const coordAddr = await coord.grpcAddr();
+  const coordClient = new CoordinatorServiceClient(coordAddr, grpc.credentials.createInsecure());
+  const workerClient = new WorkerServiceClient(workerAddr, grpc.credentials.createInsecure());
+  const reserveCall = unary(coordClient, coordClient.reserveWorkerSlot as never);
+  const echoCall = unary(workerClient, workerClient.requestTaskSlot as never);
+  // Wait until the Coordinator has listed the registry.
+  for (let i = 0; ; i++) {
+    try {
+      await reserveCall(`ready-${i}`);
+      break;
+    } catch {
+      await Bun.sleep(50);
+    }
+  }
+
+  // Interleave the two measurements so that machine noise hits both alike.
+  const echo1 = await latency(echoCall, CALLS, "echo");
+  const reserve1 = await latency(reserveCall, CALLS, "reserve");
+  const echoTput = await throughput(echoCall, 64, SECONDS, "echo-t");
+  const reserveTput = await throughput(reserveCall, 64, SECONDS, "reserve-t");
+
+  const us = (x: number) => `${x.toFixed(0)} µs`;
+  console.log(`ReserveWorkerSlot over loopback (compiled coordinator, minimal worker process), ${CALLS} calls, ${SECONDS} s at 64 in flight`);
+  console.log("");
+  console.log("| measure | bare grpc-js unary (baseline) | ReserveWorkerSlot | ratio |");
+  console.log("| --- | --- | --- | --- |");
+  console.log(`| p50 at concurrency 1 | ${us(echo1.p50)} | ${us(reserve1.p50)} | ${(reserve1.p50 / echo1.p50).toFixed(2)}x |`);
+  console.log(`| p99 at concurrency 1 | ${us(echo1.p99)} | ${us(reserve1.p99)} | ${(reserve1.p99 / echo1.p99).toFixed(2)}x |`);
+  console.log(
+    `| throughput at 64 in flight | ${echoTput.toFixed(0)}/s | ${reserveTput.toFixed(0)}/s | ${(echoTput / reserveTput).toFixed(2)}x slower |`,
+  );
+  coordClient.close();
+  workerClient.close();
+} finally {
+  coord.proc.kill("SIGKILL");
+  worker.kill("SIGKILL");
+  registrar.close();
+  await etcd.destroy();
+}
