@@ -1,0 +1,87 @@
+import * as grpc from "@grpc/grpc-js";
+import { afterEach, describe, expect, test } from "bun:test";
+import { ErrorCode } from "../../common/error-code";
+import { freePort } from "../../../test/support/ports";
+import { WorkerDouble } from "../../../test/support/worker-double";
+import { grpcErrToSlotError, WorkerRPCClient } from "./worker-rpc-client";
+
+describe("grpcErrToSlotError", () => {
+  const cases: [grpc.status, string, ErrorCode, boolean][] = [
+    [grpc.status.INVALID_ARGUMENT, "task_id: required", ErrorCode.ErrInvalidArgument, false],
+    [grpc.status.RESOURCE_EXHAUSTED, "no free slot", ErrorCode.ErrNoSlot, false],
+    [grpc.status.FAILED_PRECONDITION, "slot bound to another task", ErrorCode.ErrSlotConflict, false],
+    [grpc.status.NOT_FOUND, "unknown slot", ErrorCode.ErrSlotNotFound, false],
+    [grpc.status.UNAVAILABLE, "No connection established. Last error: connect ECONNREFUSED 127.0.0.1:9", ErrorCode.ErrWorkerUnreachable, false],
+    [grpc.status.UNAVAILABLE, "Name resolution failed for target dns:nowhere:1", ErrorCode.ErrWorkerUnreachable, false],
+    [grpc.status.UNAVAILABLE, "Connection dropped", ErrorCode.ErrSlotUncertain, true],
+    [grpc.status.DEADLINE_EXCEEDED, "Deadline exceeded after 3.001s,remote_addr=127.0.0.1:5", ErrorCode.ErrSlotUncertain, true],
+    [grpc.status.DEADLINE_EXCEEDED, "Deadline exceeded after 3.001s,Waiting for LB pick", ErrorCode.ErrWorkerUnreachable, false],
+    [grpc.status.CANCELLED, "Cancelled on client", ErrorCode.ErrSlotUncertain, true],
+    [grpc.status.ABORTED, "aborted", ErrorCode.ErrSlotUncertain, true],
+    [grpc.status.INTERNAL, "boom", ErrorCode.ErrSlotUncertain, true],
+    [grpc.status.UNKNOWN, "?", ErrorCode.ErrSlotUncertain, true],
+    [grpc.status.UNIMPLEMENTED, "no WorkerService here", ErrorCode.ErrInternal, false],
+  ];
+  for (const [code, details, want, mayHaveAllocated] of cases) {
+    test(`${grpc.status[code]} "${details}" -> ${want}${mayHaveAllocated ? " (may have allocated)" : ""}`, () => {
+      expect(grpcErrToSlotError({ code, details })).toEqual({ code: want, message: details, mayHaveAllocated });
+    });
+  }
+});
+
+describe("WorkerRPCClient against real gRPC servers", () => {
+  const client = new WorkerRPCClient();
+  const doubles: WorkerDouble[] = [];
+  afterEach(async () => {
+    for (const d of doubles.splice(0)) await d.stop();
+  });
+
+  test("a granting Worker returns its snapshot with the slot id; one cached channel per Worker", async () => {
+    const w = await WorkerDouble.start();
+    doubles.push(w);
+    const a = await client.requestTaskSlot(w.addr, { taskId: "t1", ttlMs: 5000, timeoutMs: 2000 });
+    const b = await client.requestTaskSlot(w.addr, { taskId: "t2", ttlMs: 5000, timeoutMs: 2000 });
+    expect(a.snapshot?.slotId).toBe("slot-t1");
+    expect(b.snapshot?.slotId).toBe("slot-t2");
+    expect(w.requests).toEqual([
+      { taskId: "t1", ttlMs: 5000 },
+      { taskId: "t2", ttlMs: 5000 },
+    ]);
+    expect(client.cachedConnections).toBe(1);
+    client.forget(w.addr);
+    expect(client.cachedConnections).toBe(0);
+  });
+
+  test("explicit Worker rejections keep their meaning over the wire", async () => {
+    const w = await WorkerDouble.start();
+    doubles.push(w);
+    const expectations: [grpc.status, ErrorCode][] = [
+      [grpc.status.RESOURCE_EXHAUSTED, ErrorCode.ErrNoSlot],
+      [grpc.status.NOT_FOUND, ErrorCode.ErrSlotNotFound],
+      [grpc.status.FAILED_PRECONDITION, ErrorCode.ErrSlotConflict],
+      [grpc.status.INVALID_ARGUMENT, ErrorCode.ErrInvalidArgument],
+    ];
+    for (const [code, want] of expectations) {
+      w.behaviour = { code, details: `because ${grpc.status[code]}` };
+      const res = await client.requestTaskSlot(w.addr, { taskId: "t", ttlMs: 5000, timeoutMs: 2000 });
+      expect(res.err).toEqual({ code: want, message: `because ${grpc.status[code]}`, mayHaveAllocated: false });
+    }
+  });
+
+  test("connection refused is an explicit failure: nothing can have been allocated", async () => {
+    const port = await freePort();
+    const res = await client.requestTaskSlot(`127.0.0.1:${port}`, { taskId: "t", ttlMs: 5000, timeoutMs: 2000 });
+    expect(res.err?.code).toBe(ErrorCode.ErrWorkerUnreachable);
+    expect(res.err?.mayHaveAllocated).toBe(false);
+  });
+
+  test("a Worker that takes the request and never answers is uncertain (the request may have been served)", async () => {
+    const w = await WorkerDouble.start();
+    doubles.push(w);
+    w.behaviour = "hang";
+    const res = await client.requestTaskSlot(w.addr, { taskId: "t", ttlMs: 5000, timeoutMs: 200 });
+    expect(w.requests.length).toBe(1);
+    expect(res.err?.code).toBe(ErrorCode.ErrSlotUncertain);
+    expect(res.err?.mayHaveAllocated).toBe(true);
+  });
+});
