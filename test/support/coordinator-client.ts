@@ -13,7 +13,7 @@ export function reserve(addr: string, taskId: string, kind: "block" | "bundle" =
   const Ctor = kind === "block" ? CoordinatorServiceClient : BundleCoordinatorServiceClient;
   const client = new Ctor(addr, grpc.credentials.createInsecure(), GZIP);
   return new Promise((resolve) => {
-    client.reserveWorkerSlot({ taskId }, { deadline: Date.now() + 20_000 }, (err, res) => {
+    client.reserveWorkerSlot({ taskId }, new grpc.Metadata(), { deadline: Date.now() + 20_000 }, (err, res) => {
       client.close();
       if (err) resolve({ ok: false, code: err.code, details: err.details });
       else resolve({ ok: true, res: res! });
@@ -24,7 +24,7 @@ export function reserve(addr: string, taskId: string, kind: "block" | "bundle" =
 export function healthCheck(addr: string, service = ""): Promise<HealthCheckResponse_ServingStatus | grpc.status> {
   const client = new HealthClient(addr, grpc.credentials.createInsecure());
   return new Promise((resolve) => {
-    client.check({ service }, { deadline: Date.now() + 10_000 }, (err, res) => {
+    client.check({ service }, new grpc.Metadata(), { deadline: Date.now() + 10_000 }, (err, res) => {
       client.close();
       resolve(err ? err.code : res!.status);
     });

@@ -54,6 +54,8 @@ export class EtcdWorkerWatcher {
   private stopped = false;
   private readonly stopWaiters = new Set<() => void>();
   private readonly watchers = new Set<Watcher>();
+  /** Unparsable keys already counted and logged -> mod revision of the bad value. */
+  private readonly reportedUnparsable = new Map<string, string>();
 
   constructor(
     private readonly client: Etcd3,
@@ -92,7 +94,12 @@ export class EtcdWorkerWatcher {
         const listing = await this.client.getAll().prefix(prefix).exec();
         if (this.stopped) return;
         const heartbeats = this.parseAll(prefix, listing.kvs);
-        const changes = this.merge.replacePrefix(prefix, heartbeats);
+        // Apply the listing's changes at once, in the same tick as replacePrefix. Applied after the
+        // watch is created (as before), they were lost when the creation failed (the merge already
+        // held the new listing, so the next relist found nothing to report: a Worker deleted during
+        // an outage stayed in the core), and they could land after newer events of another prefix
+        // had been applied, overwriting the core with a stale winner.
+        this.applyChanges(this.merge.replacePrefix(prefix, heartbeats));
         st.listed = true;
         const revision = BigInt(listing.header.revision);
         watcher = await this.client
@@ -100,8 +107,10 @@ export class EtcdWorkerWatcher {
           .prefix(prefix)
           .startRevision((revision + 1n).toString())
           .create();
+        // stop() during the creation found no watcher to cancel and no waiter to wake: without
+        // this check the loop would go on to watch forever and run() would never return.
+        if (this.stopped) return;
         this.watchers.add(watcher);
-        this.applyChanges(changes);
         this.maybeInitialize();
         st.connected = true;
         this.metrics?.watchConnected.set({ prefix }, 1);
@@ -133,13 +142,19 @@ export class EtcdWorkerWatcher {
 
   private watchUntilBroken(prefix: string, watcher: Watcher): Promise<string> {
     return new Promise((resolve) => {
+      if (this.stopped) return resolve("stopped");
+      // The listeners stay attached to the etcd3 Watcher until its cancel completes: once this
+      // watch is over, its late events must not reach the merge (the relist owns the prefix now).
+      let over = false;
       const done = (reason: string) => {
+        over = true;
         this.stopWaiters.delete(wake);
         resolve(reason);
       };
       const wake = () => done("stopped");
       this.stopWaiters.add(wake);
       watcher.on("put", (kv) => {
+        if (over) return;
         const hb = this.parseOne(prefix, kv);
         if (hb) this.applyChanges([this.merge.put(prefix, hb)]);
         else {
@@ -147,7 +162,11 @@ export class EtcdWorkerWatcher {
           this.applyChanges([this.merge.delete(prefix, kv.key.toString().slice(prefix.length))]);
         }
       });
-      watcher.on("delete", (kv) => this.applyChanges([this.merge.delete(prefix, kv.key.toString().slice(prefix.length))]));
+      watcher.on("delete", (kv) => {
+        if (over) return;
+        this.reportedUnparsable.delete(kv.key.toString());
+        this.applyChanges([this.merge.delete(prefix, kv.key.toString().slice(prefix.length))]);
+      });
       watcher.on("disconnected", (err) => done(`disconnected: ${err?.message ?? "stream closed"}`));
       watcher.on("error", (err) => done(`error: ${err?.message ?? "unknown"}`));
       watcher.on("end", () => done("stream ended"));
@@ -194,6 +213,11 @@ export class EtcdWorkerWatcher {
   }
 
   private parseAll(prefix: string, kvs: readonly IKeyValue[]): WorkerHeartbeat[] {
+    // A relist replaces what we know of the prefix: forget bad keys deleted while we were away.
+    const present = new Set(kvs.map((kv) => kv.key.toString()));
+    for (const key of this.reportedUnparsable.keys()) {
+      if (key.startsWith(prefix) && !present.has(key)) this.reportedUnparsable.delete(key);
+    }
     const out: WorkerHeartbeat[] = [];
     for (const kv of kvs) {
       const hb = this.parseOne(prefix, kv);
@@ -212,10 +236,17 @@ export class EtcdWorkerWatcher {
       reason = `key names worker ${JSON.stringify(keyAddr)} but the value names ${JSON.stringify(parsed.heartbeat.workerAddr)}`;
     }
     if (reason !== undefined || !parsed.ok) {
-      this.metrics?.unparsableValues.inc({ prefix });
-      this.log.warn({ prefix, key, modRevision: String(kv.mod_revision), reason }, "skipping unparsable worker heartbeat");
+      // Once per key and revision, as documented: a relist after every reconnect reads the same
+      // bad value again and must not count it again.
+      const modRevision = String(kv.mod_revision);
+      if (this.reportedUnparsable.get(key) !== modRevision) {
+        this.reportedUnparsable.set(key, modRevision);
+        this.metrics?.unparsableValues.inc({ prefix });
+        this.log.warn({ prefix, key, modRevision, reason }, "skipping unparsable worker heartbeat");
+      }
       return null;
     }
+    this.reportedUnparsable.delete(key);
     return parsed.heartbeat;
   }
 

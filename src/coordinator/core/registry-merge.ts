@@ -88,9 +88,20 @@ export class RegistryMerge {
       return { kind: "removal", workerAddr: addr };
     }
     this.winners.set(addr, best);
-    if (prev && prev.heartbeat === best.heartbeat) return null;
+    // Compare values, not object identity: a relist parses every heartbeat anew, and an
+    // unchanged Worker (or a winner switching to a prefix holding the same value) must not
+    // be reported as a change.
+    if (prev && sameHeartbeat(prev.heartbeat, best.heartbeat)) return null;
     return { kind: "update", heartbeat: best.heartbeat };
   }
+}
+
+/** sameHeartbeat: field-by-field equality of two flat heartbeat objects. */
+function sameHeartbeat(a: WorkerHeartbeat, b: WorkerHeartbeat): boolean {
+  if (a === b) return true;
+  const keys = Object.keys(a) as (keyof WorkerHeartbeat)[];
+  if (keys.length !== Object.keys(b).length) return false;
+  return keys.every((k) => a[k] === b[k]);
 }
 
 function ranksBefore(a: Entry, b: Entry): boolean {

@@ -1,0 +1,701 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import type { Etcd3, Watcher } from "etcd3";
+import { createEtcdClient } from "../../common/etcd/etcd-client";
+import { silentLogger } from "../../common/logging/logger";
+import { MetricsRegistry } from "../../common/metrics/metrics";
+import { LegacyBlockWorkerRegistryPrefix } from "../../common/registry/registry-prefix";
+import type { WorkerHeartbeat } from "../../common/registry/worker-heartbeat";
+import { EtcdProcess } from "../../../test/support/etcd";
+import { defaultCoordinatorCoreConfig, type CoordinatorCoreConfig } from "../core/config";
+import { CoordinatorCore } from "../core/coordinator-core";
+import { EtcdWorkerWatcher, type EtcdWatcherMetrics, type WorkerViewSink } from "./etcd-worker-watcher";
+
+// Contract tests of EtcdWorkerWatcher against a real etcd. Tests that only read and write keys use
+// the run's shared etcd with random v2 prefixes (any lane name is a valid v2 prefix); tests that
+// stop etcd, or need the fixed legacy prefix, start their own. No fixed sleeps: every wait polls a
+// condition, and no assertion depends on how long something took.
+
+const TEST_TIMEOUT_MS = 30_000;
+const DIAL_TIMEOUT_MS = 1_000;
+const RETRY_DELAY_MS = 100;
+
+function sharedEndpoint(): string {
+  const ep = process.env.BLOCKX_TEST_ETCD_ENDPOINT;
+  if (!ep) throw new Error("BLOCKX_TEST_ETCD_ENDPOINT is not set: test/support/preload.ts did not run");
+  return ep;
+}
+
+/** A fresh v2 prefix no other test uses. */
+function randomPrefix(kind: "block" | "bundle" = "block"): string {
+  return `/blockx/test/lanes/t${crypto.randomUUID().replace(/-/g, "")}/${kind}-workers/`;
+}
+
+function hb(workerAddr: string, overrides: Partial<WorkerHeartbeat> = {}): WorkerHeartbeat {
+  return {
+    workerAddr,
+    taskSlots: 4,
+    reservedSlots: 0,
+    runningTasks: 0,
+    cpuPercent: 0.1,
+    memoryPercent: 0.2,
+    memoryAvailableBytes: 1_000,
+    memoryTotalBytes: 2_000,
+    processRssBytes: 100,
+    errorRate: 0,
+    lastHeartbeatMs: Date.now(),
+    ...overrides,
+  };
+}
+
+async function waitFor(cond: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await Bun.sleep(10);
+  }
+}
+
+// ------------------------------------------------------------------ cleanup
+
+const cleanups: (() => Promise<void>)[] = [];
+
+/** Runs every registered cleanup, newest first, even when a test failed half-way. */
+afterEach(async () => {
+  while (cleanups.length > 0) {
+    const c = cleanups.pop()!;
+    await c().catch(() => {});
+  }
+});
+
+async function client(endpoint: string): Promise<Etcd3> {
+  const c = await createEtcdClient({ endpoints: [endpoint], dialTimeoutMs: DIAL_TIMEOUT_MS });
+  cleanups.push(async () => c.close());
+  return c;
+}
+
+/** A client for the shared etcd that also deletes the given prefixes when the test ends. */
+async function sharedWriter(...prefixes: string[]): Promise<Etcd3> {
+  const w = await client(sharedEndpoint());
+  cleanups.push(async () => {
+    for (const p of prefixes) await w.delete().prefix(p).exec();
+  });
+  return w;
+}
+
+async function ownEtcd(): Promise<EtcdProcess> {
+  const e = await EtcdProcess.start();
+  cleanups.push(() => e.destroy());
+  return e;
+}
+
+async function put(writer: Etcd3, prefix: string, h: WorkerHeartbeat): Promise<void> {
+  await writer.put(prefix + h.workerAddr).value(JSON.stringify(h)).exec();
+}
+
+// ------------------------------------------------------------------ recording sink
+
+type SinkCall =
+  | { method: "applyFullWorkerList"; workers: WorkerHeartbeat[]; nowMs: number }
+  | { method: "applyWorkerUpdate"; heartbeat: WorkerHeartbeat; nowMs: number }
+  | { method: "applyWorkerRemoval"; workerAddr: string; nowMs: number }
+  | { method: "markWatchDisconnected"; nowMs: number }
+  | { method: "markWatchReconnected"; nowMs: number };
+
+type ViewCall = { full: WorkerHeartbeat[] } | { update: WorkerHeartbeat } | { removal: string };
+
+/** RecordingSink forwards to a real CoordinatorCore and records every call (with copies of the data). */
+class RecordingSink implements WorkerViewSink {
+  readonly calls: SinkCall[] = [];
+  constructor(readonly core: CoordinatorCore) {}
+  applyFullWorkerList(workers: readonly WorkerHeartbeat[], nowMs: number): void {
+    this.calls.push({ method: "applyFullWorkerList", workers: workers.map((w) => ({ ...w })), nowMs });
+    this.core.applyFullWorkerList(workers, nowMs);
+  }
+  applyWorkerUpdate(heartbeat: WorkerHeartbeat, nowMs: number): void {
+    this.calls.push({ method: "applyWorkerUpdate", heartbeat: { ...heartbeat }, nowMs });
+    this.core.applyWorkerUpdate(heartbeat, nowMs);
+  }
+  applyWorkerRemoval(workerAddr: string, nowMs: number): void {
+    this.calls.push({ method: "applyWorkerRemoval", workerAddr, nowMs });
+    this.core.applyWorkerRemoval(workerAddr, nowMs);
+  }
+  markWatchDisconnected(nowMs: number): void {
+    this.calls.push({ method: "markWatchDisconnected", nowMs });
+    this.core.markWatchDisconnected(nowMs);
+  }
+  markWatchReconnected(nowMs: number): void {
+    this.calls.push({ method: "markWatchReconnected", nowMs });
+    this.core.markWatchReconnected(nowMs);
+  }
+  count(method: SinkCall["method"]): number {
+    return this.calls.filter((c) => c.method === method).length;
+  }
+  /** The calls other than the disconnect/reconnect marks, in order, without their times. */
+  viewCalls(): ViewCall[] {
+    return this.calls.flatMap((c): ViewCall[] => {
+      if (c.method === "applyFullWorkerList") return [{ full: sortByAddr(c.workers) }];
+      if (c.method === "applyWorkerUpdate") return [{ update: c.heartbeat }];
+      if (c.method === "applyWorkerRemoval") return [{ removal: c.workerAddr }];
+      return [];
+    });
+  }
+}
+
+function sortByAddr(hbs: readonly WorkerHeartbeat[]): WorkerHeartbeat[] {
+  return [...hbs].sort((a, b) => (a.workerAddr < b.workerAddr ? -1 : a.workerAddr > b.workerAddr ? 1 : 0));
+}
+
+// ------------------------------------------------------------------ fault injection
+
+/**
+ * Faults wraps the watcher's etcd client to hold or break the calls the watcher makes, so that
+ * races (a list that has not finished, a watch that cannot be created, a stream that breaks while
+ * etcd stays up) can be produced on purpose instead of by luck. Everything else is the real client.
+ */
+class Faults {
+  /** Awaited before each list of a prefix (the list is sent after it resolves). */
+  beforeList: (prefix: string) => Promise<void> = async () => {};
+  /** Called synchronously when the watcher asks for a watch builder. */
+  onWatch: () => void = () => {};
+  /** Number of upcoming watch creations that fail. */
+  failWatchCreations = 0;
+  /** Every etcd3 Watcher the watcher created, in order. */
+  readonly watchers: Watcher[] = [];
+
+  wrap(real: Etcd3): Etcd3 {
+    return new Proxy(real, {
+      get: (target, prop) => {
+        if (prop === "getAll") {
+          return () => {
+            const b = target.getAll();
+            let listed = "";
+            const prefix = b.prefix.bind(b);
+            const exec = b.exec.bind(b);
+            b.prefix = (p: string | Buffer) => {
+              listed = p.toString();
+              return prefix(p);
+            };
+            b.exec = (async () => {
+              await this.beforeList(listed);
+              return exec();
+            }) as typeof b.exec;
+            return b;
+          };
+        }
+        if (prop === "watch") {
+          return () => {
+            this.onWatch();
+            const b = target.watch();
+            const create = b.create.bind(b);
+            b.create = async () => {
+              if (this.failWatchCreations > 0) {
+                this.failWatchCreations--;
+                throw new Error("injected: watch creation failed");
+              }
+              const w = await create();
+              this.watchers.push(w);
+              return w;
+            };
+            return b;
+          };
+        }
+        const v = Reflect.get(target, prop, target);
+        return typeof v === "function" ? v.bind(target) : v;
+      },
+    });
+  }
+}
+
+class Gate {
+  open!: () => void;
+  readonly opened = new Promise<void>((resolve) => (this.open = resolve));
+  waiting = 0;
+}
+
+// ------------------------------------------------------------------ the watcher under test
+
+interface Running {
+  readonly watcher: EtcdWorkerWatcher;
+  readonly sink: RecordingSink;
+  readonly core: CoordinatorCore;
+  readonly metrics: EtcdWatcherMetrics;
+  readonly removed: string[];
+  /** True once run() has returned. */
+  readonly settled: () => boolean;
+}
+
+async function startWatcher(opts: {
+  endpoint: string;
+  prefixes: string[];
+  core?: Partial<CoordinatorCoreConfig>;
+  faults?: Faults;
+  /** Called with the watcher before run(), for hooks that need it. */
+  beforeRun?: (w: EtcdWorkerWatcher) => void;
+}): Promise<Running> {
+  const real = await client(opts.endpoint);
+  const etcd = opts.faults ? opts.faults.wrap(real) : real;
+  const core = new CoordinatorCore({ ...defaultCoordinatorCoreConfig(), ...opts.core });
+  const sink = new RecordingSink(core);
+  const registry = new MetricsRegistry();
+  const metrics: EtcdWatcherMetrics = {
+    registryWorkers: registry.gauge("blockx_coordinator_registry_workers", "Workers seen in the etcd registry.", ["format"]),
+    unparsableValues: registry.counter("blockx_coordinator_registry_unparsable_values_total", "Skipped values.", ["prefix"]),
+    watchConnected: registry.gauge("blockx_coordinator_registry_watch_connected", "1 while up.", ["prefix"]),
+  };
+  const removed: string[] = [];
+  const watcher = new EtcdWorkerWatcher(
+    etcd,
+    { endpoints: [opts.endpoint], keyPrefixes: opts.prefixes, dialTimeoutMs: DIAL_TIMEOUT_MS, retryDelayMs: RETRY_DELAY_MS },
+    sink,
+    silentLogger(),
+    metrics,
+    (addr) => removed.push(addr),
+  );
+  opts.beforeRun?.(watcher);
+  let settled = false;
+  const running = watcher.run().finally(() => {
+    settled = true;
+  });
+  cleanups.push(async () => {
+    watcher.stop();
+    await Promise.race([running, Bun.sleep(5_000)]);
+  });
+  return { watcher, sink, core, metrics, removed, settled: () => settled };
+}
+
+/** Far in the future: isReady there is true only if no disconnect is pending. */
+const FAR_FUTURE_MS = Number.MAX_SAFE_INTEGER;
+
+// ------------------------------------------------------------------ tests
+
+describe("EtcdWorkerWatcher on one prefix", () => {
+  test(
+    "lists the Workers already registered, then follows puts and deletes",
+    async () => {
+      const prefix = randomPrefix();
+      const writer = await sharedWriter(prefix);
+      const w1 = hb("10.0.0.1:9000");
+      const w2 = hb("10.0.0.2:9000", { taskSlots: 8 });
+      await put(writer, prefix, w1);
+      await put(writer, prefix, w2);
+
+      const r = await startWatcher({ endpoint: sharedEndpoint(), prefixes: [prefix] });
+      await waitFor(() => r.watcher.isInitialized, "initial list");
+      expect(r.core.isInitialized()).toBe(true);
+      expect(r.core.isReady(Date.now())).toBe(true);
+      expect(r.sink.viewCalls()).toEqual([{ full: [w1, w2] }]);
+      expect(r.core.workerCount()).toBe(2);
+      await waitFor(() => r.metrics.watchConnected.value({ prefix }) === 1, "watch connected gauge");
+      expect(r.metrics.registryWorkers.value({ format: "v2" })).toBe(2);
+
+      const w3 = hb("10.0.0.3:9000");
+      await put(writer, prefix, w3);
+      await waitFor(() => r.core.getWorkerView(w3.workerAddr) !== undefined, "w3 added");
+
+      const w1b = hb(w1.workerAddr, { reservedSlots: 3, lastHeartbeatMs: w1.lastHeartbeatMs + 1 });
+      await put(writer, prefix, w1b);
+      await waitFor(() => r.core.getWorkerView(w1.workerAddr)?.reservedSlots === 3, "w1 updated");
+
+      await writer.delete().key(prefix + w2.workerAddr).exec();
+      await waitFor(() => r.core.getWorkerView(w2.workerAddr) === undefined, "w2 removed");
+
+      expect(r.sink.viewCalls()).toEqual([{ full: [w1, w2] }, { update: w3 }, { update: w1b }, { removal: w2.workerAddr }]);
+      expect(r.removed).toEqual([w2.workerAddr]);
+      expect(r.metrics.registryWorkers.value({ format: "v2" })).toBe(2);
+      expect(r.sink.count("markWatchDisconnected")).toBe(0);
+      expect(r.sink.count("markWatchReconnected")).toBe(0);
+      expect(r.metrics.unparsableValues.value({ prefix })).toBe(0);
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  test(
+    "an empty registry initialises an empty view (ready, nothing to pick)",
+    async () => {
+      const prefix = randomPrefix();
+      await sharedWriter(prefix);
+      const r = await startWatcher({ endpoint: sharedEndpoint(), prefixes: [prefix] });
+      await waitFor(() => r.watcher.isInitialized, "initial list");
+      expect(r.sink.viewCalls()).toEqual([{ full: [] }]);
+      expect(r.core.isReady(Date.now())).toBe(true);
+      expect(r.metrics.registryWorkers.value({ format: "v2" })).toBe(0);
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  test(
+    "a revoked lease and an expired lease both remove the Worker",
+    async () => {
+      const prefix = randomPrefix();
+      const writer = await sharedWriter(prefix);
+      const r = await startWatcher({ endpoint: sharedEndpoint(), prefixes: [prefix] });
+      await waitFor(() => r.watcher.isInitialized, "initial list");
+
+      const wr = hb("10.0.1.1:9000");
+      const revoked = writer.lease(30, { autoKeepAlive: false });
+      cleanups.push(() => revoked.revoke());
+      await revoked.put(prefix + wr.workerAddr).value(JSON.stringify(wr)).exec();
+      await waitFor(() => r.core.getWorkerView(wr.workerAddr) !== undefined, "revocable Worker added");
+      await revoked.revoke();
+      await waitFor(() => r.core.getWorkerView(wr.workerAddr) === undefined, "revoked Worker removed");
+
+      // Nobody keeps this 1 s lease alive: etcd expires it (after at least its minimum TTL). The
+      // put is awaited through the recorded calls, as the Worker may be gone again by the time we look.
+      const we = hb("10.0.1.2:9000");
+      const expiring = writer.lease(1, { autoKeepAlive: false });
+      cleanups.push(() => expiring.revoke());
+      await expiring.put(prefix + we.workerAddr).value(JSON.stringify(we)).exec();
+      await waitFor(() => r.removed.includes(we.workerAddr), "expired Worker removed", 20_000);
+
+      expect(r.sink.viewCalls()).toEqual([
+        { full: [] },
+        { update: wr },
+        { removal: wr.workerAddr },
+        { update: we },
+        { removal: we.workerAddr },
+      ]);
+      expect(r.core.workerCount()).toBe(0);
+      expect(r.removed).toEqual([wr.workerAddr, we.workerAddr]);
+    },
+    TEST_TIMEOUT_MS,
+  );
+});
+
+describe("EtcdWorkerWatcher on several prefixes", () => {
+  test(
+    "does not initialise the core until every prefix has been listed; events before that are folded into the full list",
+    async () => {
+      const pa = randomPrefix();
+      const pb = randomPrefix();
+      const writer = await sharedWriter(pa, pb);
+      const w1 = hb("10.0.2.1:9000");
+      const w2 = hb("10.0.2.2:9000");
+      await put(writer, pa, w1);
+      await put(writer, pb, w2);
+
+      const faults = new Faults();
+      const gate = new Gate();
+      faults.beforeList = async (p) => {
+        if (p === pb) {
+          gate.waiting++;
+          await gate.opened;
+        }
+      };
+      const r = await startWatcher({ endpoint: sharedEndpoint(), prefixes: [pa, pb], faults });
+      await waitFor(() => r.metrics.watchConnected.value({ prefix: pa }) === 1 && gate.waiting === 1, "pa watching, pb's list held");
+
+      // A good heartbeat, then a bad value: once the bad one is counted, the watch of pa has
+      // processed the good one too (events arrive in revision order).
+      const w3 = hb("10.0.2.3:9000");
+      await put(writer, pa, w3);
+      await writer.put(`${pa}marker`).value("not json").exec();
+      await waitFor(() => r.metrics.unparsableValues.value({ prefix: pa }) === 1, "pa's events processed");
+
+      expect(r.watcher.isInitialized).toBe(false);
+      expect(r.core.isInitialized()).toBe(false);
+      expect(r.core.isReady(Date.now())).toBe(false);
+      expect(r.sink.calls).toEqual([]);
+
+      gate.open();
+      await waitFor(() => r.watcher.isInitialized, "initialised after pb listed");
+      expect(r.sink.viewCalls()).toEqual([{ full: [w1, w2, w3] }]);
+      expect(r.sink.count("markWatchDisconnected")).toBe(0);
+      expect(r.core.isReady(Date.now())).toBe(true);
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  test(
+    "merges one Worker registered under two prefixes: the newer heartbeat wins; it leaves only when gone from both",
+    async () => {
+      const pa = randomPrefix();
+      const pb = randomPrefix();
+      const writer = await sharedWriter(pa, pb);
+      const t = Date.now();
+      const addr = "10.0.3.1:9000";
+      const underA = hb(addr, { taskSlots: 1, lastHeartbeatMs: t });
+      const underB = hb(addr, { taskSlots: 2, lastHeartbeatMs: t + 10 });
+      await put(writer, pa, underA);
+      await put(writer, pb, underB);
+
+      const r = await startWatcher({ endpoint: sharedEndpoint(), prefixes: [pa, pb] });
+      await waitFor(() => r.watcher.isInitialized, "initial list");
+      expect(r.sink.viewCalls()).toEqual([{ full: [underB] }]);
+      expect(r.metrics.registryWorkers.value({ format: "v2" })).toBe(1);
+
+      // A newer heartbeat under pa takes over.
+      const underA2 = hb(addr, { taskSlots: 3, lastHeartbeatMs: t + 20 });
+      await put(writer, pa, underA2);
+      await waitFor(() => r.core.getWorkerView(addr)?.taskSlots === 3, "pa's newer heartbeat wins");
+
+      // An older heartbeat under pb changes nothing; a marker proves pb's events were processed.
+      await put(writer, pb, hb(addr, { taskSlots: 4, lastHeartbeatMs: t + 15 }));
+      await writer.put(`${pb}marker`).value("{}").exec();
+      await waitFor(() => r.metrics.unparsableValues.value({ prefix: pb }) === 1, "pb's events processed");
+      expect(r.core.getWorkerView(addr)?.taskSlots).toBe(3);
+
+      // The winner disappears: the Worker stays, with the heartbeat still held under pb.
+      await writer.delete().key(pa + addr).exec();
+      await waitFor(() => r.core.getWorkerView(addr)?.taskSlots === 4, "falls back to pb's heartbeat");
+
+      // Gone under both: removed.
+      await writer.delete().key(pb + addr).exec();
+      await waitFor(() => r.core.getWorkerView(addr) === undefined, "removed when gone from both");
+
+      expect(r.sink.viewCalls()).toEqual([
+        { full: [underB] },
+        { update: underA2 },
+        { update: hb(addr, { taskSlots: 4, lastHeartbeatMs: t + 15 }) },
+        { removal: addr },
+      ]);
+      expect(r.removed).toEqual([addr]);
+      expect(r.metrics.registryWorkers.value({ format: "v2" })).toBe(0);
+    },
+    TEST_TIMEOUT_MS,
+  );
+});
+
+describe("EtcdWorkerWatcher with unparsable values", () => {
+  test(
+    "skips and counts values that are not JSON, miss fields, or name another Worker; other Workers are unaffected",
+    async () => {
+      const prefix = randomPrefix();
+      const writer = await sharedWriter(prefix);
+      const good = hb("10.0.4.1:9000");
+      await put(writer, prefix, good);
+      await writer.put(`${prefix}10.0.4.2:9000`).value("not json at all").exec();
+      const { errorRate: _dropped, ...missingField } = hb("10.0.4.3:9000");
+      await writer.put(`${prefix}10.0.4.3:9000`).value(JSON.stringify(missingField)).exec();
+      await writer.put(`${prefix}10.0.4.4:9000`).value(JSON.stringify(hb("10.0.4.5:9000"))).exec();
+      await writer.put(`${prefix}10.0.4.6:9000`).value(JSON.stringify(hb("10.0.4.6:9000", { cpuPercent: 95 }))).exec();
+
+      const r = await startWatcher({ endpoint: sharedEndpoint(), prefixes: [prefix] });
+      await waitFor(() => r.watcher.isInitialized, "initial list");
+      expect(r.sink.viewCalls()).toEqual([{ full: [good] }]);
+      expect(r.metrics.unparsableValues.value({ prefix })).toBe(4);
+
+      // Bad values arriving through the watch are skipped the same way.
+      await writer.put(`${prefix}10.0.4.7:9000`).value("[1,2,3]").exec();
+      await waitFor(() => r.metrics.unparsableValues.value({ prefix }) === 5, "watched bad value counted");
+      const good2 = hb("10.0.4.8:9000");
+      await put(writer, prefix, good2);
+      await waitFor(() => r.core.getWorkerView(good2.workerAddr) !== undefined, "good2 added");
+
+      // Garbage over a good value: that Worker is no longer usable, so it leaves the view.
+      await writer.put(prefix + good.workerAddr).value("{garbage").exec();
+      await waitFor(() => r.core.getWorkerView(good.workerAddr) === undefined, "overwritten Worker removed");
+      expect(r.metrics.unparsableValues.value({ prefix })).toBe(6);
+
+      // Deleting a bad key is nothing to the view; fixing one adds the Worker.
+      await writer.delete().key(`${prefix}10.0.4.2:9000`).exec();
+      const fixed = hb("10.0.4.3:9000");
+      await put(writer, prefix, fixed);
+      await waitFor(() => r.core.getWorkerView(fixed.workerAddr) !== undefined, "fixed Worker added");
+
+      expect(r.sink.viewCalls()).toEqual([{ full: [good] }, { update: good2 }, { removal: good.workerAddr }, { update: fixed }]);
+      expect(r.core.workerCount()).toBe(2);
+      expect(r.metrics.unparsableValues.value({ prefix })).toBe(6);
+      expect(r.metrics.registryWorkers.value({ format: "v2" })).toBe(2);
+    },
+    TEST_TIMEOUT_MS,
+  );
+});
+
+describe("EtcdWorkerWatcher when etcd goes away", () => {
+  test(
+    "an outage: disconnected at once, ready within the grace period, unavailable after it, reconnected after every prefix relists",
+    async () => {
+      const etcd = await ownEtcd();
+      const v2 = "/blockx/prod/lanes/default/block-workers/";
+      const legacy = LegacyBlockWorkerRegistryPrefix;
+      const writer = await client(etcd.endpoint);
+      const t = Date.now();
+      // Same timestamp under both formats: v2 wins the tie.
+      const w1Legacy = hb("10.0.5.1:9000", { taskSlots: 1, lastHeartbeatMs: t });
+      const w1V2 = hb("10.0.5.1:9000", { taskSlots: 2, lastHeartbeatMs: t });
+      const w2 = hb("10.0.5.2:9000", { lastHeartbeatMs: t });
+      await put(writer, legacy, w1Legacy);
+      await put(writer, v2, w1V2);
+      await put(writer, legacy, w2);
+      await writer.put(`${v2}junk`).value("junk").exec();
+
+      const graceMs = 1_500;
+      const r = await startWatcher({
+        endpoint: etcd.endpoint,
+        prefixes: [legacy, v2],
+        core: { watchGracePeriodMs: graceMs, heartbeatTimeoutMs: 10_000 },
+      });
+      await waitFor(() => r.watcher.isInitialized, "initial list");
+      expect(r.sink.viewCalls()).toEqual([{ full: [w1V2, w2] }]);
+      expect(r.metrics.registryWorkers.value({ format: "legacy" })).toBe(2);
+      expect(r.metrics.registryWorkers.value({ format: "v2" })).toBe(1);
+      expect(r.metrics.unparsableValues.value({ prefix: v2 })).toBe(1);
+      await waitFor(
+        () => r.metrics.watchConnected.value({ prefix: legacy }) === 1 && r.metrics.watchConnected.value({ prefix: v2 }) === 1,
+        "both prefixes watching",
+      );
+      const callsBeforeOutage = r.sink.calls.length;
+
+      await etcd.stop();
+      await waitFor(() => r.sink.count("markWatchDisconnected") > 0, "markWatchDisconnected");
+      await waitFor(
+        () => r.metrics.watchConnected.value({ prefix: legacy }) === 0 && r.metrics.watchConnected.value({ prefix: v2 }) === 0,
+        "both prefixes disconnected",
+      );
+      const first = r.sink.calls.find((c) => c.method === "markWatchDisconnected")!;
+      // The grace period runs from the first disconnect (the core keeps it): exactly graceMs.
+      expect(r.core.isReady(first.nowMs + graceMs)).toBe(true);
+      expect(r.core.isReady(first.nowMs + graceMs + 1)).toBe(false);
+      // ...and real time gets there too while etcd stays down.
+      await waitFor(() => !r.core.isReady(Date.now()), "unavailable after the grace period");
+      expect(r.core.isInitialized()).toBe(true);
+      expect(r.core.workerCount()).toBe(2);
+      expect(r.sink.count("markWatchReconnected")).toBe(0);
+
+      await etcd.start();
+      await waitFor(() => r.sink.count("markWatchReconnected") === 1, "markWatchReconnected", 20_000);
+      expect(r.core.isReady(Date.now())).toBe(true);
+      expect(r.core.isReady(FAR_FUTURE_MS)).toBe(true);
+      expect(r.metrics.watchConnected.value({ prefix: legacy })).toBe(1);
+      expect(r.metrics.watchConnected.value({ prefix: v2 })).toBe(1);
+      // Nothing changed in etcd: relisting both prefixes reports no change to the view, and the
+      // bad value (same key, same revision) is not counted again.
+      const outage = r.sink.calls.slice(callsBeforeOutage);
+      expect(outage.filter((c) => c.method !== "markWatchDisconnected").map((c) => c.method)).toEqual(["markWatchReconnected"]);
+      expect(outage.at(-1)!.method).toBe("markWatchReconnected");
+      expect(r.metrics.unparsableValues.value({ prefix: v2 })).toBe(1);
+
+      // Changes after the reconnect reach the view.
+      const after = await client(etcd.endpoint);
+      const w3 = hb("10.0.5.3:9000");
+      await put(after, v2, w3);
+      await after.delete().key(legacy + w2.workerAddr).exec();
+      await waitFor(() => r.core.getWorkerView(w3.workerAddr) !== undefined, "w3 added after reconnect");
+      await waitFor(() => r.core.getWorkerView(w2.workerAddr) === undefined, "w2 removed after reconnect");
+      expect(r.sink.viewCalls().slice(1)).toEqual([{ update: w3 }, { removal: w2.workerAddr }]);
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  test(
+    "etcd down when the watcher starts: not initialised (unavailable) until etcd comes up, then initialised and reconnected",
+    async () => {
+      const etcd = await ownEtcd();
+      const prefix = randomPrefix();
+      const writer = await client(etcd.endpoint);
+      const w1 = hb("10.0.6.1:9000");
+      await put(writer, prefix, w1);
+      await etcd.stop();
+
+      const r = await startWatcher({ endpoint: etcd.endpoint, prefixes: [prefix] });
+      await waitFor(() => r.sink.count("markWatchDisconnected") >= 2, "failed lists reported");
+      expect(r.watcher.isInitialized).toBe(false);
+      expect(r.core.isInitialized()).toBe(false);
+      expect(r.core.isReady(Date.now())).toBe(false);
+      expect(r.sink.viewCalls()).toEqual([]);
+
+      await etcd.start();
+      await waitFor(() => r.watcher.isInitialized, "initialised once etcd is up", 20_000);
+      await waitFor(() => r.sink.count("markWatchReconnected") === 1, "markWatchReconnected");
+      expect(r.sink.viewCalls()).toEqual([{ full: [w1] }]);
+      const methods = r.sink.calls.map((c) => c.method);
+      expect(methods.indexOf("markWatchReconnected")).toBeGreaterThan(methods.indexOf("applyFullWorkerList"));
+      expect(methods.at(-1)).toBe("markWatchReconnected");
+      expect(r.core.isReady(Date.now())).toBe(true);
+      expect(r.core.isReady(FAR_FUTURE_MS)).toBe(true);
+    },
+    TEST_TIMEOUT_MS,
+  );
+});
+
+describe("EtcdWorkerWatcher under injected faults", () => {
+  test(
+    "a broken watch is relisted: a Worker deleted meanwhile leaves the view even when the first new watch cannot be created",
+    async () => {
+      const prefix = randomPrefix();
+      const writer = await sharedWriter(prefix);
+      const w1 = hb("10.0.7.1:9000");
+      const w2 = hb("10.0.7.2:9000");
+      await put(writer, prefix, w1);
+      await put(writer, prefix, w2);
+      const faults = new Faults();
+      const r = await startWatcher({ endpoint: sharedEndpoint(), prefixes: [prefix], faults });
+      await waitFor(() => r.watcher.isInitialized && faults.watchers.length === 1, "initial list and watch");
+
+      // Hold the relist, break the stream, and wait until the old watch is fully cancelled.
+      const gate = new Gate();
+      faults.beforeList = async () => {
+        gate.waiting++;
+        await gate.opened;
+      };
+      faults.failWatchCreations = 1;
+      const old = faults.watchers[0]!;
+      const ended = new Promise<void>((resolve) => old.once("end", () => resolve()));
+      old.emit("disconnected", new Error("injected: stream broke"));
+      await ended;
+      await waitFor(() => gate.waiting === 1, "relist held");
+      expect(r.sink.count("markWatchDisconnected")).toBe(1);
+
+      // Missed by every watch: only the relist can see it.
+      await writer.delete().key(prefix + w2.workerAddr).exec();
+      faults.beforeList = async () => {};
+      gate.open();
+
+      await waitFor(() => r.sink.count("markWatchReconnected") === 1, "reconnected");
+      expect(r.core.getWorkerView(w2.workerAddr)).toBeUndefined();
+      expect(r.core.getWorkerView(w1.workerAddr)).toBeDefined();
+      expect(r.sink.viewCalls()).toEqual([{ full: [w1, w2] }, { removal: w2.workerAddr }]);
+      expect(r.removed).toEqual([w2.workerAddr]);
+      expect(r.core.isReady(FAR_FUTURE_MS)).toBe(true);
+
+      // The relisted watch works.
+      const w3 = hb("10.0.7.3:9000");
+      await put(writer, prefix, w3);
+      await waitFor(() => r.core.getWorkerView(w3.workerAddr) !== undefined, "w3 added through the new watch");
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  test(
+    "stop() while the watch is being created ends run() without touching the sink",
+    async () => {
+      const prefix = randomPrefix();
+      const writer = await sharedWriter(prefix);
+      await put(writer, prefix, hb("10.0.8.1:9000"));
+      const faults = new Faults();
+      let stopped = false;
+      const r = await startWatcher({
+        endpoint: sharedEndpoint(),
+        prefixes: [prefix],
+        faults,
+        beforeRun: (w) => {
+          faults.onWatch = () => {
+            if (!stopped) {
+              stopped = true;
+              w.stop();
+            }
+          };
+        },
+      });
+      await waitFor(() => stopped, "stop() called from watch creation");
+      await waitFor(r.settled, "run() returned after stop()", 5_000);
+      expect(r.sink.calls).toEqual([]);
+      expect(r.watcher.isInitialized).toBe(false);
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  test(
+    "stop() ends run() promptly while etcd is unreachable",
+    async () => {
+      const etcd = await ownEtcd();
+      await etcd.stop();
+      const r = await startWatcher({ endpoint: etcd.endpoint, prefixes: [randomPrefix(), randomPrefix()] });
+      await waitFor(() => r.sink.count("markWatchDisconnected") >= 2, "failed lists reported");
+      r.watcher.stop();
+      await waitFor(r.settled, "run() returned after stop()", 10_000);
+      expect(r.watcher.isInitialized).toBe(false);
+    },
+    TEST_TIMEOUT_MS,
+  );
+});
