@@ -3,6 +3,8 @@
  * Coordinator (dist/blockx) against a minimal Worker process, compared with the baseline
  * measured in the same run: a bare grpc-js unary round trip to that same Worker process.
  * A reservation is two hops (client -> Coordinator -> Worker), so 2x the baseline is the floor.
+ * A second baseline, bench/coordinator/bare-proxy.ts, does the same two hops with no logic at
+ * all: the Coordinator's own cost is what it adds to that.
  *
  *   bun bench/coordinator/reserve.ts [--calls 3000] [--seconds 3]
  */
@@ -56,12 +58,17 @@ async function throughput(call: Call, concurrency: number, seconds: number, tag:
 }
 
 const etcd = await EtcdProcess.start();
-const worker = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", process.execPath, join(import.meta.dir, "minimal-worker.ts")], {
-  stdout: "pipe",
-});
-const reader = worker.stdout.getReader();
-const port = Number(new TextDecoder().decode((await reader.read()).value).trim());
-const workerAddr = `127.0.0.1:${port}`;
+/** spawnPortPrinter starts a bench helper script and reads the port it prints. */
+async function spawnPortPrinter(script: string, ...args: string[]) {
+  const proc = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", process.execPath, join(import.meta.dir, script), ...args], {
+    stdout: "pipe",
+  });
+  const port = Number(new TextDecoder().decode((await proc.stdout.getReader().read()).value).trim());
+  return { proc, addr: `127.0.0.1:${port}` };
+}
+const worker = await spawnPortPrinter("minimal-worker.ts");
+const workerAddr = worker.addr;
+const proxy = await spawnPortPrinter("bare-proxy.ts", workerAddr);
 const prefix = randomLanePrefix("block");
 const registrar = await Registrar.connect(etcd.endpoint);
 await registrar.register(prefix, {
@@ -90,6 +97,8 @@ try {
   const workerClient = new WorkerServiceClient(workerAddr, grpc.credentials.createInsecure());
   const reserveCall = unary(coordClient, coordClient.reserveWorkerSlot as never);
   const echoCall = unary(workerClient, workerClient.requestTaskSlot as never);
+  const proxyClient = new CoordinatorServiceClient(proxy.addr, grpc.credentials.createInsecure());
+  const proxyCall = unary(proxyClient, proxyClient.reserveWorkerSlot as never);
   // Wait until the Coordinator has listed the registry.
   for (let i = 0; ; i++) {
     try {
@@ -102,25 +111,30 @@ try {
 
   // Interleave the two measurements so that machine noise hits both alike.
   const echo1 = await latency(echoCall, CALLS, "echo");
+  const proxy1 = await latency(proxyCall, CALLS, "proxy");
   const reserve1 = await latency(reserveCall, CALLS, "reserve");
   const echoTput = await throughput(echoCall, 64, SECONDS, "echo-t");
+  const proxyTput = await throughput(proxyCall, 64, SECONDS, "proxy-t");
   const reserveTput = await throughput(reserveCall, 64, SECONDS, "reserve-t");
 
   const us = (x: number) => `${x.toFixed(0)} µs`;
   console.log(`ReserveWorkerSlot over loopback (compiled coordinator, minimal worker process), ${CALLS} calls, ${SECONDS} s at 64 in flight`);
   console.log("");
-  console.log("| measure | bare grpc-js unary (baseline) | ReserveWorkerSlot | ratio |");
-  console.log("| --- | --- | --- | --- |");
-  console.log(`| p50 at concurrency 1 | ${us(echo1.p50)} | ${us(reserve1.p50)} | ${(reserve1.p50 / echo1.p50).toFixed(2)}x |`);
-  console.log(`| p99 at concurrency 1 | ${us(echo1.p99)} | ${us(reserve1.p99)} | ${(reserve1.p99 / echo1.p99).toFixed(2)}x |`);
+  const x = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
+  console.log("| measure | bare unary (baseline) | bare two-hop proxy | ReserveWorkerSlot | reserve / unary | reserve / proxy |");
+  console.log("| --- | --- | --- | --- | --- | --- |");
+  console.log(`| p50, concurrency 1 | ${us(echo1.p50)} | ${us(proxy1.p50)} | ${us(reserve1.p50)} | ${x(reserve1.p50, echo1.p50)} | ${x(reserve1.p50, proxy1.p50)} |`);
+  console.log(`| p99, concurrency 1 | ${us(echo1.p99)} | ${us(proxy1.p99)} | ${us(reserve1.p99)} | ${x(reserve1.p99, echo1.p99)} | ${x(reserve1.p99, proxy1.p99)} |`);
   console.log(
-    `| throughput at 64 in flight | ${echoTput.toFixed(0)}/s | ${reserveTput.toFixed(0)}/s | ${(echoTput / reserveTput).toFixed(2)}x slower |`,
+    `| calls/s, 64 in flight | ${echoTput.toFixed(0)} | ${proxyTput.toFixed(0)} | ${reserveTput.toFixed(0)} | ${x(reserveTput, echoTput)} | ${x(reserveTput, proxyTput)} |`,
   );
+  proxyClient.close();
   coordClient.close();
   workerClient.close();
 } finally {
   coord.proc.kill("SIGKILL");
-  worker.kill("SIGKILL");
+  worker.proc.kill("SIGKILL");
+  proxy.proc.kill("SIGKILL");
   registrar.close();
   await etcd.destroy();
 }
