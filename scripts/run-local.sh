@@ -10,7 +10,8 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 client_port="$(free_port)"; peer_port="$(free_port)"; coord_port="${COORDINATOR_PORT:-$(free_port)}"
 pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  # Newest first: the Coordinator stops before the etcd it watches.
+  for ((i=${#pids[@]}-1; i>=0; i--)); do kill "${pids[$i]}" 2>/dev/null || true; wait "${pids[$i]}" 2>/dev/null || true; done
   wait 2>/dev/null || true
   rm -rf "$data"
 }

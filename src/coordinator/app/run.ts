@@ -30,7 +30,7 @@ const READINESS_POLL_MS = 250;
  */
 export async function runCoordinator(config: CoordinatorRuntimeConfig): Promise<void> {
   const role = config.profile.deployment === "block" ? "coordinator" : "bundle-coordinator";
-  const log: Logger = createLogger(config.logLevel, { component: role });
+  const log: Logger = createLogger(config.logLevel, { role });
   let lifecycle: CoordinatorLifecycle = "starting";
 
   const registry = new MetricsRegistry();
