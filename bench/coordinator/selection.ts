@@ -20,6 +20,7 @@ import type { WorkerHeartbeat } from "../../src/common/registry/worker-heartbeat
 import { defaultCoordinatorCoreConfig } from "../../src/coordinator/core/config";
 import { candidateRanksBefore, CoordinatorCore } from "../../src/coordinator/core/coordinator-core";
 import { freeCapacity, type WorkerView } from "../../src/coordinator/core/worker-view";
+import { mulberry32 } from "../../test/support/mulberry32";
 
 const { values } = parseArgs({
   options: { seed: { type: "string", default: "1" }, "chunk-loads": { type: "string", default: "" } },
@@ -29,16 +30,6 @@ const CONFIG = defaultCoordinatorCoreConfig();
 const T0 = 1_700_000_000_000;
 const REQUESTS = 3_000;
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface View {
   heartbeats: WorkerHeartbeat[];

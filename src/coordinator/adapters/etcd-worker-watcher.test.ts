@@ -9,6 +9,7 @@ import { EtcdProcess } from "../../../test/support/etcd";
 import { defaultCoordinatorCoreConfig, type CoordinatorCoreConfig } from "../core/config";
 import { CoordinatorCore } from "../core/coordinator-core";
 import { EtcdWorkerWatcher, type EtcdWatcherMetrics, type WorkerViewSink } from "./etcd-worker-watcher";
+import { testHeartbeat } from "../../../test/support/heartbeat";
 
 // Contract tests of EtcdWorkerWatcher against a real etcd. Tests that only read and write keys use
 // the run's shared etcd with random v2 prefixes (any lane name is a valid v2 prefix); tests that
@@ -31,20 +32,7 @@ function randomPrefix(kind: "block" | "bundle" = "block"): string {
 }
 
 function hb(workerAddr: string, overrides: Partial<WorkerHeartbeat> = {}): WorkerHeartbeat {
-  return {
-    workerAddr,
-    taskSlots: 4,
-    reservedSlots: 0,
-    runningTasks: 0,
-    cpuPercent: 0.1,
-    memoryPercent: 0.2,
-    memoryAvailableBytes: 1_000,
-    memoryTotalBytes: 2_000,
-    processRssBytes: 100,
-    errorRate: 0,
-    lastHeartbeatMs: Date.now(),
-    ...overrides,
-  };
+  return testHeartbeat(workerAddr, { lastHeartbeatMs: Date.now(), ...overrides });
 }
 
 async function waitFor(cond: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { CandidateIndex, entryRanksBefore, type RankedEntry, WalkVerdict } from "./candidate-index";
+import { mulberry32 } from "../../../test/support/mulberry32";
 
 interface Entry extends RankedEntry {
   free: number;
@@ -8,16 +9,6 @@ interface Entry extends RankedEntry {
   workerAddr: string;
 }
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const byRank = (a: Entry, b: Entry) => (entryRanksBefore(a, b) ? -1 : entryRanksBefore(b, a) ? 1 : 0);
 

@@ -5,22 +5,12 @@ import type { CoordinatorCoreConfig } from "./config";
 import { candidateRanksBefore, CoordinatorCore } from "./coordinator-core";
 import type { FilterCounts } from "./coordinator-error";
 import { freeCapacity, type WorkerView } from "./worker-view";
+import { mulberry32 } from "../../../test/support/mulberry32";
 
 // Randomized differential test: the indexed CoordinatorCore against a straightforward reference
 // that does what the seed does (filter every Worker, sort the survivors, take the first). Small
 // value ranges make ties on every rank key common; a tiny index chunk load forces splits/merges.
 
-/** mulberry32 is a tiny seeded PRNG returning floats in [0, 1). */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Outcome of the reference; `why` names the error case so the core's message can be checked too. */
 type Outcome =

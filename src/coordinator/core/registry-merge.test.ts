@@ -7,6 +7,7 @@ import {
 } from "../../common/registry/registry-prefix";
 import type { WorkerHeartbeat } from "../../common/registry/worker-heartbeat";
 import { RegistryMerge, type RegistryChange } from "./registry-merge";
+import { testHeartbeat } from "../../../test/support/heartbeat";
 
 // Prefix strings are chosen so that their lexicographic order is obvious:
 // "/blockx/bundle-workers/" < "/blockx/prod/lanes/a/..." < "/blockx/prod/lanes/b/..." < "/blockx/test/...".
@@ -20,20 +21,7 @@ function merge(...prefixes: string[]): RegistryMerge {
 }
 
 function hb(workerAddr: string, lastHeartbeatMs: number, overrides: Partial<WorkerHeartbeat> = {}): WorkerHeartbeat {
-  return {
-    workerAddr,
-    taskSlots: 4,
-    reservedSlots: 0,
-    runningTasks: 0,
-    cpuPercent: 0.1,
-    memoryPercent: 0.2,
-    memoryAvailableBytes: 1_000,
-    memoryTotalBytes: 2_000,
-    processRssBytes: 100,
-    errorRate: 0,
-    lastHeartbeatMs,
-    ...overrides,
-  };
+  return testHeartbeat(workerAddr, { lastHeartbeatMs, ...overrides });
 }
 
 const update = (heartbeat: WorkerHeartbeat): RegistryChange => ({ kind: "update", heartbeat });
