@@ -61,6 +61,7 @@ describe("loadCoordinatorRuntimeConfigFromEnv defaults", () => {
         retryDelayMs: 1_000,
       },
       shutdownGraceMs: 5_000,
+      cpuProfile: "",
       logLevel: "info",
       prometheusListenAddr: "",
       prometheusPath: "/metrics",

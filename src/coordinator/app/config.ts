@@ -7,6 +7,7 @@ import {
   listenAddrSchema,
   listSchema,
   loadEnvConfig,
+  stringSchema,
   type EnvValues,
 } from "../../common/config/env-config";
 import type { EtcdWatcherConfig } from "../adapters/etcd-worker-watcher";
@@ -98,6 +99,13 @@ export function coordinatorVars(profile: Profile) {
       "on SIGTERM, how long in-flight reservations may finish",
       intSchema(0, MAX_MS),
     ),
+    cpuProfile: envVar(
+      "COORDINATOR_CPU_PROFILE",
+      "",
+      "a file path, or empty",
+      "write a CPU profile (Chrome .cpuprofile) of the whole process lifetime to this file",
+      stringSchema(),
+    ),
     ...commonVars,
   };
 }
@@ -112,6 +120,8 @@ export interface CoordinatorRuntimeConfig {
   readonly handler: HandlerConfig;
   readonly watcher: EtcdWatcherConfig;
   readonly shutdownGraceMs: number;
+  /** Empty: no profile. */
+  readonly cpuProfile: string;
   readonly logLevel: EnvValues<CoordinatorVars>["logLevel"];
   readonly prometheusListenAddr: string;
   readonly prometheusPath: string;
@@ -161,6 +171,7 @@ export function loadCoordinatorRuntimeConfigFromEnv(
       retryDelayMs: v.etcdWatchRetryDelayMs,
     }),
     shutdownGraceMs: v.shutdownGraceMs,
+    cpuProfile: v.cpuProfile,
     logLevel: v.logLevel,
     prometheusListenAddr: v.prometheusListenAddr,
     prometheusPath: v.prometheusPath,
