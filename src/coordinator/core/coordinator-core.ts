@@ -42,22 +42,23 @@ type Placement = "INDEXED" | "PARKED" | "FILTERED";
 
 /** WorkerRecord is the core's mutable WorkerView plus the bookkeeping of its placement. */
 class WorkerRecord implements WorkerView, RankedEntry {
-  workerAddr: string;
-  taskSlots: number;
-  reservedSlots: number;
-  runningTasks: number;
-  cpuPercent: number;
-  memoryPercent: number;
-  memoryAvailableBytes: number;
-  memoryTotalBytes: number;
-  processRssBytes: number;
-  errorRate: number;
-  lastHeartbeatMs: number;
+  readonly workerAddr: string;
+  // Assigned by copyHeartbeat, which the constructor calls.
+  taskSlots!: number;
+  reservedSlots!: number;
+  runningTasks!: number;
+  cpuPercent!: number;
+  memoryPercent!: number;
+  memoryAvailableBytes!: number;
+  memoryTotalBytes!: number;
+  processRssBytes!: number;
+  errorRate!: number;
+  lastHeartbeatMs!: number;
   circuitBreakerDeadlineMs = 0;
   recentFailureCount = 0;
   penalty = 0;
   /** taskSlots - reservedSlots - runningTasks, kept for the index's comparisons. */
-  free: number;
+  free!: number;
   staticFilter: StaticFilter = "ELIGIBLE";
   placement: Placement = "FILTERED";
   /** False once the Worker left the view: lazily deleted heap entries check it. */
@@ -65,17 +66,7 @@ class WorkerRecord implements WorkerView, RankedEntry {
 
   constructor(hb: WorkerHeartbeat) {
     this.workerAddr = hb.workerAddr;
-    this.taskSlots = hb.taskSlots;
-    this.reservedSlots = hb.reservedSlots;
-    this.runningTasks = hb.runningTasks;
-    this.cpuPercent = hb.cpuPercent;
-    this.memoryPercent = hb.memoryPercent;
-    this.memoryAvailableBytes = hb.memoryAvailableBytes;
-    this.memoryTotalBytes = hb.memoryTotalBytes;
-    this.processRssBytes = hb.processRssBytes;
-    this.errorRate = hb.errorRate;
-    this.lastHeartbeatMs = hb.lastHeartbeatMs;
-    this.free = hb.taskSlots - hb.reservedSlots - hb.runningTasks;
+    this.copyHeartbeat(hb);
   }
 
   copyHeartbeat(hb: WorkerHeartbeat): void {
