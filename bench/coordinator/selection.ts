@@ -18,9 +18,10 @@
 import { parseArgs } from "node:util";
 import type { WorkerHeartbeat } from "../../src/common/registry/worker-heartbeat";
 import { defaultCoordinatorCoreConfig } from "../../src/coordinator/core/config";
-import { candidateRanksBefore, CoordinatorCore } from "../../src/coordinator/core/coordinator-core";
-import { freeCapacity, type WorkerView } from "../../src/coordinator/core/worker-view";
+import { CoordinatorCore } from "../../src/coordinator/core/coordinator-core";
+import type { WorkerView } from "../../src/coordinator/core/worker-view";
 import { mulberry32 } from "../../test/support/mulberry32";
+import { naiveSurvivors } from "../../test/support/naive-selection";
 
 const { values } = parseArgs({
   options: { seed: { type: "string", default: "1" }, "chunk-loads": { type: "string", default: "" } },
@@ -74,19 +75,7 @@ function buildCore(view: View, chunkLoad?: number): CoordinatorCore {
 
 /** naiveSelect is the seed's selection: filter all, sort all, take the first. */
 function naiveSelect(views: readonly WorkerView[], exclude: ReadonlySet<string>, now: number): string | undefined {
-  const c = CONFIG;
-  const survivors = views.filter(
-    (v) =>
-      !exclude.has(v.workerAddr) &&
-      !(now - v.lastHeartbeatMs > c.heartbeatTimeoutMs) &&
-      !(v.cpuPercent > c.cpuRedLine) &&
-      !(v.memoryPercent > c.memoryRedLine) &&
-      !(v.errorRate > c.errorRateRedLine) &&
-      !(now < v.circuitBreakerDeadlineMs) &&
-      freeCapacity(v) > 0,
-  );
-  survivors.sort((a, b) => (candidateRanksBefore(a, b) ? -1 : candidateRanksBefore(b, a) ? 1 : 0));
-  return survivors[0]?.workerAddr;
+  return naiveSurvivors(views, exclude, now, CONFIG)[0]?.workerAddr;
 }
 
 /** requests makes the (exclude set, now) pairs of `count` decisions, reusing `pick` to build exclusions. */

@@ -2,10 +2,11 @@ import { describe, expect, test } from "bun:test";
 import { type ErrorCode, ErrorCode as Codes } from "../../common/error-code";
 import type { WorkerHeartbeat } from "../../common/registry/worker-heartbeat";
 import type { CoordinatorCoreConfig } from "./config";
-import { candidateRanksBefore, CoordinatorCore } from "./coordinator-core";
+import { CoordinatorCore } from "./coordinator-core";
 import type { FilterCounts } from "./coordinator-error";
 import { freeCapacity, type WorkerView } from "./worker-view";
 import { mulberry32 } from "../../../test/support/mulberry32";
+import { naiveSurvivors } from "../../../test/support/naive-selection";
 
 // Randomized differential test: the indexed CoordinatorCore against a straightforward reference
 // that does what the seed does (filter every Worker, sort the survivors, take the first). Small
@@ -90,17 +91,7 @@ class ReferenceCore {
   select(exclude: ReadonlySet<string>, now: number): Outcome {
     if (!this.ready(now)) return { code: Codes.ErrUnavailable, why: "not ready", counts: undefined };
     const c = this.c;
-    const survivors = [...this.views.values()].filter(
-      (v) =>
-        !exclude.has(v.workerAddr) &&
-        !this.isStale(v, now) &&
-        !(v.cpuPercent > c.cpuRedLine) &&
-        !(v.memoryPercent > c.memoryRedLine) &&
-        !(v.errorRate > c.errorRateRedLine) &&
-        !(now < v.circuitBreakerDeadlineMs) &&
-        freeCapacity(v) > 0,
-    );
-    survivors.sort((a, b) => (candidateRanksBefore(a, b) ? -1 : candidateRanksBefore(b, a) ? 1 : 0));
+    const survivors = naiveSurvivors(this.views.values(), exclude, now, c);
     const best = survivors[0];
     if (best !== undefined) return { workerAddr: best.workerAddr };
     const all = [...this.views.values()];
