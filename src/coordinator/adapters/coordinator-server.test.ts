@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { ErrorCode } from "../../common/error-code";
 import { silentLogger } from "../../common/logging/logger";
+import { MetricsRegistry } from "../../common/metrics/metrics";
 import type { WorkerHeartbeat } from "../../common/registry/worker-heartbeat";
 import { TaskSnapshot, TaskState } from "../../gen/worker/v1/worker";
 import { defaultCoordinatorCoreConfig } from "../core/config";
@@ -55,6 +56,12 @@ function setup(script: Record<string, Reply[]>, opts: { maxTimeoutRetries?: numb
   const core = new CoordinatorCore(config);
   core.applyFullWorkerList(opts.workers ?? [hb("a:1", 40), hb("b:1", 30), hb("c:1", 20), hb("d:1", 10)], NOW);
   const reserver = new ScriptedReserver(script);
+  const registry = new MetricsRegistry();
+  const metrics = {
+    reservations: registry.counter("reservations_total", "", ["outcome"]),
+    reservationSeconds: registry.histogram("reservation_seconds", "", ["outcome"]),
+    workerRpcs: registry.counter("worker_rpcs_total", "", ["result"]),
+  };
   const server = new CoordinatorServer(
     core,
     reserver,
@@ -62,10 +69,10 @@ function setup(script: Record<string, Reply[]>, opts: { maxTimeoutRetries?: numb
     config.slotTtlMs,
     config.maxCandidates,
     silentLogger(),
-    undefined,
+    metrics,
     () => NOW,
   );
-  return { core, reserver, server };
+  return { core, reserver, server, metrics };
 }
 
 async function reserveError(server: CoordinatorServer, taskId: string): Promise<CoordinatorError> {
@@ -218,7 +225,7 @@ describe("CoordinatorServer.reserveWorkerSlot", () => {
   });
 
   test("a client that went away stops the loop before the next attempt", async () => {
-    const { reserver, server } = setup({ "a:1": [uncertain(), { slotId: "s" }] });
+    const { reserver, server, metrics } = setup({ "a:1": [uncertain(), { slotId: "s" }] });
     let cancelled = false;
     const orig = reserver.requestTaskSlot.bind(reserver);
     reserver.requestTaskSlot = async (addr, args) => {
@@ -228,5 +235,7 @@ describe("CoordinatorServer.reserveWorkerSlot", () => {
     };
     await expect(server.reserveWorkerSlot("t1", () => cancelled)).rejects.toThrow("client cancelled");
     expect(reserver.addrs).toEqual(["a:1"]);
+    expect(metrics.reservations.value({ outcome: "cancelled" })).toBe(1);
+    expect(metrics.reservations.value({ outcome: "uncertain" })).toBe(0);
   });
 });

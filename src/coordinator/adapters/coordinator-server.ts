@@ -27,6 +27,8 @@ export interface CoordinatorServerMetrics {
   readonly workerRpcs: Counter;
 }
 
+const CLIENT_CANCELLED = "client cancelled the reservation";
+
 /** Outcome labels of blockx_coordinator_reservations_total. */
 type ReservationOutcome = "reserved" | "invalid_argument" | "unavailable" | "no_executable_slot" | "all_rejected" | "uncertain" | "cancelled";
 
@@ -124,7 +126,7 @@ export class CoordinatorServer {
   ): Promise<{ slotId: string; err?: undefined } | { slotId?: undefined; err: SlotError }> {
     let last: SlotError | undefined;
     for (let i = 0; i <= this.config.maxTimeoutRetries; i++) {
-      if (isCancelled()) throw new CoordinatorError(ErrorCode.ErrSlotUncertain, "client cancelled the reservation");
+      if (isCancelled()) throw new CoordinatorError(ErrorCode.ErrSlotUncertain, CLIENT_CANCELLED);
       const res = await this.reserver.requestTaskSlot(workerAddr, {
         taskId,
         ttlMs: this.slotTtlMs,
@@ -174,6 +176,6 @@ function outcomeOf(e: unknown): ReservationOutcome {
     case ErrorCode.ErrNoSlot:
       return "all_rejected";
     default:
-      return e.message.startsWith("client cancelled") ? "cancelled" : "uncertain";
+      return e.rawMessage === CLIENT_CANCELLED ? "cancelled" : "uncertain";
   }
 }
