@@ -7,7 +7,7 @@ BUN := $(CACHE)/bun/node_modules/.bin/bun
 ETCD := $(CACHE)/etcd/root/usr/bin/etcd
 GRPCIO_STAMP := $(CACHE)/python3-grpcio.stamp
 DEPS_STAMP := node_modules/.blockx-deps-stamp
-SOURCES := $(shell find src -name '*.ts' -not -name '*.test.ts') package.json
+SOURCES := $(shell find src -name '*.ts' -not -name '*.test.ts') $(shell find executor-py/blockx_executor -name '*.py') package.json
 COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
 export PATH := $(abspath $(CACHE)/bun/node_modules/.bin):$(PATH)
@@ -50,6 +50,7 @@ dist/blockx: $(SOURCES) $(DEPS_STAMP) | $(BUN)
 	$(BUN) build --compile --minify --bytecode --format=esm \
 	  --no-compile-autoload-dotenv --no-compile-autoload-bunfig \
 	  --define 'BLOCKX_BUILD_COMMIT="$(COMMIT)"' \
+	  --asset executor-py/blockx_executor \
 	  src/cli/main.ts --outfile dist/blockx
 	@./dist/blockx version
 

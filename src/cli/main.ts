@@ -3,6 +3,7 @@ import { buildInfo } from "../common/build-info";
 import { ConfigError, renderEnvHelp } from "../common/config/env-config";
 import type { Command } from "./command";
 import { coordinatorCommands } from "./coordinator-commands";
+import { execCommand, UsageError } from "./exec-command";
 
 const versionCommand: Command = {
   name: "version",
@@ -13,7 +14,7 @@ const versionCommand: Command = {
   },
 };
 
-const commands: Command[] = [...coordinatorCommands, versionCommand];
+const commands: Command[] = [...coordinatorCommands, execCommand, versionCommand];
 
 function usage(): string {
   const width = Math.max(...commands.map((c) => c.name.length));
@@ -57,6 +58,10 @@ export async function main(argv: readonly string[]): Promise<void> {
   } catch (e) {
     if (e instanceof ConfigError) {
       console.error(`blockx ${command.name}: invalid configuration:\n${e.problems.map((p) => `  - ${p}`).join("\n")}`);
+      process.exit(2);
+    }
+    if (e instanceof UsageError) {
+      console.error(`blockx ${command.name}: ${e.message}`);
       process.exit(2);
     }
     throw e;

@@ -1,0 +1,135 @@
+/**
+ * bench/executor/pool.ts: calls through the executor pool against a bare framed ping-pong over
+ * a Unix socket between Bun and one python3 process (echo_peer.py), measured in the same run.
+ *
+ *   bun bench/executor/pool.ts [--calls 3000] [--seconds 3] [--inflight 2000]
+ */
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { silentLogger } from "../../src/common/logging/logger";
+import type { CallOwner } from "../../src/worker/executor/call";
+import { defaultExecutorPoolConfig } from "../../src/worker/executor/executor-pool-config";
+import { ExecutorPool } from "../../src/worker/executor/executor-pool";
+import { encodeFrame, FrameDecoder } from "../../src/worker/executor/frame-codec";
+import { resolvePython } from "../../src/worker/executor/isolation";
+
+const { values } = parseArgs({
+  options: { calls: { type: "string", default: "3000" }, seconds: { type: "string", default: "3" }, inflight: { type: "string", default: "2000" } },
+});
+const CALLS = Number(values.calls);
+const SECONDS = Number(values.seconds);
+const INFLIGHT = Number(values.inflight);
+const python = resolvePython("python3");
+
+function percentiles(samples: number[]): { p50: number; p99: number } {
+  samples.sort((a, b) => a - b);
+  return { p50: samples[Math.floor(samples.length * 0.5)]!, p99: samples[Math.floor(samples.length * 0.99)]! };
+}
+
+async function latency(fn: (i: number) => Promise<unknown>): Promise<{ p50: number; p99: number }> {
+  for (let i = 0; i < 300; i++) await fn(i);
+  const s: number[] = [];
+  for (let i = 0; i < CALLS; i++) {
+    const t = performance.now();
+    await fn(i);
+    s.push((performance.now() - t) * 1000);
+  }
+  return percentiles(s);
+}
+
+async function throughput(fn: (i: number) => Promise<unknown>, inflight: number): Promise<number> {
+  const end = performance.now() + SECONDS * 1000;
+  let done = 0;
+  let seq = 0;
+  await Promise.all(
+    Array.from({ length: inflight }, async () => {
+      while (performance.now() < end) {
+        await fn(seq++);
+        done++;
+      }
+    }),
+  );
+  return done / SECONDS;
+}
+
+/** The baseline: Bun <-> one python3 echoing frames over a Unix socket. */
+async function barePingPong(): Promise<{ call: (i: number) => Promise<unknown>; stop: () => void }> {
+  const path = join("/tmp", `blockx-bench-${process.pid}.sock`);
+  const waiting = new Map<number, () => void>();
+  let resolveConn: (s: import("bun").Socket<unknown>) => void;
+  const connected = new Promise<import("bun").Socket<unknown>>((r) => (resolveConn = r));
+  const decoder = new FrameDecoder();
+  const listener = Bun.listen<unknown>({
+    unix: path,
+    socket: {
+      open: (s) => resolveConn(s),
+      data: (_s, chunk) => {
+        for (const m of decoder.push(chunk) as { seq: number }[]) waiting.get(m.seq)?.();
+      },
+    },
+  });
+  const peer = Bun.spawn([python, join(import.meta.dir, "echo_peer.py"), path], { stdout: "inherit", stderr: "inherit" });
+  const socket = await connected;
+  let corked: Uint8Array[] = [];
+  const flush = () => {
+    const total = corked.reduce((n, f) => n + f.length, 0);
+    const data = new Uint8Array(total);
+    let off = 0;
+    for (const f of corked) {
+      data.set(f, off);
+      off += f.length;
+    }
+    corked = [];
+    socket.write(data);
+  };
+  return {
+    call: (i) =>
+      new Promise<void>((resolve) => {
+        waiting.set(i, () => {
+          waiting.delete(i);
+          resolve();
+        });
+        // Same shape and size as an ExecuteCall of the pool benchmark.
+        corked.push(encodeFrame({ type: "ExecuteCall", callId: `c${i}`, seq: i, digest: "d".repeat(64), source: SOURCE, entry: "main", args: i, budgetMs: 5000 }));
+        if (corked.length === 1) queueMicrotask(flush);
+      }),
+    stop: () => {
+      peer.kill();
+      listener.stop(true);
+    },
+  };
+}
+
+const SOURCE = "def main(ctx, x):\n    return x + 1\n";
+const IO_SOURCE = "def main(ctx, x):\n    return ctx.io('echo', 'get', x)\n";
+const ASYNC_IO_SOURCE = "async def main(ctx, x):\n    return await ctx.io('echo', 'get', x)\n";
+const echoOwner: CallOwner = { io: async (r) => ({ ok: true, value: r.params, ioMs: 0 }) };
+
+const bare = await barePingPong();
+const bareLat = await latency(bare.call);
+const bareTput = await throughput(bare.call, INFLIGHT);
+bare.stop();
+
+let pool = await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: 8 }), silentLogger(), { waitForAll: true });
+let n = 0;
+const run = (src: string) => (i: number) => pool.execute({ callId: `b${n++}`, fn: { source: src, entry: "main" }, args: i }, echoOwner);
+const lat = await latency(run(SOURCE));
+const ioLat = await latency(run(IO_SOURCE));
+const asyncIoLat = await latency(run(ASYNC_IO_SOURCE));
+await pool.close();
+
+const tputs: [number, number][] = [];
+for (const count of [1, 2, 8]) {
+  pool = await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: count }), silentLogger(), { waitForAll: true });
+  tputs.push([count, await throughput(run(SOURCE), INFLIGHT)]);
+  await pool.close();
+}
+
+const us = (x: number) => `${x.toFixed(0)} µs`;
+console.log(`Executor pool vs a bare framed ping-pong (Bun <-> python3 over a Unix socket), ${CALLS} serial calls, ${SECONDS} s at ${INFLIGHT} in flight\n`);
+console.log("| measure | bare ping-pong (baseline) | through the pool | ratio |");
+console.log("| --- | ---: | ---: | ---: |");
+console.log(`| p50, \`return x + 1\` | ${us(bareLat.p50)} | ${us(lat.p50)} | ${(lat.p50 / bareLat.p50).toFixed(2)}x |`);
+console.log(`| p99, \`return x + 1\` | ${us(bareLat.p99)} | ${us(lat.p99)} | ${(lat.p99 / bareLat.p99).toFixed(2)}x |`);
+for (const [count, t] of tputs) console.log(`| calls/s, EXECUTOR_COUNT=${count} | ${bareTput.toFixed(0)} | ${t.toFixed(0)} | ${(t / bareTput).toFixed(2)}x |`);
+console.log(`\nOne IO suspension answered at once (p50): def ${us(ioLat.p50)} (+${us(ioLat.p50 - lat.p50)}), async def ${us(asyncIoLat.p50)} (+${us(asyncIoLat.p50 - lat.p50)}) over the plain call`);

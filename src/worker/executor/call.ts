@@ -1,0 +1,87 @@
+import type { JsonValue, LogLine, ResumeResult, SuspensionRequest } from "./protocol";
+
+/**
+ * CallErrorCode classifies a failed call. User failures and system failures never share a
+ * code; only system failures of the executor process are retryable (the call may succeed on a
+ * fresh executor), a user's own error never is.
+ */
+export const CallErrorCode = {
+  UserError: "USER_ERROR",
+  SyntaxError: "SYNTAX_ERROR",
+  EntryNotFound: "ENTRY_NOT_FOUND",
+  BadSignature: "BAD_SIGNATURE",
+  BudgetExceeded: "BUDGET_EXCEEDED",
+  WallClockExceeded: "WALL_CLOCK_EXCEEDED",
+  ResultNotJson: "RESULT_NOT_JSON",
+  Cancelled: "CANCELLED",
+  ExecutorCrashed: "EXECUTOR_CRASHED",
+  ExecutorHung: "EXECUTOR_HUNG",
+  OomKilled: "OOM_KILLED",
+  PoolClosed: "POOL_CLOSED",
+  Internal: "INTERNAL",
+} as const;
+export type CallErrorCode = (typeof CallErrorCode)[keyof typeof CallErrorCode];
+
+const RETRYABLE: ReadonlySet<string> = new Set([CallErrorCode.ExecutorCrashed, CallErrorCode.ExecutorHung, CallErrorCode.OomKilled, CallErrorCode.PoolClosed]);
+
+export function isRetryable(code: string): boolean {
+  return RETRYABLE.has(code);
+}
+
+/** The function to run: inline source addressed by its sha256 digest. */
+export interface CallFunction {
+  readonly source: string;
+  readonly entry: string;
+  /** sha256 hex of source; computed by the pool when absent. */
+  readonly digest?: string;
+}
+
+export interface CallRequest {
+  /** Correlation id: it appears in the executor messages and the logs. */
+  readonly callId: string;
+  readonly fn: CallFunction;
+  readonly args: JsonValue;
+  /** CPU + IO-backend budget; default from the pool's config (5000 ms). */
+  readonly budgetMs?: number;
+}
+
+/** What the owner answers for one IO request: the value or an error, and the backend time spent. */
+export type IoAnswer = ResumeResult & { readonly ioMs: number };
+
+/**
+ * CallOwner serves a call's suspensions. The Worker plugs in its IO subsystem and its
+ * Dispatcher (for sub-calls); the Sync Invoker its read-only IO. Both may be slow or fail;
+ * neither may throw (a thrown error becomes an error result for that request).
+ */
+export interface CallOwner {
+  io?(request: Extract<SuspensionRequest, { kind: "io" }>, callId: string): Promise<IoAnswer>;
+  subCall?(request: Extract<SuspensionRequest, { kind: "call" }>, callId: string): Promise<ResumeResult>;
+}
+
+export interface CallFailure {
+  readonly code: CallErrorCode | string;
+  readonly message: string;
+  readonly traceback: string;
+  readonly line: number;
+  readonly column: number;
+  readonly retryable: boolean;
+}
+
+interface OutcomeCommon {
+  readonly callId: string;
+  /** Executor CPU time used by the call. */
+  readonly cpuMs: number;
+  /** IO-backend time charged to the call (as reported by the owner). */
+  readonly ioMs: number;
+  /** Time waiting for an executor, before the call first ran. */
+  readonly queueMs: number;
+  readonly totalMs: number;
+  readonly output: string;
+  readonly logs: readonly LogLine[];
+  readonly executorId: string;
+  /** Whether this call compiled the source (false: compile cache hit). */
+  readonly compiled: boolean | undefined;
+  readonly suspensions: number;
+}
+
+export type CallOutcome = (OutcomeCommon & { readonly ok: true; readonly value: JsonValue }) | (OutcomeCommon & { readonly ok: false; readonly error: CallFailure });

@@ -1,0 +1,115 @@
+import { envVar, enumSchema, intSchema, loadEnvConfig, stringSchema, type EnvValues } from "../../common/config/env-config";
+
+const MAX_MS = 24 * 3600 * 1000;
+
+/**
+ * executorPoolVars: the executor pool's variables, shared by every role that runs calls
+ * (`exec` today; the Worker and the Sync Invoker later include them in their --help).
+ */
+export const executorPoolVars = {
+  executorCount: envVar("EXECUTOR_COUNT", "8", "an integer from 1 to 256", "Python executor processes in the pool", intSchema(1, 256)),
+  python: envVar(
+    "EXECUTOR_PYTHON",
+    "python3",
+    "a command or an absolute path",
+    "Python 3.10+ interpreter; resolved once to its real path (pyenv shims cost 500 ms a spawn)",
+    stringSchema().refine((s) => s.trim().length > 0),
+  ),
+  callBudgetMs: envVar(
+    "EXECUTOR_CALL_BUDGET_MS",
+    "5000",
+    "an integer from 1 to 86400000",
+    "per-call budget: CPU time plus IO-backend time, queueing excluded (BUDGET_EXCEEDED past it)",
+    intSchema(1, MAX_MS),
+  ),
+  wallClockCeilingMs: envVar(
+    "EXECUTOR_WALL_CLOCK_CEILING_MS",
+    "30000",
+    "an integer from 1 to 86400000",
+    "a call running (not suspended) this long without finishing is stopped by killing its executor " +
+      "(WALL_CLOCK_EXCEEDED; catches sleeps and C calls that use no CPU). The executor's other calls fail as retryable",
+    intSchema(1, MAX_MS),
+  ),
+  memoryLimitMb: envVar(
+    "EXECUTOR_MEMORY_LIMIT_MB",
+    "2048",
+    "an integer from 16 to 1048576",
+    "resident memory per executor; past it that executor is killed and its calls fail with OOM_KILLED (retryable)",
+    intSchema(16, 1 << 20),
+  ),
+  pingIntervalMs: envVar("EXECUTOR_PING_INTERVAL_MS", "1000", "an integer from 10 to 86400000", "liveness ping period", intSchema(10, MAX_MS)),
+  pingTimeoutMs: envVar(
+    "EXECUTOR_PING_TIMEOUT_MS",
+    "10000",
+    "an integer from 10 to 86400000",
+    "an executor that has not answered a ping for this long is hung: killed and replaced (EXECUTOR_HUNG)",
+    intSchema(10, MAX_MS),
+  ),
+  user: envVar(
+    "EXECUTOR_USER",
+    "nobody",
+    "a user name, or empty",
+    "when the process runs as root, executors run as this unprivileged user (needs setpriv); empty keeps root. " +
+      "Ignored, with a warning, when not root",
+    stringSchema(),
+  ),
+  networkIsolation: envVar(
+    "EXECUTOR_NETWORK_ISOLATION",
+    "on",
+    "on or off",
+    "on: executors start in their own network namespace when root (unshare -n; Unix sockets still work), " +
+      "else a warning; user code is always denied sockets by an audit hook",
+    enumSchema(["on", "off"] as const),
+  ),
+  nprocLimit: envVar(
+    "EXECUTOR_NPROC_LIMIT",
+    "4096",
+    "an integer from 64 to 1048576",
+    "RLIMIT_NPROC of executors (threads count): contains a fork bomb; user code is also denied fork/exec",
+    intSchema(64, 1 << 20),
+  ),
+  cacheDir: envVar(
+    "BLOCKX_CACHE_DIR",
+    "",
+    "a directory path, or empty",
+    "where the binary unpacks its executor files (content-addressed); empty: <tmpdir>/blockx-cache",
+    stringSchema(),
+  ),
+};
+
+export type ExecutorPoolVars = EnvValues<typeof executorPoolVars>;
+
+export interface ExecutorPoolConfig {
+  readonly executorCount: number;
+  readonly python: string;
+  readonly callBudgetMs: number;
+  readonly wallClockCeilingMs: number;
+  readonly memoryLimitBytes: number;
+  readonly pingIntervalMs: number;
+  readonly pingTimeoutMs: number;
+  readonly user: string;
+  readonly networkIsolation: "on" | "off";
+  readonly nprocLimit: number;
+  readonly cacheDir: string;
+}
+
+export function executorPoolConfigFrom(v: ExecutorPoolVars): ExecutorPoolConfig {
+  return Object.freeze({
+    executorCount: v.executorCount,
+    python: v.python.trim(),
+    callBudgetMs: v.callBudgetMs,
+    wallClockCeilingMs: v.wallClockCeilingMs,
+    memoryLimitBytes: v.memoryLimitMb * 1024 * 1024,
+    pingIntervalMs: v.pingIntervalMs,
+    pingTimeoutMs: v.pingTimeoutMs,
+    user: v.user.trim(),
+    networkIsolation: v.networkIsolation,
+    nprocLimit: v.nprocLimit,
+    cacheDir: v.cacheDir.trim(),
+  });
+}
+
+/** defaultExecutorPoolConfig is the configuration of an empty environment, with overrides. */
+export function defaultExecutorPoolConfig(overrides: Partial<ExecutorPoolConfig> = {}): ExecutorPoolConfig {
+  return { ...executorPoolConfigFrom(loadEnvConfig(executorPoolVars, {})), ...overrides };
+}

@@ -1,0 +1,43 @@
+/**
+ * Message types of the executor protocol, version 1 (executor-py/PROTOCOL.md is the contract;
+ * keep both in step).
+ */
+
+export const PROTOCOL_VERSION = 1;
+
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+export type FunctionRequestRef = { name: string } | { source: string; entry?: string };
+
+export type SuspensionRequest =
+  | { kind: "io"; backend: string; op: string; params: JsonValue }
+  | { kind: "call"; function: FunctionRequestRef; args: JsonValue };
+
+export type ResumeResult = { ok: true; value: JsonValue } | { ok: false; error: { type: string; message: string; traceback?: string } };
+
+export interface ExecutorCallError {
+  code: string;
+  message: string;
+  traceback: string;
+  line: number;
+  column: number;
+}
+
+export interface LogLine {
+  timeMs: number;
+  level: string;
+  message: string;
+}
+
+export type ExecutorMessage =
+  | { type: "Hello"; protocol: number; executorId: string; token: string; pid: number; python: string }
+  | { type: "Pong"; seq: number }
+  | { type: "CallWaiting"; callId: string; requests: SuspensionRequest[]; cpuMs: number }
+  | { type: "CallCompleted"; callId: string; result: JsonValue; cpuMs: number; output: string; logs: LogLine[]; compiled?: boolean }
+  | { type: "CallFailed"; callId: string; error: ExecutorCallError; cpuMs: number; output: string; logs: LogLine[]; compiled?: boolean };
+
+export type PoolMessage =
+  | { type: "Ping"; seq: number }
+  | { type: "ExecuteCall"; callId: string; digest: string; source: string; entry: string; args: JsonValue; budgetMs: number }
+  | { type: "ResumeCall"; callId: string; results: ResumeResult[]; ioMs: number }
+  | { type: "CancelCall"; callId: string; reason: string };
