@@ -47,6 +47,7 @@ $(GRPCIO_STAMP):
 build: dist/blockx
 
 dist/blockx: $(SOURCES) $(DEPS_STAMP) | $(BUN)
+	find executor-py -name __pycache__ -prune -exec rm -rf {} +
 	$(BUN) build --compile --minify --bytecode --format=esm \
 	  --no-compile-autoload-dotenv --no-compile-autoload-bunfig \
 	  --define 'BLOCKX_BUILD_COMMIT="$(COMMIT)"' \

@@ -1,29 +1,26 @@
 """Bare framed ping-pong peer for bench/executor: connects to the Unix socket it is given and
-sends every frame (4-byte big-endian length + JSON) straight back, after decoding and
-re-encoding the JSON the way an executor must. The baseline of the executor benchmark."""
-import json
+sends every frame (4-byte big-endian length + payload) straight back, untouched. The floor of
+the executor benchmark: framing and socket IO, no JSON, no call machinery."""
 import socket
-import struct
 import sys
 
 sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 sock.connect(sys.argv[1])
-buf = bytearray()
+buf = bytearray(1 << 20)
+view = memoryview(buf)
+have = 0
 while True:
-    chunk = sock.recv(1 << 16)
-    if not chunk:
+    n = sock.recv_into(view[have:])
+    if n == 0:
         break
-    buf += chunk
-    out = []
+    have += n
     pos = 0
-    while len(buf) - pos >= 4:
-        (n,) = struct.unpack_from(">I", buf, pos)
-        if len(buf) - pos - 4 < n:
+    while have - pos >= 4:
+        length = int.from_bytes(buf[pos:pos + 4], "big")
+        if have - pos - 4 < length:
             break
-        msg = json.loads(buf[pos + 4:pos + 4 + n])
-        body = json.dumps(msg, separators=(",", ":")).encode()
-        out.append(struct.pack(">I", len(body)) + body)
-        pos += 4 + n
-    del buf[:pos]
-    if out:
-        sock.sendall(b"".join(out))
+        pos += 4 + length
+    if pos:
+        sock.sendall(view[:pos])
+        buf[:have - pos] = buf[pos:have]
+        have -= pos

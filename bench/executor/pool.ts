@@ -59,10 +59,23 @@ async function barePingPong(): Promise<{ call: (i: number) => Promise<unknown>; 
   let resolveConn: (s: import("bun").Socket<unknown>) => void;
   const connected = new Promise<import("bun").Socket<unknown>>((r) => (resolveConn = r));
   const decoder = new FrameDecoder();
+  const backlog: Uint8Array[] = [];
+  const writeAll = (s: import("bun").Socket<unknown>) => {
+    while (backlog.length > 0) {
+      const d = backlog[0]!;
+      const n = s.write(d);
+      if (n < d.length) {
+        backlog[0] = d.subarray(Math.max(0, n));
+        return;
+      }
+      backlog.shift();
+    }
+  };
   const listener = Bun.listen<unknown>({
     unix: path,
     socket: {
       open: (s) => resolveConn(s),
+      drain: (s) => writeAll(s),
       data: (_s, chunk) => {
         for (const m of decoder.push(chunk) as { seq: number }[]) waiting.get(m.seq)?.();
       },
@@ -80,7 +93,8 @@ async function barePingPong(): Promise<{ call: (i: number) => Promise<unknown>; 
       off += f.length;
     }
     corked = [];
-    socket.write(data);
+    backlog.push(data);
+    if (backlog.length === 1) writeAll(socket);
   };
   return {
     call: (i) =>

@@ -83,7 +83,6 @@ export class ExecutorPool {
   private closed = false;
   private restarts = 0;
   private pingSeq = 0;
-  private readonly pythonPath: string;
   private readonly python: string;
   readonly isolation: Isolation;
   private readonly readyWaiters: (() => void)[] = [];
@@ -91,6 +90,7 @@ export class ExecutorPool {
   private constructor(
     private readonly config: ExecutorPoolConfig,
     private readonly log: Logger,
+    private readonly pythonPath: string,
   ) {
     this.core = new ExecutorPoolCore(config.executorCount, {
       pingIntervalMs: config.pingIntervalMs,
@@ -103,7 +103,6 @@ export class ExecutorPool {
     });
     this.executors = Array.from({ length: config.executorCount }, () => null);
     this.python = resolvePython(config.python);
-    this.pythonPath = executorPythonPath(config.cacheDir);
     this.isolation = resolveIsolation(config);
     for (const w of this.isolation.warnings) log.warn({ component: "executor-pool" }, `isolation: ${w}`);
     this.runtimeDir = mkdtempSync(join(tmpdir(), "blockx-pool-"));
@@ -113,7 +112,7 @@ export class ExecutorPool {
 
   /** start spawns every executor and resolves once at least one is ready (all, with waitForAll). */
   static async start(config: ExecutorPoolConfig, log: Logger, opts: { waitForAll?: boolean } = {}): Promise<ExecutorPool> {
-    const pool = new ExecutorPool(config, log);
+    const pool = new ExecutorPool(config, log, await executorPythonPath(config.cacheDir));
     pool.listen();
     const now = Date.now();
     for (let i = 0; i < config.executorCount; i++) pool.spawn(i, now);

@@ -1,0 +1,79 @@
+"""Call: the state of one call inside the executor."""
+
+OUTPUT_CAP_CHARS = 1 << 20
+OUTPUT_TRUNCATED = "\n[output truncated]"
+LOG_CAP_LINES = 1000
+LOG_MESSAGE_CAP_CHARS = 16 << 10
+
+
+class Call:
+    """Call holds one call's accounting and what it produced.
+
+    ``finished`` flips to True exactly once, under the engine's write lock, when the final
+    frame (CallCompleted or CallFailed) is queued; after that nothing else is sent for the
+    call and whatever its user code still does is discarded. ``waiting`` is the number of
+    requests of the pending CallWaiting (None while not suspended)."""
+
+    __slots__ = (
+        "id",
+        "budget_ms",
+        "cpu",
+        "io_ms",
+        "out",
+        "out_len",
+        "logs",
+        "logs_truncated",
+        "compiled",
+        "finished",
+        "is_async",
+        "coro",
+        "waiting",
+        "slot",
+        "resume",
+    )
+
+    def __init__(self, call_id: str, budget_ms: float) -> None:
+        self.id = call_id
+        self.budget_ms = budget_ms
+        self.cpu = 0.0  # seconds of CPU over all finished steps
+        self.io_ms = 0.0
+        self.out = []
+        self.out_len = 0
+        self.logs = []
+        self.logs_truncated = False
+        self.compiled = False
+        self.finished = False
+        self.is_async = False
+        self.coro = None
+        self.waiting = None
+        self.slot = None
+        self.resume = None
+
+    def write_output(self, s: str) -> None:
+        used = self.out_len
+        if used >= OUTPUT_CAP_CHARS:
+            return
+        n = len(s)
+        if used + n <= OUTPUT_CAP_CHARS:
+            self.out.append(s)
+            self.out_len = used + n
+        else:
+            self.out.append(s[: OUTPUT_CAP_CHARS - used])
+            self.out.append(OUTPUT_TRUNCATED)
+            self.out_len = OUTPUT_CAP_CHARS
+
+    def output(self) -> str:
+        out = self.out
+        if not out:
+            return ""
+        return "".join(out)
+
+    def add_log(self, time_ms: int, level: str, message: str) -> None:
+        if len(message) > LOG_MESSAGE_CAP_CHARS:
+            message = message[:LOG_MESSAGE_CAP_CHARS] + " [message truncated]"
+        logs = self.logs
+        if len(logs) < LOG_CAP_LINES:
+            logs.append({"timeMs": time_ms, "level": level, "message": message})
+        elif not self.logs_truncated:
+            self.logs_truncated = True
+            logs[-1] = {"timeMs": time_ms, "level": "warning", "message": "[logs truncated]"}

@@ -1,0 +1,774 @@
+"""Engine: runs calls for the pool over one socket connection.
+
+Threads and the baton (leader/followers)
+----------------------------------------
+Whichever thread holds the *baton* is the loop: it reads frames, answers Pings and runs every
+step inline, with no thread hop: a call's first step (compile, module body, the entry) and
+every step of an ``async def`` coroutine. A trivial call therefore costs one pass through the
+loop. The baton moves to another thread (an idle follower, or a new one) when the loop
+thread cannot go on reading frames:
+- a ``def`` call suspends (``ctx.io`` ...): its thread hands the baton over, sends
+  CallWaiting and blocks until ResumeCall; the call continues on that thread afterwards;
+- a step has run for HANDOFF_AFTER_S on the loop thread (CPU-bound code, a sleep, a slow C
+  call): the monitor hands the baton over, and the step finishes on its thread undisturbed.
+A thread that lost the baton finishes what it was doing and goes idle. So a call never
+starts twice (no re-execution, no repeated side effects), the socket is always read, and
+threads exist only for calls that are blocked or slow.
+
+Ownership is a token list per baton holder: the holder appends a token before each frame and
+pops it afterwards; whoever takes the baton away (the holder itself when it suspends, or the
+monitor) pops it first. ``list.pop`` is atomic, so exactly one side wins.
+
+Steps, budgets and interrupts
+-----------------------------
+A step is one uninterrupted stretch of a call's user code on one thread (``_run_step``). Its
+CPU time comes from ``time.thread_time`` deltas. The monitor thread ticks every TICK_S while
+steps run; it reads each running step's thread CPU clock and, when ``cpu + ioMs`` is over the
+budget, sends the call's CallFailed BUDGET_EXCEEDED at once and raises BudgetExceeded in the
+step's thread (PyThreadState_SetAsyncExc). Cancelled is delivered the same way. An async
+exception is only ever raised while holding the thread's lock and only while that exact
+step runs; the step's end clears any still-pending one under the same lock, so none can leak
+into the loop or into another call.
+
+Frames
+------
+All frames go through one write lock. The baton holder queues frames and sends them in one
+``sendall`` before it blocks in ``recv``; every other thread sends at once.
+"""
+
+import ctypes
+import hashlib
+import json
+import threading
+import time
+import traceback
+
+from . import compile_cache as cc
+from .call import Call
+from .capture import tls, warn
+from .context import AsyncContext, Suspension, SyncContext
+from .errors import BudgetExceeded, Cancelled, Interrupt
+from .framing import MAX_FRAME_BYTES, FrameReader, ProtocolError, encode_json, frame_bytes
+from .user_traceback import describe_compile_error, describe_user_exception, user_filename
+
+TICK_S = 0.005
+HANDOFF_AFTER_S = 0.010
+MONITOR_IDLE_TICKS = 200
+MAX_IDLE_THREADS = 32
+THREAD_STACK_BYTES = 2 << 20
+DEFAULT_BUDGET_MS = 5000.0
+
+_thread_time = time.thread_time
+_monotonic = time.monotonic
+_clock_gettime = time.clock_gettime
+_allocate_lock = threading.Lock
+_loads = json.loads
+_dumps = encode_json
+
+# Resolved now, before the audit hook denies ctypes.dlsym.
+_set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
+_c_ulong = ctypes.c_ulong
+_py_object = ctypes.py_object
+
+_CANCEL = object()  # ResumeCall replacement that makes a parked def call unwind
+
+
+class _NotJson(Exception):
+    """_NotJson wraps the reason a result could not be encoded (raised inside the step)."""
+
+
+def _encode_result(value) -> str:
+    try:
+        return _dumps(value)
+    except Exception as e:
+        raise _NotJson(f"{type(e).__name__}: {e}") from None
+
+
+def _invoke_sync(fn, ctx, args) -> str:
+    # The result is encoded inside the step: a dict subclass's items() is user code too,
+    # and encoding a huge result is CPU the call should pay for.
+    return _encode_result(fn(ctx, args))
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000.0, 3)
+
+
+class _Worker:
+    """_Worker is the engine's state of one of its threads. ``step`` is
+    ``(call, cpu_at_start, wall_at_start)`` while a step runs, else None; ``lock`` orders the
+    step's end against the monitor's async exceptions; ``wake`` is locked while the thread
+    is idle and released to hand it the baton; ``baton`` is its current token list."""
+
+    __slots__ = ("ident", "cident", "clock", "lock", "step", "fired", "wake", "baton", "main")
+
+    def __init__(self, idle: bool, main: bool = False) -> None:
+        self.ident = 0
+        self.cident = None
+        self.clock = None
+        self.lock = _allocate_lock()
+        self.step = None
+        self.fired = False
+        self.wake = _allocate_lock()
+        if idle:
+            self.wake.acquire()
+        self.baton = []
+        self.main = main
+
+    def attach(self) -> None:
+        self.ident = threading.get_ident()
+        self.cident = _c_ulong(self.ident)
+        self.clock = time.pthread_getcpuclockid(self.ident)
+        tls.worker = self
+
+
+class Engine:
+    """Engine serves one pool connection until it closes (then the process exits 0)."""
+
+    def __init__(self, sock, executor_id: str) -> None:
+        self._sock = sock
+        self._id = executor_id
+        self._reader = FrameReader()
+        self._wlock = _allocate_lock()
+        self._pending = []
+        self._calls = {}
+        self._cache = cc.CompileCache()
+        self._idle = []
+        self._active = set()
+        self._owner = None
+        self._steps = 0
+        self._mon_sleeping = False
+        self._mon_event = threading.Event()
+        self._spawn_failed = False
+        try:
+            threading.stack_size(THREAD_STACK_BYTES)
+        except (ValueError, RuntimeError) as e:
+            warn(f"cannot set the thread stack size: {e}")
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """run serves on the calling (main) thread; it never returns."""
+        w = _Worker(idle=False, main=True)
+        w.attach()
+        self._owner = w
+        self._active.add(w)
+        try:
+            threading.Thread(target=self._monitor, name="blockx-monitor", daemon=True).start()
+        except RuntimeError as e:
+            warn(f"cannot start the monitor thread, budgets are not enforced mid-step: {e}")
+        self._thread_main(w)
+
+    def _closed(self, why: str) -> None:
+        import os
+
+        if why:
+            warn(why)
+        os._exit(0)
+
+    def _thread_main(self, w: _Worker) -> None:
+        if not w.ident:
+            w.attach()
+        while True:
+            w.wake.acquire()
+            try:
+                self._serve(w)
+            except BaseException:
+                warn("the frame loop failed; exiting:\n" + traceback.format_exc())
+                import os
+
+                os._exit(70)
+            self._active.discard(w)
+            if not w.main and len(self._idle) >= MAX_IDLE_THREADS:
+                return
+            self._idle.append(w)
+
+    def _spawn(self, idle: bool) -> _Worker:
+        """_spawn starts a thread: idle (parked until handed the baton) or holding it."""
+        w = _Worker(idle=idle)
+        t = threading.Thread(target=self._thread_main, args=(w,), name="blockx-worker", daemon=True)
+        t.start()  # RuntimeError when RLIMIT_NPROC or memory says no
+        return w
+
+    def _handoff(self) -> None:
+        """_handoff gives the baton to an idle thread or a new one. The caller has already
+        popped its own token. Raises RuntimeError if no thread can be started."""
+        try:
+            nw = self._idle.pop()
+        except IndexError:
+            nw = self._spawn(idle=True)
+        nw.baton = []
+        self._owner = nw
+        self._active.add(nw)
+        nw.wake.release()
+
+    # --- the frame loop -------------------------------------------------------------------
+
+    def _serve(self, w: _Worker) -> None:
+        """_serve reads and dispatches frames while ``w`` holds the baton."""
+        baton = w.baton
+        reader = self._reader
+        sock = self._sock
+        dispatch = self._dispatch
+        while True:
+            try:
+                raw = reader.next_frame()
+            except ProtocolError as e:
+                self._closed(f"protocol error from the pool: {e}")
+            if raw is None:
+                if self._pending:
+                    with self._wlock:
+                        self._flush_locked()
+                if not self._idle and not self._spawn_failed:
+                    self._spawn_standby()
+                try:
+                    n = sock.recv_into(reader.space())
+                except OSError as e:
+                    self._closed(f"pool connection failed: {e}")
+                if not n:
+                    self._closed("")
+                reader.advance(n)
+                continue
+            baton.append(1)
+            try:
+                dispatch(w, raw)
+            except Interrupt as e:
+                warn(f"ignored a stray {type(e).__name__} outside any step")
+            except Exception:
+                warn("dispatch failed:\n" + traceback.format_exc())
+            try:
+                baton.pop()
+            except IndexError:
+                with self._wlock:
+                    self._flush_locked()
+                return
+
+    def _spawn_standby(self) -> None:
+        try:
+            self._idle.append(self._spawn(idle=True))
+        except RuntimeError as e:
+            self._spawn_failed = True
+            warn(f"cannot start a standby thread ({e}); suspended def calls will fail until threads free up")
+
+    def _dispatch(self, w: _Worker, raw) -> None:
+        try:
+            msg = _loads(raw)
+        except ValueError as e:
+            warn(f"ignored a frame that is not JSON: {e}")
+            return
+        if type(msg) is not dict:
+            warn("ignored a frame that is not a JSON object")
+            return
+        kind = msg.get("type")
+        if kind == "ExecuteCall":
+            self._execute(w, msg)
+        elif kind == "ResumeCall":
+            self._resume(w, msg)
+        elif kind == "Ping":
+            data = frame_bytes(_dumps({"type": "Pong", "seq": msg.get("seq")}))
+            with self._wlock:
+                self._pending.append(data)
+        elif kind == "CancelCall":
+            self._cancel(w, msg)
+        else:
+            warn(f"ignored a frame of unknown type {kind!r}")
+
+    # --- sending --------------------------------------------------------------------------
+
+    def _flush_locked(self) -> None:
+        pending = self._pending
+        if not pending:
+            return
+        data = pending[0] if len(pending) == 1 else b"".join(pending)
+        pending.clear()
+        try:
+            self._sock.sendall(data)
+        except OSError as e:
+            self._closed(f"pool connection failed while sending: {e}")
+
+    def _finish(self, call: Call, data: bytes) -> bool:
+        """_finish queues a call's final frame unless the call already has one; it returns
+        whether this one was the final frame. Threads that do not hold the baton send now."""
+        w = getattr(tls, "worker", None)
+        with self._wlock:
+            if call.finished:
+                return False
+            call.finished = True
+            if self._calls.get(call.id) is call:
+                del self._calls[call.id]
+            self._pending.append(data)
+            if w is None or not w.baton:
+                self._flush_locked()
+        return True
+
+    def _complete(self, call: Call, result_json: str) -> bool:
+        if (call.cpu * 1000.0 + call.io_ms) > call.budget_ms:
+            return self._fail_budget(call, call.cpu)
+        body = (
+            '{"type":"CallCompleted","callId":'
+            + _dumps(call.id)
+            + ',"result":'
+            + result_json
+            + ',"cpuMs":'
+            + repr(_ms(call.cpu))
+            + ',"output":'
+            + _dumps(call.output())
+            + ',"logs":'
+            + (_dumps(call.logs) if call.logs else "[]")
+            + (',"compiled":true}' if call.compiled else ',"compiled":false}')
+        )
+        if len(body) > MAX_FRAME_BYTES - (2 << 20):
+            return self._fail(call, "RESULT_NOT_JSON", f"the result is too large to send: {len(result_json)} bytes of JSON (the frame limit is 64 MiB)")
+        return self._finish(call, frame_bytes(body))
+
+    def _fail(self, call: Call, code: str, message: str, traceback_text: str = "", line: int = 0, column: int = 0, cpu: float = -1.0) -> bool:
+        error = {"code": code, "message": message, "traceback": traceback_text, "line": line, "column": column}
+        return self._fail_error(call, error, cpu)
+
+    def _fail_error(self, call: Call, error: dict, cpu: float = -1.0) -> bool:
+        frame = {
+            "type": "CallFailed",
+            "callId": call.id,
+            "error": error,
+            "cpuMs": _ms(call.cpu if cpu < 0 else cpu),
+            "output": call.output(),
+            "logs": call.logs,
+            "compiled": call.compiled,
+        }
+        return self._finish(call, frame_bytes(_dumps(frame)))
+
+    def _fail_budget(self, call: Call, cpu: float) -> bool:
+        cpu_ms = cpu * 1000.0
+        message = f"call exceeded its budget of {call.budget_ms:.0f} ms (cpu {cpu_ms:.0f} ms + io {call.io_ms:.0f} ms)"
+        return self._fail(call, "BUDGET_EXCEEDED", message, cpu=cpu)
+
+    def _fail_exception(self, w: _Worker, call: Call, exc: BaseException) -> bool:
+        if isinstance(exc, _NotJson):
+            return self._fail(call, "RESULT_NOT_JSON", f"the result is not JSON-serialisable: {exc}")
+        if isinstance(exc, BudgetExceeded):
+            return self._fail_budget(call, call.cpu)
+        if isinstance(exc, Cancelled):
+            return self._fail(call, "CANCELLED", "call cancelled")
+        # Formatting calls str() on the user's exception: user code, so it runs as a step.
+        ok, error = self._run_step(w, call, describe_user_exception, exc)
+        if call.finished:
+            return False
+        if not ok:
+            error = {"code": "USER_ERROR", "message": type(exc).__name__, "traceback": "", "line": 0, "column": 0}
+        return self._fail_error(call, error)
+
+    def _settle(self, w: _Worker, call: Call, ok: bool, value) -> None:
+        """_settle answers a call whose last step returned (``value`` is the encoded result)
+        or raised; a call that already has its final frame is left alone."""
+        if call.finished:
+            return
+        if ok:
+            self._complete(call, value)
+        else:
+            self._fail_exception(w, call, value)
+
+    # --- steps ----------------------------------------------------------------------------
+
+    def _begin_step(self, w: _Worker, call: Call) -> None:
+        tls.call = call
+        w.step = (call, _thread_time(), _monotonic())
+        self._steps += 1
+        if self._mon_sleeping:
+            self._mon_event.set()
+
+    def _end_step(self, w: _Worker) -> None:
+        tls.call = None
+        t = _thread_time()
+        with w.lock:
+            st = w.step
+            if st is None:
+                return
+            if w.fired:
+                # Clear an interrupt that has not landed yet. Until this line one may still
+                # land (at any call, or on any instruction in 3.10): w.step is still set
+                # then, so the caller simply ends the step again.
+                _set_async_exc(w.cident, None)
+                w.fired = False
+            w.step = None
+        st[0].cpu += t - st[1]
+
+    def _end_step_safely(self, w: _Worker):
+        """_end_step_safely ends the step, returning the interrupt that landed meanwhile."""
+        landed = None
+        while True:
+            try:
+                self._end_step(w)
+                return landed
+            except Interrupt as e:
+                landed = e
+
+    def _run_step(self, w: _Worker, call: Call, fn, *args):
+        """_run_step runs ``fn(*args)`` as a step of ``call`` on this thread and returns
+        ``(True, value)`` or ``(False, exception)``; an interrupt that lands in the step's
+        epilogue still counts as the step's outcome."""
+        self._begin_step(w, call)
+        try:
+            try:
+                out = (True, fn(*args))
+            except BaseException as e:
+                out = (False, e)
+            landed = self._end_step_safely(w)
+        except Interrupt as e:
+            landed = self._end_step_safely(w) or e
+        if landed is not None:
+            return False, landed
+        return out
+
+    def _fire(self, w: _Worker, st, exc_type) -> None:
+        """_fire raises exc_type in w's thread, only if step ``st`` is still running there."""
+        with w.lock:
+            if w.step is st:
+                w.fired = True
+                _set_async_exc(w.cident, _py_object(exc_type))
+
+    def _fire_call(self, call: Call, exc_type) -> None:
+        for w in list(self._active):
+            st = w.step
+            if st is not None and st[0] is call:
+                self._fire(w, st, exc_type)
+
+    # --- calls ----------------------------------------------------------------------------
+
+    def _execute(self, w: _Worker, msg: dict) -> None:
+        call_id = msg.get("callId")
+        if not isinstance(call_id, str) or not call_id:
+            warn("ignored an ExecuteCall without a callId")
+            return
+        if call_id in self._calls:
+            warn(f"ignored an ExecuteCall for call {call_id}, which is already running")
+            return
+        budget = msg.get("budgetMs")
+        call = Call(call_id, float(budget) if type(budget) in (int, float) else DEFAULT_BUDGET_MS)
+        self._calls[call_id] = call
+        try:
+            self._start(w, call, msg)
+        except Exception:
+            self._fail(call, "INTERNAL", "the executor failed while running the call", traceback.format_exc())
+
+    def _start(self, w: _Worker, call: Call, msg: dict) -> None:
+        source = msg.get("source")
+        entry = msg.get("entry") or "main"
+        if not isinstance(source, str) or not isinstance(entry, str):
+            self._fail(call, "INTERNAL", "ExecuteCall needs a source string and an entry string")
+            return
+        digest = msg.get("digest")
+        if not isinstance(digest, str) or not digest:
+            digest = hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
+        unit = self._cache.get(digest, source)
+        if unit is None:
+            call.compiled = True
+            unit = self._load(w, call, digest, source, entry)
+            if unit is None:
+                return
+        if unit.error is not None:
+            self._fail_error(call, unit.error)
+            return
+        target = unit.entries.get(entry)
+        if target is None:
+            target = unit.entries[entry] = cc.resolve_entry(unit, entry)
+        if type(target) is dict:
+            self._fail_error(call, target)
+            return
+        fn, is_async = target
+        if is_async:
+            self._start_async(w, call, fn, msg.get("args"))
+        else:
+            ok, value = self._run_step(w, call, _invoke_sync, fn, SyncContext(call, self.suspend_sync), msg.get("args"))
+            self._settle(w, call, ok, value)
+
+    def _load(self, w: _Worker, call: Call, digest: str, source: str, entry: str):
+        """_load compiles a source and runs its module body (both as steps of the call that
+        needs it) and caches the unit; None when the call already has its answer."""
+        filename = user_filename(entry, digest)
+        ok, code = self._run_step(w, call, compile, source, filename, "exec", 0, True)
+        if call.finished:
+            return None
+        if not ok:
+            if isinstance(code, Interrupt):
+                self._settle(w, call, False, code)
+                return None
+            unit = cc.CompiledUnit(source, filename, error=describe_compile_error(code))
+            self._cache.put(digest, unit)
+            return unit
+        cc.register_source(filename, source)
+        namespace = cc.new_module_namespace()
+        ok, exc = self._run_step(w, call, exec, code, namespace)
+        if call.finished:
+            return None
+        if not ok:
+            self._settle(w, call, False, exc)
+            if self._cache.get(digest, source) is None:
+                cc.forget_source(filename)
+            return None
+        unit = cc.CompiledUnit(source, filename, namespace)
+        self._cache.put(digest, unit)
+        return unit
+
+    # --- def calls: suspension on the call's own thread -------------------------------------
+
+    def suspend_sync(self, call: Call, requests: list) -> list:
+        """suspend_sync is SyncContext's way out: send CallWaiting for ``requests``, block
+        this thread until ResumeCall and return its results. Runs inside the call's step,
+        on the call's thread; raises Cancelled when the call ended meanwhile."""
+        if getattr(tls, "call", None) is not call:
+            raise RuntimeError("ctx may be used only by its own call, on the call's thread")
+        w = tls.worker
+        requests_json = _encode_requests(requests)  # TypeError for the user, inside the step
+        landed = self._end_step_safely(w)
+        try:
+            if landed is not None:
+                raise landed
+            if call.finished:
+                raise Cancelled("the call has already ended")
+            if (call.cpu * 1000.0 + call.io_ms) > call.budget_ms:
+                self._fail_budget(call, call.cpu)
+                raise BudgetExceeded("the call is over its budget")
+            baton = w.baton
+            try:
+                baton.pop()
+                holder = True
+            except IndexError:
+                holder = False
+            if holder:
+                try:
+                    self._handoff()
+                except RuntimeError as e:
+                    baton.append(1)
+                    self._fail(call, "INTERNAL", f"the executor could not start a thread to park the suspended call: {e}")
+                    raise Cancelled("no thread to park the call") from None
+            slot = _allocate_lock()
+            slot.acquire()
+            call.slot = slot
+            data = frame_bytes(_waiting_frame(call, requests_json))
+            with self._wlock:
+                sent = not call.finished
+                if sent:
+                    call.waiting = len(requests)
+                    self._pending.append(data)
+                    self._flush_locked()
+            if not sent:
+                raise Cancelled("the call has already ended")
+            self._active.discard(w)
+            slot.acquire()
+            self._active.add(w)
+            results = call.resume
+            call.resume = None
+            call.slot = None
+            if results is _CANCEL or call.finished:
+                raise Cancelled("the call has ended")
+            return results
+        finally:
+            self._begin_step(w, call)
+
+    # --- async calls: a coroutine driven by hand on the baton holder -----------------------
+
+    def _start_async(self, w: _Worker, call: Call, fn, args) -> None:
+        call.is_async = True
+        ok, coro = self._run_step(w, call, fn, AsyncContext(call), args)
+        if not ok or call.finished:
+            self._settle(w, call, ok, coro)
+            return
+        if not hasattr(coro, "send") or not hasattr(coro, "throw"):
+            # Not a coroutine after all (a wrapper that returned a plain value).
+            ok, value = self._run_step(w, call, _encode_result, coro)
+            self._settle(w, call, ok, value)
+            return
+        call.coro = coro
+        self._drive(w, call, None, None)
+
+    def _drive(self, w: _Worker, call: Call, value, exc) -> None:
+        """_drive steps a coroutine until it suspends on a ctx request or ends."""
+        coro = call.coro
+        while True:
+            if exc is None:
+                ok, out = self._run_step(w, call, coro.send, value)
+            else:
+                ok, out = self._run_step(w, call, coro.throw, exc)
+            if call.finished:
+                self._discard(w, call)
+                return
+            if not ok:
+                if type(out) is StopIteration:
+                    ok, encoded = self._run_step(w, call, _encode_result, out.value)
+                    self._settle(w, call, ok, encoded)
+                else:
+                    self._settle(w, call, False, out)
+                call.coro = None
+                return
+            if type(out) is Suspension:
+                try:
+                    requests_json = _encode_requests(out.requests)
+                except TypeError as e:
+                    value, exc = None, e
+                    continue
+                if (call.cpu * 1000.0 + call.io_ms) > call.budget_ms:
+                    self._fail_budget(call, call.cpu)
+                    self._discard(w, call)
+                    return
+                data = frame_bytes(_waiting_frame(call, requests_json))
+                with self._wlock:
+                    if call.finished:
+                        sent = False
+                    else:
+                        sent = True
+                        call.waiting = len(out.requests)
+                        self._pending.append(data)
+                        if not w.baton:
+                            self._flush_locked()
+                if not sent:
+                    self._discard(w, call)
+                return
+            value, exc = None, RuntimeError(f"an async entry may await only ctx operations (it awaited something that yielded {type(out).__name__})")
+
+    def _discard(self, w: _Worker, call: Call) -> None:
+        """_discard closes the coroutine of a call that already has its answer."""
+        coro = call.coro
+        call.coro = None
+        if coro is not None:
+            self._run_step(w, call, coro.close)
+
+    # --- ResumeCall and CancelCall ----------------------------------------------------------
+
+    def _resume(self, w: _Worker, msg: dict) -> None:
+        call = self._calls.get(msg.get("callId"))
+        if call is None:
+            return  # finished or cancelled meanwhile
+        n = call.waiting
+        if n is None:
+            warn(f"ignored a ResumeCall for call {call.id}, which is not waiting")
+            return
+        call.waiting = None
+        try:
+            io_ms = msg.get("ioMs")
+            if type(io_ms) in (int, float):
+                call.io_ms = float(io_ms)
+            results = msg.get("results")
+            if type(results) is not list or len(results) != n:
+                got = len(results) if type(results) is list else type(results).__name__
+                self._fail(call, "INTERNAL", f"ResumeCall carried {got} results for {n} requests")
+                self._abort_parked(w, call)
+                return
+            if (call.cpu * 1000.0 + call.io_ms) > call.budget_ms:
+                self._fail_budget(call, call.cpu)
+                self._abort_parked(w, call)
+                return
+            if call.is_async:
+                self._drive(w, call, results, None)
+            else:
+                call.resume = results
+                call.slot.release()
+        except Exception:
+            self._fail(call, "INTERNAL", "the executor failed while resuming the call", traceback.format_exc())
+            self._abort_parked(w, call)
+
+    def _abort_parked(self, w: _Worker, call: Call) -> None:
+        """_abort_parked unwinds a suspended call that already has its answer."""
+        if call.is_async:
+            self._discard(w, call)
+        else:
+            slot = call.slot
+            if slot is not None and slot.locked():
+                call.resume = _CANCEL
+                slot.release()
+
+    def _cancel(self, w: _Worker, msg: dict) -> None:
+        call = self._calls.get(msg.get("callId"))
+        if call is None:
+            return
+        reason = msg.get("reason")
+        message = f"call cancelled: {reason}" if isinstance(reason, str) and reason else "call cancelled"
+        if not self._fail(call, "CANCELLED", message):
+            return
+        # After _fail no thread can park the call any more: waiting is final now.
+        if call.waiting is not None:
+            call.waiting = None
+            self._abort_parked(w, call)
+        else:
+            self._fire_call(call, Cancelled)
+
+    # --- the monitor ------------------------------------------------------------------------
+
+    def _monitor(self) -> None:
+        """_monitor enforces budgets mid-step, stops steps of finished calls, and takes the
+        baton from a loop thread stuck in a long step. It sleeps while nothing runs."""
+        quiet = 0
+        seen_steps = -1
+        while True:
+            time.sleep(TICK_S)
+            try:
+                busy = self._tick()
+            except Exception:
+                warn("monitor tick failed:\n" + traceback.format_exc())
+                busy = True
+            steps = self._steps
+            if busy or steps != seen_steps:
+                seen_steps = steps
+                quiet = 0
+                continue
+            quiet += 1
+            if quiet < MONITOR_IDLE_TICKS:
+                continue
+            self._mon_sleeping = True
+            if not any(w.step is not None for w in list(self._active)):
+                self._mon_event.wait()
+            self._mon_event.clear()
+            self._mon_sleeping = False
+            quiet = 0
+
+    def _tick(self) -> bool:
+        now = _monotonic()
+        owner = self._owner
+        busy = False
+        for w in list(self._active):
+            st = w.step
+            if st is None:
+                continue
+            busy = True
+            call, cpu0, wall0 = st
+            if w is owner and now - wall0 > HANDOFF_AFTER_S:
+                self._take_baton(w)
+            if call.finished:
+                self._fire(w, st, Cancelled)
+                continue
+            try:
+                cpu_now = _clock_gettime(w.clock)
+            except (OSError, TypeError):
+                continue
+            cpu = call.cpu + (cpu_now - cpu0)
+            if cpu * 1000.0 + call.io_ms > call.budget_ms:
+                self._fail_budget(call, cpu)
+                self._fire(w, st, BudgetExceeded)
+        return busy
+
+    def _take_baton(self, w: _Worker) -> None:
+        baton = w.baton
+        try:
+            baton.pop()
+        except IndexError:
+            return
+        try:
+            self._handoff()
+        except RuntimeError as e:
+            baton.append(1)
+            if not self._spawn_failed:
+                self._spawn_failed = True
+                warn(f"cannot start a thread to take over the frame loop from a long step: {e}")
+
+
+def _encode_requests(requests: list) -> str:
+    try:
+        data = _dumps(requests)
+    except Exception as e:
+        raise TypeError(f"ctx request parameters must be JSON-serialisable: {e}") from None
+    if len(data) > MAX_FRAME_BYTES - 4096:
+        raise ValueError(f"ctx requests are too large to send: {len(data)} bytes of JSON (the frame limit is 64 MiB)")
+    return data
+
+
+def _waiting_frame(call: Call, requests_json: str) -> str:
+    return '{"type":"CallWaiting","callId":' + _dumps(call.id) + ',"requests":' + requests_json + ',"cpuMs":' + repr(_ms(call.cpu)) + "}"

@@ -1,0 +1,340 @@
+/**
+ * Contract tests of the executor pool with real Python executor processes: message flows,
+ * concurrency, sub-calls, compile cache, errors with the user's line numbers, and every fault
+ * the pool must survive (killed, hung, looping, sleeping, memory-hungry executors) and the
+ * isolation of user code (network, processes).
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { createServer } from "node:net";
+import { silentLogger } from "../../src/common/logging/logger";
+import type { CallOutcome, CallOwner, IoAnswer } from "../../src/worker/executor/call";
+import { defaultExecutorPoolConfig, type ExecutorPoolConfig } from "../../src/worker/executor/executor-pool-config";
+import { ExecutorPool } from "../../src/worker/executor/executor-pool";
+import type { JsonValue, ResumeResult } from "../../src/worker/executor/protocol";
+
+const pools: ExecutorPool[] = [];
+afterEach(async () => {
+  for (const p of pools.splice(0)) await p.close();
+});
+
+async function startPool(overrides: Partial<ExecutorPoolConfig> = {}): Promise<ExecutorPool> {
+  const pool = await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: 2, ...overrides }), silentLogger(), { waitForAll: true });
+  pools.push(pool);
+  return pool;
+}
+
+let seq = 0;
+function run(pool: ExecutorPool, source: string, args: JsonValue = null, owner: CallOwner = {}, budgetMs?: number): Promise<CallOutcome> {
+  return pool.execute({ callId: `t${++seq}`, fn: { source, entry: "main" }, args, ...(budgetMs ? { budgetMs } : {}) }, owner);
+}
+
+function expectOk(o: CallOutcome): JsonValue {
+  if (!o.ok) throw new Error(`call failed: ${o.error.code}: ${o.error.message}\n${o.error.traceback}`);
+  return o.value;
+}
+
+function expectError(o: CallOutcome, code: string): Extract<CallOutcome, { ok: false }>["error"] {
+  if (o.ok) throw new Error(`expected ${code}, got value ${JSON.stringify(o.value)}`);
+  expect(o.error.code).toBe(code);
+  return o.error;
+}
+
+/** The owner of a call whose IO the test answers by hand. */
+function manualIo() {
+  const pending: { params: JsonValue; answer: (a: IoAnswer) => void }[] = [];
+  const owner: CallOwner = { io: (r) => new Promise<IoAnswer>((answer) => pending.push({ params: r.params, answer })) };
+  return { owner, pending };
+}
+
+async function until(cond: () => boolean, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await Bun.sleep(10);
+  }
+}
+
+describe("message flows", () => {
+  test("ExecuteCall -> CallCompleted: a def entry returns its value, with CPU time and output", async () => {
+    const pool = await startPool();
+    const o = await run(pool, "def main(ctx, x):\n    print('hello', x)\n    return x + 1\n", 41);
+    expect(expectOk(o)).toBe(42);
+    expect(o.output).toBe("hello 41\n");
+    expect(o.cpuMs).toBeGreaterThanOrEqual(0);
+    expect(o.suspensions).toBe(0);
+  });
+
+  test("async def entries work, awaiting IO", async () => {
+    const pool = await startPool();
+    const owner: CallOwner = { io: async (r) => ({ ok: true, value: { got: r.params }, ioMs: 3 }) };
+    const o = await run(pool, "async def main(ctx, x):\n    v = await ctx.io('b', 'op', x)\n    return v['got'] * 2\n", 21, owner);
+    expect(expectOk(o)).toBe(42);
+    expect(o.suspensions).toBe(1);
+    expect(o.ioMs).toBe(3);
+  });
+
+  test("CallWaiting -> ResumeCall: one IO request; several in one suspension; the backend and op reach the owner", async () => {
+    const pool = await startPool();
+    const seen: string[] = [];
+    const owner: CallOwner = {
+      io: async (r) => {
+        seen.push(`${r.backend}.${r.op}`);
+        return { ok: true, value: r.params, ioMs: r.op === "slow" ? 7 : 2 };
+      },
+    };
+    const src = [
+      "def main(ctx, x):",
+      "    a = ctx.io('blockdb', 'block', {'n': x})",
+      "    b, c = ctx.io_many([('rpc', 'slow', 1), ('rpc', 'fast', 2)])",
+      "    return [a, b, c]",
+    ].join("\n");
+    const o = await run(pool, src, 5, owner);
+    expect(expectOk(o)).toEqual([{ n: 5 }, 1, 2]);
+    expect(o.suspensions).toBe(2);
+    expect(seen).toEqual(["blockdb.block", "rpc.slow", "rpc.fast"]);
+    expect(o.ioMs).toBe(2 + 7); // the slowest request of a suspension is what the call waited for
+  });
+
+  test("a failed IO request raises BackendError in user code, which may catch it", async () => {
+    const pool = await startPool();
+    const owner: CallOwner = { io: async () => ({ ok: false, error: { type: "BackendOverloaded", message: "try later" }, ioMs: 1 }) };
+    const src = [
+      "from blockx_executor import BackendError",
+      "def main(ctx, x):",
+      "    try:",
+      "        ctx.io('rpc', 'eth_blockNumber', None)",
+      "    except BackendError as e:",
+      "        return f'{e.type}: {e.message}'",
+    ].join("\n");
+    expect(expectOk(await run(pool, src, null, owner))).toBe("BackendOverloaded: try later");
+  });
+
+  test("CancelCall: a suspended call ends CANCELLED and its executor keeps working", async () => {
+    const pool = await startPool();
+    const io = manualIo();
+    const p = pool.execute({ callId: "to-cancel", fn: { source: "def main(ctx, x):\n    return ctx.io('b', 'op', x)\n", entry: "main" }, args: 1 }, io.owner);
+    await until(() => io.pending.length === 1);
+    pool.cancel("to-cancel", "client went away");
+    expectError(await p, "CANCELLED");
+    expect(expectOk(await run(pool, "def main(ctx, x):\n    return 'still fine'\n"))).toBe("still fine");
+  });
+
+  test("ctx.log lines come back with the call", async () => {
+    const pool = await startPool();
+    const o = await run(pool, "def main(ctx, x):\n    ctx.log('starting')\n    ctx.log('careful', level='warning')\n    return 0\n");
+    expectOk(o);
+    expect(o.logs.map((l) => [l.level, l.message])).toEqual([
+      ["info", "starting"],
+      ["warning", "careful"],
+    ]);
+  });
+});
+
+describe("concurrency", () => {
+  test("1,000 calls suspended at once across 8 executors, resumed out of order, each gets its own result", async () => {
+    const pool = await startPool({ executorCount: 8 });
+    const io = manualIo();
+    const src = "def main(ctx, x):\n    v = ctx.io('b', 'get', x)\n    return {'x': x, 'v': v}\n";
+    const asyncSrc = "async def main(ctx, x):\n    v = await ctx.io('b', 'get', x)\n    return {'x': x, 'v': v}\n";
+    const calls = Array.from({ length: 1000 }, (_, i) => run(pool, i % 2 ? src : asyncSrc, i, io.owner));
+    await until(() => io.pending.length === 1000, 60_000);
+    // Every executor holds some of them.
+    expect(pool.stats().executors.filter((e) => e.inflight > 0).length).toBe(8);
+    const order = io.pending.map((_, i) => i).sort((a, b) => ((a * 7919) % 1000) - ((b * 7919) % 1000));
+    for (const i of order) {
+      const p = io.pending[i]!;
+      p.answer({ ok: true, value: `answer-${p.params}`, ioMs: 0 });
+    }
+    const outs = await Promise.all(calls);
+    outs.forEach((o, i) => expect(expectOk(o)).toEqual({ x: i, v: `answer-${i}` }));
+  }, 120_000);
+
+  test("a suspended call does not block other calls on the same executor", async () => {
+    const pool = await startPool({ executorCount: 1 });
+    const io = manualIo();
+    const held = run(pool, "def main(ctx, x):\n    return ctx.io('b', 'op', x)\n", 1, io.owner);
+    await until(() => io.pending.length === 1);
+    expect(expectOk(await run(pool, "def main(ctx, x):\n    return 'other'\n"))).toBe("other");
+    io.pending[0]!.answer({ ok: true, value: "late", ioMs: 0 });
+    expect(expectOk(await held)).toBe("late");
+  });
+});
+
+describe("sub-calls", () => {
+  function subCallOwner(pool: ExecutorPool, registry: Record<string, string>, depth = 0): CallOwner {
+    return {
+      async subCall(r): Promise<ResumeResult> {
+        if (depth >= 5) return { ok: false, error: { type: "DEPTH_EXCEEDED", message: "too deep" } };
+        const source = "name" in r.function ? registry[r.function.name]! : r.function.source;
+        const o = await run(pool, source, r.args, subCallOwner(pool, registry, depth + 1));
+        return o.ok ? { ok: true, value: o.value } : { ok: false, error: { type: o.error.code, message: o.error.message, traceback: o.error.traceback } };
+      },
+    };
+  }
+
+  test("one, many at once, nested, and a failing sub-call surfacing as SubCallError", async () => {
+    const pool = await startPool();
+    const registry = {
+      double: "def main(ctx, x):\n    return x * 2\n",
+      quad: "def main(ctx, x):\n    return ctx.call('double', ctx.call('double', x))\n",
+      boom: "def main(ctx, x):\n    raise ValueError('no')\n",
+    };
+    const owner = subCallOwner(pool, registry);
+    expect(expectOk(await run(pool, "def main(ctx, x):\n    return ctx.call('double', x)\n", 4, owner))).toBe(8);
+    expect(expectOk(await run(pool, "def main(ctx, x):\n    return ctx.call_many([('double', 1), ('quad', 2), ({'source': 'def main(ctx, x):\\n    return -x\\n', 'entry': 'main'}, 3)])\n", null, owner))).toEqual([2, 8, -3]);
+    expect(expectOk(await run(pool, "async def main(ctx, x):\n    return await ctx.call('quad', x)\n", 5, owner))).toBe(20);
+    const src = [
+      "from blockx_executor import SubCallError",
+      "def main(ctx, x):",
+      "    try:",
+      "        ctx.call('boom', 1)",
+      "    except SubCallError as e:",
+      "        return [e.code, e.message, 'ValueError' in e.traceback]",
+    ].join("\n");
+    expect(expectOk(await run(pool, src, null, owner))).toEqual(["USER_ERROR", "ValueError: no", true]);
+  });
+});
+
+describe("compile cache and errors", () => {
+  test("a function is compiled once per digest per executor; a changed source compiles again", async () => {
+    const pool = await startPool({ executorCount: 1 });
+    const src = "def main(ctx, x):\n    return x\n";
+    expect((await run(pool, src, 1)).compiled).toBe(true);
+    expect((await run(pool, src, 2)).compiled).toBe(false);
+    expect((await run(pool, src + "\n", 3)).compiled).toBe(true);
+  });
+
+  test("a syntax error comes back with line and column", async () => {
+    const pool = await startPool();
+    const err = expectError(await run(pool, "def main(ctx, x):\n    return (x +\n\ndef other(:\n    pass\n"), "SYNTAX_ERROR");
+    expect(err.line).toBeGreaterThan(0);
+    expect(err.column).toBeGreaterThan(0);
+    expect(err.message).toContain(`line ${err.line}`);
+    expect(err.retryable).toBe(false);
+  });
+
+  test("a user exception carries the Python traceback with the user's own line numbers", async () => {
+    const pool = await startPool();
+    const src = ["def helper(v):", "    return 10 / v", "", "def main(ctx, x):", "    y = x - 1", "    return helper(y)"].join("\n");
+    const err = expectError(await run(pool, src, 1), "USER_ERROR");
+    expect(err.message).toBe("ZeroDivisionError: division by zero");
+    expect(err.traceback).toMatch(/line 6, in main/);
+    expect(err.traceback).toMatch(/line 2, in helper/);
+    expect(err.traceback).toContain("return 10 / v");
+    expect(err.traceback).not.toContain("blockx_executor");
+    expect(err.line).toBe(2);
+    expect(err.retryable).toBe(false);
+  });
+
+  test("missing entry, bad signature and a result that is not JSON are named", async () => {
+    const pool = await startPool();
+    expectError(await pool.execute({ callId: "e1", fn: { source: "def main(ctx, x):\n    return 1\n", entry: "nope" }, args: null }), "ENTRY_NOT_FOUND");
+    expectError(await run(pool, "def main(x):\n    return 1\n"), "BAD_SIGNATURE");
+    expectError(await run(pool, "def main(ctx, x):\n    return {1, 2}\n"), "RESULT_NOT_JSON");
+  });
+});
+
+describe("faults", () => {
+  test("SIGKILL of an executor mid-call: the call fails retryable, the executor is replaced, the next call succeeds", async () => {
+    const pool = await startPool({ executorCount: 1 });
+    const io = manualIo();
+    const before = pool.pids()[0]!;
+    const p = run(pool, "def main(ctx, x):\n    return ctx.io('b', 'op', x)\n", 1, io.owner);
+    await until(() => io.pending.length === 1);
+    process.kill(before, "SIGKILL");
+    const err = expectError(await p, "EXECUTOR_CRASHED");
+    expect(err.retryable).toBe(true);
+    await until(() => pool.pids()[0] !== null && pool.pids()[0] !== before && pool.stats().executors[0]!.state === "READY");
+    expect(expectOk(await run(pool, "def main(ctx, x):\n    return 'after'\n"))).toBe("after");
+    expect(pool.stats().restarts).toBe(1);
+  });
+
+  test("an infinite loop fails BUDGET_EXCEEDED while other calls on the same executor finish", async () => {
+    const pool = await startPool({ executorCount: 1 });
+    const loop = run(pool, "def main(ctx, x):\n    while True:\n        pass\n", null, {}, 500);
+    const other = run(pool, "def main(ctx, x):\n    return 'unaffected'\n");
+    expect(expectOk(await other)).toBe("unaffected");
+    const err = expectError(await loop, "BUDGET_EXCEEDED");
+    expect(err.retryable).toBe(false);
+    expect(err.message).toContain("500 ms");
+    expect(expectOk(await run(pool, "def main(ctx, x):\n    return 'next'\n"))).toBe("next");
+  });
+
+  test("IO time counts toward the budget", async () => {
+    const pool = await startPool();
+    const owner: CallOwner = { io: async () => ({ ok: true, value: 1, ioMs: 800 }) };
+    expectError(await run(pool, "def main(ctx, x):\n    ctx.io('b', 'op', 1)\n    return 1\n", null, owner, 500), "BUDGET_EXCEEDED");
+  });
+
+  test("time.sleep(10**6) is stopped by the wall-clock ceiling; the executor is replaced", async () => {
+    const pool = await startPool({ executorCount: 1, wallClockCeilingMs: 1500 });
+    const err = expectError(await run(pool, "import time\ndef main(ctx, x):\n    time.sleep(10**6)\n"), "WALL_CLOCK_EXCEEDED");
+    expect(err.message).toContain("1500 ms");
+    await until(() => pool.stats().executors[0]!.state === "READY");
+    expect(expectOk(await run(pool, "def main(ctx, x):\n    return 'awake'\n"))).toBe("awake");
+  });
+
+  test("a memory bomb kills only its own executor (OOM_KILLED, retryable)", async () => {
+    const pool = await startPool({ executorCount: 2, memoryLimitBytes: 300 * 1024 * 1024 });
+    const pidsBefore = pool.pids();
+    const bomb = await run(pool, "def main(ctx, x):\n    blocks = []\n    while True:\n        blocks.append(bytearray(50 * 1024 * 1024))\n", null, {}, 60_000);
+    const err = expectError(bomb, "OOM_KILLED");
+    expect(err.retryable).toBe(true);
+    expect(err.message).toContain("memory limit");
+    const pidsAfter = pool.pids();
+    expect(pidsAfter.filter((p, i) => p === pidsBefore[i]).length).toBe(1); // the other executor lived on
+    await until(() => pool.stats().executors.every((e) => e.state === "READY"));
+    expect(expectOk(await run(pool, "def main(ctx, x):\n    return 'ok'\n"))).toBe("ok");
+  });
+
+  test("a hung executor (stopped, not answering pings) is killed and replaced", async () => {
+    const pool = await startPool({ executorCount: 1, pingIntervalMs: 100, pingTimeoutMs: 600 });
+    const io = manualIo();
+    const pid = pool.pids()[0]!;
+    const p = run(pool, "def main(ctx, x):\n    return ctx.io('b', 'op', x)\n", 1, io.owner);
+    await until(() => io.pending.length === 1);
+    process.kill(pid, "SIGSTOP");
+    const err = expectError(await p, "EXECUTOR_HUNG");
+    expect(err.retryable).toBe(true);
+    await until(() => pool.stats().executors[0]!.state === "READY");
+    expect(pool.pids()[0]).not.toBe(pid);
+    expect(expectOk(await run(pool, "def main(ctx, x):\n    return 'replaced'\n"))).toBe("replaced");
+  });
+});
+
+describe("isolation", () => {
+  test("user code cannot connect to a loopback TCP server the test opens", async () => {
+    let connections = 0;
+    const server = createServer(() => connections++);
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const port = (server.address() as { port: number }).port;
+    try {
+      const pool = await startPool();
+      const src = `import socket\ndef main(ctx, x):\n    socket.create_connection(('127.0.0.1', ${port}), timeout=2)\n    return 'connected'\n`;
+      const err = expectError(await run(pool, src), "USER_ERROR");
+      expect(err.message).toMatch(/PermissionError|Network is unreachable|OSError/);
+      expect(connections).toBe(0);
+    } finally {
+      server.close();
+    }
+  });
+
+  test("a fork bomb is contained: os.fork, subprocess and ctypes are denied", async () => {
+    const pool = await startPool();
+    const bomb = "import os\ndef main(ctx, x):\n    while True:\n        os.fork()\n";
+    expect(expectError(await run(pool, bomb), "USER_ERROR").message).toContain("PermissionError");
+    const sub = "import subprocess\ndef main(ctx, x):\n    return subprocess.run(['true']).returncode\n";
+    expect(expectError(await run(pool, sub), "USER_ERROR").message).toContain("PermissionError");
+    const viaLibc = "import ctypes\ndef main(ctx, x):\n    libc = ctypes.CDLL(None)\n    while True:\n        libc.fork()\n";
+    expect(expectError(await run(pool, viaLibc), "USER_ERROR").message).toContain("PermissionError");
+    expect(expectOk(await run(pool, "def main(ctx, x):\n    return 'alive'\n"))).toBe("alive");
+  });
+
+  test("user code works in a scratch directory of its own", async () => {
+    const pool = await startPool();
+    const src = "import os\ndef main(ctx, x):\n    open('f.txt', 'w').write('hi')\n    return [os.getcwd(), open('f.txt').read()]\n";
+    const [cwd, content] = expectOk(await run(pool, src)) as [string, string];
+    expect(cwd).toContain("blockx-pool-");
+    expect(content).toBe("hi");
+  });
+});
