@@ -69,6 +69,7 @@ proto: $(DEPS_STAMP)
 bench: deps build
 	$(BUN) bench/coordinator/selection.ts
 	$(BUN) bench/coordinator/reserve.ts
+	$(BUN) bench/executor/pool.ts
 
 clean:
 	rm -rf dist

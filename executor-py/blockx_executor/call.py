@@ -29,6 +29,7 @@ class Call:
         "coro",
         "waiting",
         "slot",
+        "parked",
         "resume",
     )
 
@@ -47,6 +48,7 @@ class Call:
         self.coro = None
         self.waiting = None
         self.slot = None
+        self.parked = None
         self.resume = None
 
     def write_output(self, s: str) -> None:

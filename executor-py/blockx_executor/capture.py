@@ -14,10 +14,6 @@ tls = threading.local()
 _real_stderr = sys.__stderr__
 
 
-def real_stderr():
-    return _real_stderr
-
-
 def warn(message: str) -> None:
     """warn writes one human-readable line to the real stderr (the pool logs it)."""
     stream = _real_stderr

@@ -5,19 +5,22 @@ Threads and the baton (leader/followers)
 Whichever thread holds the *baton* is the loop: it reads frames, answers Pings and runs every
 step inline, with no thread hop: a call's first step (compile, module body, the entry) and
 every step of an ``async def`` coroutine. A trivial call therefore costs one pass through the
-loop. The baton moves to another thread (an idle follower, or a new one) when the loop
-thread cannot go on reading frames:
-- a ``def`` call suspends (``ctx.io`` ...): its thread hands the baton over, sends
-  CallWaiting and blocks until ResumeCall; the call continues on that thread afterwards;
+loop. The baton moves when the loop thread cannot go on reading frames:
+- a ``def`` call suspends (``ctx.io`` ...): its thread queues CallWaiting, hands the baton to
+  an idle thread (or a new one) and blocks until ResumeCall;
+- ResumeCall for a parked ``def`` call hands the baton *to that call's thread*: it finishes
+  the call inline and goes on reading frames, while the previous loop thread goes idle. So
+  normally one thread runs user code at a time and a resume costs one clean thread switch, not
+  a crowd of woken threads fighting for the GIL;
 - a step has run for HANDOFF_AFTER_S on the loop thread (CPU-bound code, a sleep, a slow C
   call): the monitor hands the baton over, and the step finishes on its thread undisturbed.
-A thread that lost the baton finishes what it was doing and goes idle. So a call never
-starts twice (no re-execution, no repeated side effects), the socket is always read, and
-threads exist only for calls that are blocked or slow.
+A thread that lost the baton finishes what it was doing and goes idle; idle threads exit after
+IDLE_THREAD_TTL_S. A call never starts twice (no re-execution, no repeated side effects), the
+socket is always read, and threads exist only for ``def`` calls that are parked or slow.
 
 Ownership is a token list per baton holder: the holder appends a token before each frame and
-pops it afterwards; whoever takes the baton away (the holder itself when it suspends, or the
-monitor) pops it first. ``list.pop`` is atomic, so exactly one side wins.
+pops it afterwards; whoever takes the baton away (the holder itself, or the monitor) pops it
+first. ``list.pop`` is atomic, so exactly one side wins.
 
 Steps, budgets and interrupts
 -----------------------------
@@ -54,7 +57,9 @@ from .user_traceback import describe_compile_error, describe_user_exception, use
 TICK_S = 0.005
 HANDOFF_AFTER_S = 0.010
 MONITOR_IDLE_TICKS = 200
-MAX_IDLE_THREADS = 32
+ZOMBIE_CPU_LIMIT_S = 5.0
+IDLE_THREAD_TTL_S = 30.0
+MIN_IDLE_THREADS = 4
 THREAD_STACK_BYTES = 2 << 20
 DEFAULT_BUDGET_MS = 5000.0
 
@@ -127,7 +132,6 @@ class Engine:
 
     def __init__(self, sock, executor_id: str) -> None:
         self._sock = sock
-        self._id = executor_id
         self._reader = FrameReader()
         self._wlock = _allocate_lock()
         self._pending = []
@@ -139,7 +143,9 @@ class Engine:
         self._steps = 0
         self._mon_sleeping = False
         self._mon_event = threading.Event()
-        self._spawn_failed = False
+        self._spawn_retry_at = 0.0  # after a failed thread start, retry standbys from then
+        self._spawn_warned_at = -1e9
+        self._zombies = {}  # monitor only: zombie step -> its thread's CPU clock when first seen
         try:
             threading.stack_size(THREAD_STACK_BYTES)
         except (ValueError, RuntimeError) as e:
@@ -159,18 +165,28 @@ class Engine:
             warn(f"cannot start the monitor thread, budgets are not enforced mid-step: {e}")
         self._thread_main(w)
 
-    def _closed(self, why: str) -> None:
+    def _closed(self, why: str, code: int = 0) -> None:
+        """_closed ends the process at once (threads may be blocked in user code): 0 when
+        the pool closed the connection, 2 on a protocol error."""
         import os
 
         if why:
             warn(why)
-        os._exit(0)
+        os._exit(code)
 
     def _thread_main(self, w: _Worker) -> None:
         if not w.ident:
             w.attach()
         while True:
-            w.wake.acquire()
+            # Idle threads linger for IDLE_THREAD_TTL_S: bursts of suspensions and resumes
+            # would otherwise create and destroy threads all the time (measured: 3-4x slower).
+            while not w.wake.acquire(timeout=-1 if w.main else IDLE_THREAD_TTL_S):
+                if len(self._idle) > MIN_IDLE_THREADS:
+                    try:
+                        self._idle.remove(w)
+                    except ValueError:
+                        continue  # handed the baton meanwhile: the next acquire succeeds
+                    return
             try:
                 self._serve(w)
             except BaseException:
@@ -179,8 +195,6 @@ class Engine:
 
                 os._exit(70)
             self._active.discard(w)
-            if not w.main and len(self._idle) >= MAX_IDLE_THREADS:
-                return
             self._idle.append(w)
 
     def _spawn(self, idle: bool) -> _Worker:
@@ -190,13 +204,15 @@ class Engine:
         t.start()  # RuntimeError when RLIMIT_NPROC or memory says no
         return w
 
-    def _handoff(self) -> None:
-        """_handoff gives the baton to an idle thread or a new one. The caller has already
-        popped its own token. Raises RuntimeError if no thread can be started."""
+    def _reserve(self) -> _Worker:
+        """_reserve takes an idle thread, or starts one (RuntimeError if none can start)."""
         try:
-            nw = self._idle.pop()
+            return self._idle.pop()
         except IndexError:
-            nw = self._spawn(idle=True)
+            return self._spawn(idle=True)
+
+    def _activate(self, nw: _Worker) -> None:
+        """_activate hands the baton to a reserved thread; the caller has popped its token."""
         nw.baton = []
         self._owner = nw
         self._active.add(nw)
@@ -206,7 +222,6 @@ class Engine:
 
     def _serve(self, w: _Worker) -> None:
         """_serve reads and dispatches frames while ``w`` holds the baton."""
-        baton = w.baton
         reader = self._reader
         sock = self._sock
         dispatch = self._dispatch
@@ -214,12 +229,12 @@ class Engine:
             try:
                 raw = reader.next_frame()
             except ProtocolError as e:
-                self._closed(f"protocol error from the pool: {e}")
+                self._closed(f"protocol error from the pool: {e}", 2)
             if raw is None:
                 if self._pending:
                     with self._wlock:
                         self._flush_locked()
-                if not self._idle and not self._spawn_failed:
+                if not self._idle:
                     self._spawn_standby()
                 try:
                     n = sock.recv_into(reader.space())
@@ -229,26 +244,38 @@ class Engine:
                     self._closed("")
                 reader.advance(n)
                 continue
-            baton.append(1)
+            w.baton.append(1)
             try:
                 dispatch(w, raw)
             except Interrupt as e:
                 warn(f"ignored a stray {type(e).__name__} outside any step")
             except Exception:
                 warn("dispatch failed:\n" + traceback.format_exc())
+            # Re-read: a thread that suspended in this frame and was resumed holds a new baton.
+            # Losing the baton needs no flush: the new holder flushes before it blocks in recv
+            # (see _finish for why nothing can be left behind).
             try:
-                baton.pop()
+                w.baton.pop()
             except IndexError:
-                with self._wlock:
-                    self._flush_locked()
                 return
 
     def _spawn_standby(self) -> None:
+        """_spawn_standby keeps one idle thread ready, so that the next suspension hands the
+        baton over without starting a thread on the way."""
+        now = _monotonic()
+        if now < self._spawn_retry_at:
+            return
         try:
             self._idle.append(self._spawn(idle=True))
         except RuntimeError as e:
-            self._spawn_failed = True
-            warn(f"cannot start a standby thread ({e}); suspended def calls will fail until threads free up")
+            self._spawn_retry_at = now + 1.0
+            self._warn_spawn(f"cannot start a standby thread: {e}")
+
+    def _warn_spawn(self, message: str) -> None:
+        now = _monotonic()
+        if now - self._spawn_warned_at >= 10.0:
+            self._spawn_warned_at = now
+            warn(message + " (RLIMIT_NPROC counts threads; def calls that suspend need one thread each)")
 
     def _dispatch(self, w: _Worker, raw) -> None:
         try:
@@ -288,7 +315,10 @@ class Engine:
 
     def _finish(self, call: Call, data: bytes) -> bool:
         """_finish queues a call's final frame unless the call already has one; it returns
-        whether this one was the final frame. Threads that do not hold the baton send now."""
+        whether this one was the final frame. Threads that do not hold the baton send now.
+        The only thread that takes a baton from another is the monitor, and it does so under
+        the write lock: so a frame queued here by a holder is always queued before the next
+        holder starts, and that one flushes before it blocks in recv."""
         w = getattr(tls, "worker", None)
         with self._wlock:
             if call.finished:
@@ -528,29 +558,38 @@ class Engine:
             if (call.cpu * 1000.0 + call.io_ms) > call.budget_ms:
                 self._fail_budget(call, call.cpu)
                 raise BudgetExceeded("the call is over its budget")
+            # Order matters for speed: reserve the next loop thread, queue CallWaiting, wake
+            # that thread, block. The new holder flushes our frame; we never wait for the GIL.
             baton = w.baton
-            try:
-                baton.pop()
-                holder = True
-            except IndexError:
-                holder = False
+            successor = None
+            with self._wlock:
+                try:
+                    baton.pop()
+                    holder = True
+                except IndexError:
+                    holder = False
             if holder:
                 try:
-                    self._handoff()
+                    successor = self._reserve()
                 except RuntimeError as e:
                     baton.append(1)
+                    self._warn_spawn(f"cannot start a thread to park a suspended call: {e}")
                     self._fail(call, "INTERNAL", f"the executor could not start a thread to park the suspended call: {e}")
                     raise Cancelled("no thread to park the call") from None
             slot = _allocate_lock()
             slot.acquire()
             call.slot = slot
+            call.parked = w
             data = frame_bytes(_waiting_frame(call, requests_json))
             with self._wlock:
                 sent = not call.finished
                 if sent:
                     call.waiting = len(requests)
                     self._pending.append(data)
-                    self._flush_locked()
+                    if successor is None:
+                        self._flush_locked()
+            if successor is not None:
+                self._activate(successor)
             if not sent:
                 raise Cancelled("the call has already ended")
             self._active.discard(w)
@@ -559,6 +598,7 @@ class Engine:
             results = call.resume
             call.resume = None
             call.slot = None
+            call.parked = None
             if results is _CANCEL or call.finished:
                 raise Cancelled("the call has ended")
             return results
@@ -661,10 +701,24 @@ class Engine:
                 self._drive(w, call, results, None)
             else:
                 call.resume = results
+                self._pass_baton(w, call.parked)
                 call.slot.release()
         except Exception:
             self._fail(call, "INTERNAL", "the executor failed while resuming the call", traceback.format_exc())
             self._abort_parked(w, call)
+
+    def _pass_baton(self, w: _Worker, to: _Worker) -> None:
+        """_pass_baton makes the thread of a resumed def call the loop: it finishes its call
+        inline and goes on reading frames, while this thread goes idle. Waking every parked
+        thread instead would leave them all fighting for the GIL (measured: 2-3x slower).
+        The new holder's token stands for the frame it is in the middle of."""
+        try:
+            w.baton.pop()
+        except IndexError:
+            return  # not the holder (cannot happen here): the resumed thread runs beside us
+        to.baton = [1]
+        self._owner = to
+        self._active.add(to)
 
     def _abort_parked(self, w: _Worker, call: Call) -> None:
         """_abort_parked unwinds a suspended call that already has its answer."""
@@ -724,6 +778,7 @@ class Engine:
         now = _monotonic()
         owner = self._owner
         busy = False
+        zombies = {}
         for w in list(self._active):
             st = w.step
             if st is None:
@@ -732,32 +787,50 @@ class Engine:
             call, cpu0, wall0 = st
             if w is owner and now - wall0 > HANDOFF_AFTER_S:
                 self._take_baton(w)
-            if call.finished:
-                self._fire(w, st, Cancelled)
-                continue
             try:
                 cpu_now = _clock_gettime(w.clock)
             except (OSError, TypeError):
+                continue
+            if call.finished:
+                zombies[st] = self._zombies.get(st, cpu_now)
+                self._stop_zombie(w, st, cpu_now - zombies[st])
                 continue
             cpu = call.cpu + (cpu_now - cpu0)
             if cpu * 1000.0 + call.io_ms > call.budget_ms:
                 self._fail_budget(call, cpu)
                 self._fire(w, st, BudgetExceeded)
+        self._zombies = zombies
         return busy
 
+    def _stop_zombie(self, w: _Worker, st, cpu_since_seen: float) -> None:
+        """_stop_zombie keeps interrupting a step whose call already has its answer. User
+        code that swallows BaseException could spin forever; after ZOMBIE_CPU_LIMIT_S of CPU
+        the process exits and the pool starts a fresh executor."""
+        if cpu_since_seen > ZOMBIE_CPU_LIMIT_S:
+            import os
+
+            warn(f"call {st[0].id} kept running for {ZOMBIE_CPU_LIMIT_S:.0f} s of CPU after it was stopped (does it catch BaseException?); exiting so that the pool starts a fresh executor")
+            os._exit(3)
+        self._fire(w, st, Cancelled)
+
     def _take_baton(self, w: _Worker) -> None:
-        baton = w.baton
+        """_take_baton moves the loop off a thread stuck in a long step. The successor is
+        reserved first: once the token is gone, the old holder may already have left."""
         try:
-            baton.pop()
-        except IndexError:
-            return
-        try:
-            self._handoff()
+            nw = self._reserve()
         except RuntimeError as e:
-            baton.append(1)
-            if not self._spawn_failed:
-                self._spawn_failed = True
-                warn(f"cannot start a thread to take over the frame loop from a long step: {e}")
+            self._warn_spawn(f"cannot start a thread to take over the frame loop from a long step: {e}")
+            return
+        with self._wlock:  # see _finish
+            try:
+                w.baton.pop()
+                taken = True
+            except IndexError:
+                taken = False  # the step ended meanwhile
+        if taken:
+            self._activate(nw)
+        else:
+            self._idle.append(nw)
 
 
 def _encode_requests(requests: list) -> str:

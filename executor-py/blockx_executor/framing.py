@@ -83,6 +83,3 @@ class FrameReader:
     def advance(self, n: int) -> None:
         """advance records that n bytes were written into the last ``space()``."""
         self._end += n
-
-    def buffered(self) -> int:
-        return self._end - self._start

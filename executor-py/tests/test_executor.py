@@ -521,6 +521,21 @@ class BudgetAndCancelTest(ExecutorTest):
         src = "def main(ctx, x):\n    n = 0\n    while True:\n        try:\n            n += 1\n        except Exception:\n            pass\n"
         self.assertFailed(self.ex.run("c1", src, budget_ms=200), "BUDGET_EXCEEDED")
 
+    def test_budget_is_answered_even_if_user_code_swallows_the_interrupt(self):
+        src = "def main(ctx, x):\n    while True:\n        try:\n            while True:\n                pass\n        except BaseException:\n            pass\n"
+        self.assertFailed(self.ex.run("c1", src, budget_ms=200), "BUDGET_EXCEEDED")
+        self.assertCompleted(self.ex.run("c2", "def main(ctx, x):\n    return 2\n"), 2)
+
+    def test_long_step_after_a_resume_does_not_block_the_loop(self):
+        self.ex.execute("slow", "import time\ndef main(ctx, x):\n    ctx.io('b', 'op')\n    time.sleep(0.5)\n    return 'done'\n")
+        self.ex.next("slow")
+        self.ex.resume("slow", [ok(1)])
+        time.sleep(0.05)
+        t0 = time.monotonic()
+        self.assertCompleted(self.ex.run("quick", "def main(ctx, x):\n    return 1\n"), 1)
+        self.assertLess(time.monotonic() - t0, 0.3)
+        self.assertCompleted(self.ex.next("slow"), "done")
+
     def test_async_cpu_loop_exceeds_budget(self):
         self.assertFailed(self.ex.run("c1", "async def main(ctx, x):\n    await ctx.log('x')\n    while True:\n        pass\n", budget_ms=200), "BUDGET_EXCEEDED")
 
