@@ -16,45 +16,24 @@ import { WorkerServiceClient } from "../../src/gen/worker/v1/worker";
 import { BlockxProcess } from "../../test/support/blockx-process";
 import { EtcdProcess } from "../../test/support/etcd";
 import { Registrar, randomLanePrefix } from "../../test/support/worker-double";
+import { latency, throughput } from "../support/measure";
 
 const { values } = parseArgs({ options: { calls: { type: "string", default: "3000" }, seconds: { type: "string", default: "3" } } });
 const CALLS = Number(values.calls);
 const SECONDS = Number(values.seconds);
 
-type Call = (id: string) => Promise<void>;
+type Call = (seq: number) => Promise<void>;
 
-function unary<C extends grpc.Client>(client: C, method: (req: { taskId: string; ttlMs: number }, md: grpc.Metadata, cb: (e: grpc.ServiceError | null) => void) => unknown): Call {
-  return (id) =>
+/** unary calls `method` with a fresh task id per call (the tag keeps the ids of each series apart). */
+function unary<C extends grpc.Client>(
+  client: C,
+  method: (req: { taskId: string; ttlMs: number }, md: grpc.Metadata, cb: (e: grpc.ServiceError | null) => void) => unknown,
+  tag: string,
+): Call {
+  return (seq) =>
     new Promise((resolve, reject) => {
-      method.call(client, { taskId: id, ttlMs: 5000 }, new grpc.Metadata(), (e) => (e ? reject(e) : resolve()));
+      method.call(client, { taskId: `${tag}-${seq}`, ttlMs: 5000 }, new grpc.Metadata(), (e) => (e ? reject(e) : resolve()));
     });
-}
-
-async function latency(call: Call, n: number, tag: string): Promise<{ p50: number; p99: number }> {
-  for (let i = 0; i < 200; i++) await call(`${tag}-warm-${i}`);
-  const samples: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t = performance.now();
-    await call(`${tag}-${i}`);
-    samples.push((performance.now() - t) * 1000);
-  }
-  samples.sort((a, b) => a - b);
-  return { p50: samples[Math.floor(n * 0.5)]!, p99: samples[Math.floor(n * 0.99)]! };
-}
-
-async function throughput(call: Call, concurrency: number, seconds: number, tag: string): Promise<number> {
-  const end = performance.now() + seconds * 1000;
-  let done = 0;
-  let seq = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (performance.now() < end) {
-        await call(`${tag}-${seq++}`);
-        done++;
-      }
-    }),
-  );
-  return done / seconds;
 }
 
 const etcd = await EtcdProcess.start();
@@ -95,14 +74,14 @@ try {
   const coordAddr = await coord.grpcAddr();
   const coordClient = new CoordinatorServiceClient(coordAddr, grpc.credentials.createInsecure());
   const workerClient = new WorkerServiceClient(workerAddr, grpc.credentials.createInsecure());
-  const reserveCall = unary(coordClient, coordClient.reserveWorkerSlot as never);
-  const echoCall = unary(workerClient, workerClient.requestTaskSlot as never);
+  const reserveCall = unary(coordClient, coordClient.reserveWorkerSlot as never, "reserve");
+  const echoCall = unary(workerClient, workerClient.requestTaskSlot as never, "echo");
   const proxyClient = new CoordinatorServiceClient(proxy.addr, grpc.credentials.createInsecure());
-  const proxyCall = unary(proxyClient, proxyClient.reserveWorkerSlot as never);
+  const proxyCall = unary(proxyClient, proxyClient.reserveWorkerSlot as never, "proxy");
   // Wait until the Coordinator has listed the registry.
   for (let i = 0; ; i++) {
     try {
-      await reserveCall(`ready-${i}`);
+      await reserveCall(-1 - i);
       break;
     } catch {
       await Bun.sleep(50);
@@ -110,12 +89,12 @@ try {
   }
 
   // Interleave the two measurements so that machine noise hits both alike.
-  const echo1 = await latency(echoCall, CALLS, "echo");
-  const proxy1 = await latency(proxyCall, CALLS, "proxy");
-  const reserve1 = await latency(reserveCall, CALLS, "reserve");
-  const echoTput = await throughput(echoCall, 64, SECONDS, "echo-t");
-  const proxyTput = await throughput(proxyCall, 64, SECONDS, "proxy-t");
-  const reserveTput = await throughput(reserveCall, 64, SECONDS, "reserve-t");
+  const echo1 = await latency(echoCall, CALLS);
+  const proxy1 = await latency(proxyCall, CALLS);
+  const reserve1 = await latency(reserveCall, CALLS);
+  const echoTput = await throughput(echoCall, 64, SECONDS);
+  const proxyTput = await throughput(proxyCall, 64, SECONDS);
+  const reserveTput = await throughput(reserveCall, 64, SECONDS);
 
   const us = (x: number) => `${x.toFixed(0)} µs`;
   console.log(`ReserveWorkerSlot over loopback (compiled coordinator, minimal worker process), ${CALLS} calls, ${SECONDS} s at 64 in flight`);

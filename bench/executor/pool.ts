@@ -12,6 +12,7 @@ import { defaultExecutorPoolConfig } from "../../src/worker/executor/executor-po
 import { ExecutorPool } from "../../src/worker/executor/executor-pool";
 import { encodeFrame, FrameDecoder } from "../../src/worker/executor/frame-codec";
 import { resolvePython } from "../../src/worker/executor/isolation";
+import { latency, throughput } from "../support/measure";
 
 const { values } = parseArgs({
   options: { calls: { type: "string", default: "3000" }, seconds: { type: "string", default: "3" }, inflight: { type: "string", default: "2000" } },
@@ -20,37 +21,6 @@ const CALLS = Number(values.calls);
 const SECONDS = Number(values.seconds);
 const INFLIGHT = Number(values.inflight);
 const python = resolvePython("python3");
-
-function percentiles(samples: number[]): { p50: number; p99: number } {
-  samples.sort((a, b) => a - b);
-  return { p50: samples[Math.floor(samples.length * 0.5)]!, p99: samples[Math.floor(samples.length * 0.99)]! };
-}
-
-async function latency(fn: (i: number) => Promise<unknown>): Promise<{ p50: number; p99: number }> {
-  for (let i = 0; i < 300; i++) await fn(i);
-  const s: number[] = [];
-  for (let i = 0; i < CALLS; i++) {
-    const t = performance.now();
-    await fn(i);
-    s.push((performance.now() - t) * 1000);
-  }
-  return percentiles(s);
-}
-
-async function throughput(fn: (i: number) => Promise<unknown>, inflight: number): Promise<number> {
-  const end = performance.now() + SECONDS * 1000;
-  let done = 0;
-  let seq = 0;
-  await Promise.all(
-    Array.from({ length: inflight }, async () => {
-      while (performance.now() < end) {
-        await fn(seq++);
-        done++;
-      }
-    }),
-  );
-  return done / SECONDS;
-}
 
 /** The baseline: Bun <-> one python3 echoing frames over a Unix socket. */
 async function barePingPong(): Promise<{ call: (i: number) => Promise<unknown>; stop: () => void }> {
@@ -120,22 +90,22 @@ const ASYNC_IO_SOURCE = "async def main(ctx, x):\n    return await ctx.io('echo'
 const echoOwner: CallOwner = { io: async (r) => ({ ok: true, value: r.params, ioMs: 0 }) };
 
 const bare = await barePingPong();
-const bareLat = await latency(bare.call);
-const bareTput = await throughput(bare.call, INFLIGHT);
+const bareLat = await latency(bare.call, CALLS, 300);
+const bareTput = await throughput(bare.call, INFLIGHT, SECONDS);
 bare.stop();
 
 let pool = await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: 8 }), silentLogger(), { waitForAll: true });
 let n = 0;
 const run = (src: string) => (i: number) => pool.execute({ callId: `b${n++}`, fn: { source: src, entry: "main" }, args: i }, echoOwner);
-const lat = await latency(run(SOURCE));
-const ioLat = await latency(run(IO_SOURCE));
-const asyncIoLat = await latency(run(ASYNC_IO_SOURCE));
+const lat = await latency(run(SOURCE), CALLS, 300);
+const ioLat = await latency(run(IO_SOURCE), CALLS, 300);
+const asyncIoLat = await latency(run(ASYNC_IO_SOURCE), CALLS, 300);
 await pool.close();
 
 const tputs: [number, number][] = [];
 for (const count of [1, 2, 8]) {
   pool = await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: count }), silentLogger(), { waitForAll: true });
-  tputs.push([count, await throughput(run(SOURCE), INFLIGHT)]);
+  tputs.push([count, await throughput(run(SOURCE), INFLIGHT, SECONDS)]);
   await pool.close();
 }
 

@@ -1,6 +1,7 @@
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { forEachLine } from "../../src/common/streams/for-each-line";
 
 const REPO = join(import.meta.dir, "..", "..");
 export const BLOCKX_BINARY = join(REPO, "dist", "blockx");
@@ -52,19 +53,10 @@ export class BlockxProcess {
   }
 
   private async pump(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void): Promise<void> {
-    const decoder = new TextDecoder();
-    let buf = "";
-    for await (const chunk of stream) {
-      buf += decoder.decode(chunk, { stream: true });
-      let nl: number;
-      while ((nl = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        if (line.trim()) onLine(line);
-        for (const w of this.waiters) w();
-      }
-    }
-    if (buf.trim()) onLine(buf);
+    await forEachLine(stream, (line) => {
+      onLine(line);
+      for (const w of this.waiters) w();
+    });
     for (const w of this.waiters) w();
   }
 

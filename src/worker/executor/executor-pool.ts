@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Socket, UnixSocketListener } from "bun";
 import type { Logger } from "../../common/logging/logger";
+import { forEachLine } from "../../common/streams/for-each-line";
 import { CallErrorCode, isRetryable, type CallFailure, type CallOutcome, type CallOwner, type CallRequest } from "./call";
 import { executorPythonPath } from "./executor-assets";
 import { ExecutorPoolCore } from "./executor-pool-core";
@@ -240,24 +241,11 @@ export class ExecutorPool {
     });
     const e: Executor = { index, id, proc, conn: null, killReason: null, dead: false };
     this.executors[index] = e;
-    void this.pipeLines(proc.stdout as ReadableStream<Uint8Array>, id, "stdout");
-    void this.pipeLines(proc.stderr as ReadableStream<Uint8Array>, id, "stderr");
-    void proc.exited.then((code) => this.onExit(e, code, proc.signalCode === null ? null : String(proc.signalCode)));
-  }
-
-  private async pipeLines(stream: ReadableStream<Uint8Array>, executorId: string, name: string): Promise<void> {
-    const decoder = new TextDecoder();
-    let buf = "";
-    for await (const chunk of stream) {
-      buf += decoder.decode(chunk, { stream: true });
-      let nl: number;
-      while ((nl = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        if (line.trim()) this.log.warn({ component: "executor", executorId, stream: name }, line);
-      }
+    // Executors write nothing on stdout (user output is captured per call); stderr carries warnings.
+    for (const [name, stream] of [["stdout", proc.stdout], ["stderr", proc.stderr]] as const) {
+      void forEachLine(stream as ReadableStream<Uint8Array>, (line) => this.log.warn({ component: "executor", executorId: id, stream: name }, line));
     }
-    if (buf.trim()) this.log.warn({ component: "executor", executorId, stream: name }, buf);
+    void proc.exited.then((code) => this.onExit(e, code, proc.signalCode === null ? null : String(proc.signalCode)));
   }
 
   private onData(conn: Conn, chunk: Uint8Array): void {
