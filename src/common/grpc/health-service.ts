@@ -16,6 +16,8 @@ export { ServingStatus };
  */
 export class HealthStatus {
   private readonly statuses = new Map<string, ServingStatus>();
+  /** Services whose status is derived on demand (e.g. from a core's readiness). */
+  private readonly probes = new Map<string, () => ServingStatus>();
   private readonly watchers = new Set<{ service: string; call: grpc.ServerWritableStream<HealthCheckRequest, HealthCheckResponse> }>();
 
   constructor(services: readonly string[], initial: ServingStatus = ServingStatus.NOT_SERVING) {
@@ -33,8 +35,24 @@ export class HealthStatus {
     for (const w of this.watchers) if (w.service === service) w.call.write(HealthCheckResponse.create({ status }));
   }
 
+  /**
+   * derive makes `service`'s status a function of other state: Check evaluates it on every
+   * call, so an answer is never staler than the state itself; Watch streams see it change at
+   * the next refresh().
+   */
+  derive(service: string, probe: () => ServingStatus): void {
+    this.probes.set(service, probe);
+    this.set(service, probe());
+  }
+
+  /** refresh re-evaluates derived statuses and notifies Watch streams of changes. */
+  refresh(): void {
+    for (const [service, probe] of this.probes) this.set(service, probe());
+  }
+
   get(service: string): ServingStatus | undefined {
-    return this.statuses.get(service);
+    const probe = this.probes.get(service);
+    return probe ? probe() : this.statuses.get(service);
   }
 
   /** endWatches closes every Watch stream, so that a server shutdown does not wait on them. */
@@ -46,7 +64,7 @@ export class HealthStatus {
   register(server: grpc.Server): void {
     const impl: HealthServer = {
       check: (call, callback) => {
-        const status = this.statuses.get(call.request.service);
+        const status = this.get(call.request.service);
         if (status === undefined) {
           callback({ code: grpc.status.NOT_FOUND, details: `unknown service ${JSON.stringify(call.request.service)}` });
           return;

@@ -18,7 +18,7 @@ import type { CoordinatorRuntimeConfig } from "./config";
 /** The process lifecycle; health follows it (NOT_SERVING from `draining` on). */
 export type CoordinatorLifecycle = "starting" | "serving" | "draining" | "stopped";
 
-/** How often the service's health status is re-derived from the core's readiness. */
+/** How often Watch streams of the service's health hear about readiness changes (Check is always live). */
 const READINESS_POLL_MS = 250;
 
 /**
@@ -107,10 +107,10 @@ export async function runCoordinator(config: CoordinatorRuntimeConfig): Promise<
 
   lifecycle = "serving";
   health.set("", ServingStatus.SERVING);
-  readinessTimer = setInterval(() => {
-    if (lifecycle !== "serving") return;
-    health.set(config.profile.service, core.isReady(Date.now()) ? ServingStatus.SERVING : ServingStatus.NOT_SERVING);
-  }, READINESS_POLL_MS);
+  health.derive(config.profile.service, () =>
+    lifecycle === "serving" && core.isReady(Date.now()) ? ServingStatus.SERVING : ServingStatus.NOT_SERVING,
+  );
+  readinessTimer = setInterval(() => health.refresh(), READINESS_POLL_MS);
   log.info(
     {
       addr: boundAddr,
