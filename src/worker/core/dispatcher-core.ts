@@ -1,0 +1,174 @@
+/**
+ * DispatcherCore decides which calls run next, without IO or clocks. Each task brings a lazy
+ * source of calls (a 10-million-block backfill is never materialised); the core keeps at most
+ * `taskMaxInflightCalls` of a task in flight, at most `maxInflightCalls` in all, and takes turns
+ * between tasks (round robin, one call per turn), so a huge backfill cannot starve a one-call
+ * task. A retryable failure is retried after an exponential backoff, up to `maxAttempts`; a
+ * non-retryable one (a user's error) never is.
+ */
+
+export interface DispatcherConfig {
+  /** TaskMaxInflightCalls: 1024. */
+  readonly taskMaxInflightCalls: number;
+  /** All tasks together (what the executor pool can usefully hold). */
+  readonly maxInflightCalls: number;
+  /** Attempts per call, the first included. */
+  readonly maxAttempts: number;
+  readonly retryBackoffBaseMs: number;
+  readonly retryBackoffMaxMs: number;
+}
+
+export function defaultDispatcherConfig(): DispatcherConfig {
+  return { taskMaxInflightCalls: 1024, maxInflightCalls: 2048, maxAttempts: 4, retryBackoffBaseMs: 100, retryBackoffMaxMs: 5_000 };
+}
+
+/** CallSource yields a task's calls in index order, lazily; null when there are no more. */
+export interface CallSource<C> {
+  next(): C | null;
+}
+
+export interface DispatchedCall<C> {
+  readonly taskId: string;
+  /** Position of the call in its task (0-based), stable across retries. */
+  readonly index: number;
+  /** 1 for the first try. */
+  readonly attempt: number;
+  readonly call: C;
+}
+
+interface Retry<C> {
+  readonly index: number;
+  readonly attempt: number;
+  readonly call: C;
+  readonly atMs: number;
+}
+
+interface TaskQueue<C> {
+  readonly taskId: string;
+  readonly source: CallSource<C>;
+  nextIndex: number;
+  sourceDone: boolean;
+  inflight: number;
+  /** Retries waiting for their backoff, soonest first. */
+  retries: Retry<C>[];
+}
+
+export type CallResult = { readonly ok: true } | { readonly ok: false; readonly retryable: boolean };
+
+export type CallDecision =
+  | { readonly kind: "done" }
+  | { readonly kind: "retryScheduled"; readonly attempt: number; readonly atMs: number }
+  | { readonly kind: "failed"; readonly reason: "not_retryable" | "attempts_exhausted" };
+
+export class DispatcherCore<C> {
+  private readonly tasks = new Map<string, TaskQueue<C>>();
+  /** Round-robin order of task ids. */
+  private order: string[] = [];
+  private cursor = 0;
+  private inflight = 0;
+
+  constructor(private readonly config: DispatcherConfig) {}
+
+  addTask(taskId: string, source: CallSource<C>): void {
+    if (this.tasks.has(taskId)) throw new Error(`task ${taskId} is already dispatching`);
+    this.tasks.set(taskId, { taskId, source, nextIndex: 0, sourceDone: false, inflight: 0, retries: [] });
+    this.order.push(taskId);
+  }
+
+  /**
+   * removeTask forgets a task (finished, failed, cancelled, timed out). Its in-flight calls
+   * stop counting at once; results that arrive for them later are ignored by callFinished.
+   */
+  removeTask(taskId: string): void {
+    const t = this.tasks.get(taskId);
+    if (!t) return;
+    this.inflight -= t.inflight;
+    this.tasks.delete(taskId);
+    const i = this.order.indexOf(taskId);
+    this.order.splice(i, 1);
+    if (this.cursor > i) this.cursor--;
+  }
+
+  /**
+   * next hands out the calls that may start now: one per task per turn, round robin, while
+   * both windows have room. Retries whose backoff has passed go before new calls of their task.
+   */
+  next(nowMs: number): DispatchedCall<C>[] {
+    const out: DispatchedCall<C>[] = [];
+    let idleTurns = 0;
+    while (this.inflight < this.config.maxInflightCalls && this.order.length > 0 && idleTurns < this.order.length) {
+      if (this.cursor >= this.order.length) this.cursor = 0;
+      const t = this.tasks.get(this.order[this.cursor++]!)!;
+      const c = this.takeOne(t, nowMs);
+      if (!c) {
+        idleTurns++;
+        continue;
+      }
+      idleTurns = 0;
+      t.inflight++;
+      this.inflight++;
+      out.push(c);
+    }
+    return out;
+  }
+
+  private takeOne(t: TaskQueue<C>, nowMs: number): DispatchedCall<C> | null {
+    if (t.inflight >= this.config.taskMaxInflightCalls) return null;
+    const r = t.retries[0];
+    if (r && r.atMs <= nowMs) {
+      t.retries.shift();
+      return { taskId: t.taskId, index: r.index, attempt: r.attempt, call: r.call };
+    }
+    if (t.sourceDone) return null;
+    const call = t.source.next();
+    if (call === null) {
+      t.sourceDone = true;
+      return null;
+    }
+    return { taskId: t.taskId, index: t.nextIndex++, attempt: 1, call };
+  }
+
+  /** callFinished records a result and says what happens to the call. */
+  callFinished(d: DispatchedCall<C>, result: CallResult, nowMs: number): CallDecision {
+    const t = this.tasks.get(d.taskId);
+    if (t) {
+      t.inflight--;
+      this.inflight--;
+    }
+    if (result.ok) return { kind: "done" };
+    if (!result.retryable) return { kind: "failed", reason: "not_retryable" };
+    if (d.attempt >= this.config.maxAttempts) return { kind: "failed", reason: "attempts_exhausted" };
+    const atMs = nowMs + Math.min(this.config.retryBackoffMaxMs, this.config.retryBackoffBaseMs * 2 ** (d.attempt - 1));
+    if (t) {
+      const retry = { index: d.index, attempt: d.attempt + 1, call: d.call, atMs };
+      const pos = t.retries.findIndex((x) => x.atMs > atMs);
+      if (pos < 0) t.retries.push(retry);
+      else t.retries.splice(pos, 0, retry);
+    }
+    return { kind: "retryScheduled", attempt: d.attempt + 1, atMs };
+  }
+
+  /** isTaskDrained: every call of the task has been handed out and finished, none waits for a retry. */
+  isTaskDrained(taskId: string): boolean {
+    const t = this.tasks.get(taskId);
+    return !!t && t.sourceDone && t.inflight === 0 && t.retries.length === 0;
+  }
+
+  /** nextWakeMs is the earliest retry due, for the adapter's timer; null when none waits. */
+  nextWakeMs(): number | null {
+    let min: number | null = null;
+    for (const t of this.tasks.values()) {
+      const r = t.retries[0];
+      if (r && (min === null || r.atMs < min)) min = r.atMs;
+    }
+    return min;
+  }
+
+  get inflightCalls(): number {
+    return this.inflight;
+  }
+
+  taskInflight(taskId: string): number {
+    return this.tasks.get(taskId)?.inflight ?? 0;
+  }
+}
