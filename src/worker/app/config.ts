@@ -1,0 +1,95 @@
+import { commonVars } from "../../common/config/common-vars";
+import { ConfigError, envVar, intSchema, listenAddrSchema, listSchema, loadEnvConfig, stringSchema, type EnvValues } from "../../common/config/env-config";
+import { parseRegistryPrefix } from "../../common/registry/registry-prefix";
+import { executorPoolConfigFrom, executorPoolVars, type ExecutorPoolConfig } from "../executor/executor-pool-config";
+import type { WorkerProfile } from "./profile";
+
+const MAX_MS = 24 * 3600 * 1000;
+const MS_RULE = "an integer from 1 to 86400000 (24 h)";
+
+/** workerVars lists every variable a Worker reads (executor pool variables included). */
+export function workerVars(profile: WorkerProfile) {
+  return {
+    listenAddr: envVar("WORKER_LISTEN", ":9090", "host:port or :port", "gRPC listen address of worker.v1.WorkerService", listenAddrSchema()),
+    advertiseAddr: envVar(
+      "WORKER_ADVERTISE_ADDR",
+      "",
+      "host:port, or empty",
+      "the address clients and Coordinators reach this Worker at (its etcd key); empty: the bound address, with the host name for 0.0.0.0",
+      stringSchema().refine((s) => s === "" || /^[^\s:]+:\d{1,5}$|^\[[0-9a-fA-F:.]+\]:\d{1,5}$/.test(s)),
+    ),
+    etcdEndpoints: envVar("ETCD_ENDPOINTS", "localhost:2379", "comma-separated host:port list", "etcd endpoints", listSchema()),
+    registryPrefix: envVar(
+      "WORKER_REGISTRY_PREFIX",
+      profile.registryPrefix,
+      `a registry prefix of ${profile.deployment} workers`,
+      "where the heartbeat is published (key = prefix + advertised address)",
+      stringSchema(),
+    ),
+    taskSlots: envVar("TASK_SLOTS", "50", "an integer from 1 to 100000", "tasks this Worker runs at once", intSchema(1, 100_000)),
+    heartbeatIntervalMs: envVar("HEARTBEAT_INTERVAL_MS", "200", MS_RULE, "heartbeat period (2000 advised in production)", intSchema(1, MAX_MS)),
+    leaseTtlSeconds: envVar("HEARTBEAT_LEASE_TTL_S", "10", "an integer from 2 to 3600", "TTL of the heartbeat lease", intSchema(2, 3600)),
+    resultRetentionMs: envVar("RESULT_RETENTION_MS", "300000", MS_RULE, "how long a finished task's result stays queryable", intSchema(1, MAX_MS)),
+    drainTimeoutMs: envVar("WORKER_DRAIN_TIMEOUT_MS", "30000", "an integer from 0 to 86400000", "on SIGTERM, how long running tasks may finish", intSchema(0, MAX_MS)),
+    taskMaxInflightCalls: envVar("TASK_MAX_INFLIGHT_CALLS", "1024", "an integer from 1 to 1000000", "calls of one task in flight at once", intSchema(1, 1_000_000)),
+    callMaxAttempts: envVar("CALL_MAX_ATTEMPTS", "4", "an integer from 1 to 100", "tries per call for retryable failures (a user's error is never retried)", intSchema(1, 100)),
+    ...executorPoolVars,
+    ...commonVars,
+  };
+}
+
+export interface WorkerRuntimeConfig {
+  readonly profile: WorkerProfile;
+  readonly listenAddr: string;
+  readonly advertiseAddr: string;
+  readonly etcdEndpoints: readonly string[];
+  readonly registryPrefix: string;
+  readonly taskSlots: number;
+  readonly heartbeatIntervalMs: number;
+  readonly leaseTtlSeconds: number;
+  readonly resultRetentionMs: number;
+  readonly drainTimeoutMs: number;
+  readonly taskMaxInflightCalls: number;
+  readonly callMaxAttempts: number;
+  readonly pool: ExecutorPoolConfig;
+  readonly logLevel: EnvValues<ReturnType<typeof workerVars>>["logLevel"];
+  readonly prometheusListenAddr: string;
+  readonly prometheusPath: string;
+}
+
+/** loadWorkerRuntimeConfigFromEnv reads every variable (flags win) and checks cross-variable rules. */
+export function loadWorkerRuntimeConfigFromEnv(
+  profile: WorkerProfile,
+  env: Readonly<Record<string, string | undefined>>,
+  argv: readonly string[] = [],
+): WorkerRuntimeConfig {
+  const v = loadEnvConfig(workerVars(profile), env, argv);
+  const problems: string[] = [];
+  try {
+    const p = parseRegistryPrefix(v.registryPrefix);
+    if (p.kind !== profile.deployment) {
+      problems.push(`WORKER_REGISTRY_PREFIX: prefix ${JSON.stringify(v.registryPrefix)} names ${p.kind} workers, but this is a ${profile.deployment} worker`);
+    }
+  } catch (e) {
+    problems.push(`WORKER_REGISTRY_PREFIX: ${(e as Error).message}`);
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze({
+    profile,
+    listenAddr: v.listenAddr,
+    advertiseAddr: v.advertiseAddr,
+    etcdEndpoints: v.etcdEndpoints,
+    registryPrefix: v.registryPrefix,
+    taskSlots: v.taskSlots,
+    heartbeatIntervalMs: v.heartbeatIntervalMs,
+    leaseTtlSeconds: v.leaseTtlSeconds,
+    resultRetentionMs: v.resultRetentionMs,
+    drainTimeoutMs: v.drainTimeoutMs,
+    taskMaxInflightCalls: v.taskMaxInflightCalls,
+    callMaxAttempts: v.callMaxAttempts,
+    pool: executorPoolConfigFrom(v),
+    logLevel: v.logLevel,
+    prometheusListenAddr: v.prometheusListenAddr,
+    prometheusPath: v.prometheusPath,
+  });
+}
