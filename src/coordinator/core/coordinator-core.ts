@@ -3,7 +3,7 @@ import type { WorkerHeartbeat } from "../../common/registry/worker-heartbeat";
 import { CandidateIndex, DEFAULT_CHUNK_LOAD, type RankedEntry, WalkVerdict } from "./candidate-index";
 import { type CoordinatorCoreConfig, validateCoordinatorCoreConfig } from "./config";
 import { CoordinatorError, describeFilterCounts, type FilterCounts } from "./coordinator-error";
-import { DeadlineHeap } from "./deadline-heap";
+import { DeadlineHeap } from "../../common/deadline-heap";
 import { freeCapacity, type WorkerView } from "./worker-view";
 
 /**

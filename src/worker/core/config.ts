@@ -1,0 +1,45 @@
+/**
+ * The fixed limits of the Worker's slot and task protocol (SYSTEM.md sections 3, 5 and 11). They
+ * are part of the contract with clients, not tuning knobs, so they are constants rather than config.
+ */
+/** task_timeout_ms = 0 means this: 5 minutes, counted from acceptance. */
+export const DEFAULT_TASK_TIMEOUT_MS = 300_000;
+/** The largest task_timeout_ms a SubmitTask may ask for: 8 h. */
+export const MAX_TASK_TIMEOUT_MS = 28_800_000;
+/** The largest ttl_ms a RequestTaskSlot may ask for: 1 h (the Coordinator sends 5000). */
+export const MAX_SLOT_TTL_MS = 3_600_000;
+/** The longest cancel reason kept in a snapshot; longer ones are cut (they are retained in memory). */
+export const MAX_CANCEL_REASON_CHARS = 1024;
+
+/**
+ * WorkerCoreConfig holds the parameters of WorkerCore. `defaultWorkerCoreConfig(workerAddr)` gives
+ * the spec's defaults; `validateWorkerCoreConfig` returns every broken rule (empty = valid).
+ */
+export interface WorkerCoreConfig {
+  /** TASK_SLOTS: how many tasks may hold a slot (ALLOCATED or RUNNING) at once. */
+  readonly taskSlots: number;
+  /** How long a terminal task stays queryable and idempotent after its terminal state. >= 1. */
+  readonly retentionMs: number;
+  /** The address this Worker registers; copied into every snapshot's worker_addr. */
+  readonly workerAddr: string;
+}
+
+export const DEFAULT_TASK_SLOTS = 50;
+export const DEFAULT_RETENTION_MS = 300_000;
+
+export function defaultWorkerCoreConfig(workerAddr: string): WorkerCoreConfig {
+  return { taskSlots: DEFAULT_TASK_SLOTS, retentionMs: DEFAULT_RETENTION_MS, workerAddr };
+}
+
+/** validateWorkerCoreConfig lists the broken rules, each naming the field, the rule and the value. */
+export function validateWorkerCoreConfig(c: WorkerCoreConfig): string[] {
+  const problems: string[] = [];
+  for (const name of ["taskSlots", "retentionMs"] as const) {
+    const v = c[name];
+    if (!Number.isSafeInteger(v) || v < 1) problems.push(`${name}: expected an integer >= 1, got ${v}`);
+  }
+  if (typeof c.workerAddr !== "string" || c.workerAddr.length === 0) {
+    problems.push(`workerAddr: expected a non-empty string, got ${JSON.stringify(c.workerAddr)}`);
+  }
+  return problems;
+}
