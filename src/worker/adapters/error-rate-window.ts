@@ -1,7 +1,8 @@
 /**
  * ErrorRateWindow is the fraction of failed calls over the last `windowMs`, kept in one-second
- * buckets so that memory stays constant however many calls finish. Failures counted are system
- * and user failures alike: a Worker whose calls keep failing should be chosen less.
+ * buckets so that memory stays constant however many calls finish. The Worker counts only
+ * system failures (executors dying, hanging, out of memory) as failed: a user's bug must not
+ * steer Coordinators away from a healthy Worker.
  */
 export class ErrorRateWindow {
   private readonly buckets: { second: number; ok: number; failed: number }[];

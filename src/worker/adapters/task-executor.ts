@@ -1,0 +1,214 @@
+import type { Logger } from "../../common/logging/logger";
+import type { CallError } from "../../gen/worker/v1/worker";
+import { CallErrorCode, type CallOutcome, type CallOwner } from "../executor/call";
+import type { ExecutorPool } from "../executor/executor-pool";
+import type { JsonValue, ResumeResult } from "../executor/protocol";
+import { DispatcherCore, type DispatchedCall, type DispatcherConfig } from "../core/dispatcher-core";
+import type { TaskPlan } from "./task-plan";
+
+/** Sub-calls deeper than this fail, so that a function calling itself cannot run away. */
+export const MAX_SUB_CALL_DEPTH = 8;
+
+/** What the executor tells WorkerCore about a task (the adapter turns these into core events). */
+export type TaskReport =
+  | { type: "phase"; taskId: string; phase: "EXECUTE" | "WRITE" }
+  | { type: "counts"; taskId: string; callsTotal: number; callsSucceeded: number; callsFailed: number; callsRetried: number }
+  | { type: "succeeded"; taskId: string }
+  | { type: "failed"; taskId: string; code: string; message: string };
+
+interface RunningTask {
+  readonly plan: TaskPlan;
+  readonly values: JsonValue[];
+  readonly inflight: Map<string, DispatchedCall<JsonValue>>;
+  succeeded: number;
+  failed: number;
+  retried: number;
+  firstError: CallError | undefined;
+  countsDirty: boolean;
+  countsFlushQueued: boolean;
+}
+
+export interface TaskOutput {
+  readonly returnValues: readonly JsonValue[];
+  readonly firstError: CallError | undefined;
+}
+
+/**
+ * TaskExecutor runs the EXECUTE and WRITE phases of the Worker's tasks: it feeds each task's
+ * calls to the executor pool through one DispatcherCore (per-task window, fairness between
+ * tasks, retries of retryable failures), collects return values by call index, and reports
+ * progress and the end of each task. A call that fails for good fails its task at once,
+ * naming the call's input and carrying the Python traceback; the task's other calls are
+ * cancelled. stop() (cancel, timeout) drops a task's pending calls and cancels the running ones.
+ */
+export class TaskExecutor {
+  private readonly dispatcher: DispatcherCore<JsonValue>;
+  private readonly tasks = new Map<string, RunningTask>();
+  /** Finished tasks' outputs, until the Worker forgets the task. */
+  private readonly outputs = new Map<string, TaskOutput>();
+  private wakeTimer: ReturnType<typeof setTimeout> | null = null;
+  /**
+   * Called for every finished call: true when it failed for a system reason (executor died,
+   * hung, ran out of memory, internal error), the Worker's own health. A user's error or an
+   * over-budget call says nothing about the Worker and counts as false.
+   */
+  onCallFinished: (systemFailure: boolean) => void = () => {};
+  private pumping = false;
+  private subCallSeq = 0;
+
+  constructor(
+    private readonly pool: ExecutorPool,
+    config: DispatcherConfig,
+    private readonly report: (r: TaskReport) => void,
+    private readonly log: Logger,
+    private readonly callBudgetMs?: number,
+  ) {
+    this.dispatcher = new DispatcherCore(config);
+  }
+
+  start(plan: TaskPlan): void {
+    const t: RunningTask = { plan, values: new Array(plan.inputs.length), inflight: new Map(), succeeded: 0, failed: 0, retried: 0, firstError: undefined, countsDirty: true, countsFlushQueued: false };
+    this.tasks.set(plan.taskId, t);
+    let i = 0;
+    this.dispatcher.addTask(plan.taskId, { next: () => (i < plan.inputs.length ? plan.inputs[i++]! : null) });
+    this.report({ type: "phase", taskId: plan.taskId, phase: "EXECUTE" });
+    this.flushCounts(t);
+    this.pump();
+    if (this.dispatcher.isTaskDrained(plan.taskId)) this.completeTask(t); // a task without inputs
+  }
+
+  /** stop ends a task that WorkerCore stopped (cancelled, timed out): no further calls run. */
+  stop(taskId: string): void {
+    const t = this.tasks.get(taskId);
+    if (!t) return;
+    this.finishTask(t);
+    this.outputs.set(taskId, { returnValues: [], firstError: t.firstError });
+  }
+
+  output(taskId: string): TaskOutput | undefined {
+    return this.outputs.get(taskId);
+  }
+
+  forget(taskId: string): void {
+    this.stop(taskId);
+    this.outputs.delete(taskId);
+  }
+
+  get runningTasks(): number {
+    return this.tasks.size;
+  }
+
+  private finishTask(t: RunningTask): void {
+    this.tasks.delete(t.plan.taskId);
+    this.dispatcher.removeTask(t.plan.taskId);
+    for (const callId of t.inflight.keys()) this.pool.cancel(callId, "task ended");
+    t.inflight.clear();
+  }
+
+  private pump(): void {
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      for (const d of this.dispatcher.next(Date.now())) this.launch(d);
+      this.armWake();
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private armWake(): void {
+    const at = this.dispatcher.nextWakeMs();
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    this.wakeTimer = at === null ? null : setTimeout(() => this.pump(), Math.max(0, at - Date.now()));
+  }
+
+  private launch(d: DispatchedCall<JsonValue>): void {
+    const t = this.tasks.get(d.taskId)!;
+    const callId = `${d.taskId}/${d.index}/${d.attempt}`;
+    t.inflight.set(callId, d);
+    void this.pool
+      .execute({ callId, fn: t.plan.fn, args: d.call, ...(this.callBudgetMs ? { budgetMs: this.callBudgetMs } : {}) }, this.owner(0))
+      .then((outcome) => this.onCallDone(t, callId, d, outcome));
+  }
+
+  private onCallDone(t: RunningTask, callId: string, d: DispatchedCall<JsonValue>, outcome: CallOutcome): void {
+    this.onCallFinished(!outcome.ok && (outcome.error.retryable || outcome.error.code === CallErrorCode.Internal));
+    if (!t.inflight.delete(callId) || this.tasks.get(t.plan.taskId) !== t) return; // the task ended meanwhile
+    const decision = this.dispatcher.callFinished(d, outcome.ok ? { ok: true } : { ok: false, retryable: outcome.error.retryable }, Date.now());
+    t.countsDirty = true;
+    if (outcome.ok) {
+      t.succeeded++;
+      if (t.plan.returnValues) t.values[d.index] = outcome.value;
+    } else if (decision.kind === "retryScheduled") {
+      t.retried++;
+      this.log.info({ taskId: t.plan.taskId, callId, code: outcome.error.code, nextAttempt: decision.attempt }, "call failed retryably; retrying");
+    } else {
+      t.failed++;
+      const e = outcome.error;
+      t.firstError = {
+        code: e.code,
+        message: decision.kind === "failed" && decision.reason === "attempts_exhausted" ? `${e.message} (after ${d.attempt} attempts)` : e.message,
+        callId,
+        traceback: e.traceback,
+        callIndex: d.index,
+        callInput: JSON.stringify(d.call).slice(0, 4096),
+      };
+      this.flushCounts(t);
+      this.finishTask(t);
+      this.outputs.set(t.plan.taskId, { returnValues: [], firstError: t.firstError });
+      this.report({
+        type: "failed",
+        taskId: t.plan.taskId,
+        code: e.code,
+        message: `call ${d.index} (input ${t.firstError.callInput}) failed: ${t.firstError.message}`,
+      });
+      this.pump();
+      return;
+    }
+    this.scheduleCountsFlush(t);
+    this.pump();
+    if (this.dispatcher.isTaskDrained(t.plan.taskId)) this.completeTask(t);
+  }
+
+  private completeTask(t: RunningTask): void {
+    this.flushCounts(t);
+    this.report({ type: "phase", taskId: t.plan.taskId, phase: "WRITE" });
+    this.finishTask(t);
+    // ReturnValueHandler: the values, ordered by call index, are the task's result.
+    this.outputs.set(t.plan.taskId, { returnValues: t.values, firstError: undefined });
+    this.report({ type: "succeeded", taskId: t.plan.taskId });
+  }
+
+  /** Counts are coalesced: one report per task per turn of the event loop. */
+  private scheduleCountsFlush(t: RunningTask): void {
+    if (!t.countsDirty || t.countsFlushQueued) return;
+    t.countsFlushQueued = true;
+    queueMicrotask(() => {
+      t.countsFlushQueued = false;
+      if (this.tasks.get(t.plan.taskId) === t) this.flushCounts(t);
+    });
+  }
+
+  private flushCounts(t: RunningTask): void {
+    if (!t.countsDirty) return;
+    t.countsDirty = false;
+    this.report({ type: "counts", taskId: t.plan.taskId, callsTotal: t.plan.inputs.length, callsSucceeded: t.succeeded, callsFailed: t.failed, callsRetried: t.retried });
+  }
+
+  /** owner serves a call's sub-calls (inline source only, depth-limited); there are no IO backends yet. */
+  private owner(depth: number): CallOwner {
+    return {
+      subCall: async (req): Promise<ResumeResult> => {
+        if (depth + 1 > MAX_SUB_CALL_DEPTH) return { ok: false, error: { type: "DEPTH_EXCEEDED", message: `sub-calls nest deeper than ${MAX_SUB_CALL_DEPTH}` } };
+        if ("name" in req.function) {
+          return { ok: false, error: { type: "FUNCTION_NOT_FOUND", message: `functions by name need the Function Code View, which this Worker does not have yet (${req.function.name})` } };
+        }
+        const out = await this.pool.execute(
+          { callId: `sub-${++this.subCallSeq}`, fn: { source: req.function.source, entry: req.function.entry ?? "main" }, args: req.args },
+          this.owner(depth + 1),
+        );
+        return out.ok ? { ok: true, value: out.value } : { ok: false, error: { type: out.error.code, message: out.error.message, traceback: out.error.traceback } };
+      },
+    };
+  }
+}

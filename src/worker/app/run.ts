@@ -1,0 +1,132 @@
+import * as grpc from "@grpc/grpc-js";
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import { createEtcdClient } from "../../common/etcd/etcd-client";
+import { bindGrpcServer, GRPC_SERVER_OPTIONS, shutdownGrpcServer } from "../../common/grpc/grpc-server";
+import { HealthStatus, ServingStatus } from "../../common/grpc/health-service";
+import { onShutdownSignal } from "../../common/lifecycle/shutdown";
+import { createLogger } from "../../common/logging/logger";
+import { startMetricsServer } from "../../common/metrics/metrics-server";
+import { MetricsRegistry } from "../../common/metrics/metrics";
+import { registerProcessMetrics } from "../../common/metrics/process-metrics";
+import { WorkerServiceService, type WorkerServiceServer } from "../../gen/worker/v1/worker";
+import { ErrorRateWindow } from "../adapters/error-rate-window";
+import { HeartbeatPublisher } from "../adapters/heartbeat-publisher";
+import { HostMetrics } from "../adapters/host-metrics";
+import { TaskExecutor } from "../adapters/task-executor";
+import { WorkerService } from "../adapters/worker-service";
+import { WorkerCore } from "../core/worker-core";
+import { ExecutorPool } from "../executor/executor-pool";
+import type { WorkerRuntimeConfig } from "./config";
+
+export type WorkerLifecycle = "starting" | "serving" | "draining" | "stopped";
+
+/** advertisedAddr is what Coordinators and clients dial: the configured one, or the bound one. */
+function advertisedAddr(config: WorkerRuntimeConfig, boundAddr: string): string {
+  if (config.advertiseAddr) return config.advertiseAddr;
+  return boundAddr.replace(/^0\.0\.0\.0:/, `${hostname()}:`).replace(/^\[::\]:/, `${hostname()}:`);
+}
+
+/**
+ * runWorker assembles one Worker process (block or bundle profile): the executor pool, the
+ * gRPC WorkerService over WorkerCore, the TaskExecutor, the etcd heartbeat, metrics and
+ * health. On SIGTERM it stops taking slots (health NOT_SERVING), revokes its lease so that
+ * Coordinators drop it at once, lets running tasks finish up to WORKER_DRAIN_TIMEOUT_MS, then
+ * exits.
+ */
+export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
+  const role = config.profile.deployment === "block" ? "worker" : "bundle-worker";
+  const log = createLogger(config.logLevel, { role });
+  let lifecycle: WorkerLifecycle = "starting";
+
+  const registry = new MetricsRegistry();
+  registerProcessMetrics(registry, role);
+  const pool = await ExecutorPool.start(config.pool, log.child({ component: "executor-pool" }));
+
+  // Handlers are bound before the service exists: the service needs the bound address.
+  let service: WorkerService | null = null;
+  const notReady = (cb: (e: grpc.ServiceError) => void) => cb({ code: grpc.status.UNAVAILABLE, details: "worker is starting", name: "", message: "", metadata: new grpc.Metadata() });
+  const handlers: WorkerServiceServer = {
+    requestTaskSlot: (call, cb) => (service ? service.handlers().requestTaskSlot(call, cb) : notReady(cb)),
+    submitTask: (call, cb) => (service ? service.handlers().submitTask(call, cb) : notReady(cb)),
+    cancelTask: (call, cb) => (service ? service.handlers().cancelTask(call, cb) : notReady(cb)),
+    getTaskResult: (call, cb) => (service ? service.handlers().getTaskResult(call, cb) : notReady(cb)),
+    watchTasks: (call) => (service ? service.handlers().watchTasks(call) : void call.emit("error", { code: grpc.status.UNAVAILABLE, details: "worker is starting" })),
+  };
+  const grpcServer = new grpc.Server(GRPC_SERVER_OPTIONS);
+  const health = new HealthStatus(["worker.v1.WorkerService"]);
+  health.register(grpcServer);
+  grpcServer.addService(WorkerServiceService, handlers);
+  const boundAddr = await bindGrpcServer(grpcServer, config.listenAddr);
+  const workerAddr = advertisedAddr(config, boundAddr);
+
+  const incarnation = randomBytes(6).toString("hex");
+  const core = new WorkerCore({ taskSlots: config.taskSlots, retentionMs: config.resultRetentionMs, workerAddr }, incarnation);
+  const errors = new ErrorRateWindow();
+  const svc: WorkerService = new WorkerService(core, (): TaskExecutor => executor, config.profile, log.child({ component: "worker-service" }));
+  const executor: TaskExecutor = new TaskExecutor(
+    pool,
+    {
+      taskMaxInflightCalls: config.taskMaxInflightCalls,
+      maxInflightCalls: config.pool.executorCount * 256,
+      maxAttempts: config.callMaxAttempts,
+      retryBackoffBaseMs: 100,
+      retryBackoffMaxMs: 5_000,
+    },
+    svc.onTaskReport,
+    log.child({ component: "task-executor" }),
+  );
+  executor.onCallFinished = (systemFailure) => errors.record(systemFailure, Date.now());
+  service = svc;
+
+  const slots = registry.gauge("blockx_worker_slots", "Task slots by state.", ["state"]);
+  slots.onCollect(() => {
+    const c = core.slotCounts();
+    slots.set({ state: "free" }, c.freeSlots);
+    slots.set({ state: "allocated" }, c.reservedSlots);
+    slots.set({ state: "running" }, c.runningTasks);
+  });
+
+  const etcd = await createEtcdClient({ endpoints: config.etcdEndpoints, dialTimeoutMs: 5_000 });
+  const host = new HostMetrics();
+  const heartbeat = new HeartbeatPublisher(
+    etcd,
+    { prefix: config.registryPrefix, workerAddr, intervalMs: config.heartbeatIntervalMs, leaseTtlSeconds: config.leaseTtlSeconds },
+    () => {
+      const c = core.slotCounts();
+      const now = Date.now();
+      return {
+        workerAddr,
+        taskSlots: c.taskSlots,
+        // A draining Worker offers nothing: Coordinators still listing it skip it.
+        reservedSlots: lifecycle === "serving" ? c.reservedSlots : c.taskSlots,
+        runningTasks: lifecycle === "serving" ? c.runningTasks : 0,
+        ...host.sample(),
+        errorRate: errors.rate(now),
+        lastHeartbeatMs: now,
+      };
+    },
+    log,
+  );
+  heartbeat.start();
+  const metricsServer = startMetricsServer(registry, config.prometheusListenAddr, config.prometheusPath, log);
+
+  onShutdownSignal(log, config.drainTimeoutMs + 10_000, async () => {
+    lifecycle = "draining";
+    health.setAll(ServingStatus.NOT_SERVING);
+    await heartbeat.stop();
+    const drained = svc.drain().then(() => true);
+    const timedOut = new Promise<boolean>((r) => setTimeout(() => r(false), config.drainTimeoutMs));
+    if (!(await Promise.race([drained, timedOut]))) log.warn({ drainTimeoutMs: config.drainTimeoutMs }, "drain deadline passed with tasks still running");
+    svc.endWatches();
+    await shutdownGrpcServer(grpcServer, 2_000);
+    await pool.close();
+    etcd.close();
+    metricsServer?.stop();
+    lifecycle = "stopped";
+  });
+
+  lifecycle = "serving";
+  health.setAll(ServingStatus.SERVING);
+  log.info({ addr: boundAddr, workerAddr, incarnation, prefix: config.registryPrefix, taskSlots: config.taskSlots }, "grpc listening");
+}

@@ -1,0 +1,136 @@
+/**
+ * The Worker end to end: compiled binaries of a Coordinator and Workers against a real etcd,
+ * real executor processes, a client reserving through the Coordinator and submitting to the
+ * Worker it was given.
+ */
+import * as grpc from "@grpc/grpc-js";
+import { afterEach, describe, expect, test } from "bun:test";
+import { TaskState } from "../../src/gen/worker/v1/worker";
+import { BlockxProcess } from "../support/blockx-process";
+import { reserve, waitFor } from "../support/coordinator-client";
+import { randomLanePrefix } from "../support/worker-double";
+import { inputsTask, WorkerClient } from "../support/worker-client";
+
+const etcdEndpoint = () => process.env.BLOCKX_TEST_ETCD_ENDPOINT!;
+const cleanups: (() => Promise<unknown> | unknown)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+function spawn(role: string, env: Record<string, string>): BlockxProcess {
+  const p = BlockxProcess.spawn([role], { ETCD_ENDPOINTS: etcdEndpoint(), BLOCKX_LOG_LEVEL: "info", ...env });
+  cleanups.push(() => p.stop("SIGKILL"));
+  return p;
+}
+
+async function cluster(workerEnv: Record<string, string> = {}) {
+  const prefix = randomLanePrefix("block");
+  const worker = spawn("worker", { WORKER_LISTEN: "127.0.0.1:0", WORKER_REGISTRY_PREFIX: prefix, EXECUTOR_COUNT: "2", ...workerEnv });
+  const coord = spawn("coordinator", { COORDINATOR_LISTEN: "127.0.0.1:0", COORDINATOR_REGISTRY_PREFIXES: prefix, COORDINATOR_ETCD_WATCH_RETRY_DELAY_MS: "100" });
+  const workerAddr = await worker.grpcAddr();
+  const coordAddr = await coord.grpcAddr();
+  const client = new WorkerClient(workerAddr);
+  cleanups.push(() => client.close());
+  return { worker, coord, workerAddr, coordAddr, client, prefix };
+}
+
+async function reserveOk(coordAddr: string, taskId: string) {
+  const r = await waitFor(() => reserve(coordAddr, taskId), (o) => o.ok, 20_000);
+  if (!r.ok) throw new Error("unreachable");
+  return r.res;
+}
+
+describe("blockx worker (compiled binary) through a Coordinator", () => {
+  test("an InputsCallConfig task with 1,000 inputs returns its values in input order; WatchTasks streams progress to the end", async () => {
+    const { coordAddr, workerAddr, client } = await cluster();
+    const slot = await reserveOk(coordAddr, "inputs-1000");
+    expect(slot.workerAddr).toBe(workerAddr);
+    const inputs = Array.from({ length: 1000 }, (_, i) => i);
+    const submitted = await client.submitTask(inputsTask("inputs-1000", "def main(ctx, x):\n    return {'x': x, 'sq': x * x}\n", inputs), slot.slotId);
+    expect(submitted.ok && submitted.value.state).toBe(TaskState.RUNNING);
+    const watched = await client.watch(["inputs-1000"]);
+    expect(watched.error).toBeUndefined();
+    const last = watched.snapshots.at(-1)!;
+    expect(last).toMatchObject({ state: TaskState.SUCCEEDED, callsTotal: 1000, callsSucceeded: 1000, callsFailed: 0, slotId: slot.slotId });
+    const result = await client.getTaskResult("inputs-1000");
+    if (!result.ok) throw new Error(result.details);
+    const values = result.value.returnValues.map((b) => JSON.parse(Buffer.from(b).toString()));
+    expect(values).toEqual(inputs.map((x) => ({ x, sq: x * x })));
+    // The slot is free again: the same Worker takes the next task.
+    const again = await reserveOk(coordAddr, "next");
+    expect(again.workerAddr).toBe(workerAddr);
+  }, 90_000);
+
+  test("a user exception on one input fails the task, naming that input, with the Python traceback", async () => {
+    const { coordAddr, client } = await cluster();
+    const slot = await reserveOk(coordAddr, "fails");
+    const src = "def main(ctx, x):\n    if x == 7:\n        raise ValueError(f'bad input {x}')\n    return x\n";
+    await client.submitTask(inputsTask("fails", src, Array.from({ length: 20 }, (_, i) => i)), slot.slotId);
+    const last = (await client.watch(["fails"])).snapshots.at(-1)!;
+    expect(last.state).toBe(TaskState.FAILED);
+    expect(last.error?.code).toBe("USER_ERROR");
+    expect(last.error?.message).toContain("call 7 (input 7)");
+    const result = await client.getTaskResult("fails");
+    if (!result.ok) throw new Error(result.details);
+    expect(result.value.firstError).toMatchObject({ code: "USER_ERROR", callIndex: 7, callInput: "7", message: "ValueError: bad input 7" });
+    expect(result.value.firstError!.traceback).toContain("line 3, in main");
+  }, 60_000);
+
+  test("a task past its timeout is TIMED_OUT and its slot freed; a cancelled task is CANCELLED and runs no further calls", async () => {
+    const { coordAddr, client } = await cluster({ TASK_SLOTS: "1" });
+    const slow = "import time\ndef main(ctx, x):\n    time.sleep(0.2)\n    return x\n";
+    const slot = await reserveOk(coordAddr, "slow");
+    await client.submitTask(inputsTask("slow", slow, Array.from({ length: 100 }, (_, i) => i), 500), slot.slotId);
+    const timedOut = (await client.watch(["slow"])).snapshots.at(-1)!;
+    expect(timedOut.state).toBe(TaskState.TIMED_OUT);
+    expect(timedOut.callsSucceeded).toBeLessThan(100);
+
+    const slot2 = await reserveOk(coordAddr, "to-cancel"); // the only slot was freed
+    await client.submitTask(inputsTask("to-cancel", slow, Array.from({ length: 100 }, (_, i) => i)), slot2.slotId);
+    await Bun.sleep(300);
+    const cancelled = await client.cancelTask("to-cancel", "not needed");
+    expect(cancelled.ok && cancelled.value.state).toBe(TaskState.CANCELLED);
+    const doneAtCancel = cancelled.ok ? cancelled.value.callsSucceeded : -1;
+    await Bun.sleep(500);
+    const after = await client.getTaskResult("to-cancel");
+    expect(after.ok && after.value.snapshot!.callsSucceeded).toBe(doneAtCancel);
+    expect((await reserveOk(coordAddr, "after-cancel")).slotId).not.toBe("");
+  }, 60_000);
+
+  test("slot rules over the network: expired slot, wrong task, unknown incarnation, full pool", async () => {
+    const { client } = await cluster({ TASK_SLOTS: "2" });
+    const a = await client.requestTaskSlot("a", 300);
+    if (!a.ok) throw new Error(a.details);
+    // The same task asking again gets the same slot.
+    const a2 = await client.requestTaskSlot("a", 300);
+    expect(a2.ok && a2.value.slotId).toBe(a.value.slotId);
+    const b = await client.requestTaskSlot("b", 5000);
+    expect(b.ok).toBe(true);
+    const full = await client.requestTaskSlot("c", 5000);
+    expect(full).toMatchObject({ ok: false, code: grpc.status.RESOURCE_EXHAUSTED });
+    const wrong = await client.submitTask(inputsTask("c", "def main(ctx, x):\n    return x\n", [1]), a.value.slotId);
+    expect(wrong).toMatchObject({ ok: false, code: grpc.status.FAILED_PRECONDITION });
+    await Bun.sleep(600); // a's TTL passes
+    const late = await client.submitTask(inputsTask("a", "def main(ctx, x):\n    return x\n", [1]), a.value.slotId);
+    expect(late).toMatchObject({ ok: false, code: grpc.status.NOT_FOUND });
+    const foreign = await client.submitTask(inputsTask("d", "def main(ctx, x):\n    return x\n", [1]), "0123456789ab.1");
+    expect(foreign).toMatchObject({ ok: false, code: grpc.status.NOT_FOUND });
+  }, 60_000);
+
+  test("bad requests get INVALID_ARGUMENT naming the field", async () => {
+    const { client } = await cluster();
+    const noOutputs = inputsTask("x", "def main(ctx, x):\n    return x\n", [1]);
+    noOutputs.outputs = [];
+    const r1 = await client.submitTask(noOutputs);
+    expect(r1).toMatchObject({ ok: false, code: grpc.status.INVALID_ARGUMENT });
+    expect(!r1.ok && r1.details).toContain("task.outputs");
+    const badJson = inputsTask("y", "def main(ctx, x):\n    return x\n", [1]);
+    (badJson.functionCallConfig!.config as { inputs: { inputs: Buffer[] } }).inputs.inputs = [Buffer.from("{nope")];
+    const r2 = await client.submitTask(badJson);
+    expect(!r2.ok && r2.details).toContain("task.function_call_config.inputs.inputs[0]: not JSON");
+    const r3 = await client.requestTaskSlot("", 1000);
+    expect(r3).toMatchObject({ ok: false, code: grpc.status.INVALID_ARGUMENT });
+    const r4 = await client.watch([]);
+    expect(r4.error?.code).toBe(grpc.status.INVALID_ARGUMENT);
+  }, 60_000);
+});
