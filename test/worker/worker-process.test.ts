@@ -74,6 +74,25 @@ describe("blockx worker (compiled binary) through a Coordinator", () => {
     if (!result.ok) throw new Error(result.details);
     expect(result.value.firstError).toMatchObject({ code: "USER_ERROR", callIndex: 7, callInput: "7", message: "ValueError: bad input 7" });
     expect(result.value.firstError!.traceback).toContain("line 3, in main");
+    expect(last.callsRetried).toBe(0); // a user's error is never retried
+  }, 60_000);
+
+  test("an executor killed mid-task: its calls are retried on a fresh executor and the task still succeeds", async () => {
+    const { worker, coordAddr, client } = await cluster();
+    const slot = await reserveOk(coordAddr, "survives");
+    // All 60 calls run at once (threads in 2 executors), each sleeping 1 s: the kill lands mid-call.
+    const src = "import time\ndef main(ctx, x):\n    time.sleep(1.0)\n    return x + 1\n";
+    await client.submitTask(inputsTask("survives", src, Array.from({ length: 60 }, (_, i) => i)), slot.slotId);
+    const watching = client.watch(["survives"]);
+    await Bun.sleep(300);
+    const executors = Bun.spawnSync(["pgrep", "-P", String(worker.proc.pid)]).stdout.toString().trim().split("\n").filter(Boolean);
+    expect(executors.length).toBe(2);
+    process.kill(Number(executors[0]), "SIGKILL");
+    const last = (await watching).snapshots.at(-1)!;
+    expect(last).toMatchObject({ state: TaskState.SUCCEEDED, callsSucceeded: 60, callsFailed: 0 });
+    expect(last.callsRetried).toBeGreaterThan(0);
+    const result = await client.getTaskResult("survives");
+    expect(result.ok && result.value.returnValues.map((b) => Number(Buffer.from(b).toString()))).toEqual(Array.from({ length: 60 }, (_, i) => i + 1));
   }, 60_000);
 
   test("a task past its timeout is TIMED_OUT and its slot freed; a cancelled task is CANCELLED and runs no further calls", async () => {
