@@ -153,3 +153,26 @@ describe("blockx worker (compiled binary) through a Coordinator", () => {
     expect(r4.error?.code).toBe(grpc.status.INVALID_ARGUMENT);
   }, 60_000);
 });
+
+describe("blockx bundle-worker", () => {
+  test("registers under the bundle prefix and refuses a ReturnValueHandler, which only the block cluster runs", async () => {
+    const prefix = randomLanePrefix("bundle");
+    const w = spawn("bundle-worker", { WORKER_LISTEN: "127.0.0.1:0", WORKER_REGISTRY_PREFIX: prefix, EXECUTOR_COUNT: "1" });
+    const addr = await w.grpcAddr();
+    const coord = spawn("bundle-coordinator", { COORDINATOR_LISTEN: "127.0.0.1:0", COORDINATOR_REGISTRY_PREFIXES: prefix });
+    const caddr = await coord.grpcAddr();
+    const slot = await waitFor(() => reserve(caddr, "b1", "bundle"), (o) => o.ok);
+    expect(slot.ok && slot.res.workerAddr).toBe(addr);
+    const client = new WorkerClient(addr);
+    cleanups.push(() => client.close());
+    const r = await client.submitTask(inputsTask("b1", "def main(ctx, x):\n    return x\n", [1]), slot.ok ? slot.res.slotId : "");
+    expect(r).toMatchObject({ ok: false, code: grpc.status.INVALID_ARGUMENT });
+    expect(!r.ok && r.details).toContain("task.outputs[0].return_value: the bundle cluster does not run this writer");
+  }, 60_000);
+
+  test("a block-kind WORKER_REGISTRY_PREFIX is rejected at start-up", async () => {
+    const w = BlockxProcess.spawn(["bundle-worker"], { WORKER_REGISTRY_PREFIX: "/blockx/workers/" });
+    expect(await w.exited).toBe(2);
+    expect(w.stderr).toContain("WORKER_REGISTRY_PREFIX");
+  });
+});
