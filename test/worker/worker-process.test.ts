@@ -42,7 +42,7 @@ async function reserveOk(coordAddr: string, taskId: string) {
 
 describe("blockx worker (compiled binary) through a Coordinator", () => {
   test("an InputsCallConfig task with 1,000 inputs returns its values in input order; WatchTasks streams progress to the end", async () => {
-    const { coordAddr, workerAddr, client } = await cluster();
+    const { worker, coordAddr, workerAddr, client } = await cluster({ BLOCKX_PROMETHEUS_LISTEN_ADDR: "127.0.0.1:0" });
     const slot = await reserveOk(coordAddr, "inputs-1000");
     expect(slot.workerAddr).toBe(workerAddr);
     const inputs = Array.from({ length: 1000 }, (_, i) => i);
@@ -59,6 +59,11 @@ describe("blockx worker (compiled binary) through a Coordinator", () => {
     // The slot is free again: the same Worker takes the next task.
     const again = await reserveOk(coordAddr, "next");
     expect(again.workerAddr).toBe(workerAddr);
+    const metricsLine = await worker.waitForLog((l) => l.msg === "metrics listening");
+    const metrics = await (await fetch(`http://${metricsLine.addr}/metrics`)).text();
+    expect(metrics).toContain('blockx_worker_tasks_total{state="SUCCEEDED"} 1');
+    expect(metrics).toContain('blockx_worker_calls_total{result="finished"} 1000');
+    expect(metrics).toMatch(/blockx_worker_slots\{state="allocated"\} 1/);
   }, 90_000);
 
   test("a user exception on one input fails the task, naming that input, with the Python traceback", async () => {

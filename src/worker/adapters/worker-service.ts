@@ -41,6 +41,10 @@ export class WorkerService {
   private timer: ReturnType<typeof setTimeout> | null = null;
   private drainedWaiters: (() => void)[] = [];
   private drained = false;
+  /** Tasks already counted in onTaskEnded (a terminal snapshot may be published again). */
+  private readonly ended = new Set<string>();
+  /** Called once per task that reaches a terminal state (metrics). */
+  onTaskEnded: (state: TaskState) => void = () => {};
 
   constructor(
     private readonly core: WorkerCore,
@@ -201,6 +205,10 @@ export class WorkerService {
     for (const ins of decision.instructions) {
       switch (ins.type) {
         case "publishSnapshot":
+          if (TERMINAL.has(ins.snapshot.state) && !this.ended.has(ins.snapshot.taskId)) {
+            this.ended.add(ins.snapshot.taskId);
+            this.onTaskEnded(ins.snapshot.state);
+          }
           this.publish(ins.snapshot);
           break;
         case "startTask": {
@@ -219,6 +227,7 @@ export class WorkerService {
           this.executor().stop(ins.taskId);
           break;
         case "forgetTask":
+          this.ended.delete(ins.taskId);
           this.plans.delete(ins.taskId);
           this.executor().forget(ins.taskId);
           break;

@@ -9,7 +9,7 @@ import { createLogger } from "../../common/logging/logger";
 import { startMetricsServer } from "../../common/metrics/metrics-server";
 import { MetricsRegistry } from "../../common/metrics/metrics";
 import { registerProcessMetrics } from "../../common/metrics/process-metrics";
-import { WorkerServiceService, type WorkerServiceServer } from "../../gen/worker/v1/worker";
+import { TaskState, WorkerServiceService, type WorkerServiceServer } from "../../gen/worker/v1/worker";
 import { ErrorRateWindow } from "../adapters/error-rate-window";
 import { HeartbeatPublisher } from "../adapters/heartbeat-publisher";
 import { HostMetrics } from "../adapters/host-metrics";
@@ -76,7 +76,13 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     svc.onTaskReport,
     log.child({ component: "task-executor" }),
   );
-  executor.onCallFinished = (systemFailure) => errors.record(systemFailure, Date.now());
+  const tasksEnded = registry.counter("blockx_worker_tasks_total", "Tasks that reached a terminal state, by state.", ["state"]);
+  const callsFinished = registry.counter("blockx_worker_calls_total", "Calls finished, by whether they failed for a system reason.", ["result"]);
+  svc.onTaskEnded = (state) => tasksEnded.inc({ state: TaskState[state] ?? String(state) });
+  executor.onCallFinished = (systemFailure) => {
+    errors.record(systemFailure, Date.now());
+    callsFinished.inc({ result: systemFailure ? "system_failure" : "finished" });
+  };
   service = svc;
 
   const slots = registry.gauge("blockx_worker_slots", "Task slots by state.", ["state"]);
