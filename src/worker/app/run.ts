@@ -2,7 +2,7 @@ import * as grpc from "@grpc/grpc-js";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { createEtcdClient } from "../../common/etcd/etcd-client";
-import { bindGrpcServer, GRPC_SERVER_OPTIONS, shutdownGrpcServer } from "../../common/grpc/grpc-server";
+import { bindGrpcServer, grpcError, GRPC_SERVER_OPTIONS, shutdownGrpcServer } from "../../common/grpc/grpc-server";
 import { HealthStatus, ServingStatus } from "../../common/grpc/health-service";
 import { onShutdownSignal } from "../../common/lifecycle/shutdown";
 import { createLogger } from "../../common/logging/logger";
@@ -44,14 +44,14 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   const pool = await ExecutorPool.start(config.pool, log.child({ component: "executor-pool" }));
 
   // Handlers are bound before the service exists: the service needs the bound address.
-  let service: WorkerService | null = null;
-  const notReady = (cb: (e: grpc.ServiceError) => void) => cb({ code: grpc.status.UNAVAILABLE, details: "worker is starting", name: "", message: "", metadata: new grpc.Metadata() });
+  let impl: WorkerServiceServer | null = null;
+  const notReady = (cb: (e: grpc.ServiceError) => void) => cb(grpcError(grpc.status.UNAVAILABLE, "worker is starting"));
   const handlers: WorkerServiceServer = {
-    requestTaskSlot: (call, cb) => (service ? service.handlers().requestTaskSlot(call, cb) : notReady(cb)),
-    submitTask: (call, cb) => (service ? service.handlers().submitTask(call, cb) : notReady(cb)),
-    cancelTask: (call, cb) => (service ? service.handlers().cancelTask(call, cb) : notReady(cb)),
-    getTaskResult: (call, cb) => (service ? service.handlers().getTaskResult(call, cb) : notReady(cb)),
-    watchTasks: (call) => (service ? service.handlers().watchTasks(call) : void call.emit("error", { code: grpc.status.UNAVAILABLE, details: "worker is starting" })),
+    requestTaskSlot: (call, cb) => (impl ? impl.requestTaskSlot(call, cb) : notReady(cb)),
+    submitTask: (call, cb) => (impl ? impl.submitTask(call, cb) : notReady(cb)),
+    cancelTask: (call, cb) => (impl ? impl.cancelTask(call, cb) : notReady(cb)),
+    getTaskResult: (call, cb) => (impl ? impl.getTaskResult(call, cb) : notReady(cb)),
+    watchTasks: (call) => (impl ? impl.watchTasks(call) : void call.emit("error", grpcError(grpc.status.UNAVAILABLE, "worker is starting"))),
   };
   const grpcServer = new grpc.Server(GRPC_SERVER_OPTIONS);
   const health = new HealthStatus(["worker.v1.WorkerService"]);
@@ -83,7 +83,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     errors.record(systemFailure, Date.now());
     callsFinished.inc({ result: systemFailure ? "system_failure" : "finished" });
   };
-  service = svc;
+  impl = svc.handlers();
 
   const slots = registry.gauge("blockx_worker_slots", "Task slots by state.", ["state"]);
   slots.onCollect(() => {
