@@ -70,6 +70,7 @@ bench: deps build
 	$(BUN) bench/coordinator/selection.ts
 	$(BUN) bench/coordinator/reserve.ts
 	$(BUN) bench/executor/pool.ts
+	$(BUN) bench/worker/run.ts
 
 clean:
 	rm -rf dist

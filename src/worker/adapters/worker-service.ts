@@ -105,9 +105,10 @@ export class WorkerService {
         const known = this.plans.has(plan.taskId);
         if (!known) this.plans.set(plan.taskId, plan);
         const decision = this.core.submitTask({ taskId: plan.taskId, timeoutMs: plan.timeoutMs }, call.request.slotId, this.nowMs());
-        const reply = this.apply(decision);
         if (!known && !decision.instructions.some((i) => i.type === "startTask")) this.plans.delete(plan.taskId);
-        this.reply(callback, reply);
+        // The client hears RUNNING before the task's first calls are dispatched.
+        this.reply(callback, decision.reply);
+        this.apply(decision);
       },
       cancelTask: (call, callback) => {
         const { taskId, reason } = call.request;
@@ -137,6 +138,9 @@ export class WorkerService {
     if (ids.length > MAX_WATCHED_TASKS) {
       return void call.emit("error", grpcError(grpc.status.INVALID_ARGUMENT, `task_ids: at most ${MAX_WATCHED_TASKS}, got ${ids.length}`));
     }
+    // Snapshots still queued for existing watchers are older than what this watch reads now:
+    // send them first, so this watcher never receives one after a newer one.
+    this.flushPublishes();
     const current: TaskSnapshot[] = [];
     for (const id of ids) {
       const r = this.apply(this.core.queryTask(id, this.nowMs()));
@@ -159,7 +163,27 @@ export class WorkerService {
     call.on("close", close);
   }
 
+  /**
+   * publish streams a snapshot to the task's watchers. Snapshots of one task published in the
+   * same turn of the event loop are coalesced into the last one (a task that finishes reports
+   * its counts, WRITE and SUCCEEDED in one turn); a terminal snapshot is never skipped.
+   */
   private publish(snapshot: TaskSnapshot): void {
+    if (this.watches.size === 0) return;
+    const queuedBefore = this.pendingPublishes.size > 0;
+    this.pendingPublishes.set(snapshot.taskId, snapshot);
+    if (!queuedBefore) queueMicrotask(() => this.flushPublishes());
+  }
+
+  private readonly pendingPublishes = new Map<string, TaskSnapshot>();
+
+  private flushPublishes(): void {
+    const snapshots = [...this.pendingPublishes.values()];
+    this.pendingPublishes.clear();
+    for (const s of snapshots) this.publishNow(s);
+  }
+
+  private publishNow(snapshot: TaskSnapshot): void {
     for (const w of this.watches) {
       if (!w.open || !w.ids.has(snapshot.taskId)) continue;
       w.call.write(snapshot);
@@ -218,7 +242,7 @@ export class WorkerService {
             this.queued.push({ type: "taskFailed", taskId: ins.taskId, error: { code: ErrorCode.ErrInternal, message: "the worker lost the task's plan" } });
             break;
           }
-          this.log.info({ taskId: ins.taskId, slotId: ins.slotId, calls: plan.inputs.length, deadlineMs: ins.deadlineMs }, "task started");
+          this.log.debug({ taskId: ins.taskId, slotId: ins.slotId, calls: plan.inputs.length, deadlineMs: ins.deadlineMs }, "task started");
           this.executor().start(plan);
           break;
         }
