@@ -3,6 +3,7 @@ import type { CallError } from "../../gen/worker/v1/worker";
 import { CallErrorCode, type CallOutcome, type CallOwner } from "../executor/call";
 import type { ExecutorPool } from "../executor/executor-pool";
 import type { JsonValue, ResumeResult } from "../executor/protocol";
+import { inputCalls } from "../core/call-builder";
 import { DispatcherCore, type DispatchedCall, type DispatcherConfig } from "../core/dispatcher-core";
 import type { TaskPlan } from "./task-plan";
 
@@ -69,8 +70,7 @@ export class TaskExecutor {
   start(plan: TaskPlan): void {
     const t: RunningTask = { plan, values: new Array(plan.inputs.length), inflight: new Map(), succeeded: 0, failed: 0, retried: 0, firstError: undefined, countsDirty: true, countsFlushQueued: false };
     this.tasks.set(plan.taskId, t);
-    let i = 0;
-    this.dispatcher.addTask(plan.taskId, { next: () => (i < plan.inputs.length ? plan.inputs[i++]! : null) });
+    this.dispatcher.addTask(plan.taskId, inputCalls(plan.inputs).source());
     this.report({ type: "phase", taskId: plan.taskId, phase: "EXECUTE" });
     this.flushCounts(t);
     this.pump();
