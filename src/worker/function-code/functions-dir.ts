@@ -1,0 +1,67 @@
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { basename, join } from "node:path";
+import type { Logger } from "../../common/logging/logger";
+import { isFunctionName, type FunctionCodeView } from "./function-code-view";
+
+/**
+ * readFunctionsDir reads every `<name>.py` file directly in `dir` (not recursively) into a
+ * name -> source map. Files whose name is not a Python identifier are skipped with a reason.
+ */
+export function readFunctionsDir(dir: string): { sources: Map<string, string>; skipped: string[] } {
+  const sources = new Map<string, string>();
+  const skipped: string[] = [];
+  for (const file of readdirSync(dir).sort()) {
+    if (!file.endsWith(".py")) continue;
+    const name = basename(file, ".py");
+    const path = join(dir, file);
+    if (!statSync(path).isFile()) continue;
+    if (!isFunctionName(name)) {
+      skipped.push(`${file}: the name is not a Python identifier`);
+      continue;
+    }
+    sources.set(name, readFileSync(path, "utf8"));
+  }
+  return { sources, skipped };
+}
+
+/**
+ * FunctionsDirPoller keeps a FunctionCodeView in step with FUNCTIONS_DIR by reading it every
+ * `intervalMs` (files are small and few; polling needs no inotify limits and sees edits made
+ * by any tool, including a rename over the file). A read error keeps the last good snapshot.
+ */
+export class FunctionsDirPoller {
+  private timer: ReturnType<typeof setInterval> | null = null;
+  private lastError = "";
+
+  constructor(
+    private readonly dir: string,
+    private readonly view: FunctionCodeView,
+    private readonly log: Logger,
+    private readonly intervalMs = 1_000,
+  ) {}
+
+  /** refresh reads the directory once; returns whether the view changed. */
+  refresh(): boolean {
+    try {
+      const { sources, skipped } = readFunctionsDir(this.dir);
+      const changed = this.view.update(sources);
+      if (changed) this.log.info({ component: "function-code", dir: this.dir, epoch: this.view.current().epoch, functions: sources.size, skipped }, "functions loaded");
+      this.lastError = "";
+      return changed;
+    } catch (err) {
+      const message = (err as Error).message;
+      if (message !== this.lastError) this.log.warn({ component: "function-code", dir: this.dir, err }, "cannot read FUNCTIONS_DIR; keeping the last snapshot");
+      this.lastError = message;
+      return false;
+    }
+  }
+
+  start(): void {
+    this.refresh();
+    this.timer = setInterval(() => this.refresh(), this.intervalMs);
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+}
