@@ -1,9 +1,10 @@
 import type { Logger } from "../../common/logging/logger";
-import type { CallError } from "../../gen/worker/v1/worker";
+import type { CallError, TableWriteSummary } from "../../gen/worker/v1/worker";
+import type { BackendRegistry } from "../io/backend-registry";
+import { TableStoreError, type Row, type TableStore } from "../writers/table-store";
 import { CallErrorCode, type CallOutcome, type CallOwner } from "../executor/call";
 import type { ExecutorPool } from "../executor/executor-pool";
 import type { JsonValue, ResumeResult } from "../executor/protocol";
-import { inputCalls } from "../core/call-builder";
 import { DispatcherCore, type DispatchedCall, type DispatcherConfig } from "../core/dispatcher-core";
 import type { TaskPlan } from "./task-plan";
 
@@ -20,6 +21,8 @@ export type TaskReport =
 interface RunningTask {
   readonly plan: TaskPlan;
   readonly values: JsonValue[];
+  /** Per table: rows and calls written so far. */
+  readonly writes: Map<string, { handler: "block_table_write" | "normal_table_write"; rows: number; calls: number }>;
   readonly inflight: Map<string, DispatchedCall<JsonValue>>;
   succeeded: number;
   failed: number;
@@ -32,6 +35,7 @@ interface RunningTask {
 export interface TaskOutput {
   readonly returnValues: readonly JsonValue[];
   readonly firstError: CallError | undefined;
+  readonly writes: readonly TableWriteSummary[];
 }
 
 /**
@@ -62,15 +66,17 @@ export class TaskExecutor {
     config: DispatcherConfig,
     private readonly report: (r: TaskReport) => void,
     private readonly log: Logger,
+    private readonly backends: BackendRegistry,
+    private readonly tables: TableStore | null,
     private readonly callBudgetMs?: number,
   ) {
     this.dispatcher = new DispatcherCore(config);
   }
 
   start(plan: TaskPlan): void {
-    const t: RunningTask = { plan, values: new Array(plan.inputs.length), inflight: new Map(), succeeded: 0, failed: 0, retried: 0, firstError: undefined, countsDirty: true, countsFlushQueued: false };
+    const t: RunningTask = { plan, values: plan.returnValues ? new Array(plan.calls.total) : [], writes: new Map(), inflight: new Map(), succeeded: 0, failed: 0, retried: 0, firstError: undefined, countsDirty: true, countsFlushQueued: false };
     this.tasks.set(plan.taskId, t);
-    this.dispatcher.addTask(plan.taskId, inputCalls(plan.inputs).source());
+    this.dispatcher.addTask(plan.taskId, plan.calls.source());
     this.report({ type: "phase", taskId: plan.taskId, phase: "EXECUTE" });
     this.flushCounts(t);
     this.pump();
@@ -82,7 +88,7 @@ export class TaskExecutor {
     const t = this.tasks.get(taskId);
     if (!t) return;
     this.finishTask(t);
-    this.outputs.set(taskId, { returnValues: [], firstError: t.firstError });
+    this.outputs.set(taskId, { returnValues: [], firstError: t.firstError, writes: summaries(t) });
   }
 
   output(taskId: string): TaskOutput | undefined {
@@ -127,13 +133,15 @@ export class TaskExecutor {
     const callId = `${d.taskId}/${d.index}/${d.attempt}`;
     t.inflight.set(callId, d);
     void this.pool
-      .execute({ callId, fn: t.plan.fn, args: d.call, ...(this.callBudgetMs ? { budgetMs: this.callBudgetMs } : {}) }, this.owner(0))
+      .execute({ callId, fn: t.plan.fn, args: d.call, ...(this.callBudgetMs ? { budgetMs: this.callBudgetMs } : {}) }, this.owner(t.plan, 0))
       .then((outcome) => this.onCallDone(t, callId, d, outcome));
   }
 
-  private onCallDone(t: RunningTask, callId: string, d: DispatchedCall<JsonValue>, outcome: CallOutcome): void {
-    this.onCallFinished(!outcome.ok && (outcome.error.retryable || outcome.error.code === CallErrorCode.Internal));
+  private onCallDone(t: RunningTask, callId: string, d: DispatchedCall<JsonValue>, result: CallOutcome): void {
+    this.onCallFinished(!result.ok && (result.error.retryable || result.error.code === CallErrorCode.Internal));
     if (!t.inflight.delete(callId) || this.tasks.get(t.plan.taskId) !== t) return; // the task ended meanwhile
+    // Rows are written as calls finish; a row that does not fit fails the call (not retryable).
+    const outcome = result.ok ? this.writeRows(t, d, result) : result;
     const decision = this.dispatcher.callFinished(d, outcome.ok ? { ok: true } : { ok: false, retryable: outcome.error.retryable }, Date.now());
     t.countsDirty = true;
     if (outcome.ok) {
@@ -155,7 +163,7 @@ export class TaskExecutor {
       };
       this.flushCounts(t);
       this.finishTask(t);
-      this.outputs.set(t.plan.taskId, { returnValues: [], firstError: t.firstError });
+      this.outputs.set(t.plan.taskId, { returnValues: [], firstError: t.firstError, writes: summaries(t) });
       this.report({
         type: "failed",
         taskId: t.plan.taskId,
@@ -175,7 +183,7 @@ export class TaskExecutor {
     this.report({ type: "phase", taskId: t.plan.taskId, phase: "WRITE" });
     this.finishTask(t);
     // ReturnValueHandler: the values, ordered by call index, are the task's result.
-    this.outputs.set(t.plan.taskId, { returnValues: t.values, firstError: undefined });
+    this.outputs.set(t.plan.taskId, { returnValues: t.values, firstError: undefined, writes: summaries(t) });
     this.report({ type: "succeeded", taskId: t.plan.taskId });
   }
 
@@ -192,23 +200,71 @@ export class TaskExecutor {
   private flushCounts(t: RunningTask): void {
     if (!t.countsDirty) return;
     t.countsDirty = false;
-    this.report({ type: "counts", taskId: t.plan.taskId, callsTotal: t.plan.inputs.length, callsSucceeded: t.succeeded, callsFailed: t.failed, callsRetried: t.retried });
+    this.report({ type: "counts", taskId: t.plan.taskId, callsTotal: t.plan.calls.total, callsSucceeded: t.succeeded, callsFailed: t.failed, callsRetried: t.retried });
   }
 
-  /** owner serves a call's sub-calls (inline source only, depth-limited); there are no IO backends yet. */
-  private owner(depth: number): CallOwner {
+  /**
+   * writeRows writes a successful call's rows to the task's tables (its value must then be a
+   * list of row objects) and turns a misfit into a failed outcome.
+   */
+  private writeRows(t: RunningTask, d: DispatchedCall<JsonValue>, outcome: Extract<CallOutcome, { ok: true }>): CallOutcome {
+    const { blockTables, normalTables, scopeOf } = t.plan;
+    if (blockTables.length === 0 && normalTables.length === 0) return outcome;
+    const fail = (code: string, message: string): CallOutcome => ({
+      ...outcome,
+      ok: false,
+      error: { code, message, traceback: "", line: 0, column: 0, retryable: false },
+    });
+    const value = outcome.value;
+    if (!Array.isArray(value) || value.some((r) => r === null || typeof r !== "object" || Array.isArray(r))) {
+      return fail("RESULT_NOT_ROWS", "a function writing to a table must return a list of rows (dicts of column -> value)");
+    }
+    if (!this.tables) return fail(CallErrorCode.Internal, "this Worker has no table store");
+    const rows = value as Row[];
+    try {
+      for (const table of blockTables) {
+        this.tables.replaceBlockRows(table, scopeOf!(d.call), rows);
+        bump(t, table, "block_table_write", rows.length);
+      }
+      for (const table of normalTables) {
+        this.tables.appendRows(table, rows);
+        bump(t, table, "normal_table_write", rows.length);
+      }
+    } catch (e) {
+      if (e instanceof TableStoreError) return fail("ROW_MISMATCH", e.message);
+      return fail(CallErrorCode.Internal, `writing rows failed: ${(e as Error).message}`);
+    }
+    return outcome;
+  }
+
+  /** owner serves a call's IO (through the backends) and sub-calls (depth-limited; names from the task's pinned snapshot). */
+  private owner(plan: TaskPlan, depth: number): CallOwner {
     return {
+      io: (req) => this.backends.call(req.backend, req.op, req.params),
       subCall: async (req): Promise<ResumeResult> => {
         if (depth + 1 > MAX_SUB_CALL_DEPTH) return { ok: false, error: { type: "DEPTH_EXCEEDED", message: `sub-calls nest deeper than ${MAX_SUB_CALL_DEPTH}` } };
+        let fn: { source: string; entry: string; digest?: string };
         if ("name" in req.function) {
-          return { ok: false, error: { type: "FUNCTION_NOT_FOUND", message: `functions by name need the Function Code View, which this Worker does not have yet (${req.function.name})` } };
+          const code = plan.functions?.get(req.function.name);
+          if (!code) return { ok: false, error: { type: "FUNCTION_NOT_FOUND", message: `no function ${JSON.stringify(req.function.name)} in this task's function snapshot` } };
+          fn = { source: code.source, entry: "main", digest: code.digest };
+        } else {
+          fn = { source: req.function.source, entry: req.function.entry ?? "main" };
         }
-        const out = await this.pool.execute(
-          { callId: `sub-${++this.subCallSeq}`, fn: { source: req.function.source, entry: req.function.entry ?? "main" }, args: req.args },
-          this.owner(depth + 1),
-        );
+        const out = await this.pool.execute({ callId: `sub-${++this.subCallSeq}`, fn, args: req.args }, this.owner(plan, depth + 1));
         return out.ok ? { ok: true, value: out.value } : { ok: false, error: { type: out.error.code, message: out.error.message, traceback: out.error.traceback } };
       },
     };
   }
+}
+
+function bump(t: RunningTask, table: string, handler: "block_table_write" | "normal_table_write", rows: number): void {
+  const w = t.writes.get(table) ?? { handler, rows: 0, calls: 0 };
+  w.rows += rows;
+  w.calls++;
+  t.writes.set(table, w);
+}
+
+function summaries(t: RunningTask): TableWriteSummary[] {
+  return [...t.writes].map(([table, w]) => ({ table, handler: w.handler, rowsWritten: w.rows, callsWritten: w.calls }));
 }

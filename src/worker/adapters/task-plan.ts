@@ -2,6 +2,9 @@ import { createHash } from "node:crypto";
 import { ErrorCode } from "../../common/error-code";
 import type { Task } from "../../gen/worker/v1/worker";
 import type { CallFunction } from "../executor/call";
+import { blockBundleCalls, blockTableCalls, inputCalls, type BlockCallInput, type BundleCallInput, type CallPlan } from "../core/call-builder";
+import type { FunctionSnapshot } from "../function-code/function-code-view";
+import type { BlockScope } from "../writers/table-store";
 import type { JsonValue } from "../executor/protocol";
 import type { WorkerProfile } from "../app/profile";
 import { WorkerError } from "../core/worker-error";
@@ -12,10 +15,19 @@ export interface TaskPlan {
   readonly taskId: string;
   readonly timeoutMs: number;
   readonly fn: CallFunction & { readonly digest: string };
-  /** One JSON input per call (InputsCallConfig). */
-  readonly inputs: readonly JsonValue[];
+  /** The calls, built lazily (a block range is never materialised). */
+  readonly calls: CallPlan<JsonValue>;
+  /** The block scope of a call, for block tables; null for inputs. */
+  readonly scopeOf: ((input: JsonValue) => BlockScope) | null;
   readonly returnValues: boolean;
+  readonly blockTables: readonly string[];
+  readonly normalTables: readonly string[];
+  /** The function snapshot pinned at activation: sub-calls by name resolve here. */
+  readonly functions: FunctionSnapshot | null;
 }
+
+/** Block ranges at most this long per task (10 million blocks: a full backfill of a chain segment). */
+const MAX_BLOCK_RANGE = 100_000_000;
 
 const MAX_TASK_ID_LENGTH = 256;
 
@@ -26,10 +38,9 @@ function invalid(message: string): WorkerError {
 /**
  * planTask validates a SubmitTask's task for this Worker's profile and turns it into a plan.
  * Every rejection names the field (`task.function_call_config.inputs.inputs[3]: ...`).
- * Call configs and writers of later issues (block ranges, tables, functions by name) are
- * refused with a message that says so rather than half-run.
+ * A function by name is resolved in the snapshot given (the one current at activation).
  */
-export function planTask(task: Task | undefined, profile: WorkerProfile): TaskPlan {
+export function planTask(task: Task | undefined, profile: WorkerProfile, functions: FunctionSnapshot | null = null): TaskPlan {
   if (!task) throw invalid("task: required");
   if (task.taskId === "") throw invalid("task.task_id: required");
   if (task.taskId.length > MAX_TASK_ID_LENGTH) throw invalid(`task.task_id: at most ${MAX_TASK_ID_LENGTH} characters, got ${task.taskId.length}`);
@@ -39,37 +50,88 @@ export function planTask(task: Task | undefined, profile: WorkerProfile): TaskPl
   const f = fcc.function;
   if (!f) throw invalid("task.function_call_config.function: required");
   if (f.name !== "" && f.source !== "") throw invalid("task.function_call_config.function: give either name or source, not both");
-  if (f.name !== "") throw invalid("task.function_call_config.function.name: functions by name need the Function Code View, which this Worker does not have yet; send source");
-  if (f.source === "") throw invalid("task.function_call_config.function: name or source is required");
+  if (f.name === "" && f.source === "") throw invalid("task.function_call_config.function: name or source is required");
   const entry = f.entry || "main";
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(entry)) throw invalid(`task.function_call_config.function.entry: not a Python identifier: ${JSON.stringify(entry)}`);
+  let fn: TaskPlan["fn"];
+  if (f.name !== "") {
+    const code = functions?.get(f.name);
+    if (!code) {
+      throw invalid(
+        functions
+          ? `task.function_call_config.function.name: no function ${JSON.stringify(f.name)} (epoch ${functions.epoch} has: ${functions.names().join(", ") || "none"})`
+          : "task.function_call_config.function.name: this Worker has no FUNCTIONS_DIR; send source",
+      );
+    }
+    fn = { source: code.source, entry, digest: code.digest };
+  } else {
+    fn = { source: f.source, entry, digest: createHash("sha256").update(f.source).digest("hex") };
+  }
 
   const config = fcc.config;
   if (!config) throw invalid("task.function_call_config: one of block_table, inputs, block_bundle is required");
   if (!profile.callConfigs.includes(config.$case)) {
     throw invalid(`task.function_call_config.${snake(config.$case)}: the ${profile.deployment} cluster does not run this call config`);
   }
-  if (config.$case !== "inputs") throw invalid(`task.function_call_config.${snake(config.$case)}: not supported by this Worker yet`);
-  const inputs = config.inputs.inputs.map((raw, i) => {
-    try {
-      return JSON.parse(Buffer.from(raw).toString("utf8")) as JsonValue;
-    } catch (e) {
-      throw invalid(`task.function_call_config.inputs.inputs[${i}]: not JSON: ${(e as Error).message}`);
+  let calls: CallPlan<JsonValue>;
+  let scopeOf: TaskPlan["scopeOf"] = null;
+  switch (config.$case) {
+    case "inputs":
+      calls = inputCalls(
+        config.inputs.inputs.map((raw, i) => {
+          try {
+            return JSON.parse(Buffer.from(raw).toString("utf8")) as JsonValue;
+          } catch (e) {
+            throw invalid(`task.function_call_config.inputs.inputs[${i}]: not JSON: ${(e as Error).message}`);
+          }
+        }),
+      );
+      break;
+    case "blockTable": {
+      const { chain, fromBlock, toBlock } = config.blockTable;
+      checkRange("block_table", chain, fromBlock, toBlock);
+      calls = blockTableCalls(chain, fromBlock, toBlock) as unknown as CallPlan<JsonValue>;
+      scopeOf = (input) => {
+        const i = input as unknown as BlockCallInput;
+        return { chain: i.chain, fromBlock: i.blockNumber, toBlock: i.blockNumber };
+      };
+      break;
     }
-  });
+    case "blockBundle": {
+      const { chain, fromBlock, toBlock, bundleSize } = config.blockBundle;
+      checkRange("block_bundle", chain, fromBlock, toBlock);
+      if (bundleSize < 1 || bundleSize > 1_000_000) throw invalid(`task.function_call_config.block_bundle.bundle_size: from 1 to 1000000, got ${bundleSize}`);
+      calls = blockBundleCalls(chain, fromBlock, toBlock, bundleSize) as unknown as CallPlan<JsonValue>;
+      scopeOf = (input) => input as unknown as BundleCallInput;
+      break;
+    }
+  }
 
   if (task.outputs.length === 0) throw invalid("task.outputs: at least one output is required");
   let returnValues = false;
+  const blockTables: string[] = [];
+  const normalTables: string[] = [];
   task.outputs.forEach((o, i) => {
     const h = o.handler;
     if (!h) throw invalid(`task.outputs[${i}]: one of block_table_write, normal_table_write, return_value is required`);
     if (!profile.outputs.includes(h.$case)) throw invalid(`task.outputs[${i}].${snake(h.$case)}: the ${profile.deployment} cluster does not run this writer`);
-    if (h.$case !== "returnValue") throw invalid(`task.outputs[${i}].${snake(h.$case)}: not supported by this Worker yet`);
-    returnValues = true;
+    if (h.$case === "returnValue") returnValues = true;
+    else {
+      const table = h.$case === "blockTableWrite" ? h.blockTableWrite.table : h.normalTableWrite.table;
+      if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(table)) throw invalid(`task.outputs[${i}].${snake(h.$case)}.table: an identifier (letters, digits, _), got ${JSON.stringify(table)}`);
+      if (h.$case === "blockTableWrite") {
+        if (!scopeOf) throw invalid(`task.outputs[${i}].block_table_write: needs a block_table or block_bundle call config (inputs have no block)`);
+        blockTables.push(table);
+      } else normalTables.push(table);
+    }
   });
+  return { taskId: task.taskId, timeoutMs: task.taskTimeoutMs, fn, calls, scopeOf, returnValues, blockTables, normalTables, functions };
+}
 
-  const digest = createHash("sha256").update(f.source).digest("hex");
-  return { taskId: task.taskId, timeoutMs: task.taskTimeoutMs, fn: { source: f.source, entry, digest }, inputs, returnValues };
+function checkRange(field: string, chain: string, fromBlock: number, toBlock: number): void {
+  if (chain === "") throw invalid(`task.function_call_config.${field}.chain: required`);
+  if (toBlock < fromBlock) throw invalid(`task.function_call_config.${field}: to_block (${toBlock}) is before from_block (${fromBlock})`);
+  if (toBlock - fromBlock + 1 > MAX_BLOCK_RANGE) throw invalid(`task.function_call_config.${field}: at most ${MAX_BLOCK_RANGE} blocks per task, got ${toBlock - fromBlock + 1}`);
 }
 
 function snake(s: string): string {

@@ -10,6 +10,7 @@ import {
   type WorkerServiceServer,
 } from "../../gen/worker/v1/worker";
 import type { WorkerProfile } from "../app/profile";
+import type { FunctionSnapshot } from "../function-code/function-code-view";
 import type { WorkerEvent } from "../core/worker-core-events";
 import type { SnapshotReply, WorkerDecision } from "../core/worker-core-instructions";
 import type { WorkerCore } from "../core/worker-core";
@@ -51,6 +52,8 @@ export class WorkerService {
     private readonly executor: () => TaskExecutor,
     private readonly profile: WorkerProfile,
     private readonly log: Logger,
+    /** The function snapshot current now: a task pins it at activation. */
+    private readonly functions: () => FunctionSnapshot | null = () => null,
     private readonly nowMs: () => number = monotonicNowMs,
   ) {}
 
@@ -97,7 +100,7 @@ export class WorkerService {
       submitTask: (call, callback) => {
         let plan: TaskPlan;
         try {
-          plan = planTask(call.request.task, this.profile);
+          plan = planTask(call.request.task, this.profile, this.functions());
         } catch (e) {
           return this.fail(callback, e);
         }
@@ -123,7 +126,7 @@ export class WorkerService {
           TaskResult.create({
             snapshot: reply.snapshot,
             returnValues: (out?.returnValues ?? []).map((v) => Buffer.from(JSON.stringify(v ?? null))),
-            writes: [],
+            writes: [...(out?.writes ?? [])],
             firstError: out?.firstError,
           }),
         );
@@ -242,7 +245,7 @@ export class WorkerService {
             this.queued.push({ type: "taskFailed", taskId: ins.taskId, error: { code: ErrorCode.ErrInternal, message: "the worker lost the task's plan" } });
             break;
           }
-          this.log.debug({ taskId: ins.taskId, slotId: ins.slotId, calls: plan.inputs.length, deadlineMs: ins.deadlineMs }, "task started");
+          this.log.debug({ taskId: ins.taskId, slotId: ins.slotId, calls: plan.calls.total, deadlineMs: ins.deadlineMs }, "task started");
           this.executor().start(plan);
           break;
         }

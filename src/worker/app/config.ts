@@ -32,6 +32,15 @@ export function workerVars(profile: WorkerProfile) {
     resultRetentionMs: envVar("RESULT_RETENTION_MS", "300000", MS_RULE, "how long a finished task's result stays queryable", intSchema(1, MAX_MS)),
     drainTimeoutMs: envVar("WORKER_DRAIN_TIMEOUT_MS", "30000", "an integer from 0 to 86400000", "on SIGTERM, how long running tasks may finish", intSchema(0, MAX_MS)),
     taskMaxInflightCalls: envVar("TASK_MAX_INFLIGHT_CALLS", "1024", "an integer from 1 to 1000000", "calls of one task in flight at once", intSchema(1, 1_000_000)),
+    functionsDir: envVar("FUNCTIONS_DIR", "", "a directory path, or empty", "functions by name: <name>.py files, re-read every second (empty: inline sources only)", stringSchema()),
+    tableStorePath: envVar(
+      "TABLE_STORE_PATH",
+      "blockx-tables.sqlite",
+      "a file path",
+      "embedded SQLite table store written by block_table_write / normal_table_write (WAL: Workers on one host may share it)",
+      stringSchema().refine((s) => s.trim() !== ""),
+    ),
+    localTestChainHead: envVar("LOCALTESTSERVICE_HEAD", "20000000", "an integer from 0 to 1000000000", "highest block of the synthetic local test chain", intSchema(0, 1_000_000_000)),
     callMaxAttempts: envVar("CALL_MAX_ATTEMPTS", "4", "an integer from 1 to 100", "tries per call for retryable failures (a user's error is never retried)", intSchema(1, 100)),
     ...executorPoolVars,
     ...commonVars,
@@ -51,6 +60,9 @@ export interface WorkerRuntimeConfig {
   readonly drainTimeoutMs: number;
   readonly taskMaxInflightCalls: number;
   readonly callMaxAttempts: number;
+  readonly functionsDir: string;
+  readonly tableStorePath: string;
+  readonly localTestChainHead: number;
   readonly pool: ExecutorPoolConfig;
   readonly logLevel: EnvValues<ReturnType<typeof workerVars>>["logLevel"];
   readonly prometheusListenAddr: string;
@@ -87,6 +99,9 @@ export function loadWorkerRuntimeConfigFromEnv(
     drainTimeoutMs: v.drainTimeoutMs,
     taskMaxInflightCalls: v.taskMaxInflightCalls,
     callMaxAttempts: v.callMaxAttempts,
+    functionsDir: v.functionsDir.trim(),
+    tableStorePath: v.tableStorePath.trim(),
+    localTestChainHead: v.localTestChainHead,
     pool: executorPoolConfigFrom(v),
     logLevel: v.logLevel,
     prometheusListenAddr: v.prometheusListenAddr,

@@ -17,6 +17,11 @@ import { TaskExecutor } from "../adapters/task-executor";
 import { WorkerService } from "../adapters/worker-service";
 import { WorkerCore } from "../core/worker-core";
 import { ExecutorPool } from "../executor/executor-pool";
+import { FunctionCodeView } from "../function-code/function-code-view";
+import { FunctionsDirPoller } from "../function-code/functions-dir";
+import { BackendRegistry } from "../io/backend-registry";
+import { localtestserviceBackend } from "../io/localtestservice-backend";
+import { SqliteTableStore } from "../writers/table-store";
 import type { WorkerRuntimeConfig } from "./config";
 
 export type WorkerLifecycle = "starting" | "serving" | "draining" | "stopped";
@@ -63,7 +68,14 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   const incarnation = randomBytes(6).toString("hex");
   const core = new WorkerCore({ taskSlots: config.taskSlots, retentionMs: config.resultRetentionMs, workerAddr }, incarnation);
   const errors = new ErrorRateWindow();
-  const svc: WorkerService = new WorkerService(core, (): TaskExecutor => executor, config.profile, log.child({ component: "worker-service" }));
+  const functionView = new FunctionCodeView();
+  const functionsPoller = config.functionsDir ? new FunctionsDirPoller(config.functionsDir, functionView, log) : null;
+  functionsPoller?.start();
+  const backends = new BackendRegistry().register(localtestserviceBackend({ head: config.localTestChainHead }));
+  const tableStore = new SqliteTableStore(config.tableStorePath);
+  const svc: WorkerService = new WorkerService(core, (): TaskExecutor => executor, config.profile, log.child({ component: "worker-service" }), () =>
+    functionsPoller ? functionView.current() : null,
+  );
   const executor: TaskExecutor = new TaskExecutor(
     pool,
     {
@@ -75,6 +87,8 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     },
     svc.onTaskReport,
     log.child({ component: "task-executor" }),
+    backends,
+    tableStore,
   );
   const tasksEnded = registry.counter("blockx_worker_tasks_total", "Tasks that reached a terminal state, by state.", ["state"]);
   const callsFinished = registry.counter("blockx_worker_calls_total", "Calls finished, by whether they failed for a system reason.", ["result"]);
@@ -127,6 +141,8 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     svc.endWatches();
     await shutdownGrpcServer(grpcServer, 2_000);
     await pool.close();
+    functionsPoller?.stop();
+    tableStore.close();
     etcd.close();
     metricsServer?.stop();
     lifecycle = "stopped";

@@ -1,0 +1,68 @@
+import type { JsonValue } from "../executor/protocol";
+import { SyntheticChain } from "../backends/localtestservice/synthetic-chain";
+import { BackendError, type Backend } from "./backend-registry";
+
+function obj(params: JsonValue, op: string): Record<string, JsonValue> {
+  if (params === null || typeof params !== "object" || Array.isArray(params)) throw new BackendError("InvalidParams", `${op}: params must be an object`);
+  return params as Record<string, JsonValue>;
+}
+
+function blockNumber(p: Record<string, JsonValue>, op: string): number {
+  const n = p.number;
+  const v = typeof n === "string" && /^0x[0-9a-f]+$/i.test(n) ? parseInt(n, 16) : n;
+  if (typeof v !== "number" || !Number.isInteger(v) || v < 0) throw new BackendError("InvalidParams", `${op}: number must be a block number (integer or 0x hex), got ${JSON.stringify(n)}`);
+  return v;
+}
+
+function chainName(p: Record<string, JsonValue>, op: string): string {
+  if (typeof p.chain !== "string" || p.chain === "") throw new BackendError("InvalidParams", `${op}: chain is required`);
+  return p.chain;
+}
+
+/**
+ * localtestserviceBackend serves the deterministic synthetic chain with the JSON-RPC method
+ * names as ops: eth_getBlockByNumber {chain, number, full}, eth_getBlockReceipts {chain,
+ * number}, eth_getLogs {chain, fromBlock, toBlock, address, topics}, eth_blockNumber {chain}.
+ */
+export function localtestserviceBackend(opts: { head?: number } = {}): Backend {
+  const chains = new Map<string, SyntheticChain>();
+  const chainOf = (name: string) => {
+    let c = chains.get(name);
+    if (!c) chains.set(name, (c = new SyntheticChain(name, opts.head === undefined ? {} : { head: opts.head })));
+    return c;
+  };
+  return {
+    name: "localtestservice",
+    ops: {
+      eth_getBlockByNumber: {
+        kind: "read",
+        handle: (params) => {
+          const p = obj(params, "eth_getBlockByNumber");
+          return chainOf(chainName(p, "eth_getBlockByNumber")).block(blockNumber(p, "eth_getBlockByNumber"), p.full !== false) as unknown as JsonValue;
+        },
+      },
+      eth_getBlockReceipts: {
+        kind: "read",
+        handle: (params) => {
+          const p = obj(params, "eth_getBlockReceipts");
+          return chainOf(chainName(p, "eth_getBlockReceipts")).blockReceipts(blockNumber(p, "eth_getBlockReceipts")) as unknown as JsonValue;
+        },
+      },
+      eth_getLogs: {
+        kind: "read",
+        handle: (params) => {
+          const p = obj(params, "eth_getLogs");
+          try {
+            return chainOf(chainName(p, "eth_getLogs")).logs(p as never) as unknown as JsonValue;
+          } catch (e) {
+            throw new BackendError("InvalidParams", (e as Error).message);
+          }
+        },
+      },
+      eth_blockNumber: {
+        kind: "read",
+        handle: (params) => "0x" + chainOf(chainName(obj(params, "eth_blockNumber"), "eth_blockNumber")).head().toString(16),
+      },
+    },
+  };
+}
