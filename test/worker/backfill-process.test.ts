@@ -53,7 +53,7 @@ async function setup(role: "worker" | "bundle-worker", extra: Record<string, str
   cleanups.push(() => c.stop("SIGKILL"));
   const client = new WorkerClient(await w.grpcAddr());
   cleanups.push(() => client.close());
-  return { dir, kind, coordAddr: await c.grpcAddr(), client };
+  return { dir, kind, coordAddr: await c.grpcAddr(), client, worker: w };
 }
 
 async function runTask(s: Awaited<ReturnType<typeof setup>>, task: Task) {
@@ -120,4 +120,127 @@ describe("a backfill over the local test chain", () => {
     expect(bad.error?.code).toBe("ROW_MISMATCH");
     expect(bad.error?.message).toContain('column "extra" is not in table strict');
   }, 60_000);
+
+  test("a function raising on one block fails the task, naming the block with its traceback; that block has no rows", async () => {
+    const s = await setup("worker");
+    const src = "def main(ctx, input):\n    n = input['blockNumber']\n    if n == 205:\n        raise RuntimeError(f'cannot decode block {n}')\n    return [{'block': n}]\n";
+    const last = await runTask(s, blockTask("raises", { source: src }, 200, 209, "partial"));
+    expect(last.state).toBe(TaskState.FAILED);
+    const result = await s.client.getTaskResult("raises");
+    if (!result.ok) throw new Error(result.details);
+    expect(result.value.firstError).toMatchObject({ code: "USER_ERROR", callInput: '{"chain":"ethereum","blockNumber":205}', message: "RuntimeError: cannot decode block 205" });
+    expect(result.value.firstError!.traceback).toContain("line 4, in main");
+    const store = new SqliteTableStore(join(s.dir, "tables.sqlite"));
+    const blocks = store.query("partial").map((r) => r.block);
+    store.close();
+    expect(blocks).not.toContain(205);
+  }, 60_000);
+
+  test("cancel mid-backfill: no rows are written after CANCELLED", async () => {
+    const s = await setup("worker");
+    const src = "import time\ndef main(ctx, input):\n    time.sleep(0.05)\n    return [{'block': input['blockNumber']}]\n";
+    const slot = await waitFor(() => reserve(s.coordAddr, "cancel-bf"), (o) => o.ok);
+    await s.client.submitTask(blockTask("cancel-bf", { source: src }, 0, 99_999, "cancelled_rows"), slot.ok ? slot.res.slotId : "");
+    await Bun.sleep(1_000);
+    const cancelled = await s.client.cancelTask("cancel-bf", "enough");
+    expect(cancelled.ok && cancelled.value.state).toBe(TaskState.CANCELLED);
+    const countRows = () => {
+      const store = new SqliteTableStore(join(s.dir, "tables.sqlite"));
+      const n = store.query("cancelled_rows").length;
+      store.close();
+      return n;
+    };
+    await Bun.sleep(300); // calls that were running when the task was cancelled have ended by now
+    const atCancel = countRows();
+    expect(atCancel).toBeGreaterThan(0);
+    await Bun.sleep(1_000);
+    expect(countRows()).toBe(atCancel);
+  }, 60_000);
+
+  test("a 10-million-block task started and cancelled keeps the Worker's memory flat", async () => {
+    const s = await setup("worker");
+    const rssOf = () => Number(/VmRSS:\s+(\d+)/.exec(require("node:fs").readFileSync(`/proc/${s.worker.proc.pid}/status`, "utf8"))![1]) * 1024;
+    const src = "def main(ctx, input):\n    return [{'block': input['blockNumber']}]\n";
+    await runTask(s, blockTask("warm", { source: src }, 1, 50, "flat")); // warm the Worker up first
+    const before = rssOf();
+    const slot = await waitFor(() => reserve(s.coordAddr, "ten-million"), (o) => o.ok);
+    await s.client.submitTask(blockTask("ten-million", { source: src }, 0, 9_999_999, "flat"), slot.ok ? slot.res.slotId : "");
+    await Bun.sleep(2_000);
+    const during = rssOf();
+    const cancelled = await s.client.cancelTask("ten-million");
+    expect(cancelled.ok && cancelled.value.callsTotal).toBe(10_000_000);
+    // A materialised list of 10 million call inputs ({chain, blockNumber} objects, ~60 bytes
+    // each) would add about 600 MiB at once; running calls for 2 s grows the heap by tens of MiB.
+    expect(during - before).toBeLessThan(256 * 1024 * 1024);
+  }, 60_000);
+
+  test("a small task submitted during a large backfill finishes while the backfill is still running (fairness)", async () => {
+    const s = await setup("worker");
+    const slow = "import time\ndef main(ctx, input):\n    time.sleep(0.02)\n    return [{'block': input['blockNumber']}]\n";
+    const big = await waitFor(() => reserve(s.coordAddr, "big"), (o) => o.ok);
+    await s.client.submitTask(blockTask("big", { source: slow }, 0, 49_999, "big_rows"), big.ok ? big.res.slotId : "");
+    await Bun.sleep(500);
+    const small = await runTask(s, blockTask("small", { source: BLOCK_STATS }, 7, 7, "small_rows"));
+    expect(small.state).toBe(TaskState.SUCCEEDED);
+    const bigNow = await s.client.getTaskResult("big");
+    expect(bigNow.ok && bigNow.value.snapshot!.state).toBe(TaskState.RUNNING);
+    await s.client.cancelTask("big");
+  }, 60_000);
+
+  test("a function edited mid-backfill: the running task keeps the code pinned when it started", async () => {
+    const fnDir = mkdtempSync(join(tmpdir(), "blockx-fns-"));
+    Bun.spawnSync(["chmod", "755", fnDir]);
+    cleanups.push(() => rmSync(fnDir, { recursive: true, force: true }));
+    const v1 = "import time\ndef main(ctx, input):\n    time.sleep(0.01)\n    return [{'block': input['blockNumber'], 'version': 1}]\n";
+    writeFileSync(join(fnDir, "versioned.py"), v1);
+    const s = await setup("worker", { FUNCTIONS_DIR: fnDir });
+    const slot = await waitFor(() => reserve(s.coordAddr, "pinned"), (o) => o.ok);
+    await s.client.submitTask(blockTask("pinned", { name: "versioned" }, 0, 299, "versions"), slot.ok ? slot.res.slotId : "");
+    await Bun.sleep(200);
+    writeFileSync(join(fnDir, "versioned.py"), v1.replace("'version': 1", "'version': 2"));
+    const last = (await s.client.watch(["pinned"])).snapshots.at(-1)!;
+    expect(last.state).toBe(TaskState.SUCCEEDED);
+    const store = new SqliteTableStore(join(s.dir, "tables.sqlite"));
+    expect(new Set(store.query("versions").map((r) => r.version))).toEqual(new Set([1]));
+    store.close();
+    // A task started after the edit runs the new code (the directory is re-read every second).
+    await Bun.sleep(1_500);
+    await runTask(s, blockTask("after-edit", { name: "versioned" }, 1000, 1000, "versions"));
+    const store2 = new SqliteTableStore(join(s.dir, "tables.sqlite"));
+    expect(store2.query("versions", "WHERE block = 1000").map((r) => r.version)).toEqual([2]);
+    store2.close();
+  }, 60_000);
+
+  test("a function calling another function by name, and executors SIGKILLed repeatedly mid-backfill: still SUCCEEDED, rows exact, no duplicates", async () => {
+    const fnDir = mkdtempSync(join(tmpdir(), "blockx-fns-"));
+    Bun.spawnSync(["chmod", "755", fnDir]);
+    cleanups.push(() => rmSync(fnDir, { recursive: true, force: true }));
+    writeFileSync(join(fnDir, "tx_count.py"), "def main(ctx, block):\n    return len(block['transactions'])\n");
+    writeFileSync(
+      join(fnDir, "stats_via_sub_call.py"),
+      [
+        "import time",
+        "def main(ctx, input):",
+        "    time.sleep(0.02)",
+        "    b = ctx.io('localtestservice', 'eth_getBlockByNumber', {'chain': input['chain'], 'number': input['blockNumber'], 'full': False})",
+        "    return [{'block': input['blockNumber'], 'tx_count': ctx.call('tx_count', b), 'gas_used': int(b['gasUsed'], 16)}]",
+      ].join("\n"),
+    );
+    const s = await setup("worker", { FUNCTIONS_DIR: fnDir, CALL_MAX_ATTEMPTS: "10" });
+    const slot = await waitFor(() => reserve(s.coordAddr, "survivor"), (o) => o.ok);
+    await s.client.submitTask(blockTask("survivor", { name: "stats_via_sub_call" }, 3000, 3399, "survivor_rows"), slot.ok ? slot.res.slotId : "");
+    const watching = s.client.watch(["survivor"]);
+    for (let i = 0; i < 3; i++) {
+      await Bun.sleep(400);
+      const pids = Bun.spawnSync(["pgrep", "-P", String(s.worker.proc.pid)]).stdout.toString().trim().split("\n").filter(Boolean);
+      if (pids[0]) process.kill(Number(pids[0]), "SIGKILL");
+    }
+    const last = (await watching).snapshots.at(-1)!;
+    expect(last.state).toBe(TaskState.SUCCEEDED);
+    expect(last.callsRetried).toBeGreaterThan(0);
+    const store = new SqliteTableStore(join(s.dir, "tables.sqlite"));
+    const rows = store.query("survivor_rows", "ORDER BY block").map(({ block, tx_count, gas_used }) => ({ block, tx_count, gas_used }));
+    store.close();
+    expect(rows).toEqual(expected(3000, 3399));
+  }, 90_000);
 });
