@@ -4,7 +4,7 @@
  * store, checked against values recomputed independently from the same synthetic chain.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FunctionCallConfig, Task, TaskState } from "../../src/gen/worker/v1/worker";
@@ -159,7 +159,7 @@ describe("a backfill over the local test chain", () => {
 
   test("a 10-million-block task started and cancelled keeps the Worker's memory flat", async () => {
     const s = await setup("worker");
-    const rssOf = () => Number(/VmRSS:\s+(\d+)/.exec(require("node:fs").readFileSync(`/proc/${s.worker.proc.pid}/status`, "utf8"))![1]) * 1024;
+    const rssOf = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${s.worker.proc.pid}/status`, "utf8"))![1]) * 1024;
     const src = "def main(ctx, input):\n    return [{'block': input['blockNumber']}]\n";
     await runTask(s, blockTask("warm", { source: src }, 1, 50, "flat")); // warm the Worker up first
     const before = rssOf();
