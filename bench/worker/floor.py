@@ -1,0 +1,24 @@
+"""bench/worker/floor.py: the backfill floor. One plain python3 process reads JSON lines of
+eth_getBlockByNumber results (full transactions), json.loads each and computes the same row as
+the backfill's function (block, tx_count, gas_used). Prints {"seconds", "count"} as JSON."""
+import json
+import sys
+import time
+
+
+def main(ctx, b):
+    return [{'block': int(b['number'], 16), 'tx_count': len(b['transactions']), 'gas_used': int(b['gasUsed'], 16)}]
+
+
+def run(path):
+    t0 = time.perf_counter()
+    rows = []
+    with open(path, 'r') as f:
+        for line in f:
+            rows.extend(main(None, json.loads(line)))
+    elapsed = time.perf_counter() - t0
+    print(json.dumps({'seconds': elapsed, 'count': len(rows)}))
+
+
+if __name__ == '__main__':
+    run(sys.argv[1])
