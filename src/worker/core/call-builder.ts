@@ -22,14 +22,8 @@ export interface CallPlan<C> {
   at(index: number): C;
 }
 
-/**
- * blockTableCalls is the Call Builder of BlockTableCallConfig: one call per block,
- * fromBlock..toBlock inclusive. Nothing is materialised: a 10-million-block range costs the
- * same memory as one block.
- */
-export function blockTableCalls(chain: string, fromBlock: number, toBlock: number): CallPlan<BlockCallInput> {
-  const total = toBlock - fromBlock + 1;
-  const at = (i: number): BlockCallInput => ({ chain, blockNumber: fromBlock + i });
+/** planOf turns a size and an index function into a plan whose sources walk it in order. */
+function planOf<C>(total: number, at: (index: number) => C): CallPlan<C> {
   return {
     total,
     at,
@@ -38,6 +32,15 @@ export function blockTableCalls(chain: string, fromBlock: number, toBlock: numbe
       return { next: () => (i < total ? at(i++) : null) };
     },
   };
+}
+
+/**
+ * blockTableCalls is the Call Builder of BlockTableCallConfig: one call per block,
+ * fromBlock..toBlock inclusive. Nothing is materialised: a 10-million-block range costs the
+ * same memory as one block.
+ */
+export function blockTableCalls(chain: string, fromBlock: number, toBlock: number): CallPlan<BlockCallInput> {
+  return planOf(toBlock - fromBlock + 1, (i): BlockCallInput => ({ chain, blockNumber: fromBlock + i }));
 }
 
 /**
@@ -45,30 +48,13 @@ export function blockTableCalls(chain: string, fromBlock: number, toBlock: numbe
  * of bundleSize blocks, the last one possibly shorter. Bundles are aligned to fromBlock.
  */
 export function blockBundleCalls(chain: string, fromBlock: number, toBlock: number, bundleSize: number): CallPlan<BundleCallInput> {
-  const blocks = toBlock - fromBlock + 1;
-  const total = Math.ceil(blocks / bundleSize);
-  const at = (i: number): BundleCallInput => {
+  return planOf(Math.ceil((toBlock - fromBlock + 1) / bundleSize), (i): BundleCallInput => {
     const start = fromBlock + i * bundleSize;
     return { chain, fromBlock: start, toBlock: Math.min(toBlock, start + bundleSize - 1) };
-  };
-  return {
-    total,
-    at,
-    source() {
-      let i = 0;
-      return { next: () => (i < total ? at(i++) : null) };
-    },
-  };
+  });
 }
 
 /** inputCalls is the Call Builder of InputsCallConfig: one call per input, in order. */
 export function inputCalls<T>(inputs: readonly T[]): CallPlan<T> {
-  return {
-    total: inputs.length,
-    at: (i) => inputs[i]!,
-    source() {
-      let i = 0;
-      return { next: () => (i < inputs.length ? inputs[i++]! : null) };
-    },
-  };
+  return planOf(inputs.length, (i) => inputs[i]!);
 }
