@@ -11,7 +11,7 @@ import { ExecutorPoolCore } from "./executor-pool-core";
 import type { ExecutorPoolConfig } from "./executor-pool-config";
 import { encodeFrame, FrameDecoder } from "./frame-codec";
 import { resolveIsolation, resolvePython, type Isolation } from "./isolation";
-import { PROTOCOL_VERSION, type ExecutorMessage, type JsonValue, type LogLine, type PoolMessage, type ResumeResult, type SuspensionRequest } from "./protocol";
+import { PROTOCOL_VERSION, RawJson, type ExecutorMessage, type JsonValue, type LogLine, type PoolMessage, type ResumeResult, type SuspensionRequest } from "./protocol";
 
 /** How often the pool checks pings, memory, wall-clock ceilings and restarts. */
 const TICK_MS = 50;
@@ -509,7 +509,7 @@ export class ExecutorPool {
   private send(e: Executor, m: PoolMessage): void {
     const conn = e.conn;
     if (!conn || e.dead) return;
-    conn.corked.push(encodeFrame(m));
+    conn.corked.push(encodeFrame(m, m.type === "ResumeCall" && m.results.some((r) => r.ok && r.value instanceof RawJson)));
     if (conn.corked.length === 1) queueMicrotask(() => this.uncork(conn));
   }
 

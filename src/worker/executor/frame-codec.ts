@@ -5,12 +5,42 @@
 
 export const MAX_FRAME_BYTES = 64 * 1024 * 1024;
 
+import { RawJson } from "./protocol";
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** encodeFrame serialises one message into a frame. */
-export function encodeFrame(message: unknown): Uint8Array {
-  const body = encoder.encode(JSON.stringify(message));
+// A placeholder no user string can spell: it carries a per-process random nonce.
+const RAW_MARK = `\u0000rawjson-${crypto.randomUUID()}-`;
+
+function stringifyWithRaw(message: unknown): string {
+  const raws: string[] = [];
+  const text = JSON.stringify(message, (_key, value: unknown) => {
+    if (value instanceof RawJson) {
+      raws.push(value.text);
+      return RAW_MARK + (raws.length - 1);
+    }
+    return value;
+  });
+  if (raws.length === 0) return text;
+  // JSON.stringify escapes the NUL of the mark as \u0000; match the serialised form.
+  const mark = JSON.stringify(RAW_MARK).slice(1, -1);
+  const parts = text.split(`"${mark}`);
+  let out = parts[0]!;
+  for (let i = 1; i < parts.length; i++) {
+    const part = parts[i]!;
+    const end = part.indexOf('"');
+    out += raws[Number(part.slice(0, end))]! + part.slice(end + 1);
+  }
+  return out;
+}
+
+/**
+ * encodeFrame serialises one message into a frame. Pass `withRaw` when the message may hold
+ * RawJson values (only ResumeCall does); the plain path stays a bare JSON.stringify.
+ */
+export function encodeFrame(message: unknown, withRaw = false): Uint8Array {
+  const body = encoder.encode(withRaw ? stringifyWithRaw(message) : JSON.stringify(message));
   const frame = new Uint8Array(4 + body.length);
   new DataView(frame.buffer).setUint32(0, body.length, false);
   frame.set(body, 4);

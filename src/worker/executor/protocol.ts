@@ -13,7 +13,21 @@ export type SuspensionRequest =
   | { kind: "io"; backend: string; op: string; params: JsonValue }
   | { kind: "call"; function: FunctionRequestRef; args: JsonValue };
 
-export type ResumeResult = { ok: true; value: JsonValue } | { ok: false; error: { type: string; message: string; traceback?: string } };
+/**
+ * RawJson is a value already serialised as JSON text. Backends and the IO cache hand blocks
+ * around in this form so the Worker never parses and re-serialises a large immutable value on
+ * its way to the executor: the frame encoder splices the text in as it is.
+ */
+export class RawJson {
+  constructor(readonly text: string) {}
+
+  /** parse gives the value itself, for the rare reader inside the Worker. */
+  parse(): JsonValue {
+    return JSON.parse(this.text) as JsonValue;
+  }
+}
+
+export type ResumeResult = { ok: true; value: JsonValue | RawJson } | { ok: false; error: { type: string; message: string; traceback?: string } };
 
 export interface ExecutorCallError {
   code: string;
