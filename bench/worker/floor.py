@@ -1,6 +1,7 @@
 """bench/worker/floor.py: the backfill floor. One plain python3 process reads JSON lines of
-eth_getBlockByNumber results (full transactions), json.loads each and computes the same row as
-the backfill's function (block, tx_count, gas_used). Prints {"seconds", "count"} as JSON."""
+eth_getBlockByNumber results (full transactions) -- the block store the Worker serves from, whose
+first line is a header -- json.loads each block and computes the same row as the backfill's
+function (block, tx_count, gas_used). Prints {"seconds", "count"} as JSON."""
 import json
 import sys
 import time
@@ -14,6 +15,8 @@ def run(path):
     t0 = time.perf_counter()
     rows = []
     with open(path, 'r') as f:
+        header = f.readline()
+        assert header.startswith('{"blockxBlockStore"'), 'not a block store'
         for line in f:
             rows.extend(main(None, json.loads(line)))
     elapsed = time.perf_counter() - t0

@@ -41,6 +41,13 @@ export function workerVars(profile: WorkerProfile) {
       stringSchema().refine((s) => s.trim() !== ""),
     ),
     localTestChainHead: envVar("LOCALTESTSERVICE_HEAD", "20000000", "an integer from 0 to 1000000000", "highest block of the synthetic local test chain", intSchema(0, 1_000_000_000)),
+    localTestBlockStore: envVar(
+      "LOCALTESTSERVICE_BLOCK_STORE",
+      "",
+      "a file path, or empty",
+      "block store file of the local test chain (`blockx localchain render`): its blocks are served as stored text instead of generated",
+      stringSchema(),
+    ),
     callMaxAttempts: envVar("CALL_MAX_ATTEMPTS", "4", "an integer from 1 to 100", "tries per call for retryable failures (a user's error is never retried)", intSchema(1, 100)),
     ...executorPoolVars,
     ...commonVars,
@@ -63,6 +70,8 @@ export interface WorkerRuntimeConfig {
   readonly functionsDir: string;
   readonly tableStorePath: string;
   readonly localTestChainHead: number;
+  /** Empty: every block is generated on demand. */
+  readonly localTestBlockStore: string;
   readonly pool: ExecutorPoolConfig;
   readonly logLevel: EnvValues<ReturnType<typeof workerVars>>["logLevel"];
   readonly prometheusListenAddr: string;
@@ -102,6 +111,7 @@ export function loadWorkerRuntimeConfigFromEnv(
     functionsDir: v.functionsDir.trim(),
     tableStorePath: v.tableStorePath.trim(),
     localTestChainHead: v.localTestChainHead,
+    localTestBlockStore: v.localTestBlockStore,
     pool: executorPoolConfigFrom(v),
     logLevel: v.logLevel,
     prometheusListenAddr: v.prometheusListenAddr,

@@ -1,10 +1,11 @@
 import type { IoAnswer } from "../executor/call";
-import type { JsonValue } from "../executor/protocol";
+import type { JsonValue, RawJson } from "../executor/protocol";
 
 /** Every backend op is declared read or write (the Sync Invoker will refuse writes). */
 export interface BackendOp {
   readonly kind: "read" | "write";
-  handle(params: JsonValue): Promise<JsonValue> | JsonValue;
+  /** A value, or its JSON text as RawJson when the backend already has it serialised. */
+  handle(params: JsonValue): Promise<JsonValue | RawJson> | JsonValue | RawJson;
 }
 
 export interface Backend {
