@@ -29,6 +29,7 @@ import { writeBlockStore } from "../../src/worker/backends/localtestservice/bloc
 import { SyntheticChain } from "../../src/worker/backends/localtestservice/synthetic-chain";
 import { SqliteTableStore } from "../../src/worker/writers/table-store";
 import { BlockxProcess } from "../../test/support/blockx-process";
+import { treeCpuSeconds } from "../support/process-cpu";
 import { EtcdProcess } from "../../test/support/etcd";
 import { randomLanePrefix } from "../../test/support/worker-double";
 import { TERMINAL_STATES, WorkerClient } from "../../test/support/worker-client";
@@ -87,16 +88,16 @@ function render(): { seconds: number; mb: number } {
 }
 
 /** floor: floor.py over the store file. */
-async function floor(): Promise<{ perSecond: number; seconds: number; count: number }> {
+async function floor(): Promise<{ perSecond: number; seconds: number; count: number; cpuMsPerBlock: number }> {
   const proc = Bun.spawn(["python3", join(import.meta.dir, "floor.py"), storePath], { stdout: "pipe", stderr: "inherit" });
   const [text, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
   if (code !== 0) throw new Error(`floor.py exited with ${code}`);
-  const o = JSON.parse(text.trim()) as { seconds: number; count: number };
-  return { perSecond: o.count / o.seconds, seconds: o.seconds, count: o.count };
+  const o = JSON.parse(text.trim()) as { seconds: number; count: number; cpu_seconds: number };
+  return { perSecond: o.count / o.seconds, seconds: o.seconds, count: o.count, cpuMsPerBlock: (o.cpu_seconds * 1000) / o.count };
 }
 
 /** pipeline: one block_table task of BLOCKS blocks through a fresh compiled Worker. */
-async function pipeline(fromStore: boolean): Promise<{ perSecond: number; seconds: number; state: string; succeeded: number; rows: number; distinct: number; inRange: number }> {
+async function pipeline(fromStore: boolean): Promise<{ perSecond: number; seconds: number; state: string; succeeded: number; rows: number; distinct: number; inRange: number; workerCpuMs: number; executorsCpuMs: number }> {
   const dbPath = join(dir, `tables-${fromStore ? "store" : "generated"}.sqlite`);
   const w = BlockxProcess.spawn(["worker"], {
     ETCD_ENDPOINTS: etcd!.endpoint,
@@ -114,24 +115,37 @@ async function pipeline(fromStore: boolean): Promise<{ perSecond: number; second
     const run = async (taskId: string, from: number, to: number, table: string) => {
       const slot = await client.requestTaskSlot(taskId);
       if (!slot.ok) throw new Error(`requestTaskSlot: ${slot.details}`);
+      const cpu0 = treeCpuSeconds(w.proc.pid);
       const t0 = performance.now();
       const sub = await client.submitTask(blockTask(taskId, from, to, table), slot.value.slotId);
       if (!sub.ok) throw new Error(`submit: ${sub.details}`);
       const { snapshots, error } = await client.watch([taskId]);
       const seconds = (performance.now() - t0) / 1000;
+      const cpu1 = treeCpuSeconds(w.proc.pid);
+      const cpu = { worker: cpu1.self - cpu0.self, executors: cpu1.children - cpu0.children };
       if (error) throw error;
       const last = snapshots.at(-1)!;
       if (!TERMINAL_STATES.includes(last.state)) throw new Error(`watch ended in ${TaskState[last.state]}`);
-      return { seconds, last };
+      return { seconds, last, cpu };
     };
     await run("warm", TO + 1, TO + 500, "warm_stats");
-    const { seconds, last } = await run("backfill", FROM, TO, "block_stats");
+    const { seconds, last, cpu } = await run("backfill", FROM, TO, "block_stats");
     const store = new SqliteTableStore(dbPath);
     const rows = store.query("block_stats").map((r) => Number(r.block));
     store.close();
     const distinct = new Set(rows).size;
     const inRange = rows.filter((b) => b >= FROM && b <= TO).length;
-    return { perSecond: BLOCKS / seconds, seconds, state: TaskState[last.state]!, succeeded: last.callsSucceeded, rows: rows.length, distinct, inRange };
+    return {
+      perSecond: BLOCKS / seconds,
+      seconds,
+      state: TaskState[last.state]!,
+      succeeded: last.callsSucceeded,
+      rows: rows.length,
+      distinct,
+      inRange,
+      workerCpuMs: (cpu.worker * 1000) / BLOCKS,
+      executorsCpuMs: (cpu.executors * 1000) / BLOCKS,
+    };
   } finally {
     client.close();
     for (const b of blockx.splice(0)) await b.stop("SIGKILL").catch(() => {});
@@ -150,7 +164,10 @@ try {
   console.log(`| blocks/s | ${f.perSecond.toFixed(0)} | ${p.perSecond.toFixed(0)} | ${(p.perSecond / f.perSecond).toFixed(2)}x |`);
   console.log(`| seconds for ${BLOCKS} blocks | ${f.seconds.toFixed(2)} | ${p.seconds.toFixed(2)} | |`);
   if (g) console.log(`| pipeline, blocks generated on the fly: blocks/s | | ${g.perSecond.toFixed(0)} | ${(g.perSecond / f.perSecond).toFixed(2)}x |`);
+  const pipeCpu = p.workerCpuMs + p.executorsCpuMs;
+  console.log(`| CPU ms per block | ${f.cpuMsPerBlock.toFixed(3)} | ${pipeCpu.toFixed(3)} (Worker ${p.workerCpuMs.toFixed(3)} + executors ${p.executorsCpuMs.toFixed(3)}) | ${(pipeCpu / f.cpuMsPerBlock).toFixed(2)}x the CPU |`);
   console.log("");
+  console.log(`On 2 idle cores the pipeline could reach at most ${((2 / pipeCpu) * 1000).toFixed(0)} blocks/s = ${((2 * f.cpuMsPerBlock) / pipeCpu).toFixed(2)}x the floor (2 x floor CPU / pipeline CPU per block).`);
   console.log(`(block store: ${r.mb.toFixed(0)} MB of JSON lines, rendered in ${r.seconds.toFixed(1)} s, not timed; floor rows ${f.count})`);
   for (const [name, run] of [["store", p], ["generated", g]] as const) {
     if (!run) continue;

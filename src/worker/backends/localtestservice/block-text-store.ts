@@ -65,7 +65,6 @@ export class BlockTextStore {
     readonly header: BlockStoreHeader,
     /** offsets[i] = start of block first+i's line; offsets[count] = end of the last line + 1. */
     private readonly offsets: Float64Array,
-    private buf: Buffer,
   ) {}
 
   static open(path: string): BlockTextStore {
@@ -109,7 +108,7 @@ export class BlockTextStore {
       if (lineStarts.length !== header.count + 1) {
         throw new BlockStoreError(`block store ${path} is truncated or damaged: header says ${header.count} blocks, file has ${lineStarts.length - 1} lines`);
       }
-      return new BlockTextStore(fd, header, Float64Array.from(lineStarts), Buffer.allocUnsafe(256 << 10));
+      return new BlockTextStore(fd, header, Float64Array.from(lineStarts));
     } catch (e) {
       closeSync(fd);
       throw e;
@@ -124,15 +123,16 @@ export class BlockTextStore {
     return chain === this.header.chain && n >= this.header.first && n < this.header.first + this.header.count;
   }
 
-  /** read gives block n's stored JSON text (the caller checks `has` first). */
+  /** read gives block n's stored JSON bytes (the caller checks `has` first). */
   read(n: number): RawJson {
     const i = n - this.header.first;
     const start = this.offsets[i]!;
     const len = this.offsets[i + 1]! - 1 - start;
-    if (len > this.buf.length) this.buf = Buffer.allocUnsafe(Math.max(len, this.buf.length * 2));
-    const got = readSync(this.fd, this.buf, 0, len, start);
+    // A buffer of its own per block: the bytes go on to the executor (and maybe a cache) as they are.
+    const buf = Buffer.allocUnsafe(len);
+    const got = readSync(this.fd, buf, 0, len, start);
     if (got !== len) throw new BlockStoreError(`short read of block ${n} from the block store (${got} of ${len} bytes)`);
-    return new RawJson(this.buf.toString("utf8", 0, len));
+    return new RawJson(buf);
   }
 
   close(): void {
