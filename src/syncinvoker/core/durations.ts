@@ -19,6 +19,8 @@ export function attributeDurations(m: { queueMs: number; cpuMs: number; ioMs: nu
   const totalMs = nonNegative(m.totalMs);
   const queueMs = Math.min(nonNegative(m.queueMs), totalMs);
   const ioMs = Math.min(nonNegative(m.ioMs), totalMs - queueMs);
-  const cpuMs = Math.min(nonNegative(m.cpuMs), totalMs - queueMs - ioMs);
+  let cpuMs = Math.min(nonNegative(m.cpuMs), totalMs - queueMs - ioMs);
+  // Floating-point subtraction can leave cpu + io one ulp above total: step cpu down until it fits.
+  while (cpuMs > 0 && cpuMs + ioMs > totalMs) cpuMs = Math.max(0, cpuMs - Math.max(Number.MIN_VALUE, cpuMs * Number.EPSILON));
   return { queueMs, cpuMs, ioMs, totalMs };
 }
