@@ -32,7 +32,7 @@ export interface SyncInvokerServiceDeps {
   readonly functions: () => FunctionSnapshot | null;
   readonly io: ReadOnlyIo;
   readonly precheck: PrecheckRunner;
-  /** Calls running at once: one per executor. */
+  /** Calls running at once (EXECUTOR_COUNT x SYNCINVOKER_CALLS_PER_EXECUTOR). */
   readonly capacity: number;
   readonly queueMax: number;
   readonly defaultTimeoutMs: number;

@@ -15,6 +15,14 @@ export const syncInvokerVars = {
     "requests waiting for a free executor; one more is refused with RESOURCE_EXHAUSTED (0: never wait)",
     intSchema(0, 1_000_000),
   ),
+  callsPerExecutor: envVar(
+    "SYNCINVOKER_CALLS_PER_EXECUTOR",
+    "1",
+    "an integer from 1 to 512",
+    "calls admitted at once per executor (EXECUTOR_COUNT x this run, the rest queue). 1: a call never shares its executor, " +
+      "so its latency does not depend on others; more lets calls that wait on IO overlap",
+    intSchema(1, 512),
+  ),
   defaultTimeoutMs: envVar(
     "SYNCINVOKER_DEFAULT_TIMEOUT_MS",
     "5000",
@@ -38,6 +46,8 @@ export const syncInvokerVars = {
 export interface SyncInvokerConfig {
   readonly listenAddr: string;
   readonly queueMax: number;
+  /** Calls running at once: EXECUTOR_COUNT x SYNCINVOKER_CALLS_PER_EXECUTOR. */
+  readonly maxRunning: number;
   readonly defaultTimeoutMs: number;
   readonly functionsDir: string;
   readonly localTestChainHead: number;
@@ -54,6 +64,7 @@ export function loadSyncInvokerConfig(env: Readonly<Record<string, string | unde
   return Object.freeze({
     listenAddr: v.listenAddr,
     queueMax: v.queueMax,
+    maxRunning: v.executorCount * v.callsPerExecutor,
     defaultTimeoutMs: v.defaultTimeoutMs,
     functionsDir: v.functionsDir.trim(),
     localTestChainHead: v.localTestChainHead,

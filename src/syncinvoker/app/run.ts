@@ -50,7 +50,7 @@ export async function runSyncInvoker(config: SyncInvokerConfig): Promise<void> {
     functions: () => (functionsPoller ? functionView.current() : null),
     io: new ReadOnlyIo(backends),
     precheck,
-    capacity: config.pool.executorCount,
+    capacity: config.maxRunning,
     queueMax: config.queueMax,
     defaultTimeoutMs: config.defaultTimeoutMs,
     log: log.child({ component: "syncinvoker" }),
@@ -76,5 +76,5 @@ export async function runSyncInvoker(config: SyncInvokerConfig): Promise<void> {
   });
 
   health.setAll(ServingStatus.SERVING);
-  log.info({ addr: boundAddr, executors: config.pool.executorCount, queueMax: config.queueMax, functionsDir: config.functionsDir || null }, "grpc listening");
+  log.info({ addr: boundAddr, executors: config.pool.executorCount, maxRunning: config.maxRunning, queueMax: config.queueMax, functionsDir: config.functionsDir || null }, "grpc listening");
 }

@@ -1,6 +1,6 @@
 /**
- * Admission of Sync Invoker requests: at most `capacity` calls run at once (one per executor,
- * so a synchronous caller never waits behind another call inside an executor); the rest wait
+ * Admission of Sync Invoker requests: at most `capacity` calls run at once (by default one per
+ * executor, so a synchronous caller never waits behind another call inside an executor); the rest wait
  * in one FIFO queue of at most `queueMax`; past that a request is refused at once
  * (backpressure the caller can act on, instead of a queue growing without bound). A queued
  * request whose deadline passes is dropped without running: its caller has given up, and
@@ -31,7 +31,7 @@ export type AdmissionInstruction =
   | { readonly type: "rejectDraining"; readonly id: string };
 
 export interface AdmissionConfig {
-  /** Calls running at once (the executor count). */
+  /** Calls running at once (executors x calls per executor). */
   readonly capacity: number;
   /** Requests waiting at once; 0 refuses every request that cannot start now. */
   readonly queueMax: number;
