@@ -1,5 +1,17 @@
 import * as grpc from "@grpc/grpc-js";
-import { SyncInvokerErrorCode } from "../core/sync-invoker-error";
+import type { SyncInvokerErrorCode } from "../core/sync-invoker-error";
+
+/** One status per code; the Record type makes a new code without a status a compile error. */
+const STATUS: Readonly<Record<SyncInvokerErrorCode, grpc.status>> = {
+  INVALID_ARGUMENT: grpc.status.INVALID_ARGUMENT,
+  FUNCTION_NOT_FOUND: grpc.status.NOT_FOUND,
+  QUEUE_FULL: grpc.status.RESOURCE_EXHAUSTED,
+  DEADLINE_EXCEEDED: grpc.status.DEADLINE_EXCEEDED,
+  WRITE_REJECTED: grpc.status.PERMISSION_DENIED,
+  UNAVAILABLE: grpc.status.UNAVAILABLE,
+  CANCELLED: grpc.status.CANCELLED,
+  INTERNAL: grpc.status.INTERNAL,
+};
 
 /**
  * syncInvokerCodeToGRPC is the one table from a Sync Invoker error to a gRPC status. Client
@@ -8,22 +20,5 @@ import { SyncInvokerErrorCode } from "../core/sync-invoker-error";
  * PERMISSION_DENIED / NOT_FOUND / INVALID_ARGUMENT = fix the function or the request.
  */
 export function syncInvokerCodeToGRPC(code: SyncInvokerErrorCode): grpc.status {
-  switch (code) {
-    case SyncInvokerErrorCode.InvalidArgument:
-      return grpc.status.INVALID_ARGUMENT;
-    case SyncInvokerErrorCode.FunctionNotFound:
-      return grpc.status.NOT_FOUND;
-    case SyncInvokerErrorCode.QueueFull:
-      return grpc.status.RESOURCE_EXHAUSTED;
-    case SyncInvokerErrorCode.DeadlineExceeded:
-      return grpc.status.DEADLINE_EXCEEDED;
-    case SyncInvokerErrorCode.WriteRejected:
-      return grpc.status.PERMISSION_DENIED;
-    case SyncInvokerErrorCode.Unavailable:
-      return grpc.status.UNAVAILABLE;
-    case SyncInvokerErrorCode.Cancelled:
-      return grpc.status.CANCELLED;
-    case SyncInvokerErrorCode.Internal:
-      return grpc.status.INTERNAL;
-  }
+  return STATUS[code];
 }
