@@ -177,6 +177,57 @@ describe("Invoke", () => {
   });
 });
 
+describe("other clients and faults", () => {
+  const PY_SUPPORT = join(import.meta.dir, "..", "support");
+  async function py(script: string, ...args: string[]) {
+    const p = Bun.spawn(["/usr/bin/python3", join(PY_SUPPORT, script), ...args], { stdout: "pipe", stderr: "pipe" });
+    const [out, err] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+    if (!out.trim()) throw new Error(`${script} printed nothing: ${err}`);
+    return JSON.parse(out);
+  }
+
+  test("a client that is not grpc-js (Debian's python3-grpcio) invokes and reads health", async () => {
+    const r = await py("py_syncinvoker_client.py", client.addr, "def main(ctx, x):\n    return x * 2\n", "21");
+    expect(r).toMatchObject({ ok: true, result: "42", error: null });
+    checkDurations(r.durations);
+    const failed = await py("py_syncinvoker_client.py", client.addr, "def main(ctx, x):\n    raise KeyError(x)\n", '"k"');
+    expect(failed).toMatchObject({ ok: true, result: "", error: { code: "USER_ERROR", message: "KeyError: 'k'" } });
+    const bad = await py("py_syncinvoker_client.py", client.addr, "def main(ctx, x):\n    return x\n", "not json");
+    expect(bad).toMatchObject({ ok: false, code: "INVALID_ARGUMENT" });
+    expect(await py("py_grpc_client.py", client.addr, "health", "syncinvoker.v1.SyncInvokerService")).toEqual({ ok: true, status: "SERVING" });
+  });
+
+  test("an executor dying under the call is UNAVAILABLE (a system failure, retry), and the invoker serves on", async () => {
+    const r = await client.invoke({ source: "import os\ndef main(ctx, x):\n    os._exit(3)\n" });
+    expect(!r.ok && r.code).toBe(grpc.status.UNAVAILABLE);
+    expect(!r.ok && r.details).toContain("EXECUTOR_CRASHED");
+    await until("the invoker answers again", async () => {
+      const again = await client.invoke({ source: "def main(ctx, x):\n    return 'fine'\n" });
+      return again.ok && again.value.error === undefined;
+    });
+  });
+
+  test("sub-calls by name run with the same read-only IO (a nested write is refused too)", async () => {
+    const r = await client.invoke({ source: "def main(ctx, x):\n    return ctx.call('block_stats', {'chain': 'eth', 'number': x})\n", args: "5" });
+    if (!r.ok) throw new Error(r.details);
+    expect(JSON.parse(r.value.result.toString()).number).toBe(5);
+    checkDurations(r.value.durations);
+    const nested = "def main(ctx, x):\n    return ctx.call({'source': \"def main(ctx, x):\\n    return ctx.io('localtestservice', 'eth_sendRawTransaction', {})\\n\"})\n";
+    const w = await client.invoke({ source: nested });
+    expect(!w.ok && w.code).toBe(grpc.status.PERMISSION_DENIED);
+  });
+
+  test("a caller that cancels its running call stops it in the executor", async () => {
+    // Spins on CPU with a 60 s budget: only the cancel can end it before the wait below gives up.
+    const source = "def main(ctx, x):\n    while True:\n        sum(range(1000))\n";
+    const call = client.client.invoke({ function: { name: "", source, entry: "" }, args: Buffer.from("null"), timeoutMs: 60_000 }, () => {});
+    await until("the call runs", async () => (await metric("blockx_syncinvoker_running_calls ")).endsWith(" 1"));
+    call.cancel();
+    await until("the executor is free again", async () => (await metric("blockx_syncinvoker_running_calls ")).endsWith(" 0"));
+    expect(await metric('blockx_syncinvoker_invocations_total{rpc="Invoke",outcome="CANCELLED"}')).toContain("} 1");
+  });
+});
+
 describe("DebugInvoke", () => {
   test("returns the result plus captured output, ctx.log lines, the IO trace and the durations", async () => {
     const source = [
