@@ -4,34 +4,11 @@ usage: /usr/bin/python3 py_syncinvoker_client.py ADDR SOURCE ARGS_JSON
 Prints one JSON object: {"ok", "callId", "result", "error", "durations"} or {"ok": false, "code", "details"}.
 """
 import json
-import struct
 import sys
 
 import grpc
 
-from py_grpc_client import read_varint, string_field, varint
-
-
-def fields(buf):
-    """fields decodes one message level: number -> last value (varint, bytes or double)."""
-    out = {}
-    i = 0
-    while i < len(buf):
-        key, i = read_varint(buf, i)
-        num, wire = key >> 3, key & 7
-        if wire == 0:
-            v, i = read_varint(buf, i)
-        elif wire == 1:
-            v = struct.unpack("<d", bytes(buf[i:i + 8]))[0]
-            i += 8
-        elif wire == 2:
-            n, i = read_varint(buf, i)
-            v = bytes(buf[i:i + n])
-            i += n
-        else:
-            raise ValueError("unexpected wire type %d" % wire)
-        out[num] = v
-    return out
+from py_grpc_client import decode as fields, string_field, varint
 
 
 def main():

@@ -6,6 +6,7 @@ import {
   type InvokeResponse,
   type PrecheckResponse,
 } from "../../src/gen/syncinvoker/v1/sync_invoker";
+import { expect } from "bun:test";
 import type { Rpc } from "./worker-client";
 
 export interface InvokeArgs {
@@ -66,4 +67,10 @@ export function checkDurations(d: Durations | undefined): Durations {
   const bad = [d.queueMs, d.cpuMs, d.ioMs, d.totalMs].some((x) => !(x >= 0));
   if (bad || d.cpuMs + d.ioMs > d.totalMs || d.queueMs > d.totalMs) throw new Error(`durations break the invariants: ${JSON.stringify(d)}`);
   return d;
+}
+
+/** expectRefused asserts that an RPC failed with `code` and a message containing each fragment. */
+export function expectRefused(r: Rpc<unknown>, code: grpc.status, ...fragments: string[]): void {
+  expect(r.ok ? "answered OK" : grpc.status[r.code]).toBe(grpc.status[code]);
+  for (const f of fragments) expect(r.ok ? "" : r.details).toContain(f);
 }

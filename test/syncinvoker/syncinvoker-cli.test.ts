@@ -1,12 +1,6 @@
 /** `blockx syncinvoker` on the command line: its help and a bad configuration. */
 import { expect, test } from "bun:test";
-import { BlockxProcess } from "../support/blockx-process";
-
-async function output(args: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string }> {
-  const p = BlockxProcess.spawn(args, env);
-  const code = await p.exited;
-  return { code, out: p.lines.map((l) => l.msg).join("\n") + p.stderr };
-}
+import { expectHelpDefaults, runToExit as output } from "../support/cli-output";
 
 test("blockx --help lists syncinvoker; syncinvoker --help lists its variables and the executor pool's", async () => {
   expect((await output(["--help"])).out).toContain("  syncinvoker ");
@@ -23,7 +17,7 @@ test("blockx --help lists syncinvoker; syncinvoker --help lists its variables an
     ["EXECUTOR_CALL_BUDGET_MS", "5000"],
     ["BLOCKX_PROMETHEUS_LISTEN_ADDR", "(empty)"],
   ];
-  for (const [name, dflt] of defaults) expect(out).toMatch(new RegExp(`${name} +default ${dflt.replace(/[()]/g, "\\$&")}\\n`));
+  expectHelpDefaults(out, defaults);
 });
 
 test("an invalid variable stops the process with exit code 2, naming the variable, the rule and the value", async () => {

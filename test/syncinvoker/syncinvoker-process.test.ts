@@ -9,7 +9,7 @@ import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BlockxProcess } from "../support/blockx-process";
-import { checkDurations, SyncInvokerClient } from "../support/syncinvoker-client";
+import { checkDurations, expectRefused, SyncInvokerClient } from "../support/syncinvoker-client";
 
 setDefaultTimeout(60_000);
 
@@ -131,22 +131,12 @@ describe("Invoke", () => {
       "    return 'wrote'",
     ].join("\n");
     for (const call of [client.invoke({ source }), client.debugInvoke({ source })]) {
-      const r = await call;
-      expect(r.ok).toBe(false);
-      if (r.ok) return;
-      expect(r.code).toBe(grpc.status.PERMISSION_DENIED);
-      expect(r.details).toContain("localtestservice.eth_sendRawTransaction");
-      expect(r.details).toContain("read-only");
+      expectRefused(await call, grpc.status.PERMISSION_DENIED, "localtestservice.eth_sendRawTransaction", "read-only");
     }
   });
 
   test("an unknown function name is NOT_FOUND, listing what FUNCTIONS_DIR has", async () => {
-    const r = await client.invoke({ name: "no_such_function" });
-    expect(r.ok).toBe(false);
-    if (r.ok) return;
-    expect(r.code).toBe(grpc.status.NOT_FOUND);
-    expect(r.details).toContain('no function "no_such_function"');
-    expect(r.details).toContain("block_stats");
+    expectRefused(await client.invoke({ name: "no_such_function" }), grpc.status.NOT_FOUND, 'no function "no_such_function"', "block_stats");
   });
 
   test("args that are not JSON, and other malformed requests, are INVALID_ARGUMENT with the reason", async () => {
@@ -157,13 +147,7 @@ describe("Invoke", () => {
       [{ source: "def main(c, i): pass", entry: "not-an-identifier" }, "not a Python identifier"],
       [{ source: "def main(c, i): pass", timeoutMs: 10_000_000 }, "timeout_ms: at most"],
     ];
-    for (const [req, reason] of cases) {
-      const r = await client.invoke(req);
-      expect(r.ok).toBe(false);
-      if (r.ok) continue;
-      expect(r.code).toBe(grpc.status.INVALID_ARGUMENT);
-      expect(r.details).toContain(reason);
-    }
+    for (const [req, reason] of cases) expectRefused(await client.invoke(req), grpc.status.INVALID_ARGUMENT, reason);
   });
 
   test("a source error reaches the caller as the function's error: SYNTAX_ERROR with line and column, ENTRY_NOT_FOUND, BAD_SIGNATURE", async () => {
@@ -198,9 +182,7 @@ describe("other clients and faults", () => {
   });
 
   test("an executor dying under the call is UNAVAILABLE (a system failure, retry), and the invoker serves on", async () => {
-    const r = await client.invoke({ source: "import os\ndef main(ctx, x):\n    os._exit(3)\n" });
-    expect(!r.ok && r.code).toBe(grpc.status.UNAVAILABLE);
-    expect(!r.ok && r.details).toContain("EXECUTOR_CRASHED");
+    expectRefused(await client.invoke({ source: "import os\ndef main(ctx, x):\n    os._exit(3)\n" }), grpc.status.UNAVAILABLE, "EXECUTOR_CRASHED");
     await until("the invoker answers again", async () => {
       const again = await client.invoke({ source: "def main(ctx, x):\n    return 'fine'\n" });
       return again.ok && again.value.error === undefined;
@@ -349,8 +331,7 @@ describe("admission (2 executors, queue of 2)", () => {
 
     // timeout_ms bounds the wait in the queue too: dropped at 300 ms, DEADLINE_EXCEEDED, never run.
     const expired = await client.invoke({ name: "hold", args: JSON.stringify({ gate, marker: marker("expired") }), timeoutMs: 300 });
-    expect(!expired.ok && expired.code).toBe(grpc.status.DEADLINE_EXCEEDED);
-    expect(!expired.ok && expired.details).toContain("did not run");
+    expectRefused(expired, grpc.status.DEADLINE_EXCEEDED, "did not run");
 
     // The caller's gRPC deadline bounds it as well (the client sees DEADLINE_EXCEEDED either way).
     const late = await client.invoke({ name: "hold", args: JSON.stringify({ gate, marker: marker("late") }), deadlineMs: 500 });
@@ -359,9 +340,7 @@ describe("admission (2 executors, queue of 2)", () => {
     // Fill the queue, then one more is refused at once.
     const queued = [0, 1].map((i) => client.invoke({ name: "hold", args: JSON.stringify({ gate, marker: marker(`queued-${i}`) }), timeoutMs: 30_000 }));
     await until("two requests queued", async () => (await queueDepth()) === 2);
-    const refused = await client.invoke({ name: "hold", args: JSON.stringify({ gate }) });
-    expect(!refused.ok && refused.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
-    expect(!refused.ok && refused.details).toContain("SYNCINVOKER_QUEUE_MAX");
+    expectRefused(await client.invoke({ name: "hold", args: JSON.stringify({ gate }) }), grpc.status.RESOURCE_EXHAUSTED, "SYNCINVOKER_QUEUE_MAX");
 
     writeFileSync(gate, "");
     for (const r of await Promise.all([...holders, ...queued])) {
