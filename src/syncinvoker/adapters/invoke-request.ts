@@ -2,7 +2,9 @@ import type { FunctionRef } from "../../gen/worker/v1/worker";
 import { digestOf, type FunctionSnapshot } from "../../worker/function-code/function-code-view";
 import type { JsonValue } from "../../worker/executor/protocol";
 import { SyncInvokerError, SyncInvokerErrorCode } from "../core/sync-invoker-error";
-import { MAX_TIMEOUT_MS } from "../app/config";
+
+/** The largest timeout_ms a request may ask for (and the largest default): 10 minutes. */
+export const MAX_TIMEOUT_MS = 600_000;
 
 /** ResolvedFunction is a FunctionRef turned into the source the executor runs. */
 export interface ResolvedFunction {

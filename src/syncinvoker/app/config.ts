@@ -1,9 +1,8 @@
 import { commonVars } from "../../common/config/common-vars";
 import { envVar, intSchema, listenAddrSchema, loadEnvConfig, stringSchema, type EnvValues } from "../../common/config/env-config";
 import { executorPoolConfigFrom, executorPoolVars, type ExecutorPoolConfig } from "../../worker/executor/executor-pool-config";
+import { MAX_TIMEOUT_MS } from "../adapters/invoke-request";
 
-/** The largest timeout_ms a request may ask for (and the largest default): 10 minutes. */
-export const MAX_TIMEOUT_MS = 600_000;
 
 /** syncInvokerVars lists every variable `blockx syncinvoker` reads (executor pool variables included). */
 export const syncInvokerVars = {
