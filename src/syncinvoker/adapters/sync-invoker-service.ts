@@ -2,7 +2,7 @@ import * as grpc from "@grpc/grpc-js";
 import { randomBytes } from "node:crypto";
 import { grpcError } from "../../common/grpc/grpc-server";
 import type { Logger } from "../../common/logging/logger";
-import type { MetricsRegistry } from "../../common/metrics/metrics";
+import type { Counter, Histogram, MetricsRegistry } from "../../common/metrics/metrics";
 import {
   DebugInvokeResponse,
   InvokeResponse,
@@ -61,8 +61,8 @@ type Rpc = "Invoke" | "DebugInvoke" | "Precheck";
  */
 export class SyncInvokerService {
   private readonly gate: AdmissionGate;
-  private readonly invocations;
-  private readonly latency;
+  private readonly invocations: Counter;
+  private readonly latency: Histogram;
   private subCallSeq = 0;
 
   constructor(private readonly deps: SyncInvokerServiceDeps) {
