@@ -37,6 +37,24 @@ const CALLS_PER_EXECUTOR = Number(values["calls-per-executor"]);
 const SOURCE = "def main(ctx, x):\n    return x\n";
 type Lat = { p50: number; p99: number };
 
+/**
+ * latencyAfterIdle times `call` after the caller has kept its core busy for `gapUs` (the wait is
+ * not timed): the executor process has gone idle meanwhile, as it does between two Invokes, so
+ * its wake-up is inside the figure, which a back-to-back loop hides.
+ */
+async function latencyAfterIdle(call: () => Promise<unknown>, n: number, gapUs: number): Promise<Lat> {
+  const samples: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const until = performance.now() + gapUs / 1000;
+    while (performance.now() < until);
+    const t = performance.now();
+    await call();
+    samples.push((performance.now() - t) * 1000);
+  }
+  samples.sort((a, b) => a - b);
+  return { p50: samples[Math.floor(n * 0.5)]!, p99: samples[Math.floor(n * 0.99)]! };
+}
+
 function invoker(addr: string) {
   const client = new SyncInvokerServiceClient(addr, grpc.credentials.createInsecure());
   const request: InvokeRequest = { function: { name: "", source: SOURCE, entry: "" }, args: Buffer.from("1"), timeoutMs: 0 };
@@ -102,11 +120,12 @@ try {
   // ROUNDS interleaved rounds of each series, so that the machine's noise (it is shared) hits
   // every series alike; the figures are the medians of the rounds' p50s and p99s.
   const ROUNDS = 5;
-  const rounds: { grpc: Lat; exec: Lat; handler: Lat; grpcExec: Lat; invoke: Lat }[] = [];
+  const rounds: { grpc: Lat; exec: Lat; execIdle: Lat; handler: Lat; grpcExec: Lat; invoke: Lat }[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     rounds.push({
       grpc: await latency(bareClient.call, Math.ceil(CALLS / ROUNDS), 300),
       exec: await latency(execCall, Math.ceil(CALLS / ROUNDS), 300),
+      execIdle: await latencyAfterIdle(execCall, Math.ceil(CALLS / ROUNDS), 300),
       handler: await latency(handlerCall, Math.ceil(CALLS / ROUNDS), 300),
       grpcExec: await latency(bareExecClient.call, Math.ceil(CALLS / ROUNDS), 300),
       invoke: await latency(siClient.call, Math.ceil(CALLS / ROUNDS), 300),
@@ -117,6 +136,7 @@ try {
   const exec1 = { p50: med((x) => x.exec.p50), p99: med((x) => x.exec.p99) };
   const invoke1 = { p50: med((x) => x.invoke.p50), p99: med((x) => x.invoke.p99) };
   const handler1 = { p50: med((x) => x.handler.p50), p99: med((x) => x.handler.p99) };
+  const execIdle1 = { p50: med((x) => x.execIdle.p50), p99: med((x) => x.execIdle.p99) };
   const grpcExec1 = { p50: med((x) => x.grpcExec.p50), p99: med((x) => x.grpcExec.p99) };
   const grpcTput = await throughput(bareClient.call, 64, SECONDS);
   const execTput = await throughput(execCall, 64, SECONDS);
@@ -142,6 +162,10 @@ try {
   );
   console.log(
     `bare gRPC server running the call in its own executor pool (the invoker's topology, none of its logic): p50 ${us(grpcExec1.p50)}, p99 ${us(grpcExec1.p99)}, ${grpcExecTput.toFixed(0)} calls/s at 64 in flight; Invoke / that: p50 ${(invoke1.p50 / grpcExec1.p50).toFixed(2)}x, calls/s ${(invokeTput / grpcExecTput).toFixed(2)}x`,
+  );
+  console.log(
+    `bare executor round trip after 300 µs idle (the executor asleep, as between two Invokes): p50 ${us(execIdle1.p50)}, p99 ${us(execIdle1.p99)}; ` +
+      `Invoke / (bare gRPC + this) p50 = ${(invoke1.p50 / (grpc1.p50 + execIdle1.p50)).toFixed(2)}x`,
   );
   console.log(`ratio p50 / (bare gRPC p50 + bare executor p50) = ${ratio.toFixed(2)} (aim <= 1.3)`);
   siClient.client.close();
