@@ -5,6 +5,7 @@ import type { Command } from "./command";
 import { coordinatorCommands } from "./coordinator-commands";
 import { execCommand, UsageError } from "./exec-command";
 import { localchainCommand } from "./localchain-command";
+import { syncInvokerCommand } from "./syncinvoker-command";
 import { workerCommands } from "./worker-commands";
 
 const versionCommand: Command = {
@@ -16,7 +17,7 @@ const versionCommand: Command = {
   },
 };
 
-const commands: Command[] = [...coordinatorCommands, ...workerCommands, execCommand, localchainCommand, versionCommand];
+const commands: Command[] = [...coordinatorCommands, ...workerCommands, syncInvokerCommand, execCommand, localchainCommand, versionCommand];
 
 function usage(): string {
   const width = Math.max(...commands.map((c) => c.name.length));

@@ -4,12 +4,7 @@ import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BlockxProcess } from "../support/blockx-process";
-
-async function output(args: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string }> {
-  const p = BlockxProcess.spawn(args, env);
-  const code = await p.exited;
-  return { code, out: p.lines.map((l) => l.msg).join("\n") + p.stderr };
-}
+import { expectHelpDefaults, runToExit as output } from "../support/cli-output";
 
 describe("blockx command line", () => {
   test("blockx --help lists the subcommands", async () => {
@@ -42,7 +37,7 @@ describe("blockx command line", () => {
       ["BLOCKX_PROMETHEUS_LISTEN_ADDR", "(empty)"],
       ["BLOCKX_PROMETHEUS_PATH", "/metrics"],
     ];
-    for (const [name, dflt] of defaults) expect(out).toMatch(new RegExp(`${name} +default ${dflt.replace(/[()]/g, "\\$&")}\\n`));
+    expectHelpDefaults(out, defaults);
   });
 
   test("bundle-coordinator --help shows the bundle profile's prefixes", async () => {

@@ -7,6 +7,7 @@ usage: /usr/bin/python3 py_grpc_client.py ADDR reserve SERVICE TASK_ID
 Prints one JSON object.
 """
 import json
+import struct
 import sys
 
 import grpc
@@ -48,6 +49,9 @@ def decode(buf):
         num, wire = key >> 3, key & 7
         if wire == 0:
             v, i = read_varint(buf, i)
+        elif wire == 1:
+            v = struct.unpack("<d", bytes(buf[i:i + 8]))[0]
+            i += 8
         elif wire == 2:
             n, i = read_varint(buf, i)
             v = bytes(buf[i:i + n])

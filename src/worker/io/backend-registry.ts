@@ -36,6 +36,11 @@ export class BackendRegistry {
     return this;
   }
 
+  /** op looks up a backend op's declaration (its kind: read or write), without calling it. */
+  op(backend: string, op: string): BackendOp | undefined {
+    return this.backends.get(backend)?.ops[op];
+  }
+
   async call(backend: string, op: string, params: JsonValue): Promise<IoAnswer> {
     const started = performance.now();
     const ioMs = () => performance.now() - started;

@@ -23,9 +23,9 @@ function chainName(p: Record<string, JsonValue>, op: string): string {
 /**
  * localtestserviceBackend serves the deterministic synthetic chain with the JSON-RPC method
  * names as ops: eth_getBlockByNumber {chain, number, full}, eth_getBlockReceipts {chain,
- * number}, eth_getLogs {chain, fromBlock, toBlock, address, topics}, eth_blockNumber {chain}.
- * With a block text store, full blocks in its range are served as their stored text (RawJson)
- * instead of being generated.
+ * number}, eth_getLogs {chain, fromBlock, toBlock, address, topics}, eth_blockNumber {chain};
+ * eth_sendRawTransaction (a write: always refused). With a block text store, full blocks in its
+ * range are served as their stored text (RawJson) instead of being generated.
  */
 export function localtestserviceBackend(opts: { head?: number; store?: BlockTextStore } = {}): Backend {
   const { store } = opts;
@@ -69,6 +69,14 @@ export function localtestserviceBackend(opts: { head?: number; store?: BlockText
       eth_blockNumber: {
         kind: "read",
         handle: (params) => "0x" + chainOf(chainName(obj(params, "eth_blockNumber"), "eth_blockNumber")).head().toString(16),
+      },
+      // The one write of the JSON-RPC surface. The synthetic chain is immutable, so it always
+      // fails; it exists so that read-only IO (the Sync Invoker) has a write op to refuse.
+      eth_sendRawTransaction: {
+        kind: "write",
+        handle: () => {
+          throw new BackendError("Unsupported", "eth_sendRawTransaction: the synthetic test chain accepts no transactions");
+        },
       },
     },
   };

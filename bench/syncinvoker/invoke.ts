@@ -1,0 +1,179 @@
+/**
+ * bench/syncinvoker/invoke.ts: Invoke of a trivial function through the compiled Sync Invoker
+ * (dist/blockx syncinvoker, real executors) beside two baselines measured in the same run:
+ *  - bare gRPC: the same RPC and messages against a grpc-js server that answers at once
+ *    (bare-invoker.ts, its own process, like the invoker);
+ *  - bare executor: ExecutorPool.execute of the same function in this process (the executor
+ *    round trip over its Unix socket, no gRPC).
+ * A third series runs the invoker's handler in this process over the same pool (no gRPC): its
+ * excess over the bare executor is the invoker's own code (validation, admission, metrics).
+ * An Invoke is one of each, so p50(Invoke) / (p50(bare gRPC) + p50(bare executor)) is the
+ * invoker's own overhead; the aim is <= 1.3.
+ *
+ *   bun bench/syncinvoker/invoke.ts [--calls 2000] [--seconds 3] [--executors 2] [--calls-per-executor 1]
+ */
+import * as grpc from "@grpc/grpc-js";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { silentLogger } from "../../src/common/logging/logger";
+import { SyncInvokerServiceClient, type InvokeRequest, type InvokeResponse } from "../../src/gen/syncinvoker/v1/sync_invoker";
+import { MetricsRegistry } from "../../src/common/metrics/metrics";
+import { PrecheckRunner } from "../../src/syncinvoker/adapters/precheck-runner";
+import { ReadOnlyIo } from "../../src/syncinvoker/adapters/read-only-io";
+import { SyncInvokerService } from "../../src/syncinvoker/adapters/sync-invoker-service";
+import { ExecutorPool } from "../../src/worker/executor/executor-pool";
+import { BackendRegistry } from "../../src/worker/io/backend-registry";
+import { defaultExecutorPoolConfig } from "../../src/worker/executor/executor-pool-config";
+import { BlockxProcess } from "../../test/support/blockx-process";
+import { latency, throughput } from "../support/measure";
+
+const { values } = parseArgs({
+  options: { calls: { type: "string", default: "2000" }, seconds: { type: "string", default: "3" }, executors: { type: "string", default: "2" }, "calls-per-executor": { type: "string", default: "1" } },
+});
+const CALLS = Number(values.calls);
+const SECONDS = Number(values.seconds);
+const EXECUTORS = Number(values.executors);
+const CALLS_PER_EXECUTOR = Number(values["calls-per-executor"]);
+const SOURCE = "def main(ctx, x):\n    return x\n";
+type Lat = { p50: number; p99: number };
+
+/**
+ * latencyAfterIdle times `call` after the caller has kept its core busy for `gapUs` (the wait is
+ * not timed): the executor process has gone idle meanwhile, as it does between two Invokes, so
+ * its wake-up is inside the figure, which a back-to-back loop hides.
+ */
+async function latencyAfterIdle(call: () => Promise<unknown>, n: number, gapUs: number): Promise<Lat> {
+  const samples: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const until = performance.now() + gapUs / 1000;
+    while (performance.now() < until);
+    const t = performance.now();
+    await call();
+    samples.push((performance.now() - t) * 1000);
+  }
+  samples.sort((a, b) => a - b);
+  return { p50: samples[Math.floor(n * 0.5)]!, p99: samples[Math.floor(n * 0.99)]! };
+}
+
+function invoker(addr: string) {
+  const client = new SyncInvokerServiceClient(addr, grpc.credentials.createInsecure());
+  const request: InvokeRequest = { function: { name: "", source: SOURCE, entry: "" }, args: Buffer.from("1"), timeoutMs: 0 };
+  const call = () =>
+    new Promise<InvokeResponse>((resolve, reject) => client.invoke(request, (e, r) => (e ? reject(e) : r.error ? reject(new Error(r.error.message)) : resolve(r))));
+  return { client, call };
+}
+
+/** spawnBare starts bare-invoker.ts and reads the port it prints. */
+async function spawnBare(...args: string[]) {
+  const proc = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", process.execPath, join(import.meta.dir, "bare-invoker.ts"), ...args], { stdout: "pipe" });
+  const port = Number(new TextDecoder().decode((await proc.stdout.getReader().read()).value).trim());
+  return { proc, addr: `127.0.0.1:${port}` };
+}
+const bare = await spawnBare();
+const bareExec = await spawnBare("--executors", String(EXECUTORS));
+const si = BlockxProcess.spawn(["syncinvoker"], {
+  SYNCINVOKER_LISTEN: "127.0.0.1:0",
+  EXECUTOR_COUNT: String(EXECUTORS),
+  SYNCINVOKER_QUEUE_MAX: "1024",
+  SYNCINVOKER_CALLS_PER_EXECUTOR: String(CALLS_PER_EXECUTOR),
+  BLOCKX_LOG_LEVEL: "info", // per-call lines are debug: nothing is logged per call
+});
+const pool = await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: EXECUTORS }), silentLogger(), { waitForAll: true });
+
+try {
+  const siClient = invoker(await si.grpcAddr());
+  const bareClient = invoker(bare.addr);
+  const bareExecClient = invoker(bareExec.addr);
+  let seq = 0;
+  const execCall = async () => {
+    const o = await pool.execute({ callId: `bench-${++seq}`, fn: { source: SOURCE, entry: "main" }, args: 1 });
+    if (!o.ok) throw new Error(o.error.message);
+  };
+  const inProcess = new SyncInvokerService({
+    pool,
+    functions: () => null,
+    io: new ReadOnlyIo(new BackendRegistry()),
+    precheck: new PrecheckRunner({ python: "python3", pythonPath: "", maxConcurrent: 1, timeoutMs: 1 }), // not called
+    capacity: EXECUTORS * CALLS_PER_EXECUTOR,
+    queueMax: 1024,
+    defaultTimeoutMs: 5000,
+    log: silentLogger(),
+    metrics: new MetricsRegistry(),
+  }).handlers();
+  const handlerCall = () =>
+    new Promise<void>((resolve, reject) => {
+      // The few members of a grpc-js ServerUnaryCall the handler uses.
+      const call = { request: { function: { name: "", source: SOURCE, entry: "" }, args: Buffer.from("1"), timeoutMs: 0 }, on() {}, removeListener() {}, getDeadline: () => Infinity, cancelled: false };
+      inProcess.invoke(call as never, (e) => (e ? reject(e) : resolve()));
+    });
+  // Wait until the invoker's executors answer.
+  for (let i = 0; ; i++) {
+    try {
+      await siClient.call();
+      break;
+    } catch (e) {
+      if (i > 200) throw e;
+      await Bun.sleep(50);
+    }
+  }
+
+  // ROUNDS interleaved rounds of each series, so that the machine's noise (it is shared) hits
+  // every series alike; the figures are the medians of the rounds' p50s and p99s.
+  const ROUNDS = 5;
+  const rounds: { grpc: Lat; exec: Lat; execIdle: Lat; handler: Lat; grpcExec: Lat; invoke: Lat }[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    rounds.push({
+      grpc: await latency(bareClient.call, Math.ceil(CALLS / ROUNDS), 300),
+      exec: await latency(execCall, Math.ceil(CALLS / ROUNDS), 300),
+      execIdle: await latencyAfterIdle(execCall, Math.ceil(CALLS / ROUNDS), 300),
+      handler: await latency(handlerCall, Math.ceil(CALLS / ROUNDS), 300),
+      grpcExec: await latency(bareExecClient.call, Math.ceil(CALLS / ROUNDS), 300),
+      invoke: await latency(siClient.call, Math.ceil(CALLS / ROUNDS), 300),
+    });
+  }
+  const med = (f: (x: (typeof rounds)[number]) => number) => rounds.map(f).sort((a, b) => a - b)[Math.floor(ROUNDS / 2)]!;
+  const grpc1 = { p50: med((x) => x.grpc.p50), p99: med((x) => x.grpc.p99) };
+  const exec1 = { p50: med((x) => x.exec.p50), p99: med((x) => x.exec.p99) };
+  const invoke1 = { p50: med((x) => x.invoke.p50), p99: med((x) => x.invoke.p99) };
+  const handler1 = { p50: med((x) => x.handler.p50), p99: med((x) => x.handler.p99) };
+  const execIdle1 = { p50: med((x) => x.execIdle.p50), p99: med((x) => x.execIdle.p99) };
+  const grpcExec1 = { p50: med((x) => x.grpcExec.p50), p99: med((x) => x.grpcExec.p99) };
+  const grpcTput = await throughput(bareClient.call, 64, SECONDS);
+  const execTput = await throughput(execCall, 64, SECONDS);
+  const grpcExecTput = await throughput(bareExecClient.call, 64, SECONDS);
+  const invokeTput = await throughput(siClient.call, 64, SECONDS);
+
+  const us = (x: number) => `${x.toFixed(0)} µs`;
+  const ratio = invoke1.p50 / (grpc1.p50 + exec1.p50);
+  console.log(`Invoke of a trivial function over loopback (compiled syncinvoker, ${EXECUTORS} executors, ${CALLS_PER_EXECUTOR} call(s) admitted per executor), ${CALLS} calls per series in 5 interleaved rounds (medians), ${SECONDS} s at 64 in flight`);
+  console.log("");
+  console.log("| measure | bare gRPC unary | bare executor round trip | bare sum | Invoke | Invoke / sum |");
+  console.log("| --- | --- | --- | --- | --- | --- |");
+  console.log(`| p50, concurrency 1 | ${us(grpc1.p50)} | ${us(exec1.p50)} | ${us(grpc1.p50 + exec1.p50)} | ${us(invoke1.p50)} | ${ratio.toFixed(2)}x |`);
+  console.log(`| p99, concurrency 1 | ${us(grpc1.p99)} | ${us(exec1.p99)} | ${us(grpc1.p99 + exec1.p99)} | ${us(invoke1.p99)} | ${(invoke1.p99 / (grpc1.p99 + exec1.p99)).toFixed(2)}x |`);
+  // Throughputs combine as rates of a serial pipeline: 1 / (1/a + 1/b) is the pair's ceiling.
+  const pair = 1 / (1 / grpcTput + 1 / execTput);
+  console.log(
+    `| calls/s, 64 in flight | ${grpcTput.toFixed(0)} | ${execTput.toFixed(0)} | ${pair.toFixed(0)} (1/(1/a+1/b)) | ${invokeTput.toFixed(0)} | ${(invokeTput / pair).toFixed(2)}x |`,
+  );
+  console.log("");
+  console.log(
+    `in-process handler over the same pool (no gRPC): p50 ${us(handler1.p50)}, p99 ${us(handler1.p99)}; handler / bare executor p50 = ${(handler1.p50 / exec1.p50).toFixed(2)}x`,
+  );
+  console.log(
+    `bare gRPC server running the call in its own executor pool (the invoker's topology, none of its logic): p50 ${us(grpcExec1.p50)}, p99 ${us(grpcExec1.p99)}, ${grpcExecTput.toFixed(0)} calls/s at 64 in flight; Invoke / that: p50 ${(invoke1.p50 / grpcExec1.p50).toFixed(2)}x, calls/s ${(invokeTput / grpcExecTput).toFixed(2)}x`,
+  );
+  console.log(
+    `bare executor round trip after 300 µs idle (the executor asleep, as between two Invokes): p50 ${us(execIdle1.p50)}, p99 ${us(execIdle1.p99)}; ` +
+      `Invoke / (bare gRPC + this) p50 = ${(invoke1.p50 / (grpc1.p50 + execIdle1.p50)).toFixed(2)}x`,
+  );
+  console.log(`ratio p50 / (bare gRPC p50 + bare executor p50) = ${ratio.toFixed(2)} (aim <= 1.3)`);
+  siClient.client.close();
+  bareClient.client.close();
+  bareExecClient.client.close();
+} finally {
+  await pool.close();
+  await si.stop("SIGKILL");
+  bare.proc.kill("SIGKILL");
+  bareExec.proc.kill("SIGKILL");
+}

@@ -1,0 +1,65 @@
+import type { FunctionRef } from "../../gen/worker/v1/worker";
+import { digestOf, type FunctionSnapshot } from "../../worker/function-code/function-code-view";
+import type { JsonValue } from "../../worker/executor/protocol";
+import { SyncInvokerError, SyncInvokerErrorCode } from "../core/sync-invoker-error";
+
+/** The largest timeout_ms a request may ask for (and the largest default): 10 minutes. */
+export const MAX_TIMEOUT_MS = 600_000;
+
+/** ResolvedFunction is a FunctionRef turned into the source the executor runs. */
+export interface ResolvedFunction {
+  readonly source: string;
+  readonly entry: string;
+  readonly digest: string;
+  /** The name in FUNCTIONS_DIR, or "" for inline source. */
+  readonly name: string;
+}
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+function invalid(message: string): SyncInvokerError {
+  return new SyncInvokerError(SyncInvokerErrorCode.InvalidArgument, message);
+}
+
+/**
+ * resolveFunction validates a FunctionRef (exactly one of name and source; entry a Python
+ * identifier, default "main") and looks a name up in the current FUNCTIONS_DIR snapshot
+ * (null when the invoker has no FUNCTIONS_DIR). An unknown name is FUNCTION_NOT_FOUND.
+ */
+export function resolveFunction(ref: FunctionRef | undefined, functions: FunctionSnapshot | null): ResolvedFunction {
+  if (!ref) throw invalid("function: required (a name from FUNCTIONS_DIR or inline source)");
+  if (ref.name !== "" && ref.source !== "") throw invalid("function: give either name or source, not both");
+  if (ref.name === "" && ref.source === "") throw invalid("function: name or source is required");
+  const entry = ref.entry || "main";
+  if (!IDENTIFIER.test(entry)) throw invalid(`function.entry: not a Python identifier: ${JSON.stringify(entry)}`);
+  if (ref.source !== "") return { source: ref.source, entry, digest: digestOf(ref.source), name: "" };
+  if (!functions) {
+    throw new SyncInvokerError(SyncInvokerErrorCode.FunctionNotFound, `no function ${JSON.stringify(ref.name)}: this Sync Invoker has no FUNCTIONS_DIR; send the source inline`);
+  }
+  const code = functions.get(ref.name);
+  if (!code) {
+    const have = functions.names();
+    const list = have.length > 20 ? `${have.slice(0, 20).join(", ")}, ...` : have.join(", ") || "none";
+    throw new SyncInvokerError(SyncInvokerErrorCode.FunctionNotFound, `no function ${JSON.stringify(ref.name)} in FUNCTIONS_DIR (epoch ${functions.epoch} has: ${list})`);
+  }
+  return { source: code.source, entry, digest: code.digest, name: code.name };
+}
+
+/** parseArgs reads the JSON-encoded argument; empty bytes mean null. */
+export function parseArgs(args: Buffer): JsonValue {
+  if (args.length === 0) return null;
+  const text = args.toString("utf8");
+  try {
+    return JSON.parse(text) as JsonValue;
+  } catch (e) {
+    const shown = text.length > 80 ? `${text.slice(0, 80)}...` : text;
+    throw invalid(`args: not valid JSON (${(e as Error).message}): ${JSON.stringify(shown)}`);
+  }
+}
+
+/** budgetOf is the call's budget: timeout_ms, or the default when 0; at most MAX_TIMEOUT_MS. */
+export function budgetOf(timeoutMs: number, defaultTimeoutMs: number): number {
+  if (!Number.isFinite(timeoutMs) || timeoutMs < 0) throw invalid(`timeout_ms: expected 0 (the default) or a positive number of milliseconds, got ${timeoutMs}`);
+  if (timeoutMs > MAX_TIMEOUT_MS) throw invalid(`timeout_ms: at most ${MAX_TIMEOUT_MS} (10 minutes), got ${timeoutMs}`);
+  return timeoutMs === 0 ? defaultTimeoutMs : Math.ceil(timeoutMs);
+}

@@ -1,0 +1,236 @@
+import * as grpc from "@grpc/grpc-js";
+import { randomBytes } from "node:crypto";
+import { grpcError } from "../../common/grpc/grpc-server";
+import type { Logger } from "../../common/logging/logger";
+import type { Counter, Histogram, MetricsRegistry } from "../../common/metrics/metrics";
+import {
+  DebugInvokeResponse,
+  InvokeResponse,
+  PrecheckResponse,
+  type InvokeRequest,
+  type PrecheckRequest,
+  type SyncInvokerServiceServer,
+} from "../../gen/syncinvoker/v1/sync_invoker";
+import type { CallOutcome, CallOwner } from "../../worker/executor/call";
+import type { ExecutorPool } from "../../worker/executor/executor-pool";
+import type { ResumeResult } from "../../worker/executor/protocol";
+import type { FunctionSnapshot } from "../../worker/function-code/function-code-view";
+import { attributeDurations, type InvokeDurations } from "../core/durations";
+import { SyncInvokerError, SyncInvokerErrorCode } from "../core/sync-invoker-error";
+import { AdmissionGate } from "./admission-gate";
+import { budgetOf, parseArgs, resolveFunction, type ResolvedFunction } from "./invoke-request";
+import type { PrecheckRunner } from "./precheck-runner";
+import type { CallIo, ReadOnlyIo } from "./read-only-io";
+import { syncInvokerCodeToGRPC } from "./sync-invoker-code-to-grpc";
+
+/** Sub-calls (ctx.call) nest at most this deep, as in the Worker. */
+const MAX_SUB_CALL_DEPTH = 8;
+
+export interface SyncInvokerServiceDeps {
+  readonly pool: ExecutorPool;
+  /** The current FUNCTIONS_DIR snapshot, or null without FUNCTIONS_DIR. */
+  readonly functions: () => FunctionSnapshot | null;
+  readonly io: ReadOnlyIo;
+  readonly precheck: PrecheckRunner;
+  /** Calls running at once (EXECUTOR_COUNT x SYNCINVOKER_CALLS_PER_EXECUTOR). */
+  readonly capacity: number;
+  readonly queueMax: number;
+  readonly defaultTimeoutMs: number;
+  readonly log: Logger;
+  readonly metrics: MetricsRegistry;
+}
+
+/** What one Invoke/DebugInvoke produced, before it is shaped into either response. */
+interface Invocation {
+  readonly callId: string;
+  readonly outcome: CallOutcome;
+  readonly durations: InvokeDurations;
+  readonly io: CallIo;
+}
+
+type Rpc = "Invoke" | "DebugInvoke" | "Precheck";
+
+/**
+ * SyncInvokerService is syncinvoker.v1.SyncInvokerService: it validates a request, admits it
+ * (AdmissionGate: one running call per executor, a bounded queue, deadlines), runs the call in
+ * the executor pool with read-only IO, and answers. A function's own failure (USER_ERROR,
+ * SYNTAX_ERROR, ENTRY_NOT_FOUND, BAD_SIGNATURE, BUDGET_EXCEEDED, RESULT_NOT_JSON,
+ * WALL_CLOCK_EXCEEDED) is an outcome: status OK with `error` set. Everything else is a
+ * SyncInvokerError and a gRPC status (syncInvokerCodeToGRPC), including a write IO op the
+ * function attempted (PERMISSION_DENIED naming the op, even if the function caught the error).
+ */
+export class SyncInvokerService {
+  private readonly gate: AdmissionGate;
+  private readonly invocations: Counter;
+  private readonly latency: Histogram;
+  private subCallSeq = 0;
+
+  constructor(private readonly deps: SyncInvokerServiceDeps) {
+    this.gate = new AdmissionGate({ capacity: deps.capacity, queueMax: deps.queueMax });
+    this.invocations = deps.metrics.counter("blockx_syncinvoker_invocations_total", "Requests answered, by RPC and outcome (ok, a function error code, or a rejection).", ["rpc", "outcome"]);
+    this.latency = deps.metrics.histogram("blockx_syncinvoker_request_duration_seconds", "Time from a request's arrival to its answer, queueing included.", ["rpc"]);
+    const depth = deps.metrics.gauge("blockx_syncinvoker_queue_depth", "Requests waiting for a free executor.");
+    const running = deps.metrics.gauge("blockx_syncinvoker_running_calls", "Calls running in executors.");
+    depth.onCollect(() => depth.set({}, this.gate.counts().queued));
+    running.onCollect(() => running.set({}, this.gate.counts().running));
+  }
+
+  handlers(): SyncInvokerServiceServer {
+    return {
+      invoke: (call, cb) => this.answer("Invoke", call, cb, async () => toInvokeResponse(await this.invoke(call, false))),
+      debugInvoke: (call, cb) => this.answer("DebugInvoke", call, cb, async () => toDebugResponse(await this.invoke(call, true))),
+      precheck: (call, cb) => this.answer("Precheck", call, cb, () => this.precheck(call.request)),
+    };
+  }
+
+  /** drain refuses new requests and resolves once every running and queued call has ended. */
+  drain(): Promise<void> {
+    return this.gate.drain();
+  }
+
+  private answer<Res extends { error?: { code: string } | undefined; ok?: boolean }>(
+    rpc: Rpc,
+    call: grpc.ServerUnaryCall<unknown, unknown>,
+    cb: grpc.sendUnaryData<Res>,
+    work: () => Promise<Res>,
+  ): void {
+    const started = performance.now();
+    work().then(
+      (res) => {
+        const outcome = rpc === "Precheck" ? (res.ok ? "ok" : "diagnostics") : (res.error?.code ?? "ok");
+        this.observe(rpc, outcome, started);
+        cb(null, res);
+      },
+      (err: unknown) => {
+        const e = err instanceof SyncInvokerError ? err : new SyncInvokerError(SyncInvokerErrorCode.Internal, `unexpected failure: ${(err as Error).message}`);
+        if (e.code === SyncInvokerErrorCode.Internal) this.deps.log.error({ rpc, err }, "request failed inside the invoker");
+        this.observe(rpc, e.code, started);
+        if (!call.cancelled) cb(grpcError(syncInvokerCodeToGRPC(e.code), e.rawMessage));
+      },
+    );
+  }
+
+  private observe(rpc: Rpc, outcome: string, startedMs: number): void {
+    this.invocations.inc({ rpc, outcome });
+    this.latency.observe({ rpc }, (performance.now() - startedMs) / 1000);
+  }
+
+  private async invoke(call: grpc.ServerUnaryCall<InvokeRequest, unknown>, debug: boolean): Promise<Invocation> {
+    const arrivedMs = performance.now();
+    const req = call.request;
+    const functions = this.deps.functions();
+    const fn = resolveFunction(req.function, functions);
+    const args = parseArgs(req.args);
+    const budgetMs = budgetOf(req.timeoutMs, this.deps.defaultTimeoutMs);
+    const callId = `si-${randomBytes(8).toString("hex")}`;
+
+    // A queued request gives up at the caller's gRPC deadline, or after its own budget of
+    // waiting: a caller who allows a call 1 s of work does not want to wait 30 s for it to start.
+    const deadlineMs = Math.min(arrivedMs + budgetMs, grpcDeadlineMs(call, arrivedMs));
+    let running = false;
+    let cancelledByCaller = false;
+    const onCancelled = () => {
+      cancelledByCaller = true;
+      if (running) this.deps.pool.cancel(callId, "the caller cancelled the request");
+      else this.gate.abandoned(callId);
+    };
+    call.on("cancelled", onCancelled);
+    let admissionQueueMs: number;
+    try {
+      admissionQueueMs = await this.gate.admit(callId, deadlineMs);
+    } catch (e) {
+      call.removeListener("cancelled", onCancelled);
+      throw e;
+    }
+    running = true;
+    try {
+      if (cancelledByCaller) throw new SyncInvokerError(SyncInvokerErrorCode.Cancelled, "the caller cancelled the request");
+      const io = this.deps.io.forCall({ traced: debug, onWrite: () => this.deps.pool.cancel(callId, "the function attempted a write IO op") });
+      const outcome = await this.deps.pool.execute({ callId, fn, args, budgetMs }, this.owner(io, functions, budgetMs, 0));
+      const durations = attributeDurations({
+        queueMs: admissionQueueMs + outcome.queueMs,
+        cpuMs: outcome.cpuMs,
+        ioMs: outcome.ioMs,
+        totalMs: performance.now() - arrivedMs,
+      });
+      this.deps.log.debug({ callId, function: fn.name || `inline@${fn.digest.slice(0, 12)}`, ok: outcome.ok, ...durations }, "invocation finished");
+      if (io.writeAttempted !== null) {
+        throw new SyncInvokerError(SyncInvokerErrorCode.WriteRejected, `the function attempted the write op ${io.writeAttempted}; the Sync Invoker is read-only and refuses every write (call ${callId})`);
+      }
+      if (!outcome.ok) {
+        if (cancelledByCaller) throw new SyncInvokerError(SyncInvokerErrorCode.Cancelled, "the caller cancelled the request");
+        if (outcome.error.retryable) {
+          throw new SyncInvokerError(SyncInvokerErrorCode.Unavailable, `the call failed for a system reason (${outcome.error.code}: ${outcome.error.message}); retry`);
+        }
+      }
+      return { callId, outcome, durations, io };
+    } finally {
+      call.removeListener("cancelled", onCancelled);
+      this.gate.finished(callId);
+    }
+  }
+
+  /** owner serves a call's IO (read-only) and its sub-calls (in the same pool, same IO, depth-limited). */
+  private owner(io: CallIo, functions: FunctionSnapshot | null, budgetMs: number, depth: number): CallOwner {
+    return {
+      io: (req) => io.io(req),
+      subCall: async (req): Promise<ResumeResult> => {
+        if (depth + 1 > MAX_SUB_CALL_DEPTH) return { ok: false, error: { type: "DEPTH_EXCEEDED", message: `sub-calls nest deeper than ${MAX_SUB_CALL_DEPTH}` } };
+        let fn: ResolvedFunction;
+        try {
+          fn = "name" in req.function ? resolveFunction({ name: req.function.name, source: "", entry: "" }, functions) : resolveFunction({ name: "", source: req.function.source, entry: req.function.entry ?? "" }, functions);
+        } catch (e) {
+          return { ok: false, error: { type: (e as SyncInvokerError).code ?? "INVALID_ARGUMENT", message: (e as SyncInvokerError).rawMessage ?? String(e) } };
+        }
+        const out = await this.deps.pool.execute({ callId: `si-sub-${++this.subCallSeq}`, fn, args: req.args, budgetMs }, this.owner(io, functions, budgetMs, depth + 1));
+        return out.ok ? { ok: true, value: out.value } : { ok: false, error: { type: out.error.code, message: out.error.message, traceback: out.error.traceback } };
+      },
+    };
+  }
+
+  private async precheck(req: PrecheckRequest): Promise<PrecheckResponse> {
+    const fn = resolveFunction(req.function, this.deps.functions());
+    const diagnostics = await this.deps.precheck.check(fn.source, fn.entry, `<blockx:${fn.entry}@${fn.digest.slice(0, 12)}>`);
+    return PrecheckResponse.create({
+      ok: !diagnostics.some((d) => d.severity === "error"),
+      diagnostics,
+      digest: fn.digest,
+      entry: fn.entry,
+    });
+  }
+}
+
+/** grpcDeadlineMs converts the call's gRPC deadline to monotonic ms (Infinity: none). */
+function grpcDeadlineMs(call: grpc.ServerUnaryCall<unknown, unknown>, nowMono: number): number {
+  const d = call.getDeadline();
+  const wall = d instanceof Date ? d.getTime() : d;
+  if (!Number.isFinite(wall)) return Infinity;
+  return nowMono + (wall - Date.now());
+}
+
+function resultBytes(outcome: CallOutcome): Buffer {
+  return outcome.ok ? Buffer.from(JSON.stringify(outcome.value)) : Buffer.alloc(0);
+}
+
+function errorOf(outcome: CallOutcome) {
+  return outcome.ok ? undefined : { code: outcome.error.code, message: outcome.error.message, traceback: outcome.error.traceback };
+}
+
+function toInvokeResponse(inv: Invocation): InvokeResponse {
+  return InvokeResponse.create({ callId: inv.callId, result: resultBytes(inv.outcome), error: errorOf(inv.outcome), durations: inv.durations });
+}
+
+function toDebugResponse(inv: Invocation): DebugInvokeResponse {
+  return DebugInvokeResponse.create({
+    callId: inv.callId,
+    result: resultBytes(inv.outcome),
+    error: errorOf(inv.outcome),
+    durations: inv.durations,
+    // The executor captures stdout and stderr into one stream, in the order they were written.
+    stdout: inv.outcome.output,
+    stderr: "",
+    logs: inv.outcome.logs.map((l) => ({ timeMs: l.timeMs, level: l.level, message: l.message })),
+    ioTrace: inv.io.trace.map((t) => ({ ...t })),
+    traceback: inv.outcome.ok ? "" : inv.outcome.error.traceback,
+  });
+}

@@ -1,0 +1,76 @@
+import { commonVars } from "../../common/config/common-vars";
+import { envVar, intSchema, listenAddrSchema, loadEnvConfig, stringSchema, type EnvValues } from "../../common/config/env-config";
+import { executorPoolConfigFrom, executorPoolVars, type ExecutorPoolConfig } from "../../worker/executor/executor-pool-config";
+import { MAX_TIMEOUT_MS } from "../adapters/invoke-request";
+
+
+/** syncInvokerVars lists every variable `blockx syncinvoker` reads (executor pool variables included). */
+export const syncInvokerVars = {
+  listenAddr: envVar("SYNCINVOKER_LISTEN", ":9070", "host:port or :port", "gRPC listen address of syncinvoker.v1.SyncInvokerService", listenAddrSchema()),
+  queueMax: envVar(
+    "SYNCINVOKER_QUEUE_MAX",
+    "256",
+    "an integer from 0 to 1000000",
+    "requests waiting for a free executor; one more is refused with RESOURCE_EXHAUSTED (0: never wait)",
+    intSchema(0, 1_000_000),
+  ),
+  callsPerExecutor: envVar(
+    "SYNCINVOKER_CALLS_PER_EXECUTOR",
+    "1",
+    "an integer from 1 to 512",
+    "calls admitted at once per executor (EXECUTOR_COUNT x this run, the rest queue). 1: a call never shares its executor, " +
+      "so its latency does not depend on others; more lets calls that wait on IO overlap",
+    intSchema(1, 512),
+  ),
+  defaultTimeoutMs: envVar(
+    "SYNCINVOKER_DEFAULT_TIMEOUT_MS",
+    "5000",
+    `an integer from 1 to ${MAX_TIMEOUT_MS}`,
+    "a call's budget when the request's timeout_ms is 0: CPU + IO-backend time (BUDGET_EXCEEDED past it), and the longest a request waits in the queue",
+    intSchema(1, MAX_TIMEOUT_MS),
+  ),
+  functionsDir: envVar("FUNCTIONS_DIR", "", "a directory path, or empty", "functions by name: <name>.py files, re-read every second (empty: inline sources only)", stringSchema()),
+  localTestChainHead: envVar("LOCALTESTSERVICE_HEAD", "20000000", "an integer from 0 to 1000000000", "highest block of the synthetic local test chain", intSchema(0, 1_000_000_000)),
+  shutdownGraceMs: envVar(
+    "SYNCINVOKER_SHUTDOWN_GRACE_MS",
+    "10000",
+    "an integer from 0 to 600000",
+    "on SIGTERM, how long running and queued calls may finish before the process exits",
+    intSchema(0, 600_000),
+  ),
+  ...executorPoolVars,
+  ...commonVars,
+};
+
+export interface SyncInvokerConfig {
+  readonly listenAddr: string;
+  readonly queueMax: number;
+  /** Calls running at once: EXECUTOR_COUNT x SYNCINVOKER_CALLS_PER_EXECUTOR. */
+  readonly maxRunning: number;
+  readonly defaultTimeoutMs: number;
+  readonly functionsDir: string;
+  readonly localTestChainHead: number;
+  readonly shutdownGraceMs: number;
+  readonly pool: ExecutorPoolConfig;
+  readonly logLevel: EnvValues<typeof syncInvokerVars>["logLevel"];
+  readonly prometheusListenAddr: string;
+  readonly prometheusPath: string;
+}
+
+/** loadSyncInvokerConfig reads every variable (flags win) into frozen, defaulted values. */
+export function loadSyncInvokerConfig(env: Readonly<Record<string, string | undefined>>, argv: readonly string[] = []): SyncInvokerConfig {
+  const v = loadEnvConfig(syncInvokerVars, env, argv);
+  return Object.freeze({
+    listenAddr: v.listenAddr,
+    queueMax: v.queueMax,
+    maxRunning: v.executorCount * v.callsPerExecutor,
+    defaultTimeoutMs: v.defaultTimeoutMs,
+    functionsDir: v.functionsDir.trim(),
+    localTestChainHead: v.localTestChainHead,
+    shutdownGraceMs: v.shutdownGraceMs,
+    pool: executorPoolConfigFrom(v),
+    logLevel: v.logLevel,
+    prometheusListenAddr: v.prometheusListenAddr,
+    prometheusPath: v.prometheusPath,
+  });
+}

@@ -1,0 +1,80 @@
+import * as grpc from "@grpc/grpc-js";
+import { bindGrpcServer, GRPC_SERVER_OPTIONS, shutdownGrpcServer } from "../../common/grpc/grpc-server";
+import { HealthStatus, ServingStatus } from "../../common/grpc/health-service";
+import { onShutdownSignal } from "../../common/lifecycle/shutdown";
+import { createLogger } from "../../common/logging/logger";
+import { startMetricsServer } from "../../common/metrics/metrics-server";
+import { MetricsRegistry } from "../../common/metrics/metrics";
+import { registerProcessMetrics } from "../../common/metrics/process-metrics";
+import { SyncInvokerServiceService } from "../../gen/syncinvoker/v1/sync_invoker";
+import { executorPythonPath } from "../../worker/executor/executor-assets";
+import { ExecutorPool } from "../../worker/executor/executor-pool";
+import { resolvePython } from "../../worker/executor/isolation";
+import { FunctionCodeView } from "../../worker/function-code/function-code-view";
+import { FunctionsDirPoller } from "../../worker/function-code/functions-dir";
+import { BackendRegistry } from "../../worker/io/backend-registry";
+import { localtestserviceBackend } from "../../worker/io/localtestservice-backend";
+import { PrecheckRunner } from "../adapters/precheck-runner";
+import { ReadOnlyIo } from "../adapters/read-only-io";
+import { SyncInvokerService } from "../adapters/sync-invoker-service";
+import type { SyncInvokerConfig } from "./config";
+
+/** A precheck process that has not answered by then is killed (a pathological source). */
+const PRECHECK_TIMEOUT_MS = 10_000;
+
+/**
+ * runSyncInvoker assembles `blockx syncinvoker`: its own executor pool, the Function Code View
+ * (FUNCTIONS_DIR), read-only IO over the backend registry, the precheck runner, and
+ * syncinvoker.v1.SyncInvokerService with gRPC health and metrics. No slots, no Builder, no
+ * Writers, no etcd. On SIGTERM: health NOT_SERVING, new requests refused (UNAVAILABLE),
+ * running and queued calls finish within SYNCINVOKER_SHUTDOWN_GRACE_MS, then exit 0.
+ */
+export async function runSyncInvoker(config: SyncInvokerConfig): Promise<void> {
+  const log = createLogger(config.logLevel, { role: "syncinvoker" });
+  const registry = new MetricsRegistry();
+  registerProcessMetrics(registry, "syncinvoker");
+
+  const pool = await ExecutorPool.start(config.pool, log.child({ component: "executor-pool" }));
+  const functionView = new FunctionCodeView();
+  const functionsPoller = config.functionsDir ? new FunctionsDirPoller(config.functionsDir, functionView, log) : null;
+  functionsPoller?.start();
+  const backends = new BackendRegistry().register(localtestserviceBackend({ head: config.localTestChainHead }));
+  const precheck = new PrecheckRunner({
+    python: resolvePython(config.pool.python),
+    pythonPath: await executorPythonPath(config.pool.cacheDir),
+    maxConcurrent: Math.max(2, config.pool.executorCount),
+    timeoutMs: PRECHECK_TIMEOUT_MS,
+  });
+  const svc = new SyncInvokerService({
+    pool,
+    functions: () => (functionsPoller ? functionView.current() : null),
+    io: new ReadOnlyIo(backends),
+    precheck,
+    capacity: config.maxRunning,
+    queueMax: config.queueMax,
+    defaultTimeoutMs: config.defaultTimeoutMs,
+    log: log.child({ component: "syncinvoker" }),
+    metrics: registry,
+  });
+
+  const grpcServer = new grpc.Server(GRPC_SERVER_OPTIONS);
+  const health = new HealthStatus(["syncinvoker.v1.SyncInvokerService"]);
+  health.register(grpcServer);
+  grpcServer.addService(SyncInvokerServiceService, svc.handlers());
+  const boundAddr = await bindGrpcServer(grpcServer, config.listenAddr);
+  const metricsServer = startMetricsServer(registry, config.prometheusListenAddr, config.prometheusPath, log);
+
+  onShutdownSignal(log, config.shutdownGraceMs + 5_000, async () => {
+    health.setAll(ServingStatus.NOT_SERVING);
+    const drained = svc.drain().then(() => true);
+    const timedOut = new Promise<boolean>((r) => setTimeout(() => r(false), config.shutdownGraceMs));
+    if (!(await Promise.race([drained, timedOut]))) log.warn({ shutdownGraceMs: config.shutdownGraceMs }, "shutdown grace passed with calls still running");
+    await shutdownGrpcServer(grpcServer, 1_000);
+    await pool.close();
+    functionsPoller?.stop();
+    metricsServer?.stop();
+  });
+
+  health.setAll(ServingStatus.SERVING);
+  log.info({ addr: boundAddr, executors: config.pool.executorCount, maxRunning: config.maxRunning, queueMax: config.queueMax, functionsDir: config.functionsDir || null }, "grpc listening");
+}
