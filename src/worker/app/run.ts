@@ -20,7 +20,12 @@ import { ExecutorPool } from "../executor/executor-pool";
 import { FunctionCodeView } from "../function-code/function-code-view";
 import { FunctionsDirPoller } from "../function-code/functions-dir";
 import { BackendRegistry } from "../io/backend-registry";
+import { ChainRouter } from "../backends/router/chain-router";
+import { blockdbBackend } from "../io/blockdb-backend";
 import { localtestserviceBackend } from "../io/localtestservice-backend";
+import { metaBackend } from "../io/meta-backend";
+import { routerBackend } from "../io/router-backend";
+import { rpcBackend } from "../io/rpc-backend";
 import { SqliteTableStore } from "../writers/table-store";
 import type { WorkerRuntimeConfig } from "./config";
 
@@ -71,7 +76,13 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   const functionView = new FunctionCodeView();
   const functionsPoller = config.functionsDir ? new FunctionsDirPoller(config.functionsDir, functionView, log) : null;
   functionsPoller?.start();
-  const backends = new BackendRegistry().register(localtestserviceBackend({ head: config.localTestChainHead }));
+  const router = new ChainRouter(config.chains, config.localTestChainHead);
+  const backends = new BackendRegistry()
+    .register(localtestserviceBackend({ head: config.localTestChainHead }))
+    .register(routerBackend(router))
+    .register(rpcBackend(router))
+    .register(blockdbBackend(router))
+    .register(metaBackend(() => (functionsPoller ? functionView.current() : null)));
   const tableStore = new SqliteTableStore(config.tableStorePath);
   const svc: WorkerService = new WorkerService(core, (): TaskExecutor => executor, config.profile, log.child({ component: "worker-service" }), () =>
     functionsPoller ? functionView.current() : null,

@@ -1,24 +1,44 @@
 import type { IoAnswer } from "../executor/call";
-import type { JsonValue } from "../executor/protocol";
+import type { JsonValue, RawJson } from "../executor/protocol";
+
+/**
+ * CacheDescriptor: the op's result is immutable once `block <= head(chain) - finalityDepth(chain)`
+ * (for a range, its highest block); `key` identifies the request fully.
+ */
+export interface CacheDescriptor {
+  readonly key: string;
+  readonly chain: string;
+  readonly block: number;
+}
 
 /** Every backend op is declared read or write (the Sync Invoker will refuse writes). */
 export interface BackendOp {
   readonly kind: "read" | "write";
-  handle(params: JsonValue): Promise<JsonValue> | JsonValue;
+  handle(params: JsonValue): Promise<JsonValue | RawJson> | JsonValue | RawJson;
+  /** cache: null/absent = never cached (latest, pending, heads, writes). */
+  readonly cache?: (params: JsonValue) => CacheDescriptor | null;
 }
 
 export interface Backend {
   readonly name: string;
   readonly ops: Readonly<Record<string, BackendOp>>;
+  /** head: the current head block of a chain (for the finality rule of `cache`). */
+  readonly head?: (chain: string) => Promise<number>;
 }
 
-/** BackendError: an IO request that failed in a way the user function sees as BackendError(type, message). */
+/**
+ * BackendError: an IO request that failed in a way the user function sees as BackendError(type,
+ * message). `retryable` marks transient failures (BackendUnavailable, BackendOverloaded).
+ */
 export class BackendError extends Error {
+  readonly retryable: boolean;
   constructor(
     readonly type: string,
     message: string,
+    opts: { retryable?: boolean } = {},
   ) {
     super(message);
+    this.retryable = opts.retryable ?? false;
   }
 }
 
