@@ -26,9 +26,9 @@ const rpcChain = z
     /** One HTTP request's timeout. */
     timeoutMs: z.number().int().min(1).max(60_000).default(2_000),
     /** Tries of one request over the endpoints, transient failures only. */
-    maxAttempts: z.number().int().min(1).max(20).default(3),
+    maxAttempts: z.number().int().min(1).max(20).default(4),
     /** First retry backoff; doubled each retry, capped at 8x. */
-    retryBackoffMs: z.number().int().min(0).max(10_000).default(50),
+    retryBackoffMs: z.number().int().min(0).max(10_000).default(100),
     /** All tries of one request end within this (it is charged to the call's 5000 ms budget). */
     requestBudgetMs: z.number().int().min(1).max(600_000).default(4_000),
   })

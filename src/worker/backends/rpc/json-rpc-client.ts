@@ -31,7 +31,15 @@ export function redactEndpoint(url: string): string {
 function describeFetchError(e: unknown, timeoutMs: number): string {
   const err = e as { name?: string; code?: string; message?: string };
   if (err.name === "TimeoutError" || err.name === "AbortError") return `timed out after ${timeoutMs} ms`;
+  if (err.code && err.message?.startsWith(err.code)) return err.message;
   return [err.code, err.message].filter(Boolean).join(": ") || String(e);
+}
+
+/** summarize lists each distinct failure once, with how often it happened. */
+function summarize(failures: readonly string[]): string {
+  const counts = new Map<string, number>();
+  for (const f of failures) counts.set(f, (counts.get(f) ?? 0) + 1);
+  return [...counts].map(([f, n]) => (n > 1 ? `${f} (x${n})` : f)).join("; ");
 }
 
 /**
@@ -91,7 +99,7 @@ export class JsonRpcClient implements ChainSource {
       if (attempt >= this.opts.maxAttempts || elapsed + backoff >= this.opts.requestBudgetMs) {
         const error = new BackendError(
           "BackendUnavailable",
-          `chain ${this.chain}: no answer after ${attempt} attempt(s) in ${Math.round(elapsed)} ms: ${failures.join("; ")}`,
+          `chain ${this.chain}: no answer after ${attempt} attempt(s) in ${Math.round(elapsed)} ms: ${summarize(failures)}`,
           { retryable: true },
         );
         return batch.forEach((p) => p.reject(error));
