@@ -162,4 +162,5 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   lifecycle = "serving";
   health.setAll(ServingStatus.SERVING);
   log.info({ addr: boundAddr, workerAddr, incarnation, prefix: config.registryPrefix, taskSlots: config.taskSlots }, "grpc listening");
+  log.info({ chains: router.chains().map((r) => `${r.chain}=${r.source.kind}`), unconfigured: config.chains.chains === null ? "every chain is the local test chain" : undefined }, "chains");
 }
