@@ -79,6 +79,7 @@ bench: deps build
 	$(BUN) bench/coordinator/reserve.ts
 	$(BUN) bench/executor/pool.ts
 	$(BUN) bench/worker/run.ts
+	$(BUN) bench/io/ganache-backfill.ts
 
 clean:
 	rm -rf dist
