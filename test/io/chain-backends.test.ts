@@ -155,6 +155,7 @@ describe("cache descriptors", () => {
     expect(a.block).toBe(9);
     expect(op(blockdb, "logs").cache!({ chain: "dev", fromBlock: 1, toBlock: 9, topics: [TRANSFER_TOPIC] })!.key).not.toBe(a.key);
     expect(op(blockdb, "head").cache).toBeUndefined();
+    expect([blockdb.finalityDepth!("dev"), blockdb.finalityDepth!("ethereum"), rpc.finalityDepth!("dev")]).toEqual([3, undefined, 3]);
     expect(op(rpc, "call").cache!({ chain: "dev", method: "eth_getBlockByNumber", params: ["0x10", true] })).toEqual({ key: 'rpc.call:dev:eth_getBlockByNumber:["0x10",true]', chain: "dev", block: 16 });
     expect(op(rpc, "call").cache!({ chain: "dev", method: "eth_getBlockByNumber", params: ["latest", true] })).toBeNull();
     expect(op(rpc, "call").cache!({ chain: "dev", method: "eth_getBalance", params: ["0x" + "a".repeat(40), "0x10"] })).toBeNull();

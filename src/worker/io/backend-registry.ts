@@ -24,6 +24,8 @@ export interface Backend {
   readonly ops: Readonly<Record<string, BackendOp>>;
   /** head: the current head block of a chain (for the finality rule of `cache`). */
   readonly head?: (chain: string) => Promise<number>;
+  /** finalityDepth: the chain's depth from the chains config; undefined = the Worker default (IO_FINALITY_DEPTH). */
+  readonly finalityDepth?: (chain: string) => number | undefined;
 }
 
 /**

@@ -62,6 +62,7 @@ export function blockdbBackend(router: ChainRouter): Backend {
   return {
     name: "blockdb",
     head: (chain) => reader.head(chain),
+    finalityDepth: (chain) => router.route(chain).finalityDepth,
     ops: {
       block: {
         kind: "read",

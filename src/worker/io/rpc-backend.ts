@@ -32,6 +32,8 @@ function cacheOf(params: JsonValue): CacheDescriptor | null {
 export function rpcBackend(router: ChainRouter): Backend {
   return {
     name: "rpc",
+    head: async (chain) => parseInt(String(await router.source(chain).request("eth_blockNumber", [])), 16),
+    finalityDepth: (chain) => router.route(chain).finalityDepth,
     ops: {
       call: {
         kind: "read",
