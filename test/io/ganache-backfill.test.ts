@@ -87,14 +87,24 @@ async function expected(from: number, to: number): Promise<Facts[]> {
   return rows;
 }
 
-function factsTask(taskId: string, from: number, to: number): Task {
+const NODE_ERROR = `
+from blockx_executor import BackendError, JsonRpcError
+
+def main(ctx, input):
+    try:
+        ctx.rpc.call('eth_noSuchMethod', 1)
+    except JsonRpcError as e:
+        return [{'block': input['blockNumber'], 'code': e.code, 'is_backend_error': isinstance(e, BackendError), 'message': e.message}]
+`;
+
+function factsTask(taskId: string, from: number, to: number, source = BLOCK_FACTS, table = "facts"): Task {
   return Task.fromPartial({
     taskId,
     functionCallConfig: FunctionCallConfig.fromPartial({
-      function: { source: BLOCK_FACTS, entry: "main" },
+      function: { source, entry: "main" },
       config: { $case: "blockTable", blockTable: { chain: "dev", fromBlock: from, toBlock: to } },
     }),
-    outputs: [{ handler: { $case: "blockTableWrite", blockTableWrite: { table: "facts" } } }],
+    outputs: [{ handler: { $case: "blockTableWrite", blockTableWrite: { table } } }],
   });
 }
 
@@ -156,6 +166,16 @@ describe("a backfill over a real Ethereum node (ganache)", () => {
     expect(want.some((r) => r.tx_count > 1)).toBe(true);
     expect(want.some((r) => r.tx_count === 0)).toBe(true);
     expect(rowsOf(s.dir)).toEqual(want);
+
+    // A node's JSON-RPC error reaches the function as JsonRpcError with the node's own code.
+    const direct = (await (await fetch(node.url, { method: "POST", body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_noSuchMethod", params: [1] }) })).json()) as { error: { code: number; message: string } };
+    await submit(s, factsTask("ganache-err", 3, 3, NODE_ERROR, "node_errors"));
+    expect((await s.client.watch(["ganache-err"])).snapshots.at(-1)!.state).toBe(TaskState.SUCCEEDED);
+    const store = new SqliteTableStore(join(s.dir, "tables.sqlite"));
+    const [row] = store.query("node_errors");
+    store.close();
+    expect(row).toMatchObject({ block: 3, code: direct.error.code, is_backend_error: 1 });
+    expect(row!.message).toBe(`rpc.call: JSON-RPC error ${direct.error.code} from chain dev node ${node.url}: ${direct.error.message}`);
   }, 180_000);
 
   test("the node stopped mid-backfill: calls retry within budget, then the task fails naming the endpoint; failed blocks have no rows", async () => {
