@@ -6,22 +6,30 @@
  * (TABLE_STORE_PATH in a temp dir). Timed from SubmitTask to the terminal snapshot. At the end the
  * table is checked to hold exactly one row per block.
  *
- * Floor of the same run: the same blocks' JSON text, generated up front (not timed) with
- * SyntheticChain and written as JSON lines to a temp file, then one plain python3 process
- * (floor.py) that json.loads each line and computes the same row; its own elapsed time is used.
+ * The blocks' JSON text is rendered once up front (not timed) into a block store file
+ * (`blockx localchain render`); the Worker serves the blocks from it (LOCALTESTSERVICE_BLOCK_STORE),
+ * as a block database serves stored bytes.
  *
- *   bun bench/worker/backfill.ts [--blocks 20000] [--from 0] [--executors 8] [--log-level info]
+ * Floor of the same run: one plain python3 process (floor.py) that reads the same file, json.loads
+ * each block and computes the same row; its own elapsed time is used.
+ *
+ * `--generated` adds a third line: the same backfill with every block generated on the fly by the
+ * synthetic chain (about a millisecond of JavaScript per block), to show what the generator costs.
+ *
+ *   bun bench/worker/backfill.ts [--blocks 20000] [--from 0] [--executors 8] [--generated] [--log-level info]
  *
  * Aim: pipeline >= 1.3x the floor on 2 cores.
  */
-import { mkdtempSync, rmSync, writeSync, openSync, closeSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { FunctionCallConfig, Task, TaskState } from "../../src/gen/worker/v1/worker";
+import { writeBlockStore } from "../../src/worker/backends/localtestservice/block-text-store";
 import { SyntheticChain } from "../../src/worker/backends/localtestservice/synthetic-chain";
 import { SqliteTableStore } from "../../src/worker/writers/table-store";
 import { BlockxProcess } from "../../test/support/blockx-process";
+import { treeCpuSeconds } from "../support/process-cpu";
 import { EtcdProcess } from "../../test/support/etcd";
 import { randomLanePrefix } from "../../test/support/worker-double";
 import { TERMINAL_STATES, WorkerClient } from "../../test/support/worker-client";
@@ -32,6 +40,7 @@ const { values } = parseArgs({
     from: { type: "string", default: "0" },
     executors: { type: "string", default: "8" },
     "log-level": { type: "string", default: "info" },
+    generated: { type: "boolean", default: false },
   },
 });
 const BLOCKS = Number(values.blocks);
@@ -68,31 +77,28 @@ async function cleanup(): Promise<void> {
 }
 for (const sig of ["SIGINT", "SIGTERM"] as const) process.on(sig, () => void cleanup().finally(() => process.exit(130)));
 
-/** floor: generate the blocks' JSON lines (untimed), then time floor.py over them. */
-async function floor(): Promise<{ perSecond: number; seconds: number; count: number; genSeconds: number; mb: number }> {
-  const path = join(dir, "blocks.jsonl");
+const storePath = join(dir, "blocks.store");
+
+/** render: the measured range's blocks into the store both sides read (untimed). */
+function render(): { seconds: number; mb: number } {
   const chain = new SyntheticChain("ethereum");
   const t0 = performance.now();
-  const fd = openSync(path, "w");
-  let bytes = 0;
-  for (let n = FROM; n <= TO; n++) {
-    const line = JSON.stringify(chain.block(n, true)) + "\n";
-    bytes += line.length;
-    writeSync(fd, line);
-  }
-  closeSync(fd);
-  const genSeconds = (performance.now() - t0) / 1000;
-  const proc = Bun.spawn(["python3", join(import.meta.dir, "floor.py"), path], { stdout: "pipe", stderr: "inherit" });
+  const { bytes } = writeBlockStore(storePath, chain, FROM, TO);
+  return { seconds: (performance.now() - t0) / 1000, mb: bytes / 1e6 };
+}
+
+/** floor: floor.py over the store file. */
+async function floor(): Promise<{ perSecond: number; seconds: number; count: number; cpuMsPerBlock: number }> {
+  const proc = Bun.spawn(["python3", join(import.meta.dir, "floor.py"), storePath], { stdout: "pipe", stderr: "inherit" });
   const [text, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
-  rmSync(path, { force: true });
   if (code !== 0) throw new Error(`floor.py exited with ${code}`);
-  const o = JSON.parse(text.trim()) as { seconds: number; count: number };
-  return { perSecond: o.count / o.seconds, seconds: o.seconds, count: o.count, genSeconds, mb: bytes / 1e6 };
+  const o = JSON.parse(text.trim()) as { seconds: number; count: number; cpu_seconds: number };
+  return { perSecond: o.count / o.seconds, seconds: o.seconds, count: o.count, cpuMsPerBlock: (o.cpu_seconds * 1000) / o.count };
 }
 
 /** pipeline: one block_table task of BLOCKS blocks through a fresh compiled Worker. */
-async function pipeline(): Promise<{ perSecond: number; seconds: number; state: string; succeeded: number; rows: number; distinct: number; inRange: number }> {
-  const dbPath = join(dir, "tables.sqlite");
+async function pipeline(fromStore: boolean): Promise<{ perSecond: number; seconds: number; state: string; succeeded: number; rows: number; distinct: number; inRange: number; workerCpuMs: number; executorsCpuMs: number }> {
+  const dbPath = join(dir, `tables-${fromStore ? "store" : "generated"}.sqlite`);
   const w = BlockxProcess.spawn(["worker"], {
     ETCD_ENDPOINTS: etcd!.endpoint,
     BLOCKX_LOG_LEVEL: values["log-level"],
@@ -100,6 +106,7 @@ async function pipeline(): Promise<{ perSecond: number; seconds: number; state: 
     WORKER_REGISTRY_PREFIX: randomLanePrefix("block"),
     EXECUTOR_COUNT: values.executors,
     TABLE_STORE_PATH: dbPath,
+    ...(fromStore ? { LOCALTESTSERVICE_BLOCK_STORE: storePath } : {}),
   });
   blockx.push(w);
   const client = new WorkerClient(await w.grpcAddr());
@@ -108,24 +115,37 @@ async function pipeline(): Promise<{ perSecond: number; seconds: number; state: 
     const run = async (taskId: string, from: number, to: number, table: string) => {
       const slot = await client.requestTaskSlot(taskId);
       if (!slot.ok) throw new Error(`requestTaskSlot: ${slot.details}`);
+      const cpu0 = treeCpuSeconds(w.proc.pid);
       const t0 = performance.now();
       const sub = await client.submitTask(blockTask(taskId, from, to, table), slot.value.slotId);
       if (!sub.ok) throw new Error(`submit: ${sub.details}`);
       const { snapshots, error } = await client.watch([taskId]);
       const seconds = (performance.now() - t0) / 1000;
+      const cpu1 = treeCpuSeconds(w.proc.pid);
+      const cpu = { worker: cpu1.self - cpu0.self, executors: cpu1.children - cpu0.children };
       if (error) throw error;
       const last = snapshots.at(-1)!;
       if (!TERMINAL_STATES.includes(last.state)) throw new Error(`watch ended in ${TaskState[last.state]}`);
-      return { seconds, last };
+      return { seconds, last, cpu };
     };
     await run("warm", TO + 1, TO + 500, "warm_stats");
-    const { seconds, last } = await run("backfill", FROM, TO, "block_stats");
+    const { seconds, last, cpu } = await run("backfill", FROM, TO, "block_stats");
     const store = new SqliteTableStore(dbPath);
     const rows = store.query("block_stats").map((r) => Number(r.block));
     store.close();
     const distinct = new Set(rows).size;
     const inRange = rows.filter((b) => b >= FROM && b <= TO).length;
-    return { perSecond: BLOCKS / seconds, seconds, state: TaskState[last.state]!, succeeded: last.callsSucceeded, rows: rows.length, distinct, inRange };
+    return {
+      perSecond: BLOCKS / seconds,
+      seconds,
+      state: TaskState[last.state]!,
+      succeeded: last.callsSucceeded,
+      rows: rows.length,
+      distinct,
+      inRange,
+      workerCpuMs: (cpu.worker * 1000) / BLOCKS,
+      executorsCpuMs: (cpu.executors * 1000) / BLOCKS,
+    };
   } finally {
     client.close();
     for (const b of blockx.splice(0)) await b.stop("SIGKILL").catch(() => {});
@@ -134,18 +154,26 @@ async function pipeline(): Promise<{ perSecond: number; seconds: number; state: 
 
 try {
   etcd = await EtcdProcess.start();
-  console.log(`Backfill: ${BLOCKS} local-chain blocks (${FROM}..${TO}, full transactions) through one compiled Worker, EXECUTOR_COUNT=${values.executors}, rows to SQLite; floor = one python3 json.loads + same function, same run\n`);
-  const p = await pipeline();
+  console.log(`Backfill: ${BLOCKS} local-chain blocks (${FROM}..${TO}, full transactions) through one compiled Worker, EXECUTOR_COUNT=${values.executors}, rows to SQLite; floor = one python3 json.loads + same function over the same block store, same run\n`);
+  const r = render();
+  const p = await pipeline(true);
   const f = await floor();
-  console.log("| measure | floor: one python3 (baseline) | pipeline | ratio (pipeline / floor) |");
+  const g = values.generated ? await pipeline(false) : undefined;
+  console.log("| measure | floor: one python3 (baseline) | pipeline, blocks from the store | ratio (pipeline / floor) |");
   console.log("| --- | ---: | ---: | ---: |");
   console.log(`| blocks/s | ${f.perSecond.toFixed(0)} | ${p.perSecond.toFixed(0)} | ${(p.perSecond / f.perSecond).toFixed(2)}x |`);
   console.log(`| seconds for ${BLOCKS} blocks | ${f.seconds.toFixed(2)} | ${p.seconds.toFixed(2)} | |`);
+  if (g) console.log(`| pipeline, blocks generated on the fly: blocks/s | | ${g.perSecond.toFixed(0)} | ${(g.perSecond / f.perSecond).toFixed(2)}x |`);
+  const pipeCpu = p.workerCpuMs + p.executorsCpuMs;
+  console.log(`| CPU ms per block | ${f.cpuMsPerBlock.toFixed(3)} | ${pipeCpu.toFixed(3)} (Worker ${p.workerCpuMs.toFixed(3)} + executors ${p.executorsCpuMs.toFixed(3)}) | ${(pipeCpu / f.cpuMsPerBlock).toFixed(2)}x the CPU |`);
   console.log("");
-  console.log(`(floor input: ${f.mb.toFixed(0)} MB of JSON lines, generated in ${f.genSeconds.toFixed(1)} s, not timed; floor rows ${f.count})`);
-  console.log(`task ${p.state}, ${p.succeeded} calls ok; table block_stats: ${p.rows} rows, ${p.distinct} distinct blocks, ${p.inRange} in range`);
-  const exact = p.rows === BLOCKS && p.distinct === BLOCKS && p.inRange === BLOCKS;
-  console.log(`- exactly one row per block: ${exact ? "**yes**" : "**NO**"}`);
+  console.log(`On 2 idle cores the pipeline could reach at most ${((2 / pipeCpu) * 1000).toFixed(0)} blocks/s = ${((2 * f.cpuMsPerBlock) / pipeCpu).toFixed(2)}x the floor (2 x floor CPU / pipeline CPU per block).`);
+  console.log(`(block store: ${r.mb.toFixed(0)} MB of JSON lines, rendered in ${r.seconds.toFixed(1)} s, not timed; floor rows ${f.count})`);
+  for (const [name, run] of [["store", p], ["generated", g]] as const) {
+    if (!run) continue;
+    const exact = run.rows === BLOCKS && run.distinct === BLOCKS && run.inRange === BLOCKS;
+    console.log(`- ${name}: task ${run.state}, ${run.succeeded} calls ok; block_stats ${run.rows} rows, ${run.distinct} distinct, ${run.inRange} in range; exactly one row per block: ${exact ? "**yes**" : "**NO**"}`);
+  }
   console.log(`- pipeline >= ${AIM}x floor: ${p.perSecond / f.perSecond >= AIM ? "**met**" : "**not met**"} (${(p.perSecond / f.perSecond).toFixed(2)}x)`);
 } finally {
   await cleanup();

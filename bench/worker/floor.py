@@ -1,6 +1,7 @@
 """bench/worker/floor.py: the backfill floor. One plain python3 process reads JSON lines of
-eth_getBlockByNumber results (full transactions), json.loads each and computes the same row as
-the backfill's function (block, tx_count, gas_used). Prints {"seconds", "count"} as JSON."""
+eth_getBlockByNumber results (full transactions) -- the block store the Worker serves from, whose
+first line is a header -- json.loads each block and computes the same row as the backfill's
+function (block, tx_count, gas_used). Prints {"seconds", "cpu_seconds", "count"} as JSON."""
 import json
 import sys
 import time
@@ -12,12 +13,16 @@ def main(ctx, b):
 
 def run(path):
     t0 = time.perf_counter()
+    c0 = time.process_time()
     rows = []
     with open(path, 'r') as f:
+        header = f.readline()
+        assert header.startswith('{"blockxBlockStore"'), 'not a block store'
         for line in f:
             rows.extend(main(None, json.loads(line)))
     elapsed = time.perf_counter() - t0
-    print(json.dumps({'seconds': elapsed, 'count': len(rows)}))
+    cpu = time.process_time() - c0
+    print(json.dumps({'seconds': elapsed, 'cpu_seconds': cpu, 'count': len(rows)}))
 
 
 if __name__ == '__main__':

@@ -4,6 +4,7 @@ import { ConfigError, renderEnvHelp } from "../common/config/env-config";
 import type { Command } from "./command";
 import { coordinatorCommands } from "./coordinator-commands";
 import { execCommand, UsageError } from "./exec-command";
+import { localchainCommand } from "./localchain-command";
 import { workerCommands } from "./worker-commands";
 
 const versionCommand: Command = {
@@ -15,7 +16,7 @@ const versionCommand: Command = {
   },
 };
 
-const commands: Command[] = [...coordinatorCommands, ...workerCommands, execCommand, versionCommand];
+const commands: Command[] = [...coordinatorCommands, ...workerCommands, execCommand, localchainCommand, versionCommand];
 
 function usage(): string {
   const width = Math.max(...commands.map((c) => c.name.length));

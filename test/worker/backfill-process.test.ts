@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { FunctionCallConfig, Task, TaskState } from "../../src/gen/worker/v1/worker";
 import { SyntheticChain } from "../../src/worker/backends/localtestservice/synthetic-chain";
 import { SqliteTableStore } from "../../src/worker/writers/table-store";
-import { BlockxProcess } from "../support/blockx-process";
+import { BLOCKX_BINARY, BlockxProcess } from "../support/blockx-process";
 import { reserve, waitFor } from "../support/coordinator-client";
 import { randomLanePrefix } from "../support/worker-double";
 import { WorkerClient } from "../support/worker-client";
@@ -88,6 +88,34 @@ describe("a backfill over the local test chain", () => {
     expect(result.ok && result.value.writes).toEqual([{ table: "block_stats", handler: "block_table_write", rowsWritten: 200, callsWritten: 200 }]);
     expect(rowsOf()).toEqual(expected(1000, 2099));
     store.close();
+  }, 90_000);
+
+  test("blocks rendered by `blockx localchain render` are served from the store: the same rows; a damaged store stops the Worker", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "blockx-store-"));
+    Bun.spawnSync(["chmod", "755", dir]);
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const storePath = join(dir, "eth.blocks");
+    const render = Bun.spawnSync([BLOCKX_BINARY, "localchain", "render", "--chain", "ethereum", "--from", "3000", "--to", "3199", "--out", storePath]);
+    expect(render.exitCode).toBe(0);
+    expect(render.stdout.toString()).toContain("rendered blocks 3000..3199 of ethereum");
+    // Blocks 3100..3299: half from the store, half generated; the table cannot tell them apart.
+    const s = await setup("worker", { LOCALTESTSERVICE_BLOCK_STORE: storePath });
+    await s.worker.waitForLog((l) => l.msg === "local test chain block store opened");
+    const last = await runTask(s, blockTask("st-1", { source: BLOCK_STATS }, 3100, 3299, "block_stats"));
+    expect(last).toMatchObject({ state: TaskState.SUCCEEDED, callsSucceeded: 200 });
+    const store = new SqliteTableStore(join(s.dir, "tables.sqlite"));
+    expect(store.query("block_stats", "ORDER BY block").map(({ block, tx_count, gas_used }) => ({ block, tx_count, gas_used }))).toEqual(expected(3100, 3299));
+    store.close();
+
+    writeFileSync(storePath, readFileSync(storePath).subarray(0, 5000));
+    const broken = BlockxProcess.spawn(["worker"], { WORKER_LISTEN: "127.0.0.1:0", LOCALTESTSERVICE_BLOCK_STORE: storePath });
+    cleanups.push(() => broken.stop("SIGKILL"));
+    expect(await broken.exited).toBe(2);
+    expect(broken.stderr).toContain("LOCALTESTSERVICE_BLOCK_STORE");
+    expect(broken.stderr).toContain("truncated or damaged");
+    const usage = Bun.spawnSync([BLOCKX_BINARY, "localchain", "render", "--chain", "ethereum", "--from", "10", "--to", "5", "--out", storePath]);
+    expect(usage.exitCode).toBe(2);
+    expect(usage.stderr.toString()).toContain("--to (5) is below --from (10)");
   }, 90_000);
 
   test("the bundle cluster writes per bundle, and a function by name comes from FUNCTIONS_DIR", async () => {

@@ -49,6 +49,13 @@ export function workerVars(profile: WorkerProfile) {
       "chains and their sources (rpc endpoints or localtestservice), see README; empty: every chain is the local test chain",
       stringSchema(),
     ),
+    localTestBlockStore: envVar(
+      "LOCALTESTSERVICE_BLOCK_STORE",
+      "",
+      "a file path, or empty",
+      "block store file of the local test chain (`blockx localchain render`): its blocks are served as stored text instead of generated",
+      stringSchema(),
+    ),
     callMaxAttempts: envVar("CALL_MAX_ATTEMPTS", "4", "an integer from 1 to 100", "tries per call for retryable failures (a user's error is never retried)", intSchema(1, 100)),
     ...executorPoolVars,
     ...commonVars,
@@ -72,6 +79,8 @@ export interface WorkerRuntimeConfig {
   readonly tableStorePath: string;
   readonly localTestChainHead: number;
   readonly chains: ChainsConfig;
+  /** Empty: every block is generated on demand. */
+  readonly localTestBlockStore: string;
   readonly pool: ExecutorPoolConfig;
   readonly logLevel: EnvValues<ReturnType<typeof workerVars>>["logLevel"];
   readonly prometheusListenAddr: string;
@@ -119,6 +128,7 @@ export function loadWorkerRuntimeConfigFromEnv(
     tableStorePath: v.tableStorePath.trim(),
     localTestChainHead: v.localTestChainHead,
     chains,
+    localTestBlockStore: v.localTestBlockStore,
     pool: executorPoolConfigFrom(v),
     logLevel: v.logLevel,
     prometheusListenAddr: v.prometheusListenAddr,

@@ -1,6 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
+import { ConfigError } from "../../common/config/env-config";
 import { createEtcdClient } from "../../common/etcd/etcd-client";
 import { bindGrpcServer, grpcError, GRPC_SERVER_OPTIONS, shutdownGrpcServer } from "../../common/grpc/grpc-server";
 import { HealthStatus, ServingStatus } from "../../common/grpc/health-service";
@@ -14,6 +15,7 @@ import { ErrorRateWindow } from "../adapters/error-rate-window";
 import { HeartbeatPublisher } from "../adapters/heartbeat-publisher";
 import { HostMetrics } from "../adapters/host-metrics";
 import { TaskExecutor } from "../adapters/task-executor";
+import { BlockTextStore } from "../backends/localtestservice/block-text-store";
 import { WorkerService } from "../adapters/worker-service";
 import { WorkerCore } from "../core/worker-core";
 import { ExecutorPool } from "../executor/executor-pool";
@@ -49,6 +51,17 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   const log = createLogger(config.logLevel, { role });
   let lifecycle: WorkerLifecycle = "starting";
 
+  // A bad block store is a configuration error: refuse to start rather than serve generated blocks.
+  let blockStore: BlockTextStore | undefined;
+  if (config.localTestBlockStore) {
+    try {
+      blockStore = BlockTextStore.open(config.localTestBlockStore);
+    } catch (e) {
+      throw new ConfigError([`LOCALTESTSERVICE_BLOCK_STORE: ${(e as Error).message}`]);
+    }
+    log.info({ chain: blockStore.chain, first: blockStore.header.first, count: blockStore.header.count }, "local test chain block store opened");
+  }
+
   const registry = new MetricsRegistry();
   registerProcessMetrics(registry, role);
   const pool = await ExecutorPool.start(config.pool, log.child({ component: "executor-pool" }));
@@ -78,7 +91,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   functionsPoller?.start();
   const router = new ChainRouter(config.chains, config.localTestChainHead);
   const backends = new BackendRegistry()
-    .register(localtestserviceBackend({ head: config.localTestChainHead }))
+    .register(localtestserviceBackend({ head: config.localTestChainHead, ...(blockStore ? { store: blockStore } : {}) }))
     .register(routerBackend(router))
     .register(rpcBackend(router))
     .register(blockdbBackend(router))
@@ -154,6 +167,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     await pool.close();
     functionsPoller?.stop();
     tableStore.close();
+    blockStore?.close();
     etcd.close();
     metricsServer?.stop();
     lifecycle = "stopped";

@@ -71,6 +71,9 @@ export interface ExecutorPoolStats {
  *
  * execute() never throws: every failure is a CallOutcome with a classified error.
  */
+/** Frames of one tick up to this size are joined into one write. */
+const COALESCE_MAX_BYTES = 64 * 1024;
+
 export class ExecutorPool {
   private readonly core: ExecutorPoolCore;
   private readonly executors: (Executor | null)[];
@@ -517,22 +520,26 @@ export class ExecutorPool {
     const frames = conn.corked;
     conn.corked = [];
     if (frames.length === 0) return;
-    let data: Uint8Array;
-    if (frames.length === 1) data = frames[0]!;
-    else {
-      data = new Uint8Array(frames.reduce((n, f) => n + f.length, 0));
+    const total = frames.reduce((n, f) => n + f.length, 0);
+    // Small frames of one tick go out in one write; large ones (a block) are not copied again.
+    let chunks = frames;
+    if (frames.length > 1 && total <= COALESCE_MAX_BYTES) {
+      const data = new Uint8Array(total);
       let off = 0;
       for (const f of frames) {
         data.set(f, off);
         off += f.length;
       }
+      chunks = [data];
     }
-    if (conn.backlog.length > 0) {
-      conn.backlog.push(data);
-      return;
+    for (const data of chunks) {
+      if (conn.backlog.length > 0) {
+        conn.backlog.push(data);
+        continue;
+      }
+      const written = conn.socket.write(data);
+      if (written < data.length) conn.backlog.push(data.subarray(Math.max(0, written)));
     }
-    const written = conn.socket.write(data);
-    if (written < data.length) conn.backlog.push(data.subarray(Math.max(0, written)));
   }
 
   private flushBacklog(conn: Conn): void {

@@ -3,36 +3,50 @@
  * (executor-py/PROTOCOL.md). One object per frame.
  */
 
-export const MAX_FRAME_BYTES = 64 * 1024 * 1024;
-
 import { RawJson } from "./protocol";
+
+export const MAX_FRAME_BYTES = 64 * 1024 * 1024;
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 // A placeholder no user string can spell: it carries a per-process random nonce.
 const RAW_MARK = `\u0000rawjson-${crypto.randomUUID()}-`;
+// JSON.stringify escapes the NUL of the mark as \u0000: the form to look for in its output.
+const RAW_MARK_JSON = `"${JSON.stringify(RAW_MARK).slice(1, -1)}`;
 
-function stringifyWithRaw(message: unknown): string {
-  const raws: string[] = [];
+/** frameOf prefixes a body with its length. */
+function frameOf(parts: readonly Uint8Array[]): Uint8Array {
+  const len = parts.reduce((n, p) => n + p.byteLength, 0);
+  const frame = new Uint8Array(4 + len);
+  new DataView(frame.buffer).setUint32(0, len, false);
+  let off = 4;
+  for (const p of parts) {
+    frame.set(p, off);
+    off += p.byteLength;
+  }
+  return frame;
+}
+
+/** encodeWithRaw serialises around RawJson values, then copies their bytes in between. */
+function encodeWithRaw(message: unknown): Uint8Array {
+  const raws: RawJson[] = [];
   const text = JSON.stringify(message, (_key, value: unknown) => {
     if (value instanceof RawJson) {
-      raws.push(value.text);
+      raws.push(value);
       return RAW_MARK + (raws.length - 1);
     }
     return value;
   });
-  if (raws.length === 0) return text;
-  // JSON.stringify escapes the NUL of the mark as \u0000; match the serialised form.
-  const mark = JSON.stringify(RAW_MARK).slice(1, -1);
-  const parts = text.split(`"${mark}`);
-  let out = parts[0]!;
-  for (let i = 1; i < parts.length; i++) {
-    const part = parts[i]!;
-    const end = part.indexOf('"');
-    out += raws[Number(part.slice(0, end))]! + part.slice(end + 1);
+  if (raws.length === 0) return frameOf([encoder.encode(text)]);
+  const pieces = text.split(RAW_MARK_JSON);
+  const parts: Uint8Array[] = [encoder.encode(pieces[0]!)];
+  for (let i = 1; i < pieces.length; i++) {
+    const piece = pieces[i]!;
+    const end = piece.indexOf('"');
+    parts.push(raws[Number(piece.slice(0, end))]!.bytes, encoder.encode(piece.slice(end + 1)));
   }
-  return out;
+  return frameOf(parts);
 }
 
 /**
@@ -40,7 +54,8 @@ function stringifyWithRaw(message: unknown): string {
  * RawJson values (only ResumeCall does); the plain path stays a bare JSON.stringify.
  */
 export function encodeFrame(message: unknown, withRaw = false): Uint8Array {
-  const body = encoder.encode(withRaw ? stringifyWithRaw(message) : JSON.stringify(message));
+  if (withRaw) return encodeWithRaw(message);
+  const body = encoder.encode(JSON.stringify(message));
   const frame = new Uint8Array(4 + body.length);
   new DataView(frame.buffer).setUint32(0, body.length, false);
   frame.set(body, 4);

@@ -14,18 +14,40 @@ export type SuspensionRequest =
   | { kind: "call"; function: FunctionRequestRef; args: JsonValue };
 
 /**
- * RawJson is a value already serialised as JSON text. Backends and the IO cache hand blocks
- * around in this form so the Worker never parses and re-serialises a large immutable value on
- * its way to the executor: the frame encoder splices the text in as it is.
+ * RawJson is a value already serialised as JSON (UTF-8 bytes or text). Backends and the IO cache
+ * hand blocks around in this form so the Worker never parses and re-serialises a large immutable
+ * value on its way to the executor: the frame encoder copies the bytes in as they are.
  */
 export class RawJson {
-  constructor(readonly text: string) {}
+  private textForm: string | undefined;
+  private bytesForm: Uint8Array | undefined;
+
+  constructor(data: string | Uint8Array) {
+    if (typeof data === "string") this.textForm = data;
+    else this.bytesForm = data;
+  }
+
+  get text(): string {
+    return (this.textForm ??= utf8Decoder.decode(this.bytesForm));
+  }
+
+  get bytes(): Uint8Array {
+    return (this.bytesForm ??= utf8Encoder.encode(this.textForm));
+  }
+
+  /** Size in bytes of the serialised value (what a byte-bounded cache charges). */
+  get byteLength(): number {
+    return this.bytes.byteLength;
+  }
 
   /** parse gives the value itself, for the rare reader inside the Worker. */
   parse(): JsonValue {
     return JSON.parse(this.text) as JsonValue;
   }
 }
+
+const utf8Decoder = new TextDecoder();
+const utf8Encoder = new TextEncoder();
 
 export type ResumeResult = { ok: true; value: JsonValue | RawJson } | { ok: false; error: { type: string; message: string; traceback?: string } };
 

@@ -14,6 +14,7 @@ export interface CacheDescriptor {
 /** Every backend op is declared read or write (the Sync Invoker will refuse writes). */
 export interface BackendOp {
   readonly kind: "read" | "write";
+  /** A value, or its JSON text as RawJson when the backend already has it serialised. */
   handle(params: JsonValue): Promise<JsonValue | RawJson> | JsonValue | RawJson;
   /** cache: null/absent = never cached (latest, pending, heads, writes). */
   readonly cache?: (params: JsonValue) => CacheDescriptor | null;

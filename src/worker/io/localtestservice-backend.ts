@@ -1,4 +1,5 @@
 import type { JsonValue } from "../executor/protocol";
+import type { BlockTextStore } from "../backends/localtestservice/block-text-store";
 import { SyntheticChain } from "../backends/localtestservice/synthetic-chain";
 import { BackendError, type Backend } from "./backend-registry";
 import { blockNumberParam, chainParam as chainName, paramsObject as obj } from "./backend-params";
@@ -7,8 +8,11 @@ import { blockNumberParam, chainParam as chainName, paramsObject as obj } from "
  * localtestserviceBackend serves the deterministic synthetic chain with the JSON-RPC method
  * names as ops: eth_getBlockByNumber {chain, number, full}, eth_getBlockReceipts {chain,
  * number}, eth_getLogs {chain, fromBlock, toBlock, address, topics}, eth_blockNumber {chain}.
+ * With a block text store, full blocks in its range are served as their stored text (RawJson)
+ * instead of being generated.
  */
-export function localtestserviceBackend(opts: { head?: number } = {}): Backend {
+export function localtestserviceBackend(opts: { head?: number; store?: BlockTextStore } = {}): Backend {
+  const { store } = opts;
   const chains = new Map<string, SyntheticChain>();
   const chainOf = (name: string) => {
     let c = chains.get(name);
@@ -22,7 +26,10 @@ export function localtestserviceBackend(opts: { head?: number } = {}): Backend {
         kind: "read",
         handle: (params) => {
           const p = obj(params, "eth_getBlockByNumber");
-          return chainOf(chainName(p, "eth_getBlockByNumber")).block(blockNumberParam(p, "number", "eth_getBlockByNumber"), p.full !== false) as unknown as JsonValue;
+          const chain = chainName(p, "eth_getBlockByNumber");
+          const n = blockNumberParam(p, "number", "eth_getBlockByNumber");
+          if (store && p.full !== false && store.has(chain, n) && n <= chainOf(chain).head()) return store.read(n);
+          return chainOf(chain).block(n, p.full !== false) as unknown as JsonValue;
         },
       },
       eth_getBlockReceipts: {
