@@ -6,6 +6,7 @@ CACHE := .cache
 BUN := $(CACHE)/bun/node_modules/.bin/bun
 ETCD := $(CACHE)/etcd/root/usr/bin/etcd
 GRPCIO_STAMP := $(CACHE)/python3-grpcio.stamp
+GANACHE_STAMP := $(CACHE)/ganache.stamp
 DEPS_STAMP := node_modules/.blockx-deps-stamp
 SOURCES := $(shell find src -name '*.ts' -not -name '*.test.ts') $(shell find executor-py/blockx_executor -name '*.py') package.json
 COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -16,7 +17,7 @@ export BLOCKX_ETCD_BIN := $(abspath $(ETCD))
 .PHONY: deps build test typecheck proto bench clean run
 .DEFAULT_GOAL := build
 
-deps: $(BUN) $(DEPS_STAMP) $(ETCD) $(GRPCIO_STAMP)
+deps: $(BUN) $(DEPS_STAMP) $(ETCD) $(GRPCIO_STAMP) $(GANACHE_STAMP)
 
 # Bun from the npm registry, pinned; bun-types in package.json carries the same version.
 $(BUN):
@@ -42,6 +43,13 @@ $(GRPCIO_STAMP):
 	  (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-grpcio || \
 	   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-grpcio))
 	/usr/bin/python3 -c 'import grpc; print("python3-grpcio", grpc.__version__)'
+	@touch $@
+
+# ganache 7 from the npm registry: the real Ethereum JSON-RPC node of test/io and bench/io
+# (run by /usr/bin/node; not a package.json dependency, the binary never loads it).
+$(GANACHE_STAMP):
+	npm install --prefix $(CACHE)/ganache --no-save --no-audit --no-fund --loglevel=error ganache@7
+	/usr/bin/node $(CACHE)/ganache/node_modules/ganache/dist/node/cli.js --version
 	@touch $@
 
 build: dist/blockx
@@ -72,6 +80,7 @@ bench: deps build
 	$(BUN) bench/executor/pool.ts
 	$(BUN) bench/worker/run.ts
 	$(BUN) bench/syncinvoker/invoke.ts
+	$(BUN) bench/io/ganache-backfill.ts
 
 clean:
 	rm -rf dist

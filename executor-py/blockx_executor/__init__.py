@@ -4,6 +4,6 @@ Run it as ``python3 -m blockx_executor --socket PATH --id EXECUTOR_ID``; PROTOCO
 this package) is the contract with the pool. User code may import the exceptions below.
 """
 
-from .errors import BackendError, BudgetExceeded, Cancelled, SubCallError
+from .errors import BackendError, BudgetExceeded, Cancelled, JsonRpcError, SubCallError
 
-__all__ = ["BackendError", "SubCallError", "BudgetExceeded", "Cancelled"]
+__all__ = ["BackendError", "JsonRpcError", "SubCallError", "BudgetExceeded", "Cancelled"]

@@ -8,7 +8,8 @@ CallWaiting, parks the coroutine and sends the ResumeCall's results back in.
 
 import time
 
-from .errors import BackendError, SubCallError
+from .chain_api import BlockDb, Meta, Rpc
+from .errors import SubCallError, backend_error
 
 LOG_LEVELS = frozenset(("debug", "info", "warning", "error"))
 
@@ -70,7 +71,7 @@ def unwrap_io(result):
     if type(result) is dict and result.get("ok") is True:
         return result.get("value")
     error = _failure(result)
-    raise BackendError(str(error.get("type", "UNKNOWN")), str(error.get("message", "")))
+    raise backend_error(str(error.get("type", "UNKNOWN")), str(error.get("message", "")))
 
 
 def unwrap_call(result):
@@ -134,10 +135,26 @@ class Suspension:
 
 
 class _BaseContext:
-    __slots__ = ("_call",)
+    __slots__ = ("_call", "_chain")
 
-    def __init__(self, call) -> None:
+    def __init__(self, call, chain=None) -> None:
         self._call = call
+        self._chain = chain
+
+    @property
+    def blockdb(self) -> BlockDb:
+        """blockdb: blocks, receipts and logs (see chain_api.BlockDb)."""
+        return BlockDb(self, self._chain)
+
+    @property
+    def rpc(self) -> Rpc:
+        """rpc: JSON-RPC requests to the chain's node (see chain_api.Rpc)."""
+        return Rpc(self, self._chain)
+
+    @property
+    def meta(self) -> Meta:
+        """meta: functions by name from the Worker's Function Code View (see chain_api.Meta)."""
+        return Meta(self)
 
     def log(self, message, level: str = "info"):
         """log adds a line to the call's logs (level: debug, info, warning or error)."""
@@ -155,8 +172,8 @@ class SyncContext(_BaseContext):
 
     __slots__ = ("_suspend",)
 
-    def __init__(self, call, suspend) -> None:
-        self._call = call
+    def __init__(self, call, suspend, chain=None) -> None:
+        super().__init__(call, chain)
         self._suspend = suspend
 
     def io(self, backend, op, params=None):

@@ -48,6 +48,7 @@ import traceback
 
 from . import compile_cache as cc
 from .call import Call
+from .chain_api import default_chain
 from .capture import tls, warn
 from .context import AsyncContext, Suspension, SyncContext
 from .errors import BudgetExceeded, Cancelled, Interrupt
@@ -508,7 +509,7 @@ class Engine:
         if is_async:
             self._start_async(w, call, fn, msg.get("args"))
         else:
-            ok, value = self._run_step(w, call, _invoke_sync, fn, SyncContext(call, self.suspend_sync), msg.get("args"))
+            ok, value = self._run_step(w, call, _invoke_sync, fn, SyncContext(call, self.suspend_sync, default_chain(msg.get("args"))), msg.get("args"))
             self._settle(w, call, ok, value)
 
     def _load(self, w: _Worker, call: Call, digest: str, source: str, entry: str):
@@ -609,7 +610,7 @@ class Engine:
 
     def _start_async(self, w: _Worker, call: Call, fn, args) -> None:
         call.is_async = True
-        ok, coro = self._run_step(w, call, fn, AsyncContext(call), args)
+        ok, coro = self._run_step(w, call, fn, AsyncContext(call, default_chain(args)), args)
         if not ok or call.finished:
             self._settle(w, call, ok, coro)
             return

@@ -6,6 +6,8 @@ BaseException so that a user's ``except Exception`` does not swallow them: the e
 raises them asynchronously in a thread whose call went over budget or was cancelled.
 """
 
+import re
+
 
 class BackendError(Exception):
     """BackendError is a failed IO request: ``type`` is the backend's error type (for example
@@ -18,6 +20,27 @@ class BackendError(Exception):
 
     def __str__(self) -> str:
         return f"{self.type}: {self.message}" if self.message else str(self.type)
+
+
+class JsonRpcError(BackendError):
+    """JsonRpcError is a node's JSON-RPC error (type ``JsonRpcError``): ``code`` is the node's
+    error code (for example -32000), ``message`` names the chain, the node and its message."""
+
+    def __init__(self, type: str, message: str, code: int) -> None:
+        super().__init__(type, message)
+        self.code = code
+
+
+_JSON_RPC_CODE = re.compile(r"JSON-RPC error (-?\d+) from ")
+
+
+def backend_error(type: str, message: str) -> BackendError:
+    """backend_error builds the exception for a failed IO request: JsonRpcError for a node's
+    JSON-RPC error (its code is in the message the Worker sends), BackendError otherwise."""
+    if type == "JsonRpcError":
+        m = _JSON_RPC_CODE.search(message)
+        return JsonRpcError(type, message, int(m.group(1)) if m else 0)
+    return BackendError(type, message)
 
 
 class SubCallError(Exception):

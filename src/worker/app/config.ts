@@ -1,3 +1,4 @@
+import { loadChainsConfig, type ChainsConfig } from "../../common/config/chains-config";
 import { commonVars } from "../../common/config/common-vars";
 import { ConfigError, envVar, intSchema, listenAddrSchema, listSchema, loadEnvConfig, stringSchema, type EnvValues } from "../../common/config/env-config";
 import { parseRegistryPrefix } from "../../common/registry/registry-prefix";
@@ -41,6 +42,13 @@ export function workerVars(profile: WorkerProfile) {
       stringSchema().refine((s) => s.trim() !== ""),
     ),
     localTestChainHead: envVar("LOCALTESTSERVICE_HEAD", "20000000", "an integer from 0 to 1000000000", "highest block of the synthetic local test chain", intSchema(0, 1_000_000_000)),
+    chainsConfig: envVar(
+      "CHAINS_CONFIG",
+      "",
+      "inline JSON starting with {, a JSON file path, or empty",
+      "chains and their sources (rpc endpoints or localtestservice), see README; empty: every chain is the local test chain",
+      stringSchema(),
+    ),
     localTestBlockStore: envVar(
       "LOCALTESTSERVICE_BLOCK_STORE",
       "",
@@ -70,6 +78,7 @@ export interface WorkerRuntimeConfig {
   readonly functionsDir: string;
   readonly tableStorePath: string;
   readonly localTestChainHead: number;
+  readonly chains: ChainsConfig;
   /** Empty: every block is generated on demand. */
   readonly localTestBlockStore: string;
   readonly pool: ExecutorPoolConfig;
@@ -94,7 +103,14 @@ export function loadWorkerRuntimeConfigFromEnv(
   } catch (e) {
     problems.push(`WORKER_REGISTRY_PREFIX: ${(e as Error).message}`);
   }
-  if (problems.length > 0) throw new ConfigError(problems);
+  let chains: ChainsConfig | null = null;
+  try {
+    chains = loadChainsConfig(v.chainsConfig);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    problems.push(...e.problems);
+  }
+  if (problems.length > 0 || chains === null) throw new ConfigError(problems);
   return Object.freeze({
     profile,
     listenAddr: v.listenAddr,
@@ -111,6 +127,7 @@ export function loadWorkerRuntimeConfigFromEnv(
     functionsDir: v.functionsDir.trim(),
     tableStorePath: v.tableStorePath.trim(),
     localTestChainHead: v.localTestChainHead,
+    chains,
     localTestBlockStore: v.localTestBlockStore,
     pool: executorPoolConfigFrom(v),
     logLevel: v.logLevel,

@@ -22,7 +22,12 @@ import { ExecutorPool } from "../executor/executor-pool";
 import { FunctionCodeView } from "../function-code/function-code-view";
 import { FunctionsDirPoller } from "../function-code/functions-dir";
 import { BackendRegistry } from "../io/backend-registry";
+import { ChainRouter } from "../backends/router/chain-router";
+import { blockdbBackend } from "../io/blockdb-backend";
 import { localtestserviceBackend } from "../io/localtestservice-backend";
+import { metaBackend } from "../io/meta-backend";
+import { routerBackend } from "../io/router-backend";
+import { rpcBackend } from "../io/rpc-backend";
 import { SqliteTableStore } from "../writers/table-store";
 import type { WorkerRuntimeConfig } from "./config";
 
@@ -84,7 +89,13 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   const functionView = new FunctionCodeView();
   const functionsPoller = config.functionsDir ? new FunctionsDirPoller(config.functionsDir, functionView, log) : null;
   functionsPoller?.start();
-  const backends = new BackendRegistry().register(localtestserviceBackend({ head: config.localTestChainHead, ...(blockStore ? { store: blockStore } : {}) }));
+  const router = new ChainRouter(config.chains, config.localTestChainHead);
+  const backends = new BackendRegistry()
+    .register(localtestserviceBackend({ head: config.localTestChainHead, ...(blockStore ? { store: blockStore } : {}) }))
+    .register(routerBackend(router))
+    .register(rpcBackend(router))
+    .register(blockdbBackend(router))
+    .register(metaBackend(() => (functionsPoller ? functionView.current() : null)));
   const tableStore = new SqliteTableStore(config.tableStorePath);
   const svc: WorkerService = new WorkerService(core, (): TaskExecutor => executor, config.profile, log.child({ component: "worker-service" }), () =>
     functionsPoller ? functionView.current() : null,
@@ -165,4 +176,5 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   lifecycle = "serving";
   health.setAll(ServingStatus.SERVING);
   log.info({ addr: boundAddr, workerAddr, incarnation, prefix: config.registryPrefix, taskSlots: config.taskSlots }, "grpc listening");
+  log.info({ chains: router.chains().map((r) => `${r.chain}=${r.source.kind}`), unconfigured: config.chains.chains === null ? "every chain is the local test chain" : undefined }, "chains");
 }

@@ -1,25 +1,47 @@
 import type { IoAnswer } from "../executor/call";
 import type { JsonValue, RawJson } from "../executor/protocol";
 
+/**
+ * CacheDescriptor: the op's result is immutable once `block <= head(chain) - finalityDepth(chain)`
+ * (for a range, its highest block); `key` identifies the request fully.
+ */
+export interface CacheDescriptor {
+  readonly key: string;
+  readonly chain: string;
+  readonly block: number;
+}
+
 /** Every backend op is declared read or write (the Sync Invoker will refuse writes). */
 export interface BackendOp {
   readonly kind: "read" | "write";
   /** A value, or its JSON text as RawJson when the backend already has it serialised. */
   handle(params: JsonValue): Promise<JsonValue | RawJson> | JsonValue | RawJson;
+  /** cache: null/absent = never cached (latest, pending, heads, writes). */
+  readonly cache?: (params: JsonValue) => CacheDescriptor | null;
 }
 
 export interface Backend {
   readonly name: string;
   readonly ops: Readonly<Record<string, BackendOp>>;
+  /** head: the current head block of a chain (for the finality rule of `cache`). */
+  readonly head?: (chain: string) => Promise<number>;
+  /** finalityDepth: the chain's depth from the chains config; undefined = the Worker default (IO_FINALITY_DEPTH). */
+  readonly finalityDepth?: (chain: string) => number | undefined;
 }
 
-/** BackendError: an IO request that failed in a way the user function sees as BackendError(type, message). */
+/**
+ * BackendError: an IO request that failed in a way the user function sees as BackendError(type,
+ * message). `retryable` marks transient failures (BackendUnavailable, BackendOverloaded).
+ */
 export class BackendError extends Error {
+  readonly retryable: boolean;
   constructor(
     readonly type: string,
     message: string,
+    opts: { retryable?: boolean } = {},
   ) {
     super(message);
+    this.retryable = opts.retryable ?? false;
   }
 }
 

@@ -2,23 +2,7 @@ import type { JsonValue } from "../executor/protocol";
 import type { BlockTextStore } from "../backends/localtestservice/block-text-store";
 import { SyntheticChain } from "../backends/localtestservice/synthetic-chain";
 import { BackendError, type Backend } from "./backend-registry";
-
-function obj(params: JsonValue, op: string): Record<string, JsonValue> {
-  if (params === null || typeof params !== "object" || Array.isArray(params)) throw new BackendError("InvalidParams", `${op}: params must be an object`);
-  return params as Record<string, JsonValue>;
-}
-
-function blockNumber(p: Record<string, JsonValue>, op: string): number {
-  const n = p.number;
-  const v = typeof n === "string" && /^0x[0-9a-f]+$/i.test(n) ? parseInt(n, 16) : n;
-  if (typeof v !== "number" || !Number.isInteger(v) || v < 0) throw new BackendError("InvalidParams", `${op}: number must be a block number (integer or 0x hex), got ${JSON.stringify(n)}`);
-  return v;
-}
-
-function chainName(p: Record<string, JsonValue>, op: string): string {
-  if (typeof p.chain !== "string" || p.chain === "") throw new BackendError("InvalidParams", `${op}: chain is required`);
-  return p.chain;
-}
+import { blockNumberParam, chainParam as chainName, paramsObject as obj } from "./backend-params";
 
 /**
  * localtestserviceBackend serves the deterministic synthetic chain with the JSON-RPC method
@@ -43,16 +27,16 @@ export function localtestserviceBackend(opts: { head?: number; store?: BlockText
         handle: (params) => {
           const p = obj(params, "eth_getBlockByNumber");
           const chain = chainName(p, "eth_getBlockByNumber");
-          const n = blockNumber(p, "eth_getBlockByNumber");
+          const n = blockNumberParam(p, "number", "eth_getBlockByNumber");
           if (store && p.full !== false && store.has(chain, n) && n <= chainOf(chain).head()) return store.read(n);
-          return chainOf(chainName(p, "eth_getBlockByNumber")).block(blockNumber(p, "eth_getBlockByNumber"), p.full !== false) as unknown as JsonValue;
+          return chainOf(chain).block(n, p.full !== false) as unknown as JsonValue;
         },
       },
       eth_getBlockReceipts: {
         kind: "read",
         handle: (params) => {
           const p = obj(params, "eth_getBlockReceipts");
-          return chainOf(chainName(p, "eth_getBlockReceipts")).blockReceipts(blockNumber(p, "eth_getBlockReceipts")) as unknown as JsonValue;
+          return chainOf(chainName(p, "eth_getBlockReceipts")).blockReceipts(blockNumberParam(p, "number", "eth_getBlockReceipts")) as unknown as JsonValue;
         },
       },
       eth_getLogs: {

@@ -1,0 +1,55 @@
+import type { ChainsConfig } from "../../../common/config/chains-config";
+import { BackendError } from "../../io/backend-registry";
+import { LocalChainSource } from "../localtestservice/local-chain-source";
+import { JsonRpcClient } from "../rpc/json-rpc-client";
+import type { ChainSource } from "./chain-source";
+
+export interface ChainRoute {
+  readonly chain: string;
+  readonly source: ChainSource;
+  /** From the chains config; undefined = the Worker's IO_FINALITY_DEPTH. */
+  readonly finalityDepth: number | undefined;
+}
+
+/**
+ * ChainRouter says which source serves which chain, from the chains config. With no config
+ * every chain name is served by the local test chain (the synthetic chain accepts any name);
+ * with one, only the configured chains exist and another name is an UnknownChain error.
+ */
+export class ChainRouter {
+  private readonly routes = new Map<string, ChainRoute>();
+
+  constructor(
+    private readonly config: ChainsConfig,
+    private readonly localTestChainHead?: number,
+  ) {
+    for (const [chain, c] of Object.entries(config.chains ?? {})) {
+      const source = c.source === "rpc" ? new JsonRpcClient(chain, c) : this.local(chain);
+      this.routes.set(chain, { chain, source, finalityDepth: c.finalityDepth });
+    }
+  }
+
+  route(chain: string): ChainRoute {
+    const r = this.routes.get(chain);
+    if (r) return r;
+    if (this.config.chains !== null) {
+      throw new BackendError("UnknownChain", `no chain ${JSON.stringify(chain)} in CHAINS_CONFIG (have: ${[...this.routes.keys()].join(", ") || "none"})`);
+    }
+    const created: ChainRoute = { chain, source: this.local(chain), finalityDepth: undefined };
+    this.routes.set(chain, created);
+    return created;
+  }
+
+  source(chain: string): ChainSource {
+    return this.route(chain).source;
+  }
+
+  /** chains lists the configured chains (with no config: the ones used so far). */
+  chains(): readonly ChainRoute[] {
+    return [...this.routes.values()];
+  }
+
+  private local(chain: string): LocalChainSource {
+    return new LocalChainSource(chain, this.localTestChainHead === undefined ? {} : { head: this.localTestChainHead });
+  }
+}

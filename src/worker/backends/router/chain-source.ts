@@ -1,0 +1,17 @@
+import type { JsonValue } from "../../executor/protocol";
+
+/**
+ * ChainSource answers Ethereum JSON-RPC requests for one chain: a node over HTTP (rpc) or the
+ * synthetic local test chain. blockdb and rpc reach every chain through this one interface,
+ * so a function reads the same shapes from either.
+ */
+export interface ChainSource {
+  readonly chain: string;
+  /** kind names the source in messages and in the router's listing. */
+  readonly kind: "rpc" | "localtestservice";
+  /** request sends one JSON-RPC request; a node's error rejects with BackendError("JsonRpcError"). */
+  request(method: string, params: readonly JsonValue[]): Promise<JsonValue>;
+}
+
+/** The JSON-RPC error code of "method not found" (EIP-1474). */
+export const METHOD_NOT_FOUND = -32601;

@@ -1,0 +1,156 @@
+import type { RpcChainConfig } from "../../../common/config/chains-config";
+import type { JsonValue } from "../../executor/protocol";
+import { BackendError } from "../../io/backend-registry";
+import type { ChainSource } from "../router/chain-source";
+import { JsonRpcError } from "./json-rpc-error";
+
+export type JsonRpcClientOptions = Pick<RpcChainConfig, "endpoints" | "maxBatchSize" | "timeoutMs" | "maxAttempts" | "retryBackoffMs" | "requestBudgetMs">;
+
+interface Pending {
+  readonly id: number;
+  readonly method: string;
+  readonly params: readonly JsonValue[];
+  resolve(value: JsonValue): void;
+  reject(error: Error): void;
+}
+
+type Attempt = { kind: "answer"; body: unknown } | { kind: "transient"; why: string } | { kind: "fatal"; error: BackendError };
+
+const RESPONSE_ITEM = (v: unknown): v is { id?: unknown; result?: JsonValue; error?: { code?: unknown; message?: unknown } } => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** redact keeps an endpoint's origin only: paths and query strings often carry API keys. */
+export function redactEndpoint(url: string): string {
+  try {
+    const u = new URL(url);
+    return u.pathname.length > 1 || u.search ? `${u.origin}/…` : u.origin;
+  } catch {
+    return "(bad url)";
+  }
+}
+
+function describeFetchError(e: unknown, timeoutMs: number): string {
+  const err = e as { name?: string; code?: string; message?: string };
+  if (err.name === "TimeoutError" || err.name === "AbortError") return `timed out after ${timeoutMs} ms`;
+  if (err.code && err.message?.startsWith(err.code)) return err.message;
+  return [err.code, err.message].filter(Boolean).join(": ") || String(e);
+}
+
+/** summarize lists each distinct failure once, with how often it happened. */
+function summarize(failures: readonly string[]): string {
+  const counts = new Map<string, number>();
+  for (const f of failures) counts.set(f, (counts.get(f) ?? 0) + 1);
+  return [...counts].map(([f, n]) => (n > 1 ? `${f} (x${n})` : f)).join("; ");
+}
+
+/**
+ * JsonRpcClient speaks JSON-RPC 2.0 over HTTP to one chain's endpoints. Requests made in the
+ * same tick go out as one batch (at most maxBatchSize each). Transient failures (connection
+ * errors, HTTP 5xx and 429, timeouts, unreadable replies) are retried with doubling backoff on
+ * the next endpoint, at most maxAttempts tries and within requestBudgetMs; a JSON-RPC error
+ * from the node is final (JsonRpcError). The endpoint that last answered stays preferred.
+ */
+export class JsonRpcClient implements ChainSource {
+  readonly kind = "rpc" as const;
+  readonly stats = { requests: 0, httpRequests: 0, retries: 0 };
+  private queue: Pending[] = [];
+  private flushScheduled = false;
+  private nextId = 1;
+  private preferred = 0;
+
+  constructor(
+    readonly chain: string,
+    private readonly opts: JsonRpcClientOptions,
+  ) {
+    if (opts.endpoints.length === 0) throw new Error(`chain ${chain}: no endpoints`);
+  }
+
+  request(method: string, params: readonly JsonValue[]): Promise<JsonValue> {
+    this.stats.requests++;
+    return new Promise((resolve, reject) => {
+      this.queue.push({ id: this.nextId++, method, params, resolve, reject });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    const queue = this.queue;
+    this.queue = [];
+    for (let i = 0; i < queue.length; i += this.opts.maxBatchSize) void this.send(queue.slice(i, i + this.opts.maxBatchSize), performance.now());
+  }
+
+  private async send(batch: Pending[], started: number): Promise<void> {
+    const body = JSON.stringify(batch.length === 1 ? frame(batch[0]!) : batch.map(frame));
+    const failures: string[] = [];
+    for (let attempt = 1; ; attempt++) {
+      const index = this.preferred % this.opts.endpoints.length;
+      const url = this.opts.endpoints[index]!;
+      const timeoutMs = Math.max(1, Math.min(this.opts.timeoutMs, Math.floor(this.opts.requestBudgetMs - (performance.now() - started))));
+      const outcome = await this.post(url, body, timeoutMs);
+      if (outcome.kind === "answer") return this.dispatch(batch, outcome.body, url);
+      if (outcome.kind === "fatal") return batch.forEach((p) => p.reject(outcome.error));
+      failures.push(`${redactEndpoint(url)}: ${outcome.why}`);
+      if (this.preferred % this.opts.endpoints.length === index) this.preferred = index + 1; // fail over
+      const backoff = Math.min(this.opts.retryBackoffMs * 2 ** (attempt - 1), this.opts.retryBackoffMs * 8);
+      const elapsed = performance.now() - started;
+      if (attempt >= this.opts.maxAttempts || elapsed + backoff >= this.opts.requestBudgetMs) {
+        const error = new BackendError(
+          "BackendUnavailable",
+          `chain ${this.chain}: no answer after ${attempt} attempt(s) in ${Math.round(elapsed)} ms: ${summarize(failures)}`,
+          { retryable: true },
+        );
+        return batch.forEach((p) => p.reject(error));
+      }
+      this.stats.retries++;
+      if (backoff > 0) await Bun.sleep(backoff);
+    }
+  }
+
+  private async post(url: string, body: string, timeoutMs: number): Promise<Attempt> {
+    this.stats.httpRequests++;
+    let res: Response;
+    let text: string;
+    try {
+      res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body, signal: AbortSignal.timeout(timeoutMs) });
+      text = await res.text();
+    } catch (e) {
+      return { kind: "transient", why: describeFetchError(e, timeoutMs) };
+    }
+    if (res.status === 429 || res.status >= 500) return { kind: "transient", why: `HTTP ${res.status}` };
+    if (!res.ok) return { kind: "fatal", error: new BackendError("BackendRejected", `chain ${this.chain}: ${redactEndpoint(url)} answered HTTP ${res.status}: ${text.slice(0, 200)}`) };
+    try {
+      return { kind: "answer", body: JSON.parse(text) };
+    } catch {
+      return { kind: "transient", why: `reply is not JSON: ${JSON.stringify(text.slice(0, 80))}` };
+    }
+  }
+
+  private dispatch(batch: Pending[], body: unknown, url: string): void {
+    const where = `chain ${this.chain} node ${redactEndpoint(url)}`;
+    const items = Array.isArray(body) ? body : [body];
+    const byId = new Map<unknown, unknown>();
+    for (const item of items) if (RESPONSE_ITEM(item)) byId.set(item.id, item);
+    // A batch rejected as a whole comes back as one error object with id null.
+    const whole = !Array.isArray(body) && batch.length > 1 && RESPONSE_ITEM(body) && body.error ? body : undefined;
+    for (const p of batch) {
+      const item = whole ?? byId.get(p.id);
+      if (!RESPONSE_ITEM(item)) {
+        p.reject(new BackendError("BackendUnavailable", `${where}: no answer for ${p.method} in the reply`, { retryable: true }));
+      } else if (item.error) {
+        const code = typeof item.error.code === "number" ? item.error.code : 0;
+        p.reject(new JsonRpcError(code, typeof item.error.message === "string" ? item.error.message : JSON.stringify(item.error), where));
+      } else if ("result" in item) {
+        p.resolve(item.result ?? null);
+      } else {
+        p.reject(new BackendError("BackendUnavailable", `${where}: malformed answer for ${p.method}`, { retryable: true }));
+      }
+    }
+  }
+}
+
+function frame(p: Pending): { jsonrpc: "2.0"; id: number; method: string; params: readonly JsonValue[] } {
+  return { jsonrpc: "2.0", id: p.id, method: p.method, params: p.params };
+}
