@@ -2,6 +2,9 @@ import { commonVars } from "../../common/config/common-vars";
 import { ConfigError, envVar, intSchema, listenAddrSchema, listSchema, loadEnvConfig, stringSchema, type EnvValues } from "../../common/config/env-config";
 import { parseRegistryPrefix } from "../../common/registry/registry-prefix";
 import { executorPoolConfigFrom, executorPoolVars, type ExecutorPoolConfig } from "../executor/executor-pool-config";
+import type { Faults } from "../io/fault-injection";
+import { ioConfigFrom, ioVars } from "../io/io-config";
+import type { IoConfig } from "../io/io-subsystem";
 import type { WorkerProfile } from "./profile";
 
 const MAX_MS = 24 * 3600 * 1000;
@@ -42,6 +45,7 @@ export function workerVars(profile: WorkerProfile) {
     ),
     localTestChainHead: envVar("LOCALTESTSERVICE_HEAD", "20000000", "an integer from 0 to 1000000000", "highest block of the synthetic local test chain", intSchema(0, 1_000_000_000)),
     callMaxAttempts: envVar("CALL_MAX_ATTEMPTS", "4", "an integer from 1 to 100", "tries per call for retryable failures (a user's error is never retried)", intSchema(1, 100)),
+    ...ioVars,
     ...executorPoolVars,
     ...commonVars,
   };
@@ -63,6 +67,9 @@ export interface WorkerRuntimeConfig {
   readonly functionsDir: string;
   readonly tableStorePath: string;
   readonly localTestChainHead: number;
+  readonly io: IoConfig;
+  readonly localTestFaults: Faults;
+  readonly localTestFaultsFile: string;
   readonly pool: ExecutorPoolConfig;
   readonly logLevel: EnvValues<ReturnType<typeof workerVars>>["logLevel"];
   readonly prometheusListenAddr: string;
@@ -85,7 +92,13 @@ export function loadWorkerRuntimeConfigFromEnv(
   } catch (e) {
     problems.push(`WORKER_REGISTRY_PREFIX: ${(e as Error).message}`);
   }
-  if (problems.length > 0) throw new ConfigError(problems);
+  let io: ReturnType<typeof ioConfigFrom> | undefined;
+  try {
+    io = ioConfigFrom(v);
+  } catch (e) {
+    problems.push(...(e instanceof ConfigError ? e.problems : [(e as Error).message]));
+  }
+  if (problems.length > 0 || !io) throw new ConfigError(problems);
   return Object.freeze({
     profile,
     listenAddr: v.listenAddr,
@@ -102,6 +115,7 @@ export function loadWorkerRuntimeConfigFromEnv(
     functionsDir: v.functionsDir.trim(),
     tableStorePath: v.tableStorePath.trim(),
     localTestChainHead: v.localTestChainHead,
+    ...io,
     pool: executorPoolConfigFrom(v),
     logLevel: v.logLevel,
     prometheusListenAddr: v.prometheusListenAddr,

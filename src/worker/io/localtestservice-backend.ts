@@ -19,10 +19,21 @@ function chainName(p: Record<string, JsonValue>, op: string): string {
   return p.chain;
 }
 
+/** cacheBlock reads a request's block for the cache declaration; null when the params are bad (the handler reports them). */
+function cacheBlock(params: JsonValue, op: string): { chain: string; block: number } | null {
+  try {
+    const p = obj(params, op);
+    return { chain: chainName(p, op), block: blockNumber(p, op) };
+  } catch {
+    return null;
+  }
+}
+
 /**
  * localtestserviceBackend serves the deterministic synthetic chain with the JSON-RPC method
  * names as ops: eth_getBlockByNumber {chain, number, full}, eth_getBlockReceipts {chain,
  * number}, eth_getLogs {chain, fromBlock, toBlock, address, topics}, eth_blockNumber {chain}.
+ * Blocks, receipts and logs by number declare themselves cacheable (final below head - depth).
  */
 export function localtestserviceBackend(opts: { head?: number } = {}): Backend {
   const chains = new Map<string, SyntheticChain>();
@@ -33,6 +44,7 @@ export function localtestserviceBackend(opts: { head?: number } = {}): Backend {
   };
   return {
     name: "localtestservice",
+    head: async (chain) => chainOf(chain).head(),
     ops: {
       eth_getBlockByNumber: {
         kind: "read",
@@ -40,12 +52,20 @@ export function localtestserviceBackend(opts: { head?: number } = {}): Backend {
           const p = obj(params, "eth_getBlockByNumber");
           return chainOf(chainName(p, "eth_getBlockByNumber")).block(blockNumber(p, "eth_getBlockByNumber"), p.full !== false) as unknown as JsonValue;
         },
+        cache: (params) => {
+          const c = cacheBlock(params, "eth_getBlockByNumber");
+          return c && { ...c, key: `${c.chain}:${c.block}:${(params as Record<string, JsonValue>).full !== false}` };
+        },
       },
       eth_getBlockReceipts: {
         kind: "read",
         handle: (params) => {
           const p = obj(params, "eth_getBlockReceipts");
           return chainOf(chainName(p, "eth_getBlockReceipts")).blockReceipts(blockNumber(p, "eth_getBlockReceipts")) as unknown as JsonValue;
+        },
+        cache: (params) => {
+          const c = cacheBlock(params, "eth_getBlockReceipts");
+          return c && { ...c, key: `${c.chain}:${c.block}` };
         },
       },
       eth_getLogs: {
@@ -57,6 +77,12 @@ export function localtestserviceBackend(opts: { head?: number } = {}): Backend {
           } catch (e) {
             throw new BackendError("InvalidParams", (e as Error).message);
           }
+        },
+        cache: (params) => {
+          if (params === null || typeof params !== "object" || Array.isArray(params)) return null;
+          const { chain, fromBlock, toBlock, address, topics } = params;
+          if (typeof chain !== "string" || !Number.isSafeInteger(fromBlock) || !Number.isSafeInteger(toBlock)) return null;
+          return { chain, block: toBlock as number, key: JSON.stringify([chain, fromBlock, toBlock, address ?? null, topics ?? null]) };
         },
       },
       eth_blockNumber: {
