@@ -247,7 +247,7 @@ export class IoSubsystem {
 
   private run(req: Request, limiter: AdmissionLimiter<() => void>): void {
     if (!this.flights.isLive(req.flight)) {
-      this.grant(limiter.release(null));
+      this.grant(limiter.release(null, performance.now()));
       return this.releaseWindow(req);
     }
     req.startedAt = performance.now();
@@ -262,10 +262,11 @@ export class IoSubsystem {
   }
 
   private finish(req: Request, limiter: AdmissionLimiter<() => void>, value: JsonValue | RawJson, thrown: unknown): void {
-    const ms = performance.now() - req.startedAt;
+    const now = performance.now();
+    const ms = now - req.startedAt;
     const ok = thrown === undefined;
     this.observer.backendCalled(req.backend, req.op, ok, ms);
-    this.grant(limiter.release({ rttMs: ms, overloaded: !ok && thrown instanceof BackendError && thrown.retryable }));
+    this.grant(limiter.release({ rttMs: ms, overloaded: !ok && thrown instanceof BackendError && thrown.retryable }, now));
     this.releaseWindow(req);
     if (!ok) return this.settle(req, { ok: false, error: errorOf(req.backend, req.op, thrown) }, "backend");
     const raw = value instanceof RawJson ? value : new RawJson(JSON.stringify(value) ?? "null");
