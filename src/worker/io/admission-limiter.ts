@@ -40,7 +40,8 @@ const ERROR_BACKOFF = 0.8;
  * average round trip of the last window (>= 100 ms and >= 5 samples) with a long-term average
  * (exponential over 600 windows, about a minute) and shrinks the limit by their ratio when
  * latency rises (queueing somewhere behind the backend), never by more than half per window;
- * it grows by sqrt(limit) per window while the ratio is healthy, with 0.2 smoothing. Windows,
+ * it grows by sqrt(limit) per window only while the ratio is healthy (Gradient2 always adds
+ * its queue allowance, which keeps a small limit from ever shrinking), with 0.2 smoothing. Windows,
  * not single samples, keep the long average slow: per sample it would follow any latency
  * within seconds and the limit would drift to the max even while the backend queues. When
  * latency falls back the long average is pulled down quickly (x0.95 while it is over twice the
@@ -166,7 +167,9 @@ export class AdmissionLimiter<W> {
     if (this.longRtt / rtt > 2) this.longRtt *= 0.95;
     if (inflight < this.estimated / 2) return; // not the bottleneck: no evidence either way
     const gradient = Math.max(0.5, Math.min(1, (RTT_TOLERANCE * this.longRtt) / rtt));
-    const target = this.estimated * gradient + Math.sqrt(this.estimated);
+    // Grow (by sqrt(limit), Gradient's queue allowance) only while latency is healthy; while it
+    // is up, shrink by the gradient alone, or a small limit would never come down.
+    const target = gradient < 1 ? this.estimated * gradient : this.estimated + Math.sqrt(this.estimated);
     this.estimated = Math.max(minLimit, Math.min(maxLimit, this.estimated * (1 - SMOOTHING) + target * SMOOTHING));
   }
 }
