@@ -16,11 +16,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { FunctionCallConfig, Task, TaskState } from "../../src/gen/worker/v1/worker";
+import { TaskState } from "../../src/gen/worker/v1/worker";
+import { loadEnvConfig } from "../../src/common/config/env-config";
+import { ioConfigFrom, ioVars } from "../../src/worker/io/io-config";
 import { BackendRegistry } from "../../src/worker/io/backend-registry";
 import { IoSubsystem } from "../../src/worker/io/io-subsystem";
 import { localtestserviceBackend } from "../../src/worker/io/localtestservice-backend";
 import { BlockxProcess } from "../../test/support/blockx-process";
+import { blockTableTask } from "../../test/support/block-table-task";
 import { EtcdProcess } from "../../test/support/etcd";
 import { randomLanePrefix } from "../../test/support/worker-double";
 import { TERMINAL_STATES, WorkerClient } from "../../test/support/worker-client";
@@ -38,16 +41,7 @@ const MOVING_WINDOW = [
   "    return [{'block': n, 'tx_window': sum(len(b['transactions']) for b in blocks)}]",
 ].join("\n");
 
-function task(taskId: string, from: number, to: number): Task {
-  return Task.fromPartial({
-    taskId,
-    functionCallConfig: FunctionCallConfig.fromPartial({
-      function: { source: MOVING_WINDOW, entry: "main" },
-      config: { $case: "blockTable", blockTable: { chain: "ethereum", fromBlock: from, toBlock: to } },
-    }),
-    outputs: [{ handler: { $case: "blockTableWrite", blockTableWrite: { table: `t_${taskId.replace(/\W/g, "_")}` } } }],
-  });
-}
+const task = (taskId: string, from: number, to: number) => blockTableTask(taskId, MOVING_WINDOW, from, to, `t_${taskId.replace(/\W/g, "_")}`);
 
 function metric(page: string, name: string, labels: string): number {
   const line = page.split("\n").find((l) => l.startsWith(`${name}${labels} `));
@@ -114,15 +108,7 @@ async function perRequestCost() {
     name: "trivial",
     ops: { echo: { kind: "read", handle: (p) => p } },
   });
-  const io = new IoSubsystem(registry, {
-    cacheMaxBytes: 1 << 28,
-    singleflight: true,
-    taskWindow: 64,
-    finalityDepth: 12,
-    headTtlMs: 1000,
-    admission: { initialLimit: 32, minLimit: 2, maxLimit: 256, queueSize: 128 },
-    readOnly: false,
-  });
+  const io = new IoSubsystem(registry, ioConfigFrom(loadEnvConfig(ioVars, {})).io); // the Worker's defaults
   const t = io.forTask("bench");
   const N = 200_000;
   const time = async (f: (i: number) => Promise<unknown>) => {
