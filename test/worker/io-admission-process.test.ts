@@ -130,6 +130,16 @@ describe("IO admission under a backend slowing down tenfold", () => {
     // Memory: a generous bound (the Worker idles near 100-200 MiB; the read cache holds the blocks it saw).
     const maxRss = Math.max(...samples.map((s) => s.rss));
     expect(maxRss).toBeLessThan(1024 * 1024 * 1024);
+    // The blocks are final (head 20,000,000): a rerun over some of them is served by the read cache.
+    const backendBefore = metric(page, "blockx_io_backend_requests_total", '{backend="localtestservice",op="eth_getBlockByNumber",result="ok"}');
+    const rerun = await run(client, backfill("rerun", FROM, FROM + 99, "io_rows"));
+    expect(rerun).toMatchObject({ state: TaskState.SUCCEEDED, callsSucceeded: 100 });
+    const after = await scrape();
+    expect(metric(after, "blockx_io_cache_hits_total") - metric(page, "blockx_io_cache_hits_total")).toBe(100);
+    expect(metric(after, "blockx_io_requests_total", '{backend="localtestservice",op="eth_getBlockByNumber",via="cache"}')).toBeGreaterThanOrEqual(100);
+    expect(metric(after, "blockx_io_backend_requests_total", '{backend="localtestservice",op="eth_getBlockByNumber",result="ok"}')).toBe(backendBefore);
+    expect(metric(after, "blockx_io_cache_bytes")).toBeLessThanOrEqual(268_435_456);
+    expect(metric(after, "blockx_io_cache_entries")).toBeGreaterThanOrEqual(1_500);
     console.log(
       `io-admission: ${samples.length} samples; peak in flight ${metric(page, "blockx_io_inflight_peak", L)} (max ${MAX_LIMIT}); ` +
         `limit normal max ${Math.max(...limits("normal"))}, slow min ${slowMin}, recovered max ${Math.max(...limits("recovered"))}; ` +

@@ -49,8 +49,9 @@ async function setup(config: Partial<IoConfig> = {}) {
 
 async function warmHeads(io: IoSubsystem) {
   const t = io.forTask("warm-up");
-  void t.call("gated", "get", { block: 0 }).catch(() => {});
-  void t.call("localtestservice", "eth_getBlockByNumber", { chain: "ethereum", number: 0 });
+  // Blocks too recent to be final: the heads arrive, nothing enters the cache.
+  void t.call("gated", "get", { block: 99 });
+  void t.call("localtestservice", "eth_getBlockByNumber", { chain: "ethereum", number: 999 });
   await Bun.sleep(1);
   t.end();
 }
@@ -203,14 +204,25 @@ describe("IoSubsystem: read cache", () => {
     expect(io.cache.size).toBe(3);
   });
 
-  test("before a chain's head is known nothing is cached; the head is fetched in the background", async () => {
-    const io = new IoSubsystem(new BackendRegistry().register(localtestserviceBackend({ head: 1000 })), CONFIG);
+  test("a request made before the chain's head is known is cached when it is answered, if the head has arrived by then", async () => {
+    const g = gatedBackend();
+    let giveHead: (h: number) => void = () => {};
+    const io = new IoSubsystem(new BackendRegistry().register({ ...g.backend, head: () => new Promise<number>((r) => (giveHead = r)) }), CONFIG);
     const t = io.forTask("t");
-    await t.call("localtestservice", "eth_getBlockByNumber", { chain: "ethereum", number: 1 });
-    expect(io.cache.size).toBe(0);
+    const first = t.call("gated", "get", { block: 1 });
     await settle();
-    await t.call("localtestservice", "eth_getBlockByNumber", { chain: "ethereum", number: 1 });
+    giveHead(100);
+    await settle();
+    g.pending.shift()!.resolve("one");
+    await first;
     expect(io.cache.size).toBe(1);
+    // A request answered while the head is still unknown is not cached.
+    const io2 = new IoSubsystem(new BackendRegistry().register({ ...g.backend, head: () => new Promise<number>(() => {}) }), CONFIG);
+    const r = io2.forTask("t").call("gated", "get", { block: 1 });
+    await settle();
+    g.pending.shift()!.resolve("one");
+    await r;
+    expect(io2.cache.size).toBe(0);
   });
 
   test("the per-chain finality depth overrides the Worker's", async () => {
@@ -301,7 +313,9 @@ describe("IoSubsystem: IO window, admission, budget", () => {
     const { io } = await setup();
     const t = io.forTask("t");
     expect((await t.call("nope", "x", null)).answer).toMatchObject({ ok: false, error: { type: "UnknownBackend", message: 'no backend "nope" (have: gated, localtestservice)' } });
-    expect((await t.call("gated", "nope", null)).answer).toMatchObject({ ok: false, error: { type: "UnknownOp" } });
+    const unknownOp = await t.call("gated", "nope", null);
+    expect(unknownOp.answer).toMatchObject({ ok: false, error: { type: "UnknownOp" } });
+    expect(unknownOp.trace).toMatchObject({ backend: "gated", op: "nope", error: "UnknownOp", cacheHit: false });
     expect((await t.call("localtestservice", "eth_getBlockByNumber", { chain: "ethereum", number: -1 })).answer).toMatchObject({
       ok: false,
       error: { type: "InvalidParams", message: expect.stringContaining("localtestservice.eth_getBlockByNumber: ") },

@@ -75,10 +75,19 @@ interface Request {
   readonly op: string;
   readonly resolved: ResolvedOp;
   readonly params: JsonValue;
-  /** The cache key when the answer is final, else null. */
-  readonly cacheKey: string | null;
+  /** Set when the op declared the request cacheable: it enters the cache if final when answered. */
+  readonly cacheable: Cacheable | null;
   startedAt: number;
   holdsWindow: boolean;
+}
+
+/** Cacheable is a request whose op declared it cacheable once its block is final. */
+interface Cacheable {
+  /** The global key: backend, op and the op's canonical params. */
+  readonly key: string;
+  readonly backend: Backend;
+  readonly chain: string;
+  readonly block: number;
 }
 
 const NO_OBSERVER: IoObserver = { answered() {}, backendCalled() {} };
@@ -154,16 +163,18 @@ export class IoSubsystem {
   request(task: TaskIo, backend: string, op: string, params: JsonValue): Promise<IoResult> {
     const joinedAt = performance.now();
     const resolved = this.backends.resolve(backend, op);
-    if (!("op" in resolved)) return Promise.resolve(this.local("unknown", op, joinedAt, resolved, "refused"));
+    // Names that resolve to nothing come from user code: they stay out of metric labels.
+    if (!("op" in resolved)) return Promise.resolve(this.local(backend, op, joinedAt, resolved, "refused", "unknown"));
     if (this.config.readOnly && resolved.op.kind === "write") {
       return Promise.resolve(
         this.local(backend, op, joinedAt, { type: "PermissionDenied", message: `${backend}.${op} is a write op; this IO path is read-only` }, "refused"),
       );
     }
     if (task.ended) return Promise.resolve(this.local(backend, op, joinedAt, cancelled(backend, op), "cancelled"));
-    const cacheKey = resolved.op.kind === "read" ? this.finalKey(backend, op, resolved, params) : null;
-    if (cacheKey !== null && this.cache.enabled) {
-      const hit = this.cache.get(cacheKey);
+    const cacheable = resolved.op.kind === "read" ? this.cacheableOf(backend, op, resolved, params) : null;
+    // The cache holds only final answers, so a lookup needs no head; entering it does.
+    if (cacheable !== null && this.cache.enabled) {
+      const hit = this.cache.get(cacheable.key);
       if (hit !== undefined) {
         this.observer.answered(backend, op, "cache");
         return Promise.resolve({
@@ -175,13 +186,13 @@ export class IoSubsystem {
     const flightKey =
       !this.config.singleflight || resolved.op.kind === "write"
         ? `\u0001${++this.unshared}`
-        : cacheKey !== null
-          ? cacheKey
+        : cacheable !== null && this.isFinalNow(cacheable)
+          ? cacheable.key
           : `${task.taskId}\u0000${backend}\u0000${op}\u0000${JSON.stringify(params)}`;
     return new Promise<IoResult>((resolve) => {
       const { flight, lead } = this.flights.join(flightKey, task.taskId, { resolve, joinedAt, backend, op });
       if (!lead) return;
-      const req: Request = { task, flight, backend, op, resolved, params, cacheKey, startedAt: NaN, holdsWindow: false };
+      const req: Request = { task, flight, backend, op, resolved, params, cacheable, startedAt: NaN, holdsWindow: false };
       const go = (viaWindow: boolean) => {
         req.holdsWindow = viaWindow;
         this.admit(req);
@@ -197,20 +208,24 @@ export class IoSubsystem {
     for (const go of queuedLeaders) queueMicrotask(() => go(false));
   }
 
-  /** finalKey is the global key of a request whose answer can no longer change, or null. */
-  private finalKey(backend: string, op: string, r: ResolvedOp, params: JsonValue): string | null {
+  /** cacheableOf reads the op's cache declaration (none for bad params: the op's handler reports them). */
+  private cacheableOf(backend: string, op: string, r: ResolvedOp, params: JsonValue): Cacheable | null {
     if (!r.op.cache || !r.backend.head) return null;
     let decl: CacheDeclaration | null;
     try {
       decl = r.op.cache(params);
     } catch {
-      return null; // bad params: the op's handler reports them
+      return null;
     }
-    if (decl === null) return null;
-    const head = this.headOf(r.backend, decl.chain);
-    if (head === undefined) return null;
-    const depth = this.options.finalityDepthOf?.(backend, decl.chain) ?? this.config.finalityDepth;
-    return isFinal(decl.block, head, depth) ? `${backend}\u0000${op}\u0000${decl.key}` : null;
+    return decl && { key: `${backend}\u0000${op}\u0000${decl.key}`, backend: r.backend, chain: decl.chain, block: decl.block };
+  }
+
+  /** isFinalNow applies the finality rule with the chain's last known head (none known yet: not final). */
+  private isFinalNow(c: Cacheable): boolean {
+    const head = this.headOf(c.backend, c.chain);
+    if (head === undefined) return false;
+    const depth = this.options.finalityDepthOf?.(c.backend.name, c.chain) ?? this.config.finalityDepth;
+    return isFinal(c.block, head, depth);
   }
 
   /** headOf gives the chain's last known head and refreshes it in the background when due. */
@@ -270,7 +285,8 @@ export class IoSubsystem {
     this.releaseWindow(req);
     if (!ok) return this.settle(req, { ok: false, error: errorOf(req.backend, req.op, thrown) }, "backend");
     const raw = value instanceof RawJson ? value : new RawJson(JSON.stringify(value) ?? "null");
-    if (req.cacheKey !== null && this.cache.enabled) this.cache.put(req.cacheKey, raw);
+    // Final is decided again at the answer: the head may have arrived (or moved) meanwhile.
+    if (req.cacheable !== null && this.cache.enabled && this.isFinalNow(req.cacheable)) this.cache.put(req.cacheable.key, raw);
     this.settle(req, { ok: true, value: raw }, "backend");
   }
 
@@ -300,8 +316,8 @@ export class IoSubsystem {
     }
   }
 
-  private local(backend: string, op: string, joinedAt: number, error: IoError, via: IoVia): IoResult {
-    this.observer.answered(backend, op, via);
+  private local(backend: string, op: string, joinedAt: number, error: IoError, via: IoVia, label?: string): IoResult {
+    this.observer.answered(label ?? backend, label ?? op, via);
     return { answer: { ok: false, error, ioMs: 0 }, trace: { backend, op, durationMs: performance.now() - joinedAt, cacheHit: false, bytes: 0, error: error.type } };
   }
 }
