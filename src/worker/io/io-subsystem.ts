@@ -137,11 +137,6 @@ export class IoSubsystem {
     return t;
   }
 
-  /** endTask drops a task's waiting requests (answered as cancelled) and its window. */
-  endTask(taskId: string): void {
-    this.tasks.get(taskId)?.end();
-  }
-
   /** The backend's limiter (created on first use). */
   limiter(backend: string): AdmissionLimiter<() => void> {
     let l = this.limiters.get(backend);
@@ -188,7 +183,7 @@ export class IoSubsystem {
         ? `\u0001${++this.unshared}`
         : cacheable !== null && this.isFinalNow(cacheable)
           ? cacheable.key
-          : `${task.taskId}\u0000${backend}\u0000${op}\u0000${JSON.stringify(params)}`;
+          : `\u0002${task.taskId}\u0000${backend}\u0000${op}\u0000${JSON.stringify(params)}`; // \u0001, \u0002: never a backend name
     return new Promise<IoResult>((resolve) => {
       const { flight, lead } = this.flights.join(flightKey, task.taskId, { resolve, joinedAt, backend, op });
       if (!lead) return;
