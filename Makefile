@@ -81,6 +81,7 @@ bench: deps build
 	$(BUN) bench/worker/run.ts
 	$(BUN) bench/syncinvoker/invoke.ts
 	$(BUN) bench/io/ganache-backfill.ts
+	$(BUN) bench/io/cache.ts
 
 clean:
 	rm -rf dist

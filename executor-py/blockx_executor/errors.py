@@ -11,12 +11,16 @@ import re
 
 class BackendError(Exception):
     """BackendError is a failed IO request: ``type`` is the backend's error type (for example
-    ``NOT_FOUND`` or ``BACKEND_UNAVAILABLE``), ``message`` says what went wrong."""
+    ``InvalidParams`` or ``BackendUnavailable``), ``message`` says what went wrong, ``retryable``
+    whether the same request may succeed later (the backend was down or overloaded). A
+    retryable BackendError that escapes the function fails the call with ``BACKEND_RETRYABLE``,
+    which the Worker retries; any other escapes as ``USER_ERROR``."""
 
-    def __init__(self, type: str, message: str) -> None:
+    def __init__(self, type: str, message: str, retryable: bool = False) -> None:
         super().__init__(type, message)
         self.type = type
         self.message = message
+        self.retryable = retryable
 
     def __str__(self) -> str:
         return f"{self.type}: {self.message}" if self.message else str(self.type)
@@ -34,13 +38,14 @@ class JsonRpcError(BackendError):
 _JSON_RPC_CODE = re.compile(r"JSON-RPC error (-?\d+) from ")
 
 
-def backend_error(type: str, message: str) -> BackendError:
+def backend_error(type: str, message: str, retryable: bool = False) -> BackendError:
     """backend_error builds the exception for a failed IO request: JsonRpcError for a node's
-    JSON-RPC error (its code is in the message the Worker sends), BackendError otherwise."""
+    JSON-RPC error (its code is in the message the Worker sends; never retryable), BackendError
+    otherwise."""
     if type == "JsonRpcError":
         m = _JSON_RPC_CODE.search(message)
         return JsonRpcError(type, message, int(m.group(1)) if m else 0)
-    return BackendError(type, message)
+    return BackendError(type, message, retryable)
 
 
 class SubCallError(Exception):

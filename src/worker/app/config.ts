@@ -3,6 +3,9 @@ import { commonVars } from "../../common/config/common-vars";
 import { ConfigError, envVar, intSchema, listenAddrSchema, listSchema, loadEnvConfig, stringSchema, type EnvValues } from "../../common/config/env-config";
 import { parseRegistryPrefix } from "../../common/registry/registry-prefix";
 import { executorPoolConfigFrom, executorPoolVars, type ExecutorPoolConfig } from "../executor/executor-pool-config";
+import type { Faults } from "../io/fault-injection";
+import { ioConfigFrom, ioVars } from "../io/io-config";
+import type { IoConfig } from "../io/io-subsystem";
 import type { WorkerProfile } from "./profile";
 
 const MAX_MS = 24 * 3600 * 1000;
@@ -57,6 +60,7 @@ export function workerVars(profile: WorkerProfile) {
       stringSchema(),
     ),
     callMaxAttempts: envVar("CALL_MAX_ATTEMPTS", "4", "an integer from 1 to 100", "tries per call for retryable failures (a user's error is never retried)", intSchema(1, 100)),
+    ...ioVars,
     ...executorPoolVars,
     ...commonVars,
   };
@@ -81,6 +85,9 @@ export interface WorkerRuntimeConfig {
   readonly chains: ChainsConfig;
   /** Empty: every block is generated on demand. */
   readonly localTestBlockStore: string;
+  readonly io: IoConfig;
+  readonly localTestFaults: Faults;
+  readonly localTestFaultsFile: string;
   readonly pool: ExecutorPoolConfig;
   readonly logLevel: EnvValues<ReturnType<typeof workerVars>>["logLevel"];
   readonly prometheusListenAddr: string;
@@ -110,7 +117,13 @@ export function loadWorkerRuntimeConfigFromEnv(
     if (!(e instanceof ConfigError)) throw e;
     problems.push(...e.problems);
   }
-  if (problems.length > 0 || chains === null) throw new ConfigError(problems);
+  let io: ReturnType<typeof ioConfigFrom> | undefined;
+  try {
+    io = ioConfigFrom(v);
+  } catch (e) {
+    problems.push(...(e instanceof ConfigError ? e.problems : [(e as Error).message]));
+  }
+  if (problems.length > 0 || chains === null || !io) throw new ConfigError(problems);
   return Object.freeze({
     profile,
     listenAddr: v.listenAddr,
@@ -129,6 +142,7 @@ export function loadWorkerRuntimeConfigFromEnv(
     localTestChainHead: v.localTestChainHead,
     chains,
     localTestBlockStore: v.localTestBlockStore,
+    ...io,
     pool: executorPoolConfigFrom(v),
     logLevel: v.logLevel,
     prometheusListenAddr: v.prometheusListenAddr,

@@ -24,6 +24,9 @@ import { FunctionsDirPoller } from "../function-code/functions-dir";
 import { BackendRegistry } from "../io/backend-registry";
 import { ChainRouter } from "../backends/router/chain-router";
 import { blockdbBackend } from "../io/blockdb-backend";
+import { FaultInjector } from "../io/fault-injection";
+import { registerIoMetrics } from "../io/io-metrics";
+import { IoSubsystem } from "../io/io-subsystem";
 import { localtestserviceBackend } from "../io/localtestservice-backend";
 import { metaBackend } from "../io/meta-backend";
 import { routerBackend } from "../io/router-backend";
@@ -90,12 +93,17 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   const functionsPoller = config.functionsDir ? new FunctionsDirPoller(config.functionsDir, functionView, log) : null;
   functionsPoller?.start();
   const router = new ChainRouter(config.chains, config.localTestChainHead);
+  const faults = new FaultInjector(config.localTestFaults, config.localTestFaultsFile, log.child({ component: "localtestservice" })).start();
   const backends = new BackendRegistry()
-    .register(localtestserviceBackend({ head: config.localTestChainHead, ...(blockStore ? { store: blockStore } : {}) }))
+    .register(faults.wrap(localtestserviceBackend({ head: config.localTestChainHead, ...(blockStore ? { store: blockStore } : {}) })))
     .register(routerBackend(router))
     .register(rpcBackend(router))
     .register(blockdbBackend(router))
     .register(metaBackend(() => (functionsPoller ? functionView.current() : null)));
+  const io: IoSubsystem = new IoSubsystem(backends, config.io, {
+    observer: registerIoMetrics(registry, () => io),
+    finalityDepthOf: (backend, chain) => backends.get(backend)?.finalityDepth?.(chain),
+  });
   const tableStore = new SqliteTableStore(config.tableStorePath);
   const svc: WorkerService = new WorkerService(core, (): TaskExecutor => executor, config.profile, log.child({ component: "worker-service" }), () =>
     functionsPoller ? functionView.current() : null,
@@ -111,7 +119,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     },
     svc.onTaskReport,
     log.child({ component: "task-executor" }),
-    backends,
+    io,
     tableStore,
   );
   const tasksEnded = registry.counter("blockx_worker_tasks_total", "Tasks that reached a terminal state, by state.", ["state"]);
@@ -166,6 +174,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     await shutdownGrpcServer(grpcServer, 2_000);
     await pool.close();
     functionsPoller?.stop();
+    faults.stop();
     tableStore.close();
     blockStore?.close();
     etcd.close();

@@ -1,7 +1,7 @@
 import { RawJson, type JsonValue } from "../executor/protocol";
 import { BlockReader, type LogQuery } from "../backends/blockdb/block-reader";
 import type { ChainRouter } from "../backends/router/chain-router";
-import { BackendError, type Backend, type CacheDescriptor } from "./backend-registry";
+import { BackendError, type Backend, type CacheDeclaration } from "./backend-registry";
 import { blockNumberParam, blockRefParam, chainParam, paramsObject, type Params } from "./backend-params";
 
 const HASH = /^0x[0-9a-f]{64}$/;
@@ -41,7 +41,7 @@ function raw(v: JsonValue): RawJson {
 }
 
 /** A descriptor for a request about one numbered block; tags (latest, ...) are never cached. */
-function numbered(op: string, params: JsonValue, extra: (p: Params) => string = () => ""): CacheDescriptor | null {
+function numbered(op: string, params: JsonValue, extra: (p: Params) => string = () => ""): CacheDeclaration | null {
   const p = paramsObject(params, op);
   const chain = chainParam(p, op);
   const ref = blockRefParam(p, "number", op);

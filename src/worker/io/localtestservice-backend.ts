@@ -4,11 +4,22 @@ import { SyntheticChain } from "../backends/localtestservice/synthetic-chain";
 import { BackendError, type Backend } from "./backend-registry";
 import { blockNumberParam, chainParam as chainName, paramsObject as obj } from "./backend-params";
 
+/** cacheBlock reads a request's block for the cache declaration; null when the params are bad (the handler reports them). */
+function cacheBlock(params: JsonValue, op: string): { chain: string; block: number } | null {
+  try {
+    const p = obj(params, op);
+    return { chain: chainName(p, op), block: blockNumberParam(p, "number", op) };
+  } catch {
+    return null;
+  }
+}
+
 /**
  * localtestserviceBackend serves the deterministic synthetic chain with the JSON-RPC method
  * names as ops: eth_getBlockByNumber {chain, number, full}, eth_getBlockReceipts {chain,
  * number}, eth_getLogs {chain, fromBlock, toBlock, address, topics}, eth_blockNumber {chain};
- * eth_sendRawTransaction (a write: always refused). With a block text store, full blocks in its
+ * eth_sendRawTransaction (a write: always refused). Blocks, receipts and logs by number declare
+ * themselves cacheable (final below head - depth). With a block text store, full blocks in its
  * range are served as their stored text (RawJson) instead of being generated.
  */
 export function localtestserviceBackend(opts: { head?: number; store?: BlockTextStore } = {}): Backend {
@@ -21,6 +32,7 @@ export function localtestserviceBackend(opts: { head?: number; store?: BlockText
   };
   return {
     name: "localtestservice",
+    head: async (chain) => chainOf(chain).head(),
     ops: {
       eth_getBlockByNumber: {
         kind: "read",
@@ -31,12 +43,20 @@ export function localtestserviceBackend(opts: { head?: number; store?: BlockText
           if (store && p.full !== false && store.has(chain, n) && n <= chainOf(chain).head()) return store.read(n);
           return chainOf(chain).block(n, p.full !== false) as unknown as JsonValue;
         },
+        cache: (params) => {
+          const c = cacheBlock(params, "eth_getBlockByNumber");
+          return c && { ...c, key: `${c.chain}:${c.block}:${(params as Record<string, JsonValue>).full !== false}` };
+        },
       },
       eth_getBlockReceipts: {
         kind: "read",
         handle: (params) => {
           const p = obj(params, "eth_getBlockReceipts");
           return chainOf(chainName(p, "eth_getBlockReceipts")).blockReceipts(blockNumberParam(p, "number", "eth_getBlockReceipts")) as unknown as JsonValue;
+        },
+        cache: (params) => {
+          const c = cacheBlock(params, "eth_getBlockReceipts");
+          return c && { ...c, key: `${c.chain}:${c.block}` };
         },
       },
       eth_getLogs: {
@@ -48,6 +68,12 @@ export function localtestserviceBackend(opts: { head?: number; store?: BlockText
           } catch (e) {
             throw new BackendError("InvalidParams", (e as Error).message);
           }
+        },
+        cache: (params) => {
+          if (params === null || typeof params !== "object" || Array.isArray(params)) return null;
+          const { chain, fromBlock, toBlock, address, topics } = params;
+          if (typeof chain !== "string" || !Number.isSafeInteger(fromBlock) || !Number.isSafeInteger(toBlock)) return null;
+          return { chain, block: toBlock as number, key: JSON.stringify([chain, fromBlock, toBlock, address ?? null, topics ?? null]) };
         },
       },
       eth_blockNumber: {

@@ -1,6 +1,6 @@
 import { RawJson, type JsonValue } from "../executor/protocol";
 import type { ChainRouter } from "../backends/router/chain-router";
-import { BackendError, type Backend, type CacheDescriptor } from "./backend-registry";
+import { BackendError, type Backend, type CacheDeclaration } from "./backend-registry";
 import { chainParam, paramsObject, type Params } from "./backend-params";
 
 /** Methods that change state or sign: only the write op `send` may carry them. */
@@ -17,7 +17,7 @@ function request(params: JsonValue, op: string): { chain: string; method: string
   return { chain: chainParam(p, op), method: p.method, params: list };
 }
 
-function cacheOf(params: JsonValue): CacheDescriptor | null {
+function cacheOf(params: JsonValue): CacheDeclaration | null {
   const r = request(params, "call");
   const first = r.params[0];
   if (!BY_BLOCK_NUMBER.has(r.method) || typeof first !== "string" || !/^0x[0-9a-f]+$/i.test(first)) return null;
