@@ -10,6 +10,7 @@ import { BlockxClient } from "../../src/sdk/blockx-client";
 import { BlockxError } from "../../src/sdk/sdk-error";
 import { SqliteTableStore } from "../../src/worker/writers/table-store";
 import { TestCluster } from "../support/cluster";
+import { freePort } from "../support/ports";
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterEach(async () => {
@@ -81,5 +82,30 @@ describe("resubmission after a lost Worker", () => {
     expect(err).toBeInstanceOf(BlockxError);
     expect((err as BlockxError).code).toBe("WORKER_LOST");
     expect((err as BlockxError).message).toContain("normal_table_write could append rows twice");
+  }, 90_000);
+
+  test("a Worker restarted on the same address answers NotFound for the task; runTask reruns it there", async () => {
+    const cluster = new TestCluster();
+    cleanups.push(() => cluster.stop());
+    const listen = `127.0.0.1:${await freePort()}`;
+    const first = await cluster.worker({ WORKER_LISTEN: listen });
+    const coord = await cluster.coordinator();
+    // Unreachable for long does not count as lost here: the restarted Worker's NotFound must decide.
+    const client = new BlockxClient(cluster.clientConfig({ BLOCKX_COORDINATOR_ADDRS: coord.addr, BLOCKX_WORKER_LOST_AFTER_MS: "60000" }));
+    cleanups.push(() => client.close());
+    let restarted = false;
+    const run = await client.runTask(task("restart-1", "blockTableWrite", 0, 39), {
+      onProgress: (p) => {
+        if (!restarted && p.done >= 5) {
+          restarted = true;
+          void first.proc.stop("SIGKILL").then(() => cluster.worker({ WORKER_LISTEN: listen }));
+        }
+      },
+    });
+    expect(run).toMatchObject({ state: "SUCCEEDED", attempts: 2, workers: [listen, listen] });
+    expect(run.events.find((e) => e.kind === "workerLost")).toMatchObject({ reason: expect.stringContaining("no longer knows the task") });
+    const store = new SqliteTableStore(cluster.tableStorePath);
+    expect(store.query("resubmitted", "ORDER BY block").map((r) => r.block)).toEqual(Array.from({ length: 40 }, (_, i) => i));
+    store.close();
   }, 90_000);
 });

@@ -45,6 +45,9 @@ export class TestCluster {
       COORDINATOR_LISTEN: "127.0.0.1:0",
       COORDINATOR_REGISTRY_PREFIXES: kind === "block" ? this.blockPrefix : this.bundlePrefix,
       COORDINATOR_ETCD_WATCH_RETRY_DELAY_MS: "100",
+      // The test machine is shared and often busy: host load must not read as "no capacity".
+      COORDINATOR_CPU_RED_LINE: "1",
+      COORDINATOR_MEMORY_RED_LINE: "1",
       ...env,
     });
     return { proc, addr: await proc.grpcAddr() };
