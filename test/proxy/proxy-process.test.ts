@@ -9,6 +9,9 @@ import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { WorkerServiceClient, WorkerServiceService, type WorkerServiceServer } from "../../src/gen/worker/v1/worker";
 import { TestCluster } from "../support/cluster";
+import { waitFor } from "../support/coordinator-client";
+
+const PY_CLIENT = join(import.meta.dir, "..", "support", "py_grpc_client.py");
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterEach(async () => {
@@ -114,4 +117,23 @@ describe("blockx proxy", () => {
     expect(await proxy.stop("SIGTERM")).toBe(0);
     expect(existsSync(socket)).toBe(false);
   }, 30_000);
+
+  test("python3-grpcio (not grpc-js) reserves a slot through the proxy (gzip request) and reads its health", async () => {
+    const { cluster, socket } = await startProxyInFront();
+    const py = (args: string[]) => JSON.parse(Bun.spawnSync(["/usr/bin/python3", PY_CLIENT, `unix:${socket}`, ...args]).stdout.toString()) as Record<string, unknown>;
+    const reserved = await waitFor(async () => py(["reserve", "coordinator.v1.CoordinatorService", "py-1"]), (o) => o.ok === true);
+    expect(reserved).toMatchObject({ ok: true, taskId: "py-1", workerAddr: cluster.workerAddr });
+    expect(py(["health"])).toEqual({ ok: true, status: "SERVING" });
+  }, 30_000);
 });
+
+/** startProxyInFront: a proxy before a real block Coordinator with one Worker. */
+async function startProxyInFront() {
+  const cluster = new TestCluster();
+  cleanups.push(() => cluster.stop());
+  const w = await cluster.worker();
+  const c = await cluster.coordinator();
+  const socket = join(cluster.dir, "proxy.sock");
+  await cluster.spawn("proxy", { PROXY_SOCKET_PATH: socket, BLOCKX_COORDINATOR_ADDRS: c.addr }).grpcAddr();
+  return { cluster: { workerAddr: w.addr }, socket };
+}
