@@ -10,7 +10,7 @@ import {
   type TaskSnapshot,
 } from "../gen/worker/v1/worker";
 import { GrpcTransport, isServiceError, unary } from "./adapters/grpc-transport";
-import type { ClientConfig } from "./client-config";
+import { loadClientConfig, type ClientConfig } from "./client-config";
 import { clusterFor, resubmitByDefault, type Cluster } from "./core/cluster-selection";
 import { ProgressMeter, type Progress } from "./core/progress";
 import { DEFAULT_RETRY_POLICY, ReservePolicy, type RetryableFailure } from "./core/retry-policy";
@@ -107,6 +107,11 @@ export class BlockxClient {
     private readonly clock: ClientClock = systemClock,
   ) {
     this.transport = new GrpcTransport(config.proxySocketPath);
+  }
+
+  /** fromEnv: a client configured like the CLI (BLOCKX_COORDINATOR_ADDRS, PROXY_SOCKET_PATH, ...). */
+  static fromEnv(env: Readonly<Record<string, string | undefined>> = process.env): BlockxClient {
+    return new BlockxClient(loadClientConfig(env));
   }
 
   close(): void {

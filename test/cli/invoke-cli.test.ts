@@ -40,7 +40,7 @@ async function blockx(args: string[], extra: Record<string, string> = {}) {
 describe.skipIf(!hasSyncInvoker)("invoke and precheck", () => {
   for (const via of ["direct", "proxy"] as const) {
     test(`invoke returns the value, --json is parsable (${via})`, async () => {
-      const extra = via === "proxy" ? { PROXY_SOCKET_PATH: socket } : {};
+      const extra: Record<string, string> = via === "proxy" ? { PROXY_SOCKET_PATH: socket } : {};
       const out = await blockx(["invoke", "--function", "add.py", "--args", '{"a": 2, "b": 3}'], extra);
       expect(out.code).toBe(0);
       expect(out.stdout.trim()).toBe("5");

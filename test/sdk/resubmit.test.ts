@@ -108,4 +108,28 @@ describe("resubmission after a lost Worker", () => {
     expect(store.query("resubmitted", "ORDER BY block").map((r) => r.block)).toEqual(Array.from({ length: 40 }, (_, i) => i));
     store.close();
   }, 90_000);
+
+  test("runTasks: a backfill cut into 4 tasks, 2 at a time; a Worker SIGKILLed mid-way; every task ends SUCCEEDED and each block has one set of rows", async () => {
+    const { cluster, workers, client } = await twoWorkers();
+    const tasks = [0, 1, 2, 3].map((i) => task(`backfill-${i}`, "blockTableWrite", 1000 + i * 20, 1000 + i * 20 + 19));
+    let killed = "";
+    const entries = await client.runTasks(tasks, {
+      concurrency: 2,
+      onProgress: (p, s) => {
+        if (!killed && p.done >= 5 && s.workerAddr) {
+          killed = s.workerAddr;
+          process.kill(workers.find((w) => w.addr === killed)!.proc.proc.pid, "SIGKILL");
+        }
+      },
+    });
+    expect(killed).not.toBe("");
+    expect(entries.map((e) => (e.ok ? e.run.state : e.error.message))).toEqual(["SUCCEEDED", "SUCCEEDED", "SUCCEEDED", "SUCCEEDED"]);
+    const resubmitted = entries.filter((e) => e.ok && e.run.attempts > 1);
+    expect(resubmitted.length).toBeGreaterThanOrEqual(1);
+    for (const e of resubmitted) if (e.ok) expect(e.run.workers[0]).toBe(killed);
+    const store = new SqliteTableStore(cluster.tableStorePath);
+    const blocks = store.query("resubmitted", "ORDER BY block").map((r) => r.block);
+    store.close();
+    expect(blocks).toEqual(Array.from({ length: 80 }, (_, i) => 1000 + i));
+  }, 90_000);
 });
