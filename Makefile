@@ -71,6 +71,7 @@ bench: deps build
 	$(BUN) bench/coordinator/reserve.ts
 	$(BUN) bench/executor/pool.ts
 	$(BUN) bench/worker/run.ts
+	$(BUN) bench/proxy/pass-through.ts
 
 clean:
 	rm -rf dist
