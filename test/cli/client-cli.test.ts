@@ -13,7 +13,7 @@ let cluster: TestCluster;
 let env: Record<string, string>;
 let workerAddr: string;
 
-const STATS = "import time\ndef main(ctx, input):\n    time.sleep(0.02)\n    n = input['blockNumber']\n    return [{'block': n, 'square': n * n}]\n";
+const STATS = "import time\ndef main(ctx, input):\n    time.sleep(0.05)\n    n = input['blockNumber']\n    return [{'block': n, 'square': n * n}]\n";
 const DOUBLE = "def main(ctx, x):\n    return {'twice': x * 2}\n";
 const RAISES = "def main(ctx, x):\n    raise ValueError(f'bad input {x}')\n";
 const SLEEPS = "import time\ndef main(ctx, x):\n    time.sleep(x)\n";
@@ -156,10 +156,14 @@ describe("client CLI", () => {
     try {
       expect(Bun.spawnSync(["tmux", "-L", sock, "new-session", "-d", "-s", "bar", "-x", "150", "-y", "12", `bash ${script}`]).exitCode).toBe(0);
       let pane = "";
+      const frames: string[] = [];
       for (let i = 0; i < 600 && !pane.includes("EXIT="); i++) {
-        await Bun.sleep(100);
+        await Bun.sleep(50);
         pane = Bun.spawnSync(["tmux", "-L", sock, "capture-pane", "-p", "-t", "bar"]).stdout.toString();
+        frames.push(...pane.split("\n").filter((l) => l.includes(" calls ")));
       }
+      // The bar was seen on its way (the 60 calls take at least 1.5 s), not only at the end.
+      expect(frames.some((l) => /^\[#*\.+\] +\d+%  \d+\/60 calls .*RUNNING$/.test(l))).toBe(true);
       expect(pane).toContain("EXIT=0");
       const barLines = pane.split("\n").filter((l) => l.includes("calls"));
       expect(barLines).toHaveLength(1);

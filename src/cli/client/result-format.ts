@@ -1,5 +1,6 @@
 import { TaskResult, TaskSnapshot } from "../../gen/worker/v1/worker";
 import { stateName, type RunResult } from "../../sdk/blockx-client";
+import { exitCodeOfState } from "./exit-codes";
 
 /** resultJson: a task's result as plain JSON for scripts (return values decoded, not base64). */
 export function resultJson(result: TaskResult, run?: Pick<RunResult, "attempts" | "workers" | "cluster">): Record<string, unknown> {
@@ -39,4 +40,10 @@ export function resultText(result: TaskResult, run?: Pick<RunResult, "attempts" 
     if (result.returnValues.length > 50) lines.push(`  ... ${result.returnValues.length - 50} more (use --json)`);
   }
   return lines.join("\n");
+}
+
+/** printResult prints a result (JSON or text) on stdout and returns the exit code of its state. */
+export function printResult(json: boolean, result: TaskResult, run?: Pick<RunResult, "attempts" | "workers" | "cluster">): number {
+  console.log(json ? JSON.stringify(resultJson(result, run)) : resultText(result, run));
+  return exitCodeOfState(stateName(result.snapshot?.state));
 }

@@ -1,12 +1,11 @@
-import type { TaskRef } from "../../sdk/blockx-client";
+import type { BlockxClient, TaskRef } from "../../sdk/blockx-client";
 import type { Cluster } from "../../sdk/core/cluster-selection";
 import { UsageError } from "../exec-command";
-import type { BlockxClient, RunResult } from "../../sdk/blockx-client";
 import { flagValue, intFlag, type ParsedArgs } from "./args";
 import type { ClientCommandRun } from "./client-command";
-import { exitCodeOfState, EXIT } from "./exit-codes";
-import { ProgressDisplay } from "./progress-display";
-import { resultJson, resultText } from "./result-format";
+import { EXIT } from "./exit-codes";
+import { progressHandlers } from "./progress-handlers";
+import { printResult } from "./result-format";
 import { taskFromArgs } from "./task-from-args";
 
 function clusterFlag(args: ParsedArgs): Cluster | undefined {
@@ -14,34 +13,6 @@ function clusterFlag(args: ParsedArgs): Cluster | undefined {
   if (c === undefined) return undefined;
   if (c !== "block" && c !== "bundle") throw new UsageError(`--cluster: expected block or bundle, got ${JSON.stringify(c)}`);
   return c;
-}
-
-/** followWithDisplay runs or watches a task with a progress display on stderr. */
-export function progressHandlers(args: ParsedArgs) {
-  const display = new ProgressDisplay(process.stderr);
-  let attempt = 1;
-  return {
-    display,
-    onProgress: (progress: Parameters<ProgressDisplay["update"]>[0]["progress"], snapshot: { state: number }) => {
-      const names = ["UNSPECIFIED", "ALLOCATED", "RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "CANCELLED"];
-      display.update({ progress, state: names[snapshot.state] ?? "UNKNOWN", attempt });
-    },
-    onEvent: (e: { kind: string; attempt?: number; workerAddr?: string; reason?: string; resubmit?: boolean }) => {
-      if (e.kind === "submitted") {
-        attempt = e.attempt ?? attempt;
-        if (!args.flags.has("json") && attempt === 1) process.stderr.write(`submitted to ${e.workerAddr}\n`);
-      }
-      if (e.kind === "workerLost") {
-        display.finish();
-        process.stderr.write(`worker ${e.workerAddr} lost (${e.reason})${e.resubmit ? "; resubmitting" : ""}\n`);
-      }
-    },
-  };
-}
-
-export function printResult(args: ParsedArgs, run: Pick<RunResult, "result" | "attempts" | "workers" | "cluster" | "state">): number {
-  console.log(args.flags.has("json") ? JSON.stringify(resultJson(run.result, run)) : resultText(run.result, run));
-  return exitCodeOfState(run.state);
 }
 
 async function submit(args: ParsedArgs, client: BlockxClient): Promise<number> {
@@ -57,9 +28,9 @@ async function submit(args: ParsedArgs, client: BlockxClient): Promise<number> {
     return EXIT.OK;
   }
   const resubmit = args.flags.has("resubmit") ? true : args.flags.has("no-resubmit") ? false : undefined;
-  const handlers = progressHandlers(args);
+  const handlers = progressHandlers(args.flags.has("json"));
   const run = await client.runTask(task, { cluster, timeoutMs, resubmit, onProgress: handlers.onProgress, onEvent: handlers.onEvent }).finally(() => handlers.display.finish());
-  return printResult(args, run);
+  return printResult(args.flags.has("json"), run.result, run);
 }
 
 export const submitRun: ClientCommandRun = (args, client) => submit(args, client);

@@ -3,9 +3,9 @@ import type { TaskRef } from "../../sdk/blockx-client";
 import { UsageError } from "../exec-command";
 import { flagValue, type ParsedArgs } from "./args";
 import type { ClientCommandRun } from "./client-command";
-import { EXIT, exitCodeOfState } from "./exit-codes";
-import { resultJson, resultText } from "./result-format";
-import { printResult, progressHandlers } from "./submit-command";
+import { EXIT } from "./exit-codes";
+import { progressHandlers } from "./progress-handlers";
+import { printResult } from "./result-format";
 
 function taskRef(args: ParsedArgs, name: string): TaskRef {
   const [taskId, ...extra] = args.positional;
@@ -16,16 +16,13 @@ function taskRef(args: ParsedArgs, name: string): TaskRef {
 
 export const watchRun: ClientCommandRun = async (args, client) => {
   const ref = taskRef(args, "watch");
-  const handlers = progressHandlers(args);
+  const handlers = progressHandlers(args.flags.has("json"));
   const result = await client.watch(ref, { onProgress: handlers.onProgress }).finally(() => handlers.display.finish());
-  const state = stateName(result.snapshot?.state);
-  return printResult(args, { result, attempts: 1, workers: [ref.workerAddr], cluster: "block", state });
+  return printResult(args.flags.has("json"), result);
 };
 
 export const resultRun: ClientCommandRun = async (args, client) => {
-  const result = await client.result(taskRef(args, "result"));
-  console.log(args.flags.has("json") ? JSON.stringify(resultJson(result)) : resultText(result));
-  return exitCodeOfState(stateName(result.snapshot?.state));
+  return printResult(args.flags.has("json"), await client.result(taskRef(args, "result")));
 };
 
 export const cancelRun: ClientCommandRun = async (args, client) => {

@@ -62,7 +62,7 @@ function parseBlocks(text: string): { from: number; to: number } {
 export function taskFromArgs(args: ParsedArgs, file: string | undefined): Task {
   const task = file ? readTaskFile(file) : Task.fromPartial({});
   const fcc = task.functionCallConfig ?? { function: undefined, config: undefined };
-  const entry = flagValue(args, "entry") ?? fcc.function?.entry ?? "main";
+  const entry = flagValue(args, "entry") ?? (fcc.function?.entry || "main");
   const fn = flagValue(args, "function");
   if (fn !== undefined) fcc.function = functionRefFrom(fn, entry);
   else if (fcc.function) fcc.function = { ...fcc.function, entry: fcc.function.entry || entry };
