@@ -7,6 +7,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { BlockxClient, type ClientEvent } from "../../src/sdk/blockx-client";
+import { BlockxError } from "../../src/sdk/sdk-error";
 import { TestCluster } from "../support/cluster";
 import { EtcdProcess } from "../support/etcd";
 import { inputsTask, WorkerClient } from "../support/worker-client";
@@ -60,16 +61,21 @@ for (const mode of ["direct", "proxy"] as const) {
       expect(run.events.find((e) => e.kind === "submitted")).toMatchObject({ workerAddr: worker.addr, coordinator: mode === "direct" ? good.addr : expect.stringMatching(/^proxy:/) });
     }, 60_000);
 
-    test("ResourceExhausted: the only slot is busy; the client backs off and gets it when the running task ends", async () => {
+    test("ResourceExhausted: the only slot is busy; a short deadline gives NO_CAPACITY; a patient client backs off and gets the slot when the running task ends", async () => {
       const cluster = new TestCluster();
       cleanups.push(() => cluster.stop());
       const worker = await cluster.worker({ TASK_SLOTS: "1" });
       const coord = await cluster.coordinator();
       const direct = new WorkerClient(worker.addr);
       cleanups.push(() => direct.close());
-      const busy = await direct.submitTask(inputsTask(`busy-${mode}`, "import time\ndef main(ctx, x):\n    time.sleep(x)\n    return x\n", [2]));
+      const busy = await direct.submitTask(inputsTask(`busy-${mode}`, "import time\ndef main(ctx, x):\n    time.sleep(x)\n    return x\n", [4]));
       expect(busy.ok).toBe(true);
       const client = await clientFor(mode, cluster, [coord.addr]);
+      // A caller whose deadline comes first gets NO_CAPACITY (the CLI's exit code 3).
+      const impatient = await client.runTask(inputsTask(`impatient-${mode}`, ECHO, [1]), { timeoutMs: 1000 }).catch((e: unknown) => e);
+      expect(impatient).toBeInstanceOf(BlockxError);
+      expect((impatient as BlockxError).code).toBe("NO_CAPACITY");
+      expect((impatient as BlockxError).message).toContain("no free slot before the deadline; last answer: RESOURCE_EXHAUSTED");
       const run = await client.runTask(inputsTask(`waits-${mode}`, ECHO, [5]));
       expect(run.state).toBe("SUCCEEDED");
       expect(run.returnValues).toEqual([10]);

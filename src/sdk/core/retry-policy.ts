@@ -29,11 +29,13 @@ export type RetryDecision =
  * rules of SYSTEM.md section 2: Unavailable -> retry now with jitter on the next Coordinator
  * of the list (after a full round of the list, back off so a dead cluster is not spun on);
  * ResourceExhausted -> exponential back-off with jitter; Aborted -> wait at least one slot TTL.
- * It never retries past the deadline. Pure: time and randomness (`rand` in [0, 1)) come in.
+ * It never waits past the deadline. Pure: time and randomness (`rand` in [0, 1)) come in.
  */
 export class ReservePolicy {
   private consecutiveUnavailable = 0;
   private consecutiveExhausted = 0;
+  /** A capacity refusal (ResourceExhausted, Aborted) was seen: giving up then means NO_CAPACITY. */
+  private sawCapacityRefusal = false;
 
   constructor(
     private readonly config: RetryPolicyConfig,
@@ -44,27 +46,32 @@ export class ReservePolicy {
   succeeded(): void {
     this.consecutiveUnavailable = 0;
     this.consecutiveExhausted = 0;
+    this.sawCapacityRefusal = false;
   }
 
+  /**
+   * decide: retry after `delayMs`, or give up when the wait would reach the deadline (a call
+   * made at the deadline could not succeed). Giving up says NO_CAPACITY when the cluster refused
+   * for capacity at least once since the last success, UNREACHABLE when it never answered.
+   */
   decide(failure: RetryableFailure, nowMs: number, deadlineMs: number, rand: number): RetryDecision {
+    if (failure !== "UNAVAILABLE") this.sawCapacityRefusal = true;
     const left = deadlineMs - nowMs;
-    const giveUp: RetryDecision = { kind: "giveUp", code: failure === "RESOURCE_EXHAUSTED" ? "NO_CAPACITY" : "UNREACHABLE" };
-    if (left <= 0) return giveUp;
+    let delayMs: number;
+    let nextCoordinator = false;
     if (failure === "UNAVAILABLE") {
       this.consecutiveUnavailable++;
       const rounds = Math.floor((this.consecutiveUnavailable - 1) / Math.max(1, this.coordinatorCount));
-      const delayMs =
-        rounds === 0 ? rand * this.config.unavailableJitterMs : this.backoff(rounds - 1, rand);
-      return { kind: "retry", delayMs: Math.min(delayMs, left), nextCoordinator: true };
+      delayMs = rounds === 0 ? rand * this.config.unavailableJitterMs : this.backoff(rounds - 1, rand);
+      nextCoordinator = true;
+    } else if (failure === "RESOURCE_EXHAUSTED") {
+      delayMs = this.backoff(this.consecutiveExhausted++, rand);
+    } else {
+      // ABORTED: retrying before the TTL could meet our own dangling slot.
+      delayMs = this.config.slotTtlMs * (1 + 0.2 * rand);
     }
-    if (failure === "RESOURCE_EXHAUSTED") {
-      const delayMs = this.backoff(this.consecutiveExhausted++, rand);
-      return { kind: "retry", delayMs: Math.min(delayMs, left), nextCoordinator: false };
-    }
-    // ABORTED: retrying before the TTL could meet our own dangling slot; past the deadline, give up.
-    const delayMs = this.config.slotTtlMs * (1 + 0.2 * rand);
-    if (delayMs >= left) return { kind: "giveUp", code: "NO_CAPACITY" };
-    return { kind: "retry", delayMs, nextCoordinator: false };
+    if (delayMs >= left) return { kind: "giveUp", code: this.sawCapacityRefusal ? "NO_CAPACITY" : "UNREACHABLE" };
+    return { kind: "retry", delayMs, nextCoordinator };
   }
 
   /** backoff: base * 2^n capped, with jitter between half and the whole of it. */
