@@ -106,7 +106,7 @@ export class BlockxClient {
     readonly config: ClientConfig,
     private readonly clock: ClientClock = systemClock,
   ) {
-    this.transport = new GrpcTransport(config.proxySocketPath);
+    this.transport = new GrpcTransport(config.proxySocketPath, config.keepaliveTimeMs);
   }
 
   /** fromEnv: a client configured like the CLI (BLOCKX_COORDINATOR_ADDRS, PROXY_SOCKET_PATH, ...). */
@@ -317,7 +317,9 @@ export class BlockxClient {
         throw new BlockxError("DEADLINE_EXCEEDED", `task ${ref.taskId} on ${ref.workerAddr} was still running at the caller's deadline`);
       }
       let terminalSeen = false;
-      if (streaming) {
+      // While the Worker is unreachable only the polls (each with a deadline) run: a new stream
+      // to a hung Worker could wait for its connection without end.
+      if (streaming && unreachableSinceMs === undefined) {
         const err = await this.stream(w, ref.taskId, deadlineMs, (s) => {
           unreachableSinceMs = undefined;
           seen(s);

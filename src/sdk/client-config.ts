@@ -23,6 +23,7 @@ export const clientVars = {
   slotTtlMs: envVar("BLOCKX_SLOT_TTL_MS", "5000", MS_RULE, "after Aborted, wait at least this long (the slot TTL) before retrying", intSchema(1, 86_400_000)),
   rpcTimeoutMs: envVar("BLOCKX_RPC_TIMEOUT_MS", "10000", MS_RULE, "deadline of each unary call", intSchema(1, 86_400_000)),
   workerLostAfterMs: envVar("BLOCKX_WORKER_LOST_AFTER_MS", "3000", MS_RULE, "a Worker unreachable this long while running a task counts as lost", intSchema(1, 86_400_000)),
+  keepaliveTimeMs: envVar("BLOCKX_KEEPALIVE_TIME_MS", "10000", "an integer from 5000 to 86400000", "ping idle connections this often; a Worker that stops answering (hung, cut off) is noticed within this + 5 s", intSchema(5000, 86_400_000)),
   maxAttempts: envVar("BLOCKX_MAX_ATTEMPTS", "3", "an integer from 1 to 100", "runs of one task at most (resubmissions after a lost Worker + 1)", intSchema(1, 100)),
 };
 

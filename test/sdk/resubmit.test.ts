@@ -132,4 +132,32 @@ describe("resubmission after a lost Worker", () => {
     store.close();
     expect(blocks).toEqual(Array.from({ length: 80 }, (_, i) => 1000 + i));
   }, 90_000);
+
+  test("a Worker that hangs (SIGSTOP) mid-task is noticed by keepalive; runTask reruns the task on the other Worker", async () => {
+    const cluster = new TestCluster();
+    cleanups.push(() => cluster.stop());
+    const workers = [await cluster.worker(), await cluster.worker()];
+    const coord = await cluster.coordinator({ COORDINATOR_WORKER_RPC_TIMEOUT_MS: "500" });
+    const client = new BlockxClient(
+      cluster.clientConfig({ BLOCKX_COORDINATOR_ADDRS: coord.addr, BLOCKX_KEEPALIVE_TIME_MS: "5000", BLOCKX_RPC_TIMEOUT_MS: "1000", BLOCKX_WORKER_LOST_AFTER_MS: "1500" }),
+    );
+    cleanups.push(() => client.close());
+    let stopped = 0;
+    const run = await client.runTask(task("hung-1", "blockTableWrite", 300, 359), {
+      onProgress: (p, s) => {
+        if (!stopped && p.done >= 5) {
+          stopped = workers.find((w) => w.addr === s.workerAddr)!.proc.proc.pid;
+          process.kill(stopped, "SIGSTOP");
+          cleanups.push(() => process.kill(stopped, "SIGCONT"));
+        }
+      },
+    });
+    expect(stopped).not.toBe(0);
+    expect(run.state).toBe("SUCCEEDED");
+    expect(run.attempts).toBe(2);
+    expect(run.workers[1]).not.toBe(run.workers[0]);
+    const store = new SqliteTableStore(cluster.tableStorePath);
+    expect(store.query("resubmitted", "ORDER BY block").map((r) => r.block)).toEqual(Array.from({ length: 60 }, (_, i) => 300 + i));
+    store.close();
+  }, 90_000);
 });

@@ -8,14 +8,19 @@ import type { Cluster } from "../core/cluster-selection";
 /** The header the proxy routes worker.v1 calls by (runtime seed). */
 export const WORKER_ADDR_HEADER = "x-blockx-worker-addr";
 
-/** Keepalive pings find a hung Worker (SIGSTOP, cut network) under a silent WatchTasks stream. */
-const CHANNEL_OPTIONS: grpc.ChannelOptions = {
-  "grpc.keepalive_time_ms": 10_000,
-  "grpc.keepalive_timeout_ms": 5_000,
-  "grpc.keepalive_permit_without_calls": 1,
-  "grpc.max_receive_message_length": 64 * 1024 * 1024,
-  "grpc.max_send_message_length": 64 * 1024 * 1024,
-};
+/**
+ * Keepalive pings find a hung Worker (SIGSTOP, cut network) under a silent WatchTasks stream.
+ * Servers accept a ping every 5 s at most (GRPC_SERVER_OPTIONS), hence the floor of keepaliveTimeMs.
+ */
+function channelOptions(keepaliveTimeMs: number): grpc.ChannelOptions {
+  return {
+    "grpc.keepalive_time_ms": keepaliveTimeMs,
+    "grpc.keepalive_timeout_ms": 5_000,
+    "grpc.keepalive_permit_without_calls": 1,
+    "grpc.max_receive_message_length": 64 * 1024 * 1024,
+    "grpc.max_send_message_length": 64 * 1024 * 1024,
+  };
+}
 
 type Ctor<C> = new (address: string, credentials: grpc.ChannelCredentials, options?: Partial<grpc.ClientOptions>) => C;
 
@@ -33,7 +38,14 @@ export interface Reserver {
 export class GrpcTransport {
   private readonly clients = new Map<string, grpc.Client>();
 
-  constructor(private readonly proxySocketPath: string) {}
+  private readonly options: grpc.ChannelOptions;
+
+  constructor(
+    private readonly proxySocketPath: string,
+    keepaliveTimeMs = 10_000,
+  ) {
+    this.options = channelOptions(keepaliveTimeMs);
+  }
 
   get viaProxy(): boolean {
     return this.proxySocketPath !== "";
@@ -44,7 +56,7 @@ export class GrpcTransport {
     const key = `${kind} ${target}`;
     let c = this.clients.get(key);
     if (!c) {
-      c = new ctor(target, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+      c = new ctor(target, grpc.credentials.createInsecure(), this.options);
       this.clients.set(key, c);
     }
     return c as C;
