@@ -14,7 +14,7 @@ import { parseArgs } from "node:util";
 import { CoordinatorServiceClient } from "../../src/gen/coordinator/v1/coordinator";
 import { WorkerServiceClient } from "../../src/gen/worker/v1/worker";
 import { BlockxProcess } from "../../test/support/blockx-process";
-import { latency, throughput } from "../support/measure";
+import { measureSeries, untilOk } from "../support/measure";
 import { spawnPortPrinter } from "../support/port-printer";
 
 const { values } = parseArgs({ options: { calls: { type: "string", default: "3000" }, seconds: { type: "string", default: "3" } } });
@@ -39,31 +39,18 @@ try {
   const directCall = call(direct, () => new grpc.Metadata(), "d");
   const proxyCall = call(viaProxy, () => header.clone(), "p");
   const bareCall = (seq: number) => new Promise<void>((resolve, reject) => twoHop.reserveWorkerSlot({ taskId: `b-${seq}` }, (e) => (e ? reject(e) : resolve())));
-  for (let i = 0; ; i++) {
-    try {
-      await proxyCall(-1 - i);
-      break;
-    } catch (e) {
-      if (i > 100) throw e;
-      await Bun.sleep(50);
-    }
-  }
-
-  const d1 = await latency(directCall, CALLS);
-  const b1 = await latency(bareCall, CALLS);
-  const p1 = await latency(proxyCall, CALLS);
-  const dT = await throughput(directCall, 64, SECONDS);
-  const bT = await throughput(bareCall, 64, SECONDS);
-  const pT = await throughput(proxyCall, 64, SECONDS);
-  const us = (x: number) => `${x.toFixed(0)} µs`;
+  await untilOk(proxyCall);
+  const f = await measureSeries({ direct: directCall, bare: bareCall, proxy: proxyCall }, CALLS, 64, SECONDS);
+  const us = (v: number) => `${v.toFixed(0)} µs`;
   const x = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
   console.log(`worker.v1 RequestTaskSlot through blockx proxy (compiled, UDS), ${CALLS} calls, ${SECONDS} s at 64 in flight`);
   console.log("");
   console.log("| measure | direct (1 hop) | bare two-hop (TCP) | blockx proxy (UDS) | proxy / direct | proxy / bare two-hop |");
   console.log("| --- | ---: | ---: | ---: | ---: | ---: |");
-  console.log(`| p50, concurrency 1 | ${us(d1.p50)} | ${us(b1.p50)} | ${us(p1.p50)} | ${x(p1.p50, d1.p50)} | ${x(p1.p50, b1.p50)} |`);
-  console.log(`| p99, concurrency 1 | ${us(d1.p99)} | ${us(b1.p99)} | ${us(p1.p99)} | ${x(p1.p99, d1.p99)} | ${x(p1.p99, b1.p99)} |`);
-  console.log(`| calls/s, 64 in flight | ${dT.toFixed(0)} | ${bT.toFixed(0)} | ${pT.toFixed(0)} | ${x(pT, dT)} | ${x(pT, bT)} |`);
+  for (const [label, key, fmt] of [["p50, concurrency 1", "p50", us], ["p99, concurrency 1", "p99", us], ["calls/s, 64 in flight", "perSecond", (v: number) => v.toFixed(0)]] as const) {
+    const [d, b, p] = [f.direct[key], f.bare[key], f.proxy[key]];
+    console.log(`| ${label} | ${fmt(d)} | ${fmt(b)} | ${fmt(p)} | ${x(p, d)} | ${x(p, b)} |`);
+  }
   direct.close();
   viaProxy.close();
   twoHop.close();

@@ -47,26 +47,19 @@ export const tableMeta: ClientCommandMeta = {
   flags: { limit: "value", order: "value" },
 };
 
-export const watchMeta: ClientCommandMeta = {
-  name: "watch",
-  summary: "follow a task until it ends, with a progress bar: watch TASK_ID --worker ADDR",
-  usage: "usage: blockx watch TASK_ID --worker HOST:PORT [--json]",
-  flags: { worker: "value" },
-};
+/** The commands that address one task on its Worker share their shape. */
+function taskRefMeta(name: string, what: string, extraUsage = "", extraFlags: ClientCommandMeta["flags"] = {}): ClientCommandMeta {
+  return {
+    name,
+    summary: `${what}: ${name} TASK_ID --worker ADDR`,
+    usage: `usage: blockx ${name} TASK_ID --worker HOST:PORT${extraUsage} [--json]`,
+    flags: { worker: "value", ...extraFlags },
+  };
+}
 
-export const resultMeta: ClientCommandMeta = {
-  name: "result",
-  summary: "print a task's result (a table, or --json): result TASK_ID --worker ADDR",
-  usage: "usage: blockx result TASK_ID --worker HOST:PORT [--json]",
-  flags: { worker: "value" },
-};
-
-export const cancelMeta: ClientCommandMeta = {
-  name: "cancel",
-  summary: "cancel a task: cancel TASK_ID --worker ADDR [--reason TEXT]",
-  usage: "usage: blockx cancel TASK_ID --worker HOST:PORT [--reason TEXT] [--json]",
-  flags: { worker: "value", reason: "value" },
-};
+export const watchMeta = taskRefMeta("watch", "follow a task until it ends, with a progress bar");
+export const resultMeta = taskRefMeta("result", "print a task's result (a table, or --json)");
+export const cancelMeta = taskRefMeta("cancel", "cancel a task", " [--reason TEXT]", { reason: "value" });
 
 export const workersMeta: ClientCommandMeta = {
   name: "workers",
