@@ -257,13 +257,16 @@ export class BlockxClient {
     const reservers = this.transport.reservers(cluster, addrs);
     const policy = new ReservePolicy({ ...DEFAULT_RETRY_POLICY, slotTtlMs: this.config.slotTtlMs }, reservers.length);
     let index = 0;
-    let last = "";
+    let lastCapacityRefusal = "";
     const retry = async (failure: RetryableFailure, where: string, details: string): Promise<void> => {
       const d = policy.decide(failure, this.clock.now(), deadlineMs, this.clock.random());
-      last = `${failure} from ${where}: ${details}`;
+      const last = `${failure} from ${where}: ${details}`;
+      if (failure !== "UNAVAILABLE") lastCapacityRefusal = last;
       if (d.kind === "giveUp") {
         const what = d.code === "NO_CAPACITY" ? "no free slot" : "the cluster did not answer";
-        throw new BlockxError(d.code, `task ${task.taskId} (${cluster} cluster): ${what} before the deadline; last answer: ${last}`, grpc.status[failure]);
+        // The last call may have timed out at the deadline: name the refusal that explains it too.
+        const why = d.code === "NO_CAPACITY" && lastCapacityRefusal !== last ? `; last capacity refusal: ${lastCapacityRefusal}` : "";
+        throw new BlockxError(d.code, `task ${task.taskId} (${cluster} cluster): ${what} before the deadline; last answer: ${last}${why}`, grpc.status[failure]);
       }
       emit({ kind: "reserveRefused", failure, coordinator: where, details, delayMs: Math.round(d.delayMs) });
       if (d.nextCoordinator) index++;
