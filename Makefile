@@ -82,6 +82,7 @@ bench: deps build
 	$(BUN) bench/syncinvoker/invoke.ts
 	$(BUN) bench/io/ganache-backfill.ts
 	$(BUN) bench/io/cache.ts
+	$(BUN) bench/proxy/pass-through.ts
 
 clean:
 	rm -rf dist

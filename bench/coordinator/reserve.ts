@@ -9,7 +9,6 @@
  *   bun bench/coordinator/reserve.ts [--calls 3000] [--seconds 3]
  */
 import * as grpc from "@grpc/grpc-js";
-import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { CoordinatorServiceClient } from "../../src/gen/coordinator/v1/coordinator";
 import { WorkerServiceClient } from "../../src/gen/worker/v1/worker";
@@ -17,6 +16,7 @@ import { BlockxProcess } from "../../test/support/blockx-process";
 import { EtcdProcess } from "../../test/support/etcd";
 import { Registrar, randomLanePrefix } from "../../test/support/worker-double";
 import { latency, throughput } from "../support/measure";
+import { spawnPortPrinter } from "../support/port-printer";
 
 const { values } = parseArgs({ options: { calls: { type: "string", default: "3000" }, seconds: { type: "string", default: "3" } } });
 const CALLS = Number(values.calls);
@@ -37,17 +37,9 @@ function unary<C extends grpc.Client>(
 }
 
 const etcd = await EtcdProcess.start();
-/** spawnPortPrinter starts a bench helper script and reads the port it prints. */
-async function spawnPortPrinter(script: string, ...args: string[]) {
-  const proc = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", process.execPath, join(import.meta.dir, script), ...args], {
-    stdout: "pipe",
-  });
-  const port = Number(new TextDecoder().decode((await proc.stdout.getReader().read()).value).trim());
-  return { proc, addr: `127.0.0.1:${port}` };
-}
-const worker = await spawnPortPrinter("minimal-worker.ts");
+const worker = await spawnPortPrinter("coordinator/minimal-worker.ts");
 const workerAddr = worker.addr;
-const proxy = await spawnPortPrinter("bare-proxy.ts", workerAddr);
+const proxy = await spawnPortPrinter("coordinator/bare-proxy.ts", workerAddr);
 const prefix = randomLanePrefix("block");
 const registrar = await Registrar.connect(etcd.endpoint);
 await registrar.register(prefix, {

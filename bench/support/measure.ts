@@ -30,3 +30,36 @@ export async function throughput(call: BenchCall, inflight: number, seconds: num
   );
   return done / seconds;
 }
+
+/** SeriesFigures: the latency and throughput of one series of calls. */
+export interface SeriesFigures {
+  readonly p50: number;
+  readonly p99: number;
+  readonly perSecond: number;
+}
+
+/**
+ * measureSeries measures each series' latency (one call at a time), then each series'
+ * throughput at `inflight`, alternating series so that machine noise hits them alike.
+ */
+export async function measureSeries<K extends string>(series: Record<K, BenchCall>, calls: number, inflight: number, seconds: number): Promise<Record<K, SeriesFigures>> {
+  const keys = Object.keys(series) as K[];
+  const lat = new Map<K, { p50: number; p99: number }>();
+  for (const k of keys) lat.set(k, await latency(series[k], calls));
+  const out = {} as Record<K, SeriesFigures>;
+  for (const k of keys) out[k] = { ...lat.get(k)!, perSecond: await throughput(series[k], inflight, seconds) };
+  return out;
+}
+
+/** untilOk retries `call` every 50 ms until it succeeds (a server still starting), at most `tries` times. */
+export async function untilOk(call: BenchCall, tries = 100): Promise<void> {
+  for (let i = 0; ; i++) {
+    try {
+      await call(-1 - i);
+      return;
+    } catch (e) {
+      if (i >= tries) throw e;
+      await Bun.sleep(50);
+    }
+  }
+}

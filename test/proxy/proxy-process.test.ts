@@ -1,0 +1,139 @@
+/**
+ * `blockx proxy` as a process: a Unix socket in front of real Coordinators and Workers (and a
+ * scripted gRPC server where a test needs exact headers and trailers). The proxy must relay
+ * statuses, messages, headers and trailers unchanged, and explain a missing worker header.
+ */
+import * as grpc from "@grpc/grpc-js";
+import { afterEach, describe, expect, test } from "bun:test";
+import { existsSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { WorkerServiceClient, WorkerServiceService, type WorkerServiceServer } from "../../src/gen/worker/v1/worker";
+import { TestCluster } from "../support/cluster";
+import { waitFor } from "../support/coordinator-client";
+
+const PY_CLIENT = join(import.meta.dir, "..", "support", "py_grpc_client.py");
+
+const cleanups: (() => Promise<unknown> | unknown)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function startProxy(env: Record<string, string> = {}) {
+  const cluster = new TestCluster();
+  cleanups.push(() => cluster.stop());
+  const socket = join(cluster.dir, "proxy.sock");
+  const proxy = cluster.spawn("proxy", { PROXY_SOCKET_PATH: socket, ...env });
+  await proxy.grpcAddr();
+  const worker = new WorkerServiceClient(`unix:${socket}`, grpc.credentials.createInsecure());
+  cleanups.push(() => worker.close());
+  return { cluster, socket, proxy, worker };
+}
+
+type Outcome = { err: grpc.ServiceError | null; headers?: grpc.Metadata; trailers?: grpc.Metadata };
+
+function getTaskResult(client: WorkerServiceClient, md: grpc.Metadata, taskId = "t"): Promise<Outcome> {
+  return new Promise((resolve) => {
+    let headers: grpc.Metadata | undefined;
+    const call = client.getTaskResult({ taskId }, md, { deadline: Date.now() + 20_000 }, (err) => resolve({ err, headers, trailers: err?.metadata }));
+    call.on("metadata", (m) => (headers = m));
+  });
+}
+
+/** A scripted WorkerService: NotFound with a header and a trailer, so relaying can be checked byte for byte. */
+async function scriptedWorker(): Promise<string> {
+  const server = new grpc.Server();
+  const impl: Partial<WorkerServiceServer> = {
+    getTaskResult: (call, callback) => {
+      const headers = new grpc.Metadata();
+      headers.set("x-scripted-header", "h1");
+      call.sendMetadata(headers);
+      const trailers = new grpc.Metadata();
+      trailers.set("x-scripted-trailer", "t1");
+      trailers.set("x-echo-caller", String(call.metadata.get("x-caller")[0] ?? ""));
+      callback({ code: grpc.status.NOT_FOUND, details: `no task ${call.request.taskId} here`, metadata: trailers });
+    },
+  };
+  server.addService(WorkerServiceService, impl as WorkerServiceServer);
+  const port = await new Promise<number>((resolve, reject) => server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+  cleanups.push(() => server.forceShutdown());
+  return `127.0.0.1:${port}`;
+}
+
+describe("blockx proxy", () => {
+  test("a worker.v1 call without x-blockx-worker-addr is InvalidArgument, and the message says which header", async () => {
+    const { worker } = await startProxy();
+    const out = await getTaskResult(worker, new grpc.Metadata());
+    expect(out.err?.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(out.err?.details).toBe("/worker.v1.WorkerService/GetTaskResult through the proxy needs the x-blockx-worker-addr metadata header naming the Worker (host:port)");
+  }, 30_000);
+
+  test("status, details, headers and trailers from the Worker come back unchanged; the caller's metadata goes through", async () => {
+    const { worker } = await startProxy();
+    const addr = await scriptedWorker();
+    const md = new grpc.Metadata();
+    md.set("x-blockx-worker-addr", addr);
+    md.set("x-caller", "c1");
+    const out = await getTaskResult(worker, md, "t-42");
+    expect(out.err?.code).toBe(grpc.status.NOT_FOUND);
+    expect(out.err?.details).toBe("no task t-42 here");
+    expect(out.headers?.get("x-scripted-header")).toEqual(["h1"]);
+    expect(out.trailers?.get("x-scripted-trailer")).toEqual(["t1"]);
+    expect(out.trailers?.get("x-echo-caller")).toEqual(["c1"]);
+  }, 30_000);
+
+  test("a real Worker's NotFound reaches the client the same through the proxy as directly; an unreachable Worker is Unavailable", async () => {
+    const { cluster, worker } = await startProxy();
+    const w = await cluster.worker();
+    const direct = new WorkerServiceClient(w.addr, grpc.credentials.createInsecure());
+    cleanups.push(() => direct.close());
+    const md = new grpc.Metadata();
+    md.set("x-blockx-worker-addr", w.addr);
+    const [via, straight] = await Promise.all([getTaskResult(worker, md, "nope"), getTaskResult(direct, new grpc.Metadata(), "nope")]);
+    expect(via.err?.code).toBe(grpc.status.NOT_FOUND);
+    expect(via.err?.details).toBe(straight.err!.details);
+    const gone = new grpc.Metadata();
+    gone.set("x-blockx-worker-addr", "127.0.0.1:1");
+    expect((await getTaskResult(worker, gone)).err?.code).toBe(grpc.status.UNAVAILABLE);
+  }, 30_000);
+
+  test("an unknown method is Unimplemented", async () => {
+    const { socket } = await startProxy();
+    const raw = new grpc.Client(`unix:${socket}`, grpc.credentials.createInsecure());
+    cleanups.push(() => raw.close());
+    const err = await new Promise<grpc.ServiceError | null>((resolve) =>
+      raw.makeUnaryRequest("/other.v1.Thing/Do", (b: Buffer) => b, (b: Buffer) => b, Buffer.alloc(0), (e) => resolve(e)),
+    );
+    expect(err?.code).toBe(grpc.status.UNIMPLEMENTED);
+  }, 30_000);
+
+  test("SIGTERM removes the socket file and exits 0; a stale socket file left by a crash is replaced at start", async () => {
+    const cluster = new TestCluster();
+    cleanups.push(() => cluster.stop());
+    const socket = join(cluster.dir, "stale.sock");
+    writeFileSync(socket, "");
+    const proxy = cluster.spawn("proxy", { PROXY_SOCKET_PATH: socket });
+    expect(await proxy.grpcAddr()).toBe(`unix:${socket}`);
+    expect(existsSync(socket)).toBe(true);
+    expect(await proxy.stop("SIGTERM")).toBe(0);
+    expect(existsSync(socket)).toBe(false);
+  }, 30_000);
+
+  test("python3-grpcio (not grpc-js) reserves a slot through the proxy (gzip request) and reads its health", async () => {
+    const { cluster, socket } = await startProxyInFront();
+    const py = (args: string[]) => JSON.parse(Bun.spawnSync(["/usr/bin/python3", PY_CLIENT, `unix:${socket}`, ...args]).stdout.toString()) as Record<string, unknown>;
+    const reserved = await waitFor(async () => py(["reserve", "coordinator.v1.CoordinatorService", "py-1"]), (o) => o.ok === true);
+    expect(reserved).toMatchObject({ ok: true, taskId: "py-1", workerAddr: cluster.workerAddr });
+    expect(py(["health"])).toEqual({ ok: true, status: "SERVING" });
+  }, 30_000);
+});
+
+/** startProxyInFront: a proxy before a real block Coordinator with one Worker. */
+async function startProxyInFront() {
+  const cluster = new TestCluster();
+  cleanups.push(() => cluster.stop());
+  const w = await cluster.worker();
+  const c = await cluster.coordinator();
+  const socket = join(cluster.dir, "proxy.sock");
+  await cluster.spawn("proxy", { PROXY_SOCKET_PATH: socket, BLOCKX_COORDINATOR_ADDRS: c.addr }).grpcAddr();
+  return { cluster: { workerAddr: w.addr }, socket };
+}
