@@ -3,6 +3,7 @@ import { buildInfo } from "../common/build-info";
 import { ConfigError, renderEnvHelp } from "../common/config/env-config";
 import type { Command } from "./command";
 import { coordinatorCommands } from "./coordinator-commands";
+import { devCommand } from "./dev-command";
 import { execCommand, UsageError } from "./exec-command";
 import { workerCommands } from "./worker-commands";
 
@@ -16,6 +17,7 @@ const versionCommand: Command = {
 };
 
 const commands: Command[] = [...coordinatorCommands, ...workerCommands, execCommand, versionCommand];
+commands.push(devCommand(() => commands));
 
 function usage(): string {
   const width = Math.max(...commands.map((c) => c.name.length));
