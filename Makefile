@@ -13,7 +13,7 @@ COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 export PATH := $(abspath $(CACHE)/bun/node_modules/.bin):$(PATH)
 export BLOCKX_ETCD_BIN := $(abspath $(ETCD))
 
-.PHONY: deps build test typecheck proto bench clean run
+.PHONY: deps build test typecheck proto bench clean run demo
 .DEFAULT_GOAL := build
 
 deps: $(BUN) $(DEPS_STAMP) $(ETCD) $(GRPCIO_STAMP)
@@ -78,3 +78,7 @@ clean:
 # The main job on embedded defaults: a local etcd and the block Coordinator (Ctrl-C stops both).
 run: deps build
 	./scripts/run-local.sh
+
+# The two-command demo: blockx dev, the block-statistics example with progress, its first rows, stop.
+demo: deps build
+	./scripts/demo.sh

@@ -139,6 +139,6 @@ export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise
   rmSync(layout.tmpDir, { recursive: true, force: true });
   rmSync(layout.proxySocketPath, { force: true });
   if (temporary && !config.keep) rmSync(layout.dir, { recursive: true, force: true });
-  else say(`kept ${layout.dir}`);
+  else say(`logs and tables kept in ${layout.dir}`);
   return code;
 }

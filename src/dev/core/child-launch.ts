@@ -82,7 +82,8 @@ export function renderEnvFile(vars: readonly (readonly [string, string])[]): str
 /**
  * launchFor says how to start one child: etcd on the ports chosen for it, every blockx role on
  * 127.0.0.1:0 (the bound port comes back in its "grpc listening" line), Workers sharing one
- * table store and FUNCTIONS_DIR, no Prometheus endpoints (they would clash), a short drain.
+ * table store and FUNCTIONS_DIR, no Prometheus endpoints (they would clash), a short drain,
+ * Coordinators without CPU and memory red lines.
  */
 export function launchFor(child: ChildSpec, ctx: LaunchContext): ChildLaunch {
   const { layout } = ctx;
@@ -111,7 +112,13 @@ export function launchFor(child: ChildSpec, ctx: LaunchContext): ChildLaunch {
     }
     case "coordinator":
     case "bundle-coordinator":
-      return { argv: [...ctx.self, child.role], env: { ...common, COORDINATOR_LISTEN: LOOPBACK_ANY_PORT }, readiness: { kind: "grpcLog" } };
+      return {
+        argv: [...ctx.self, child.role],
+        // Every Worker shares this one machine's CPU and memory: red lines would only turn
+        // work away whenever the machine is busy, never route it somewhere better.
+        env: { ...common, COORDINATOR_LISTEN: LOOPBACK_ANY_PORT, COORDINATOR_CPU_RED_LINE: "1", COORDINATOR_MEMORY_RED_LINE: "1" },
+        readiness: { kind: "grpcLog" },
+      };
     case "worker":
     case "bundle-worker":
       return {
