@@ -2,6 +2,7 @@ import * as grpc from "@grpc/grpc-js";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { createEtcdClient } from "../../common/etcd/etcd-client";
+import { sdNotify } from "../../common/lifecycle/sd-notify";
 import { bindGrpcServer, grpcError, GRPC_SERVER_OPTIONS, shutdownGrpcServer } from "../../common/grpc/grpc-server";
 import { HealthStatus, ServingStatus } from "../../common/grpc/health-service";
 import { onShutdownSignal } from "../../common/lifecycle/shutdown";
@@ -151,4 +152,5 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   lifecycle = "serving";
   health.setAll(ServingStatus.SERVING);
   log.info({ addr: boundAddr, workerAddr, incarnation, prefix: config.registryPrefix, taskSlots: config.taskSlots }, "grpc listening");
+  sdNotify("READY=1"); // systemd Type=notify: serving, heartbeat published
 }
