@@ -6,6 +6,7 @@ CACHE := .cache
 BUN := $(CACHE)/bun/node_modules/.bin/bun
 ETCD := $(CACHE)/etcd/root/usr/bin/etcd
 GRPCIO_STAMP := $(CACHE)/python3-grpcio.stamp
+SYSTEMD_STAMP := $(CACHE)/systemd-analyze.stamp
 DEPS_STAMP := node_modules/.blockx-deps-stamp
 SOURCES := $(shell find src -name '*.ts' -not -name '*.test.ts') $(shell find executor-py/blockx_executor -name '*.py') package.json
 COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -16,7 +17,7 @@ export BLOCKX_ETCD_BIN := $(abspath $(ETCD))
 .PHONY: deps build test typecheck proto bench clean run demo
 .DEFAULT_GOAL := build
 
-deps: $(BUN) $(DEPS_STAMP) $(ETCD) $(GRPCIO_STAMP)
+deps: $(BUN) $(DEPS_STAMP) $(ETCD) $(GRPCIO_STAMP) $(SYSTEMD_STAMP)
 
 # Bun from the npm registry, pinned; bun-types in package.json carries the same version.
 $(BUN):
@@ -42,6 +43,15 @@ $(GRPCIO_STAMP):
 	  (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-grpcio || \
 	   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-grpcio))
 	/usr/bin/python3 -c 'import grpc; print("python3-grpcio", grpc.__version__)'
+	@touch $@
+
+# Debian's systemd package for systemd-analyze: the tests verify deploy/systemd with it.
+$(SYSTEMD_STAMP):
+	@mkdir -p $(CACHE)
+	command -v systemd-analyze >/dev/null || \
+	  (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends systemd || \
+	   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends systemd))
+	systemd-analyze --version | head -1
 	@touch $@
 
 build: dist/blockx
@@ -80,5 +90,6 @@ run: deps build
 	./scripts/run-local.sh
 
 # The two-command demo: blockx dev, the block-statistics example with progress, its first rows, stop.
-demo: deps build
+# Needs only what runs the system (Bun, npm packages, etcd): no root when apt lists are present.
+demo: $(BUN) $(DEPS_STAMP) $(ETCD) build
 	./scripts/demo.sh
