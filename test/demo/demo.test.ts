@@ -4,28 +4,16 @@
  * printed, and everything is stopped: the script exits 0 and nothing of dev is left running.
  */
 import { afterAll, expect, test } from "bun:test";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SyntheticChain } from "../../src/worker/backends/localtestservice/synthetic-chain";
 import { SqliteTableStore } from "../../src/worker/writers/table-store";
+import { processesMentioning } from "../support/proc-scan";
 
 const REPO = join(import.meta.dir, "..", "..");
 const dir = mkdtempSync(join(tmpdir(), "blockx-demotest-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-function processesMentioning(text: string): string[] {
-  return readdirSync("/proc")
-    .filter((e) => /^\d+$/.test(e) && Number(e) !== process.pid)
-    .flatMap((e) => {
-      try {
-        const cmd = readFileSync(`/proc/${e}/cmdline`, "utf8").replace(/\0/g, " ");
-        return cmd.includes(text) ? [cmd] : [];
-      } catch {
-        return [];
-      }
-    });
-}
 
 test("make demo's script: dev up, the example over 500 blocks, first rows printed, everything stopped", async () => {
   const proc = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", join(REPO, "scripts", "demo.sh")], {

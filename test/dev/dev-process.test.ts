@@ -13,6 +13,7 @@ import { FunctionCallConfig, Task, TaskState } from "../../src/gen/worker/v1/wor
 import { SyntheticChain } from "../../src/worker/backends/localtestservice/synthetic-chain";
 import { SqliteTableStore } from "../../src/worker/writers/table-store";
 import { BlockxProcess } from "../support/blockx-process";
+import { processesMentioning } from "../support/proc-scan";
 import { reserve, waitFor } from "../support/coordinator-client";
 import { WorkerClient } from "../support/worker-client";
 
@@ -73,21 +74,6 @@ function alive(pid: number): boolean {
   } catch {
     return false;
   }
-}
-
-/** Processes (other than this test's) whose command line mentions `text`. */
-function processesMentioning(text: string): string[] {
-  const out: string[] = [];
-  for (const e of readdirSync("/proc")) {
-    if (!/^\d+$/.test(e) || Number(e) === process.pid) continue;
-    try {
-      const cmd = readFileSync(`/proc/${e}/cmdline`, "utf8").replace(/\0/g, " ");
-      if (cmd.includes(text)) out.push(`${e}: ${cmd}`);
-    } catch {
-      // Ended.
-    }
-  }
-  return out;
 }
 
 function socketFilesUnder(dir: string): string[] {
