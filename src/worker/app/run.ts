@@ -135,8 +135,10 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   onShutdownSignal(log, config.drainTimeoutMs + 10_000, async () => {
     lifecycle = "draining";
     health.setAll(ServingStatus.NOT_SERVING);
-    await heartbeat.stop();
+    // Refuse new slots at once: revoking the lease can take a while on a loaded host, and a
+    // slot granted meanwhile would be a task started on a Worker that is going away.
     const drained = svc.drain().then(() => true);
+    await heartbeat.stop();
     const timedOut = new Promise<boolean>((r) => setTimeout(() => r(false), config.drainTimeoutMs));
     if (!(await Promise.race([drained, timedOut]))) log.warn({ drainTimeoutMs: config.drainTimeoutMs }, "drain deadline passed with tasks still running");
     svc.endWatches();
