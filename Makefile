@@ -7,6 +7,7 @@ BUN := $(CACHE)/bun/node_modules/.bin/bun
 ETCD := $(CACHE)/etcd/root/usr/bin/etcd
 GRPCIO_STAMP := $(CACHE)/python3-grpcio.stamp
 GANACHE_STAMP := $(CACHE)/ganache.stamp
+SYSTEMD_STAMP := $(CACHE)/systemd-analyze.stamp
 DEPS_STAMP := node_modules/.blockx-deps-stamp
 SOURCES := $(shell find src -name '*.ts' -not -name '*.test.ts') $(shell find executor-py/blockx_executor -name '*.py') package.json
 COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -14,10 +15,10 @@ COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 export PATH := $(abspath $(CACHE)/bun/node_modules/.bin):$(PATH)
 export BLOCKX_ETCD_BIN := $(abspath $(ETCD))
 
-.PHONY: deps build test typecheck proto bench clean run
+.PHONY: deps build test typecheck proto bench clean run demo
 .DEFAULT_GOAL := build
 
-deps: $(BUN) $(DEPS_STAMP) $(ETCD) $(GRPCIO_STAMP) $(GANACHE_STAMP)
+deps: $(BUN) $(DEPS_STAMP) $(ETCD) $(GRPCIO_STAMP) $(GANACHE_STAMP) $(SYSTEMD_STAMP)
 
 # Bun from the npm registry, pinned; bun-types in package.json carries the same version.
 $(BUN):
@@ -50,6 +51,15 @@ $(GRPCIO_STAMP):
 $(GANACHE_STAMP):
 	npm install --prefix $(CACHE)/ganache --no-save --no-audit --no-fund --loglevel=error ganache@7
 	/usr/bin/node $(CACHE)/ganache/node_modules/ganache/dist/node/cli.js --version
+	@touch $@
+
+# Debian's systemd package for systemd-analyze: the tests verify deploy/systemd with it.
+$(SYSTEMD_STAMP):
+	@mkdir -p $(CACHE)
+	command -v systemd-analyze >/dev/null || \
+	  (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends systemd || \
+	   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends systemd))
+	systemd-analyze --version | head -1
 	@touch $@
 
 build: dist/blockx
@@ -90,3 +100,8 @@ clean:
 # The main job on embedded defaults: a local etcd and the block Coordinator (Ctrl-C stops both).
 run: deps build
 	./scripts/run-local.sh
+
+# The two-command demo: blockx dev, the block-statistics example with progress, its first rows, stop.
+# Needs only what runs the system (Bun, npm packages, etcd): no root when apt lists are present.
+demo: $(BUN) $(DEPS_STAMP) $(ETCD) build
+	./scripts/demo.sh

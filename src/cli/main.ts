@@ -5,6 +5,7 @@ import { EXIT_CODES_HELP } from "./client/exit-codes";
 import { clientCommands } from "./client-commands";
 import type { Command } from "./command";
 import { coordinatorCommands } from "./coordinator-commands";
+import { devCommand } from "./dev-command";
 import { execCommand, UsageError } from "./exec-command";
 import { localchainCommand } from "./localchain-command";
 import { syncInvokerCommand } from "./syncinvoker-command";
@@ -20,6 +21,7 @@ const versionCommand: Command = {
 };
 
 const commands: Command[] = [...coordinatorCommands, ...workerCommands, syncInvokerCommand, ...clientCommands, execCommand, localchainCommand, versionCommand];
+commands.push(devCommand(() => commands));
 
 function usage(): string {
   const width = Math.max(...commands.map((c) => c.name.length));

@@ -11,7 +11,7 @@ import { FunctionCallConfig, Task, TaskState } from "../../src/gen/worker/v1/wor
 import { SyntheticChain } from "../../src/worker/backends/localtestservice/synthetic-chain";
 import { SqliteTableStore } from "../../src/worker/writers/table-store";
 import { BLOCKX_BINARY, BlockxProcess } from "../support/blockx-process";
-import { reserve, waitFor } from "../support/coordinator-client";
+import { NO_HOST_RED_LINES, reserve, waitFor } from "../support/coordinator-client";
 import { randomLanePrefix } from "../support/worker-double";
 import { WorkerClient } from "../support/worker-client";
 
@@ -49,7 +49,7 @@ async function setup(role: "worker" | "bundle-worker", extra: Record<string, str
   const env = { ETCD_ENDPOINTS: process.env.BLOCKX_TEST_ETCD_ENDPOINT!, BLOCKX_LOG_LEVEL: "info" };
   const w = BlockxProcess.spawn([role], { ...env, WORKER_LISTEN: "127.0.0.1:0", WORKER_REGISTRY_PREFIX: prefix, EXECUTOR_COUNT: "2", TABLE_STORE_PATH: join(dir, "tables.sqlite"), ...extra });
   cleanups.push(() => w.stop("SIGKILL"));
-  const c = BlockxProcess.spawn([kind === "block" ? "coordinator" : "bundle-coordinator"], { ...env, COORDINATOR_LISTEN: "127.0.0.1:0", COORDINATOR_REGISTRY_PREFIXES: prefix });
+  const c = BlockxProcess.spawn([kind === "block" ? "coordinator" : "bundle-coordinator"], { ...env, ...NO_HOST_RED_LINES, COORDINATOR_LISTEN: "127.0.0.1:0", COORDINATOR_REGISTRY_PREFIXES: prefix });
   cleanups.push(() => c.stop("SIGKILL"));
   const client = new WorkerClient(await w.grpcAddr());
   cleanups.push(() => client.close());

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { TaskState } from "../../src/gen/worker/v1/worker";
 import { HealthCheckResponse_ServingStatus as Serving } from "../../src/gen/grpc/health/v1/health";
 import { BlockxProcess } from "../support/blockx-process";
-import { healthCheck, reserve, waitFor, type ReserveOutcome } from "../support/coordinator-client";
+import { healthCheck, NO_HOST_RED_LINES, reserve, waitFor, type ReserveOutcome } from "../support/coordinator-client";
 import { EtcdProcess } from "../support/etcd";
 import { freePort } from "../support/ports";
 import { randomLanePrefix } from "../support/worker-double";
@@ -30,7 +30,7 @@ function worker(prefix: string, env: Record<string, string> = {}): BlockxProcess
 }
 
 function coordinator(prefix: string, env: Record<string, string> = {}): BlockxProcess {
-  return spawn("coordinator", { COORDINATOR_LISTEN: "127.0.0.1:0", COORDINATOR_REGISTRY_PREFIXES: prefix, COORDINATOR_ETCD_WATCH_RETRY_DELAY_MS: "100", ...env });
+  return spawn("coordinator", { ...NO_HOST_RED_LINES, COORDINATOR_LISTEN: "127.0.0.1:0", COORDINATOR_REGISTRY_PREFIXES: prefix, COORDINATOR_ETCD_WATCH_RETRY_DELAY_MS: "100", ...env });
 }
 
 const ok = (o: ReserveOutcome) => o.ok;

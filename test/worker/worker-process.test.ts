@@ -7,7 +7,7 @@ import * as grpc from "@grpc/grpc-js";
 import { afterEach, describe, expect, test } from "bun:test";
 import { TaskState } from "../../src/gen/worker/v1/worker";
 import { BlockxProcess } from "../support/blockx-process";
-import { reserve, waitFor } from "../support/coordinator-client";
+import { NO_HOST_RED_LINES, reserve, waitFor } from "../support/coordinator-client";
 import { randomLanePrefix } from "../support/worker-double";
 import { inputsTask, WorkerClient } from "../support/worker-client";
 
@@ -26,7 +26,7 @@ function spawn(role: string, env: Record<string, string>): BlockxProcess {
 async function cluster(workerEnv: Record<string, string> = {}) {
   const prefix = randomLanePrefix("block");
   const worker = spawn("worker", { WORKER_LISTEN: "127.0.0.1:0", WORKER_REGISTRY_PREFIX: prefix, EXECUTOR_COUNT: "2", ...workerEnv });
-  const coord = spawn("coordinator", { COORDINATOR_LISTEN: "127.0.0.1:0", COORDINATOR_REGISTRY_PREFIXES: prefix, COORDINATOR_ETCD_WATCH_RETRY_DELAY_MS: "100" });
+  const coord = spawn("coordinator", { ...NO_HOST_RED_LINES, COORDINATOR_LISTEN: "127.0.0.1:0", COORDINATOR_REGISTRY_PREFIXES: prefix, COORDINATOR_ETCD_WATCH_RETRY_DELAY_MS: "100" });
   const workerAddr = await worker.grpcAddr();
   const coordAddr = await coord.grpcAddr();
   const client = new WorkerClient(workerAddr);
@@ -164,7 +164,7 @@ describe("blockx bundle-worker", () => {
     const prefix = randomLanePrefix("bundle");
     const w = spawn("bundle-worker", { WORKER_LISTEN: "127.0.0.1:0", WORKER_REGISTRY_PREFIX: prefix, EXECUTOR_COUNT: "1" });
     const addr = await w.grpcAddr();
-    const coord = spawn("bundle-coordinator", { COORDINATOR_LISTEN: "127.0.0.1:0", COORDINATOR_REGISTRY_PREFIXES: prefix });
+    const coord = spawn("bundle-coordinator", { ...NO_HOST_RED_LINES, COORDINATOR_LISTEN: "127.0.0.1:0", COORDINATOR_REGISTRY_PREFIXES: prefix });
     const caddr = await coord.grpcAddr();
     const slot = await waitFor(() => reserve(caddr, "b1", "bundle"), (o) => o.ok);
     expect(slot.ok && slot.res.workerAddr).toBe(addr);

@@ -1,3 +1,4 @@
+import { sdNotify } from "./sd-notify";
 import type { Logger } from "../logging/logger";
 
 /**
@@ -13,6 +14,7 @@ export function onShutdownSignal(log: Logger, forceAfterMs: number, stop: (signa
       process.exit(130);
     }
     stopping = true;
+    sdNotify("STOPPING=1");
     log.info({ component: "lifecycle", signal, forceAfterMs }, "shutting down");
     const force = setTimeout(() => {
       log.error({ component: "lifecycle", forceAfterMs }, "shutdown overran its deadline: exiting now");

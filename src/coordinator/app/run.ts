@@ -1,5 +1,6 @@
 import * as grpc from "@grpc/grpc-js";
 import { createEtcdClient } from "../../common/etcd/etcd-client";
+import { sdNotify } from "../../common/lifecycle/sd-notify";
 import { bindGrpcServer, GRPC_SERVER_OPTIONS, shutdownGrpcServer } from "../../common/grpc/grpc-server";
 import { HealthStatus, ServingStatus } from "../../common/grpc/health-service";
 import { onShutdownSignal } from "../../common/lifecycle/shutdown";
@@ -120,4 +121,5 @@ export async function runCoordinator(config: CoordinatorRuntimeConfig): Promise<
     },
     "grpc listening",
   );
+  sdNotify("READY=1"); // systemd Type=notify: serving (routing waits for the registry view)
 }

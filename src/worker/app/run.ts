@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { ConfigError } from "../../common/config/env-config";
 import { createEtcdClient } from "../../common/etcd/etcd-client";
+import { sdNotify } from "../../common/lifecycle/sd-notify";
 import { bindGrpcServer, grpcError, GRPC_SERVER_OPTIONS, shutdownGrpcServer } from "../../common/grpc/grpc-server";
 import { HealthStatus, ServingStatus } from "../../common/grpc/health-service";
 import { onShutdownSignal } from "../../common/lifecycle/shutdown";
@@ -166,8 +167,10 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   onShutdownSignal(log, config.drainTimeoutMs + 10_000, async () => {
     lifecycle = "draining";
     health.setAll(ServingStatus.NOT_SERVING);
-    await heartbeat.stop();
+    // Refuse new slots at once: revoking the lease can take a while on a loaded host, and a
+    // slot granted meanwhile would be a task started on a Worker that is going away.
     const drained = svc.drain().then(() => true);
+    await heartbeat.stop();
     const timedOut = new Promise<boolean>((r) => setTimeout(() => r(false), config.drainTimeoutMs));
     if (!(await Promise.race([drained, timedOut]))) log.warn({ drainTimeoutMs: config.drainTimeoutMs }, "drain deadline passed with tasks still running");
     svc.endWatches();
@@ -186,4 +189,5 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   health.setAll(ServingStatus.SERVING);
   log.info({ addr: boundAddr, workerAddr, incarnation, prefix: config.registryPrefix, taskSlots: config.taskSlots }, "grpc listening");
   log.info({ chains: router.chains().map((r) => `${r.chain}=${r.source.kind}`), unconfigured: config.chains.chains === null ? "every chain is the local test chain" : undefined }, "chains");
+  sdNotify("READY=1"); // systemd Type=notify: serving, heartbeat published
 }

@@ -64,7 +64,9 @@ export class SqliteTableStore implements TableStore {
 
   constructor(path: string) {
     this.db = new Database(path, { create: true });
-    this.db.exec("PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 10000; PRAGMA synchronous = NORMAL;");
+    // busy_timeout first: switching a fresh file to WAL takes a lock that another Worker
+    // opening the same file at the same moment may hold (blockx dev starts several at once).
+    this.db.exec("PRAGMA busy_timeout = 10000; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;");
   }
 
   replaceBlockRows(table: string, scope: BlockScope, rows: readonly Row[]): void {

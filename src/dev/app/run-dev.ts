@@ -1,0 +1,144 @@
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { DevChild } from "../adapters/dev-child";
+import { locateEtcd } from "../adapters/etcd-binary";
+import { freePort } from "../adapters/free-port";
+import { clientEnvironment, devLayout, launchFor, renderEnvFile, type DevLayout } from "../core/child-launch";
+import { planChildren, type ChildRole } from "../core/dev-plan";
+import { DevError } from "../core/dev-error";
+import { SupervisorCore } from "../core/supervisor-core";
+import type { SupervisorEvent } from "../core/supervisor-events";
+import type { SupervisorInstruction } from "../core/supervisor-instructions";
+import type { DevConfig } from "./config";
+
+export interface DevEnvironment {
+  /** Names of the subcommands this build has (syncinvoker and proxy run only when present). */
+  readonly commands: ReadonlySet<string>;
+  /** Environment names each subcommand declares. */
+  readonly declaredVars: (role: ChildRole) => ReadonlySet<string>;
+}
+
+const TICK_MS = 200;
+
+/** selfArgv: how to run this same program again, compiled or from source. */
+function selfArgv(): string[] {
+  return Bun.isStandaloneExecutable ? [process.execPath] : [process.execPath, Bun.main];
+}
+
+function prepareDir(config: DevConfig): { layout: DevLayout; temporary: boolean } {
+  let dir = config.dir;
+  const temporary = dir === "";
+  try {
+    if (temporary) dir = mkdtempSync(join(tmpdir(), "blockx-dev-"));
+    dir = resolve(dir);
+    const layout = devLayout(dir);
+    mkdirSync(layout.functionsDir, { recursive: true });
+    rmSync(layout.etcdDataDir, { recursive: true, force: true });
+    rmSync(layout.tmpDir, { recursive: true, force: true });
+    mkdirSync(layout.tmpDir, { recursive: true });
+    // Workers may run executors as another user (EXECUTOR_USER): they must reach the files.
+    chmodSync(dir, 0o755);
+    return { layout, temporary };
+  } catch (e) {
+    throw new DevError("DEV_DIR_UNUSABLE", `DEV_DIR ${JSON.stringify(dir)}: ${(e as Error).message}`);
+  }
+}
+
+/**
+ * runDev starts the local cluster and returns the exit code once every child has ended. The
+ * decisions are SupervisorCore's; this function only carries them out (spawn, signal, print)
+ * and feeds back readiness, exits, signals and ticks.
+ */
+export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise<number> {
+  const etcdBin = locateEtcd(config.etcdBin, { execPath: process.execPath, cwd: process.cwd(), path: process.env.PATH ?? "" });
+  const { layout, temporary } = prepareDir(config);
+  const [etcdClientPort, etcdPeerPort] = [await freePort(), await freePort()];
+  const plan = planChildren({
+    workers: config.workers,
+    bundleWorkers: config.bundleWorkers,
+    syncInvoker: devEnv.commands.has("syncinvoker"),
+    proxy: config.proxy && devEnv.commands.has("proxy"),
+  });
+  const core = new SupervisorCore(plan, { readyTimeoutMs: config.readyTimeoutMs, stopGraceMs: config.stopGraceMs });
+  const children = new Map<string, DevChild>();
+  const endpoints = new Map<string, string>();
+  const say = (line: string) => process.stderr.write(`blockx dev: ${line}\n`);
+  const echo = (line: string) => process.stderr.write(line + "\n");
+  say(`directory ${layout.dir} (logs: <child>.log)`);
+
+  let finish!: (code: number) => void;
+  const finished = new Promise<number>((r) => (finish = r));
+  const apply = (event: SupervisorEvent) => {
+    for (const instruction of core.handle(event, performance.now())) carryOut(instruction);
+  };
+  const carryOut = (i: SupervisorInstruction) => {
+    switch (i.kind) {
+      case "spawnChild": {
+        const launch = launchFor(i.child, {
+          layout,
+          etcdBin,
+          etcdClientPort,
+          etcdPeerPort,
+          self: selfArgv(),
+          executorsPerWorker: config.executorsPerWorker,
+          logLevel: config.logLevel,
+          endpoints,
+          declaredVars: devEnv.declaredVars,
+        });
+        const child = new DevChild(i.child.id, launch, {
+          logFile: join(layout.dir, `${i.child.id}.log`),
+          baseEnv: process.env,
+          terminalLevel: config.terminalLogLevel,
+          echo,
+          onReady: (endpoint) => {
+            endpoints.set(i.child.id, endpoint);
+            apply({ kind: "childReady", id: i.child.id, endpoint });
+          },
+        });
+        children.set(i.child.id, child);
+        void child.exited.then(({ code, signal }) => apply({ kind: "childExited", id: i.child.id, code, signal }));
+        break;
+      }
+      case "signalChild":
+        children.get(i.id)?.signal(i.signal);
+        break;
+      case "announceReady":
+        announce(i.endpoints);
+        break;
+      case "report":
+        say(i.message);
+        break;
+      case "exit":
+        finish(i.code);
+        break;
+    }
+  };
+  const announce = (ready: ReadonlyArray<readonly [string, string]>) => {
+    const vars = clientEnvironment({ layout, endpoints, etcdClientPort });
+    writeFileSync(layout.envFilePath, renderEnvFile(vars));
+    const width = Math.max(...ready.map(([id]) => id.length));
+    const lines = ["ready:", ...ready.map(([id, ep]) => `  ${id.padEnd(width)}  ${ep}  (pid ${children.get(id)?.pid})`)];
+    lines.push(`client environment (also in ${layout.envFilePath}; \`source\` it):`, ...renderEnvFile(vars).trimEnd().split("\n").map((l) => `  ${l}`));
+    lines.push("Ctrl-C stops everything.");
+    say(lines.join("\n"));
+    // One machine-readable line on stdout, for scripts that start dev in the background.
+    process.stdout.write(JSON.stringify({ msg: "dev ready", dir: layout.dir, envFile: layout.envFilePath, endpoints: Object.fromEntries(ready) }) + "\n");
+  };
+
+  const onSignal = (signal: NodeJS.Signals) => apply({ kind: "stopRequested", signal });
+  for (const s of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(s, onSignal);
+  const ticker = setInterval(() => apply({ kind: "tick" }), TICK_MS);
+  apply({ kind: "started" });
+  const code = await finished;
+  clearInterval(ticker);
+  for (const s of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.off(s, onSignal);
+
+  // etcd's data and the children's scratch files are temporary whatever happens.
+  rmSync(layout.etcdDataDir, { recursive: true, force: true });
+  rmSync(layout.tmpDir, { recursive: true, force: true });
+  rmSync(layout.proxySocketPath, { force: true });
+  if (temporary && !config.keep) rmSync(layout.dir, { recursive: true, force: true });
+  else say(`logs and tables kept in ${layout.dir}`);
+  return code;
+}

@@ -1,0 +1,65 @@
+import { describe, expect, test } from "bun:test";
+import { terminalLine } from "../adapters/dev-child";
+import { clientEnvironment, devLayout, launchFor, renderEnvFile, type LaunchContext } from "./child-launch";
+
+const ctx = (endpoints: Record<string, string>, declared: string[] = []): LaunchContext => ({
+  layout: devLayout("/d"),
+  etcdBin: "/e/etcd",
+  etcdClientPort: 2001,
+  etcdPeerPort: 2002,
+  self: ["/b/blockx"],
+  executorsPerWorker: 3,
+  logLevel: "info",
+  endpoints: new Map(Object.entries(endpoints)),
+  declaredVars: () => new Set(declared),
+});
+
+describe("child launches", () => {
+  test("Workers share the dev dir's table store and FUNCTIONS_DIR, bind loopback port 0, drain briefly, serve no Prometheus port", () => {
+    const l = launchFor({ id: "worker-1", role: "worker", stage: 1 }, ctx({}));
+    expect(l.argv).toEqual(["/b/blockx", "worker"]);
+    expect(l.env).toMatchObject({
+      ETCD_ENDPOINTS: "127.0.0.1:2001",
+      WORKER_LISTEN: "127.0.0.1:0",
+      TABLE_STORE_PATH: "/d/tables.sqlite",
+      FUNCTIONS_DIR: "/d/functions",
+      EXECUTOR_COUNT: "3",
+      BLOCKX_PROMETHEUS_LISTEN_ADDR: "",
+      TMPDIR: "/d/tmp",
+    });
+    expect(l.readiness).toEqual({ kind: "grpcLog" });
+  });
+
+  test("etcd gets its data dir and the two chosen ports; ready when /health says so", () => {
+    const l = launchFor({ id: "etcd", role: "etcd", stage: 0 }, ctx({}));
+    expect(l.argv).toContain("--data-dir=/d/etcd-data");
+    expect(l.argv).toContain("--listen-client-urls=http://127.0.0.1:2001");
+    expect(l.argv).toContain("--initial-cluster=dev=http://127.0.0.1:2002");
+    expect(l.readiness).toEqual({ kind: "httpHealth", url: "http://127.0.0.1:2001/health", endpoint: "127.0.0.1:2001" });
+  });
+
+  test("roles from other branches get the client variables and loopback port 0 for each listen variable they declare", () => {
+    const e = { coordinator: "127.0.0.1:1", "bundle-coordinator": "127.0.0.1:2" };
+    const si = launchFor({ id: "syncinvoker", role: "syncinvoker", stage: 2 }, ctx(e, ["SYNCINVOKER_LISTEN", "BLOCKX_PROMETHEUS_LISTEN_ADDR"]));
+    expect(si.env).toMatchObject({ SYNCINVOKER_LISTEN: "127.0.0.1:0", BLOCKX_COORDINATOR_ADDRS: "127.0.0.1:1", BLOCKX_PROMETHEUS_LISTEN_ADDR: "" });
+    const proxy = launchFor({ id: "proxy", role: "proxy", stage: 2 }, ctx(e));
+    expect(proxy.env).toMatchObject({ PROXY_SOCKET_PATH: "/d/proxy.sock", BLOCKX_BUNDLE_COORDINATOR_ADDRS: "127.0.0.1:2" });
+    expect(proxy.readiness).toEqual({ kind: "socketFile", path: "/d/proxy.sock" });
+  });
+
+  test("the env file is `export NAME='value'` lines that survive quotes in paths", () => {
+    const vars = clientEnvironment({ layout: devLayout("/tmp/it's"), endpoints: new Map([["coordinator", "127.0.0.1:9"]]), etcdClientPort: 7 });
+    expect(vars.map(([k]) => k)).toEqual(["BLOCKX_COORDINATOR_ADDRS", "ETCD_ENDPOINTS", "TABLE_STORE_PATH", "FUNCTIONS_DIR"]);
+    const text = renderEnvFile(vars);
+    const r = Bun.spawnSync(["bash", "-c", `${text}\nprintf '%s' "$TABLE_STORE_PATH"`]);
+    expect(r.stdout.toString()).toBe("/tmp/it's/tables.sqlite");
+  });
+});
+
+describe("terminal summary", () => {
+  test("JSON lines below the level are dropped; others are prefixed with the child's name and carry the error", () => {
+    expect(terminalLine("worker-1", JSON.stringify({ level: "info", msg: "grpc listening" }), false, "warn")).toBeNull();
+    expect(terminalLine("worker-1", JSON.stringify({ level: "error", msg: "call failed", err: { message: "boom" } }), false, "warn")).toBe("[worker-1] error call failed: boom");
+    expect(terminalLine("etcd", "panic: plain text on stderr", true, "warn")).toBe("[etcd] warn panic: plain text on stderr");
+  });
+});

@@ -1,0 +1,152 @@
+import type { ChildSpec } from "./dev-plan";
+
+/** DevLayout: where `blockx dev` keeps each thing inside its directory. */
+export interface DevLayout {
+  readonly dir: string;
+  readonly etcdDataDir: string;
+  readonly functionsDir: string;
+  readonly tableStorePath: string;
+  /** TMPDIR of every child: executor sockets and scratch files stay inside the dev dir. */
+  readonly tmpDir: string;
+  readonly proxySocketPath: string;
+  readonly envFilePath: string;
+}
+
+export function devLayout(dir: string): DevLayout {
+  return {
+    dir,
+    etcdDataDir: `${dir}/etcd-data`,
+    functionsDir: `${dir}/functions`,
+    tableStorePath: `${dir}/tables.sqlite`,
+    tmpDir: `${dir}/tmp`,
+    proxySocketPath: `${dir}/proxy.sock`,
+    envFilePath: `${dir}/blockx-dev.env`,
+  };
+}
+
+/** Readiness: how the adapter learns that a child serves. */
+export type Readiness =
+  /** The "grpc listening" JSON log line; its `addr` is the endpoint. */
+  | { readonly kind: "grpcLog" }
+  /** etcd's /health answers {"health":"true"}. */
+  | { readonly kind: "httpHealth"; readonly url: string; readonly endpoint: string }
+  /** A Unix socket file appears (the proxy). */
+  | { readonly kind: "socketFile"; readonly path: string };
+
+export interface ChildLaunch {
+  readonly argv: readonly string[];
+  /** Added to the inherited environment (these win). */
+  readonly env: Readonly<Record<string, string>>;
+  readonly readiness: Readiness;
+}
+
+export interface LaunchContext {
+  readonly layout: DevLayout;
+  readonly etcdBin: string;
+  readonly etcdClientPort: number;
+  readonly etcdPeerPort: number;
+  /** How to run this binary again: [execPath] compiled, [bun, main.ts] from source. */
+  readonly self: readonly string[];
+  readonly executorsPerWorker: number;
+  readonly logLevel: string;
+  /** Endpoints of the children ready so far, by child id. */
+  readonly endpoints: ReadonlyMap<string, string>;
+  /** Environment names a role's command declares (for roles whose variables dev does not know by heart). */
+  readonly declaredVars: (role: ChildSpec["role"]) => ReadonlySet<string>;
+}
+
+const LOOPBACK_ANY_PORT = "127.0.0.1:0";
+
+/**
+ * clientEnvironment: the agreed client variables (the SDK and CLI read them), in the order
+ * `blockx dev` prints them and writes them to blockx-dev.env.
+ */
+export function clientEnvironment(ctx: Pick<LaunchContext, "layout" | "endpoints" | "etcdClientPort">): [string, string][] {
+  const out: [string, string][] = [];
+  const e = ctx.endpoints;
+  if (e.has("coordinator")) out.push(["BLOCKX_COORDINATOR_ADDRS", e.get("coordinator")!]);
+  if (e.has("bundle-coordinator")) out.push(["BLOCKX_BUNDLE_COORDINATOR_ADDRS", e.get("bundle-coordinator")!]);
+  if (e.has("syncinvoker")) out.push(["BLOCKX_SYNCINVOKER_ADDR", e.get("syncinvoker")!]);
+  if (e.has("proxy")) out.push(["PROXY_SOCKET_PATH", e.get("proxy")!]);
+  out.push(["ETCD_ENDPOINTS", `127.0.0.1:${ctx.etcdClientPort}`]);
+  out.push(["TABLE_STORE_PATH", ctx.layout.tableStorePath]);
+  out.push(["FUNCTIONS_DIR", ctx.layout.functionsDir]);
+  return out;
+}
+
+/** renderEnvFile writes `export NAME=value` lines, single-quoted so that `source` takes any path. */
+export function renderEnvFile(vars: readonly (readonly [string, string])[]): string {
+  return vars.map(([k, v]) => `export ${k}='${v.replace(/'/g, `'\\''`)}'`).join("\n") + "\n";
+}
+
+/**
+ * launchFor says how to start one child: etcd on the ports chosen for it, every blockx role on
+ * 127.0.0.1:0 (the bound port comes back in its "grpc listening" line), Workers sharing one
+ * table store and FUNCTIONS_DIR, no Prometheus endpoints (they would clash), a short drain,
+ * Coordinators without CPU and memory red lines.
+ */
+export function launchFor(child: ChildSpec, ctx: LaunchContext): ChildLaunch {
+  const { layout } = ctx;
+  const etcd = `127.0.0.1:${ctx.etcdClientPort}`;
+  const common = { ETCD_ENDPOINTS: etcd, BLOCKX_LOG_LEVEL: ctx.logLevel, BLOCKX_PROMETHEUS_LISTEN_ADDR: "", TMPDIR: layout.tmpDir };
+  switch (child.role) {
+    case "etcd": {
+      const client = `http://127.0.0.1:${ctx.etcdClientPort}`;
+      const peer = `http://127.0.0.1:${ctx.etcdPeerPort}`;
+      return {
+        argv: [
+          ctx.etcdBin,
+          "--name=dev",
+          `--data-dir=${layout.etcdDataDir}`,
+          `--listen-client-urls=${client}`,
+          `--advertise-client-urls=${client}`,
+          `--listen-peer-urls=${peer}`,
+          `--initial-advertise-peer-urls=${peer}`,
+          `--initial-cluster=dev=${peer}`,
+          "--logger=zap",
+          "--log-level=error",
+        ],
+        env: { TMPDIR: layout.tmpDir },
+        readiness: { kind: "httpHealth", url: `${client}/health`, endpoint: etcd },
+      };
+    }
+    case "coordinator":
+    case "bundle-coordinator":
+      return {
+        argv: [...ctx.self, child.role],
+        // Every Worker shares this one machine's CPU and memory: red lines would only turn
+        // work away whenever the machine is busy, never route it somewhere better.
+        env: { ...common, COORDINATOR_LISTEN: LOOPBACK_ANY_PORT, COORDINATOR_CPU_RED_LINE: "1", COORDINATOR_MEMORY_RED_LINE: "1" },
+        readiness: { kind: "grpcLog" },
+      };
+    case "worker":
+    case "bundle-worker":
+      return {
+        argv: [...ctx.self, child.role],
+        env: {
+          ...common,
+          WORKER_LISTEN: LOOPBACK_ANY_PORT,
+          TABLE_STORE_PATH: layout.tableStorePath,
+          FUNCTIONS_DIR: layout.functionsDir,
+          EXECUTOR_COUNT: String(ctx.executorsPerWorker),
+          WORKER_DRAIN_TIMEOUT_MS: "5000",
+        },
+        readiness: { kind: "grpcLog" },
+      };
+    case "syncinvoker":
+    case "proxy": {
+      // These roles arrive in other branches: give them the client variables, and loopback
+      // port 0 for every listen variable they declare.
+      const env: Record<string, string> = { ...common, ...Object.fromEntries(clientEnvironment(ctx)) };
+      for (const name of ctx.declaredVars(child.role)) {
+        if (name.endsWith("_LISTEN") && !name.includes("PROMETHEUS")) env[name] = LOOPBACK_ANY_PORT;
+      }
+      if (child.role === "proxy") {
+        env.PROXY_SOCKET_PATH = layout.proxySocketPath;
+        return { argv: [...ctx.self, child.role], env, readiness: { kind: "socketFile", path: layout.proxySocketPath } };
+      }
+      delete env.BLOCKX_SYNCINVOKER_ADDR;
+      return { argv: [...ctx.self, child.role], env, readiness: { kind: "grpcLog" } };
+    }
+  }
+}

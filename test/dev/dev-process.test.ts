@@ -1,0 +1,180 @@
+/**
+ * `blockx dev` as a person runs it: the compiled binary starts etcd, both Coordinators and
+ * Workers as its children; an example runs through a Coordinator and a Worker of it; one
+ * SIGINT (Ctrl-C) stops everything. Afterwards no process it started (children and their
+ * executors, found through /proc) is alive, no process mentions the dev dir, and no socket
+ * file is left.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { copyFileSync, existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { FunctionCallConfig, Task, TaskState } from "../../src/gen/worker/v1/worker";
+import { SyntheticChain } from "../../src/worker/backends/localtestservice/synthetic-chain";
+import { SqliteTableStore } from "../../src/worker/writers/table-store";
+import { BLOCKX_BINARY, BlockxProcess } from "../support/blockx-process";
+import { processesMentioning } from "../support/proc-scan";
+import { reserve, waitFor } from "../support/coordinator-client";
+import { WorkerClient } from "../support/worker-client";
+
+const EXAMPLES = join(import.meta.dir, "..", "..", "examples");
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+interface DevReady {
+  dir: string;
+  envFile: string;
+  endpoints: Record<string, string>;
+}
+
+function startDev(extra: Record<string, string> = {}) {
+  const dir = mkdtempSync(join(tmpdir(), "blockx-devtest-"));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  const dev = BlockxProcess.spawn(["dev"], {
+    ETCD_BIN: process.env.BLOCKX_ETCD_BIN!,
+    DEV_DIR: dir,
+    DEV_WORKERS: "1",
+    DEV_BUNDLE_WORKERS: "1",
+    DEV_TERMINAL_LOG_LEVEL: "error",
+    ...extra,
+  });
+  cleanups.push(() => dev.stop("SIGKILL"));
+  return { dir, dev };
+}
+
+async function ready(dev: BlockxProcess): Promise<DevReady> {
+  return (await dev.waitForLog((l) => l.msg === "dev ready", 90_000)) as unknown as DevReady;
+}
+
+/** descendants: every process below `pid` now (children, their executors, ...). */
+function descendants(pid: number): number[] {
+  const parent = new Map<number, number>();
+  for (const e of readdirSync("/proc")) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const ppid = /PPid:\s+(\d+)/.exec(readFileSync(`/proc/${e}/status`, "utf8"))![1]!;
+      parent.set(Number(e), Number(ppid));
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  const out: number[] = [];
+  const walk = (p: number) => {
+    for (const [c, pp] of parent) if (pp === p) (out.push(c), walk(c));
+  };
+  walk(pid);
+  return out;
+}
+
+function alive(pid: number): boolean {
+  try {
+    return !/State:\s+Z/.test(readFileSync(`/proc/${pid}/status`, "utf8"));
+  } catch {
+    return false;
+  }
+}
+
+function socketFilesUnder(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { recursive: true, encoding: "utf8" }).filter((f) => {
+    try {
+      return lstatSync(join(dir, f)).isSocket();
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** Listening or bound Unix sockets whose path lies in `dir` (a socket unlinked early still shows here). */
+function unixSocketsIn(dir: string): string[] {
+  return readFileSync("/proc/net/unix", "utf8")
+    .split("\n")
+    .filter((l) => l.includes(dir));
+}
+
+function expectNothingLeft(dir: string, pids: number[]) {
+  expect(pids.filter(alive)).toEqual([]);
+  expect(processesMentioning(dir)).toEqual([]);
+  expect(socketFilesUnder(dir)).toEqual([]);
+  expect(unixSocketsIn(dir)).toEqual([]);
+}
+
+describe("blockx dev", () => {
+  test("starts everything, runs the block-stats example, and one SIGINT leaves no process and no socket behind", async () => {
+    const { dir, dev } = startDev();
+    const r = await ready(dev);
+    // syncinvoker and proxy run too when this build has those commands (they arrive from other branches).
+    const help = Bun.spawnSync([BLOCKX_BINARY, "--help"]).stdout.toString();
+    const optional = ["syncinvoker", "proxy"].filter((c) => new RegExp(`^  ${c} `, "m").test(help));
+    expect(Object.keys(r.endpoints)).toEqual(["etcd", "coordinator", "bundle-coordinator", "worker-1", "bundle-worker-1", ...optional]);
+    const env = Object.fromEntries([...readFileSync(r.envFile, "utf8").matchAll(/^export (\w+)='([^']*)'$/gm)].map((m) => [m[1], m[2]]));
+    expect(env).toMatchObject({
+      BLOCKX_COORDINATOR_ADDRS: r.endpoints.coordinator,
+      BLOCKX_BUNDLE_COORDINATOR_ADDRS: r.endpoints["bundle-coordinator"],
+      ETCD_ENDPOINTS: r.endpoints.etcd,
+      TABLE_STORE_PATH: join(dir, "tables.sqlite"),
+      FUNCTIONS_DIR: join(dir, "functions"),
+    });
+
+    // The example, by name from the dev's FUNCTIONS_DIR, through the block Coordinator.
+    copyFileSync(join(EXAMPLES, "block-stats", "block_stats.py"), join(env.FUNCTIONS_DIR!, "block_stats.py"));
+    const task = Task.fromPartial({
+      taskId: "dev-example",
+      functionCallConfig: FunctionCallConfig.fromPartial({
+        function: { name: "block_stats", entry: "main" },
+        config: { $case: "blockTable", blockTable: { chain: "ethereum", fromBlock: 100, toBlock: 299 } },
+      }),
+      outputs: [{ handler: { $case: "blockTableWrite", blockTableWrite: { table: "block_stats" } } }],
+    });
+    const slot = await waitFor(() => reserve(env.BLOCKX_COORDINATOR_ADDRS!, task.taskId), (o) => o.ok, 30_000);
+    if (!slot.ok) throw new Error(slot.details);
+    const worker = new WorkerClient(slot.res.workerAddr);
+    cleanups.push(() => worker.close());
+    const submitted = await waitFor(() => worker.submitTask(task, slot.res.slotId), (s) => s.ok || !s.details.includes("block_stats"), 10_000);
+    if (!submitted.ok) throw new Error(submitted.details);
+    const last = (await worker.watch([task.taskId])).snapshots.at(-1)!;
+    expect(last).toMatchObject({ state: TaskState.SUCCEEDED, callsTotal: 200 });
+    const store = new SqliteTableStore(env.TABLE_STORE_PATH!);
+    const rows = store.query("block_stats", "ORDER BY block");
+    store.close();
+    const chain = new SyntheticChain("ethereum");
+    expect(rows.map((x) => [x.block, x.tx_count])).toEqual(Array.from({ length: 200 }, (_, i) => [100 + i, chain.block(100 + i, false)!.transactions.length]));
+
+    // Every process dev started, executors included, seen while it runs.
+    const pids = descendants(dev.proc.pid);
+    expect(pids.length).toBeGreaterThanOrEqual(5 + 2 * 2);
+    expect(socketFilesUnder(dir).length).toBeGreaterThan(0); // the Workers' executor sockets, in the dev dir
+    dev.proc.kill("SIGINT");
+    expect(await dev.exited).toBe(0);
+    expectNothingLeft(dir, pids);
+    // A DEV_DIR named by the person is kept, with the logs; etcd's data is gone.
+    expect(existsSync(join(dir, "worker-1.log"))).toBe(true);
+    expect(existsSync(join(dir, "etcd-data"))).toBe(false);
+  }, 180_000);
+
+  test("a child that dies is reported by name, everything else stops, dev exits 1, nothing is left", async () => {
+    const { dir, dev } = startDev();
+    const r = await ready(dev);
+    const pids = descendants(dev.proc.pid);
+    const workerPid = pids.find((p) => readFileSync(`/proc/${p}/cmdline`, "utf8").split("\0").includes("bundle-worker"))!;
+    expect(workerPid).toBeGreaterThan(0);
+    process.kill(workerPid, "SIGKILL");
+    expect(await dev.exited).toBe(1);
+    expect(dev.stderr).toContain("bundle-worker-1 exited unexpectedly (signal SIGKILL); stopping everything (its log: bundle-worker-1.log)");
+    expectNothingLeft(r.dir, pids);
+  }, 180_000);
+
+  test("ETCD_BIN pointing nowhere stops dev before it starts anything, naming the variable (exit 2)", async () => {
+    const { dev } = startDev({ ETCD_BIN: "/nonexistent/etcd" });
+    expect(await dev.exited).toBe(2);
+    expect(dev.stderr).toContain("ETCD_BIN=/nonexistent/etcd is not an executable file");
+  }, 30_000);
+
+  test("an invalid variable is refused with its rule (exit 2)", async () => {
+    const { dev } = startDev({ DEV_WORKERS: "many" });
+    expect(await dev.exited).toBe(2);
+    expect(dev.stderr).toContain('DEV_WORKERS: expected an integer from 0 to 64, got "many"');
+  }, 30_000);
+});
