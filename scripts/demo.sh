@@ -38,13 +38,7 @@ env_file="$(sed -n 's/.*"envFile":"\([^"]*\)".*/\1/p' "$dev_out" | head -1)"
 source "$env_file"
 
 echo "== blockx submit --function $FUNCTION --entry main --blocks $BLOCKS --chain ethereum --table $TABLE --watch"
-if "$BLOCKX" --help | grep -qE '^  submit '; then
-  "$BLOCKX" submit --function "$FUNCTION" --entry main --blocks "$BLOCKS" --chain ethereum --table "$TABLE" --watch
-  echo "== blockx table $TABLE --limit 10"
-  "$BLOCKX" table "$TABLE" --limit 10
-else
-  # This build has no client commands yet: the same steps through a small Bun script.
-  echo "(this build has no \`blockx submit\`: using scripts/demo-fallback.ts)"
-  .cache/bun/node_modules/.bin/bun scripts/demo-fallback.ts "$FUNCTION" "$BLOCKS" "$TABLE"
-fi
+"$BLOCKX" submit --function "$FUNCTION" --entry main --blocks "$BLOCKS" --chain ethereum --table "$TABLE" --watch
+echo "== blockx table $TABLE --limit 10 --order block"
+"$BLOCKX" table "$TABLE" --limit 10 --order block
 echo "== done"
