@@ -21,8 +21,10 @@ import { MetricsRegistry } from "../../src/common/metrics/metrics";
 import { PrecheckRunner } from "../../src/syncinvoker/adapters/precheck-runner";
 import { ReadOnlyIo } from "../../src/syncinvoker/adapters/read-only-io";
 import { SyncInvokerService } from "../../src/syncinvoker/adapters/sync-invoker-service";
+import { loadSyncInvokerConfig } from "../../src/syncinvoker/app/config";
 import { ExecutorPool } from "../../src/worker/executor/executor-pool";
 import { BackendRegistry } from "../../src/worker/io/backend-registry";
+import { IoSubsystem } from "../../src/worker/io/io-subsystem";
 import { defaultExecutorPoolConfig } from "../../src/worker/executor/executor-pool-config";
 import { BlockxProcess } from "../../test/support/blockx-process";
 import { latency, throughput } from "../support/measure";
@@ -92,7 +94,7 @@ try {
   const inProcess = new SyncInvokerService({
     pool,
     functions: () => null,
-    io: new ReadOnlyIo(new BackendRegistry()),
+    io: new ReadOnlyIo(new IoSubsystem(new BackendRegistry(), loadSyncInvokerConfig({}).io)),
     precheck: new PrecheckRunner({ python: "python3", pythonPath: "", maxConcurrent: 1, timeoutMs: 1 }), // not called
     capacity: EXECUTORS * CALLS_PER_EXECUTOR,
     queueMax: 1024,

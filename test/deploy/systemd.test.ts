@@ -2,8 +2,8 @@
  * deploy/systemd: every unit passes Debian's `systemd-analyze verify` with no complaint at all
  * (an unknown key is only a warning there, so any output fails the test), follows the team's
  * operator rules, and its environment file names only variables its role declares. The units
- * that claim Type=notify are checked against the compiled binary: it really sends READY=1 to
- * $NOTIFY_SOCKET once it serves, and STOPPING=1 when SIGTERM starts the drain.
+ * are Type=notify, and every role is checked against the compiled binary: it really sends
+ * READY=1 to $NOTIFY_SOCKET once it serves, and STOPPING=1 when SIGTERM starts the drain.
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -91,9 +91,9 @@ describe("deploy/systemd units", () => {
       } else if (role.endsWith("coordinator")) {
         expect(stopSec).toBeGreaterThan(Number(env.get("COORDINATOR_SHUTDOWN_GRACE_MS") ?? 5000) / 1000 + 5);
       }
-      // Type=notify only where the binary really sends READY=1 (checked below).
-      expect(s.get("Type")).toBe(role === "syncinvoker" || role === "proxy" ? "exec" : "notify");
-      if (s.get("Type") === "notify") expect(s.get("NotifyAccess")).toBe("main");
+      // Every role's binary really sends READY=1 (checked below).
+      expect(s.get("Type")).toBe("notify");
+      expect(s.get("NotifyAccess")).toBe("main");
     });
 
     test(`${unit}: every variable of its environment file is one its role declares`, () => {
@@ -138,14 +138,16 @@ function notifyReceiver(path: string) {
 }
 
 describe("Type=notify is real", () => {
-  for (const role of ["worker", "coordinator"] as const) {
+  for (const role of ["worker", "coordinator", "syncinvoker", "proxy"] as const) {
     test(`blockx ${role} sends READY=1 once serving and STOPPING=1 on SIGTERM`, async () => {
       const sock = join(mkdtempSync(join(work, "notify-")), "notify.sock");
       const rx = notifyReceiver(sock);
       expect(await rx.waitFor("bound")).toBe(true);
       const env: Record<string, string> = { ETCD_ENDPOINTS: process.env.BLOCKX_TEST_ETCD_ENDPOINT!, NOTIFY_SOCKET: sock };
       if (role === "worker") Object.assign(env, { WORKER_LISTEN: "127.0.0.1:0", WORKER_REGISTRY_PREFIX: randomLanePrefix("block"), EXECUTOR_COUNT: "1", TABLE_STORE_PATH: join(work, `${role}.sqlite`) });
-      else Object.assign(env, { COORDINATOR_LISTEN: "127.0.0.1:0", COORDINATOR_REGISTRY_PREFIXES: randomLanePrefix("block") });
+      else if (role === "coordinator") Object.assign(env, { COORDINATOR_LISTEN: "127.0.0.1:0", COORDINATOR_REGISTRY_PREFIXES: randomLanePrefix("block") });
+      else if (role === "syncinvoker") Object.assign(env, { SYNCINVOKER_LISTEN: "127.0.0.1:0", EXECUTOR_COUNT: "1" });
+      else Object.assign(env, { PROXY_SOCKET_PATH: join(work, "proxy.sock") });
       const p = BlockxProcess.spawn([role], env);
       try {
         await p.grpcAddr();

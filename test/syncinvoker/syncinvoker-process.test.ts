@@ -254,6 +254,62 @@ describe("DebugInvoke", () => {
   });
 });
 
+describe("IO: the Worker's IO subsystem, read-only, with the chain backends", () => {
+  test("DebugInvoke of a function reading the same final block twice shows the second read as a cache hit", async () => {
+    // A chain name no other test reads: its head is unknown until this call's first read.
+    const source = [
+      "def main(ctx, x):",
+      "    a = ctx.io('localtestservice', 'eth_getBlockByNumber', {'chain': 'cachetest', 'number': x, 'full': False})",
+      "    b = ctx.io('localtestservice', 'eth_getBlockByNumber', {'chain': 'cachetest', 'number': x, 'full': False})",
+      "    return [a['number'], a == b]",
+    ].join("\n");
+    const r = await client.debugInvoke({ source, args: "1234" });
+    if (!r.ok) throw new Error(r.details);
+    expect(JSON.parse(r.value.result.toString())).toEqual(["0x4d2", true]);
+    expect(r.value.ioTrace.map((t) => [t.op, t.cacheHit, t.error])).toEqual([
+      ["eth_getBlockByNumber", false, ""],
+      ["eth_getBlockByNumber", true, ""],
+    ]);
+    expect(r.value.ioTrace[1]!.bytes).toBe(r.value.ioTrace[0]!.bytes);
+    checkDurations(r.value.durations);
+    // A block within the finality depth of the head (20000000 - 12) is never cached.
+    const recent = await client.debugInvoke({ source, args: "19999999" });
+    expect(recent.ok && recent.value.ioTrace.map((t) => t.cacheHit)).toEqual([false, false]);
+    expect(await metric("blockx_io_cache_hits_total")).toMatch(/^blockx_io_cache_hits_total [1-9]/m);
+    expect(await metric("blockx_io_requests_total")).toContain('backend="localtestservice",op="eth_getBlockByNumber",via="cache"');
+  });
+
+  test("ctx.blockdb, ctx.rpc and ctx.meta work through the Sync Invoker (the chain backends are registered)", async () => {
+    const source = [
+      "def main(ctx, x):",
+      "    block = ctx.blockdb.block(x, full=False, chain='eth')",
+      "    receipts = ctx.blockdb.receipts(x, chain='eth')",
+      "    by_rpc = ctx.rpc.call('eth_getBlockByNumber', hex(x), False, chain='eth')",
+      "    names = [f['name'] for f in ctx.meta.list_functions()['functions']]",
+      "    return {'number': block['number'], 'same': block == by_rpc, 'receipts': len(receipts) == len(block['transactions']), 'names': sorted(names)}",
+    ].join("\n");
+    const r = await client.debugInvoke({ source, args: "4321" });
+    if (!r.ok) throw new Error(r.details);
+    expect(r.value.error).toBeUndefined();
+    expect(JSON.parse(r.value.result.toString())).toEqual({ number: "0x10e1", same: true, receipts: true, names: ["block_stats", "hold"] });
+    expect(r.value.ioTrace.map((t) => `${t.backend}.${t.op}`)).toEqual(["blockdb.block", "blockdb.receipts", "rpc.call", "meta.listFunctions"]);
+  });
+
+  test("a write through the rpc backend (op send) is PERMISSION_DENIED naming the op, and never reaches the chain", async () => {
+    const source = [
+      "def main(ctx, x):",
+      "    try:",
+      "        ctx.io('rpc', 'send', {'chain': 'eth', 'method': 'eth_sendRawTransaction', 'params': ['0x00']})",
+      "    except Exception as e:",
+      "        return 'swallowed: ' + str(e)",
+      "    return 'sent'",
+    ].join("\n");
+    expectRefused(await client.invoke({ source }), grpc.status.PERMISSION_DENIED, "rpc.send", "read-only");
+    expect(await metric("blockx_io_requests_total")).toContain('backend="rpc",op="send",via="refused"');
+    expect(await metric("blockx_io_backend_requests_total")).not.toContain('op="send"');
+  });
+});
+
 describe("Precheck", () => {
   test("a good function passes with its digest and entry", async () => {
     const r = await client.precheck({ name: "block_stats" });

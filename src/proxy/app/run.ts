@@ -4,6 +4,7 @@ import { connect } from "node:net";
 import { resolve } from "node:path";
 import { GRPC_SERVER_OPTIONS, bindGrpcServer, shutdownGrpcServer } from "../../common/grpc/grpc-server";
 import { HealthStatus, ServingStatus } from "../../common/grpc/health-service";
+import { sdNotify } from "../../common/lifecycle/sd-notify";
 import { onShutdownSignal } from "../../common/lifecycle/shutdown";
 import { createLogger } from "../../common/logging/logger";
 import { startMetricsServer } from "../../common/metrics/metrics-server";
@@ -71,4 +72,5 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
     { addr: `unix:${socketPath}`, coordinators: config.coordinatorAddrs, bundleCoordinators: config.bundleCoordinatorAddrs, syncInvoker: config.syncInvokerAddr },
     "grpc listening",
   );
+  sdNotify("READY=1"); // systemd Type=notify: the socket accepts calls
 }

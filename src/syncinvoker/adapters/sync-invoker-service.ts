@@ -143,9 +143,10 @@ export class SyncInvokerService {
       throw e;
     }
     running = true;
+    let io: CallIo | null = null;
     try {
       if (cancelledByCaller) throw new SyncInvokerError(SyncInvokerErrorCode.Cancelled, "the caller cancelled the request");
-      const io = this.deps.io.forCall({ traced: debug, onWrite: () => this.deps.pool.cancel(callId, "the function attempted a write IO op") });
+      io = this.deps.io.forCall({ callId, traced: debug, onWrite: () => this.deps.pool.cancel(callId, "the function attempted a write IO op") });
       const outcome = await this.deps.pool.execute({ callId, fn, args, budgetMs }, this.owner(io, functions, budgetMs, 0));
       const durations = attributeDurations({
         queueMs: admissionQueueMs + outcome.queueMs,
@@ -165,6 +166,7 @@ export class SyncInvokerService {
       }
       return { callId, outcome, durations, io };
     } finally {
+      io?.end();
       call.removeListener("cancelled", onCancelled);
       this.gate.finished(callId);
     }

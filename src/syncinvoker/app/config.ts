@@ -1,10 +1,13 @@
 import { commonVars } from "../../common/config/common-vars";
 import { envVar, intSchema, listenAddrSchema, loadEnvConfig, stringSchema, type EnvValues } from "../../common/config/env-config";
+import type { ChainsConfig } from "../../common/config/chains-config";
 import { executorPoolConfigFrom, executorPoolVars, type ExecutorPoolConfig } from "../../worker/executor/executor-pool-config";
+import type { Faults } from "../../worker/io/fault-injection";
+import { ioSettingsFrom, ioVars } from "../../worker/io/io-config";
+import type { IoConfig } from "../../worker/io/io-subsystem";
 import { MAX_TIMEOUT_MS } from "../adapters/invoke-request";
 
-
-/** syncInvokerVars lists every variable `blockx syncinvoker` reads (executor pool variables included). */
+/** syncInvokerVars lists every variable `blockx syncinvoker` reads (the Worker's IO and executor pool variables included). */
 export const syncInvokerVars = {
   listenAddr: envVar("SYNCINVOKER_LISTEN", ":9070", "host:port or :port", "gRPC listen address of syncinvoker.v1.SyncInvokerService", listenAddrSchema()),
   queueMax: envVar(
@@ -38,6 +41,7 @@ export const syncInvokerVars = {
     "on SIGTERM, how long running and queued calls may finish before the process exits",
     intSchema(0, 600_000),
   ),
+  ...ioVars,
   ...executorPoolVars,
   ...commonVars,
 };
@@ -50,6 +54,11 @@ export interface SyncInvokerConfig {
   readonly defaultTimeoutMs: number;
   readonly functionsDir: string;
   readonly localTestChainHead: number;
+  readonly chains: ChainsConfig;
+  /** Always read-only: a write op is refused before it reaches a backend. */
+  readonly io: IoConfig;
+  readonly localTestFaults: Faults;
+  readonly localTestFaultsFile: string;
   readonly shutdownGraceMs: number;
   readonly pool: ExecutorPoolConfig;
   readonly logLevel: EnvValues<typeof syncInvokerVars>["logLevel"];
@@ -60,6 +69,7 @@ export interface SyncInvokerConfig {
 /** loadSyncInvokerConfig reads every variable (flags win) into frozen, defaulted values. */
 export function loadSyncInvokerConfig(env: Readonly<Record<string, string | undefined>>, argv: readonly string[] = []): SyncInvokerConfig {
   const v = loadEnvConfig(syncInvokerVars, env, argv);
+  const { io, ...chainsAndFaults } = ioSettingsFrom(v);
   return Object.freeze({
     listenAddr: v.listenAddr,
     queueMax: v.queueMax,
@@ -67,6 +77,8 @@ export function loadSyncInvokerConfig(env: Readonly<Record<string, string | unde
     defaultTimeoutMs: v.defaultTimeoutMs,
     functionsDir: v.functionsDir.trim(),
     localTestChainHead: v.localTestChainHead,
+    ...chainsAndFaults,
+    io: Object.freeze({ ...io, readOnly: true }),
     shutdownGraceMs: v.shutdownGraceMs,
     pool: executorPoolConfigFrom(v),
     logLevel: v.logLevel,

@@ -1,6 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { bindGrpcServer, GRPC_SERVER_OPTIONS, shutdownGrpcServer } from "../../common/grpc/grpc-server";
 import { HealthStatus, ServingStatus } from "../../common/grpc/health-service";
+import { sdNotify } from "../../common/lifecycle/sd-notify";
 import { onShutdownSignal } from "../../common/lifecycle/shutdown";
 import { createLogger } from "../../common/logging/logger";
 import { startMetricsServer } from "../../common/metrics/metrics-server";
@@ -12,8 +13,8 @@ import { ExecutorPool } from "../../worker/executor/executor-pool";
 import { resolvePython } from "../../worker/executor/isolation";
 import { FunctionCodeView } from "../../worker/function-code/function-code-view";
 import { FunctionsDirPoller } from "../../worker/function-code/functions-dir";
-import { BackendRegistry } from "../../worker/io/backend-registry";
-import { localtestserviceBackend } from "../../worker/io/localtestservice-backend";
+import { FaultInjector } from "../../worker/io/fault-injection";
+import { buildBackendSet, buildIoSubsystem } from "../../worker/io/io-assembly";
 import { PrecheckRunner } from "../adapters/precheck-runner";
 import { ReadOnlyIo } from "../adapters/read-only-io";
 import { SyncInvokerService } from "../adapters/sync-invoker-service";
@@ -24,7 +25,8 @@ const PRECHECK_TIMEOUT_MS = 10_000;
 
 /**
  * runSyncInvoker assembles `blockx syncinvoker`: its own executor pool, the Function Code View
- * (FUNCTIONS_DIR), read-only IO over the backend registry, the precheck runner, and
+ * (FUNCTIONS_DIR), the Worker's IO subsystem in read-only mode over the Worker's backend set
+ * (CHAINS_CONFIG: localtestservice, router, rpc, blockdb, meta), the precheck runner, and
  * syncinvoker.v1.SyncInvokerService with gRPC health and metrics. No slots, no Builder, no
  * Writers, no etcd. On SIGTERM: health NOT_SERVING, new requests refused (UNAVAILABLE),
  * running and queued calls finish within SYNCINVOKER_SHUTDOWN_GRACE_MS, then exit 0.
@@ -38,7 +40,14 @@ export async function runSyncInvoker(config: SyncInvokerConfig): Promise<void> {
   const functionView = new FunctionCodeView();
   const functionsPoller = config.functionsDir ? new FunctionsDirPoller(config.functionsDir, functionView, log) : null;
   functionsPoller?.start();
-  const backends = new BackendRegistry().register(localtestserviceBackend({ head: config.localTestChainHead }));
+  const faults = new FaultInjector(config.localTestFaults, config.localTestFaultsFile, log.child({ component: "localtestservice" })).start();
+  const { registry: backends, router } = buildBackendSet({
+    chains: config.chains,
+    localTestChainHead: config.localTestChainHead,
+    faults,
+    functions: () => (functionsPoller ? functionView.current() : null),
+  });
+  const io = buildIoSubsystem(backends, config.io, registry);
   const precheck = new PrecheckRunner({
     python: resolvePython(config.pool.python),
     pythonPath: await executorPythonPath(config.pool.cacheDir),
@@ -48,7 +57,7 @@ export async function runSyncInvoker(config: SyncInvokerConfig): Promise<void> {
   const svc = new SyncInvokerService({
     pool,
     functions: () => (functionsPoller ? functionView.current() : null),
-    io: new ReadOnlyIo(backends),
+    io: new ReadOnlyIo(io),
     precheck,
     capacity: config.maxRunning,
     queueMax: config.queueMax,
@@ -72,9 +81,12 @@ export async function runSyncInvoker(config: SyncInvokerConfig): Promise<void> {
     await shutdownGrpcServer(grpcServer, 1_000);
     await pool.close();
     functionsPoller?.stop();
+    faults.stop();
     metricsServer?.stop();
   });
 
   health.setAll(ServingStatus.SERVING);
   log.info({ addr: boundAddr, executors: config.pool.executorCount, maxRunning: config.maxRunning, queueMax: config.queueMax, functionsDir: config.functionsDir || null }, "grpc listening");
+  log.info(router.summary(), "chains");
+  sdNotify("READY=1"); // systemd Type=notify: serving
 }

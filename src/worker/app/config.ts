@@ -1,10 +1,10 @@
-import { loadChainsConfig, type ChainsConfig } from "../../common/config/chains-config";
+import type { ChainsConfig } from "../../common/config/chains-config";
 import { commonVars } from "../../common/config/common-vars";
 import { ConfigError, envVar, intSchema, listenAddrSchema, listSchema, loadEnvConfig, stringSchema, type EnvValues } from "../../common/config/env-config";
 import { parseRegistryPrefix } from "../../common/registry/registry-prefix";
 import { executorPoolConfigFrom, executorPoolVars, type ExecutorPoolConfig } from "../executor/executor-pool-config";
 import type { Faults } from "../io/fault-injection";
-import { ioConfigFrom, ioVars } from "../io/io-config";
+import { ioSettingsFrom, ioVars, type IoSettings } from "../io/io-config";
 import type { IoConfig } from "../io/io-subsystem";
 import type { WorkerProfile } from "./profile";
 
@@ -45,13 +45,6 @@ export function workerVars(profile: WorkerProfile) {
       stringSchema().refine((s) => s.trim() !== ""),
     ),
     localTestChainHead: envVar("LOCALTESTSERVICE_HEAD", "20000000", "an integer from 0 to 1000000000", "highest block of the synthetic local test chain", intSchema(0, 1_000_000_000)),
-    chainsConfig: envVar(
-      "CHAINS_CONFIG",
-      "",
-      "inline JSON starting with {, a JSON file path, or empty",
-      "chains and their sources (rpc endpoints or localtestservice), see README; empty: every chain is the local test chain",
-      stringSchema(),
-    ),
     localTestBlockStore: envVar(
       "LOCALTESTSERVICE_BLOCK_STORE",
       "",
@@ -110,20 +103,14 @@ export function loadWorkerRuntimeConfigFromEnv(
   } catch (e) {
     problems.push(`WORKER_REGISTRY_PREFIX: ${(e as Error).message}`);
   }
-  let chains: ChainsConfig | null = null;
+  let io: IoSettings | null = null;
   try {
-    chains = loadChainsConfig(v.chainsConfig);
+    io = ioSettingsFrom(v);
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
     problems.push(...e.problems);
   }
-  let io: ReturnType<typeof ioConfigFrom> | undefined;
-  try {
-    io = ioConfigFrom(v);
-  } catch (e) {
-    problems.push(...(e instanceof ConfigError ? e.problems : [(e as Error).message]));
-  }
-  if (problems.length > 0 || chains === null || !io) throw new ConfigError(problems);
+  if (problems.length > 0 || io === null) throw new ConfigError(problems);
   return Object.freeze({
     profile,
     listenAddr: v.listenAddr,
@@ -140,7 +127,6 @@ export function loadWorkerRuntimeConfigFromEnv(
     functionsDir: v.functionsDir.trim(),
     tableStorePath: v.tableStorePath.trim(),
     localTestChainHead: v.localTestChainHead,
-    chains,
     localTestBlockStore: v.localTestBlockStore,
     ...io,
     pool: executorPoolConfigFrom(v),

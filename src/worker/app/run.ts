@@ -22,16 +22,8 @@ import { WorkerCore } from "../core/worker-core";
 import { ExecutorPool } from "../executor/executor-pool";
 import { FunctionCodeView } from "../function-code/function-code-view";
 import { FunctionsDirPoller } from "../function-code/functions-dir";
-import { BackendRegistry } from "../io/backend-registry";
-import { ChainRouter } from "../backends/router/chain-router";
-import { blockdbBackend } from "../io/blockdb-backend";
 import { FaultInjector } from "../io/fault-injection";
-import { registerIoMetrics } from "../io/io-metrics";
-import { IoSubsystem } from "../io/io-subsystem";
-import { localtestserviceBackend } from "../io/localtestservice-backend";
-import { metaBackend } from "../io/meta-backend";
-import { routerBackend } from "../io/router-backend";
-import { rpcBackend } from "../io/rpc-backend";
+import { buildBackendSet, buildIoSubsystem } from "../io/io-assembly";
 import { SqliteTableStore } from "../writers/table-store";
 import type { WorkerRuntimeConfig } from "./config";
 
@@ -93,18 +85,15 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   const functionView = new FunctionCodeView();
   const functionsPoller = config.functionsDir ? new FunctionsDirPoller(config.functionsDir, functionView, log) : null;
   functionsPoller?.start();
-  const router = new ChainRouter(config.chains, config.localTestChainHead);
   const faults = new FaultInjector(config.localTestFaults, config.localTestFaultsFile, log.child({ component: "localtestservice" })).start();
-  const backends = new BackendRegistry()
-    .register(faults.wrap(localtestserviceBackend({ head: config.localTestChainHead, ...(blockStore ? { store: blockStore } : {}) })))
-    .register(routerBackend(router))
-    .register(rpcBackend(router))
-    .register(blockdbBackend(router))
-    .register(metaBackend(() => (functionsPoller ? functionView.current() : null)));
-  const io: IoSubsystem = new IoSubsystem(backends, config.io, {
-    observer: registerIoMetrics(registry, () => io),
-    finalityDepthOf: (backend, chain) => backends.get(backend)?.finalityDepth?.(chain),
+  const { registry: backends, router } = buildBackendSet({
+    chains: config.chains,
+    localTestChainHead: config.localTestChainHead,
+    ...(blockStore ? { blockStore } : {}),
+    faults,
+    functions: () => (functionsPoller ? functionView.current() : null),
   });
+  const io = buildIoSubsystem(backends, config.io, registry);
   const tableStore = new SqliteTableStore(config.tableStorePath);
   const svc: WorkerService = new WorkerService(core, (): TaskExecutor => executor, config.profile, log.child({ component: "worker-service" }), () =>
     functionsPoller ? functionView.current() : null,
@@ -188,6 +177,6 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   lifecycle = "serving";
   health.setAll(ServingStatus.SERVING);
   log.info({ addr: boundAddr, workerAddr, incarnation, prefix: config.registryPrefix, taskSlots: config.taskSlots }, "grpc listening");
-  log.info({ chains: router.chains().map((r) => `${r.chain}=${r.source.kind}`), unconfigured: config.chains.chains === null ? "every chain is the local test chain" : undefined }, "chains");
+  log.info(router.summary(), "chains");
   sdNotify("READY=1"); // systemd Type=notify: serving, heartbeat published
 }

@@ -1,9 +1,17 @@
 import { ConfigError, envVar, enumSchema, fractionSchema, intSchema, stringSchema, type EnvValues } from "../../common/config/env-config";
+import { loadChainsConfig, type ChainsConfig } from "../../common/config/chains-config";
 import type { Faults } from "./fault-injection";
 import type { IoConfig } from "./io-subsystem";
 
-/** ioVars: the Worker's IO subsystem variables (and the local test chain's fault knobs). */
+/** ioVars: the IO subsystem's variables, the chains its backends serve, and the local test chain's fault knobs. */
 export const ioVars = {
+  chainsConfig: envVar(
+    "CHAINS_CONFIG",
+    "",
+    "inline JSON starting with {, a JSON file path, or empty",
+    "chains and their sources (rpc endpoints or localtestservice), see README; empty: every chain is the local test chain",
+    stringSchema(),
+  ),
   ioCacheMaxBytes: envVar(
     "IO_CACHE_MAX_BYTES",
     "268435456",
@@ -69,4 +77,28 @@ export function ioConfigFrom(v: IoVars): { io: IoConfig; localTestFaults: Faults
     localTestFaults: Object.freeze({ latencyMs: v.localTestLatencyMs, errorRate: v.localTestErrorRate }),
     localTestFaultsFile: v.localTestFaultsFile.trim(),
   };
+}
+
+/** IoSettings: everything a process needs to build its backend set and IO subsystem. */
+export type IoSettings = ReturnType<typeof ioConfigFrom> & { readonly chains: ChainsConfig };
+
+/** ioSettingsFrom reads CHAINS_CONFIG and compiles the IO variables; one ConfigError lists the problems of both. */
+export function ioSettingsFrom(v: IoVars): IoSettings {
+  const problems: string[] = [];
+  let chains: ChainsConfig | null = null;
+  try {
+    chains = loadChainsConfig(v.chainsConfig);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    problems.push(...e.problems);
+  }
+  let io: ReturnType<typeof ioConfigFrom> | null = null;
+  try {
+    io = ioConfigFrom(v);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    problems.push(...e.problems);
+  }
+  if (problems.length > 0 || chains === null || io === null) throw new ConfigError(problems);
+  return { chains, ...io };
 }

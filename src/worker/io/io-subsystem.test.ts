@@ -225,6 +225,21 @@ describe("IoSubsystem: read cache", () => {
     expect(io2.cache.size).toBe(0);
   });
 
+  test("an answer that arrives while its chain's first head fetch is in flight is cached once the head arrives (a synchronous backend's first read)", async () => {
+    const io = new IoSubsystem(new BackendRegistry().register(localtestserviceBackend({ head: 1000 })), CONFIG);
+    const t = io.forTask("t");
+    // The backend answers at once; the head arrives a few microtasks later.
+    const first = await t.call("localtestservice", "eth_getBlockByNumber", { chain: "fresh", number: 500 });
+    expect(first.trace.cacheHit).toBe(false);
+    await settle();
+    expect(io.cache.size).toBe(1);
+    expect((await t.call("localtestservice", "eth_getBlockByNumber", { chain: "fresh", number: 500 })).trace.cacheHit).toBe(true);
+    // A block above head - depth is still kept out when the head arrives.
+    await io.forTask("u").call("localtestservice", "eth_getBlockByNumber", { chain: "other", number: 995 });
+    await settle();
+    expect(io.cache.size).toBe(1);
+  });
+
   test("the per-chain finality depth overrides the Worker's", async () => {
     const io = new IoSubsystem(new BackendRegistry().register(localtestserviceBackend({ head: 1000 })), CONFIG, { finalityDepthOf: () => 500 });
     await warmHeads(io);

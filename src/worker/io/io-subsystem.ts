@@ -116,6 +116,8 @@ const utf8 = new TextEncoder();
 export class IoSubsystem {
   readonly cache: ReadCache;
   private readonly heads: HeadCache;
+  /** Head fetches in flight, by backend and chain: an answer that arrives before its chain's head waits for it. */
+  private readonly headFetches = new Map<string, Promise<void>>();
   private readonly flights = new SingleflightTable<Waiter>();
   private readonly limiters = new Map<string, AdmissionLimiter<() => void>>();
   private readonly tasks = new Map<string, TaskIo>();
@@ -227,15 +229,32 @@ export class IoSubsystem {
 
   /** headOf gives the chain's last known head and refreshes it in the background when due. */
   private headOf(b: Backend, chain: string): number | undefined {
-    const key = `${b.name}\u0000${chain}`;
+    const key = headKey(b, chain);
     const { head, refresh } = this.heads.lookup(key, performance.now());
     if (refresh) {
-      b.head!(chain).then(
+      const fetched = b.head!(chain).then(
         (h) => this.heads.refreshed(key, h, performance.now()),
         () => this.heads.refreshFailed(key, performance.now()),
       );
+      this.headFetches.set(key, fetched);
+      void fetched.then(() => this.headFetches.delete(key));
     }
     return head;
+  }
+
+  /**
+   * cacheIfFinal puts a fresh answer in the cache if its block is final; if that is not known
+   * yet but the chain's head is being fetched, it decides again when the head arrives. Else a
+   * chain's first reads (the head unknown until the first fetch returns) would never be cached.
+   */
+  private cacheIfFinal(c: Cacheable, raw: RawJson): void {
+    if (this.isFinalNow(c)) {
+      this.cache.put(c.key, raw);
+      return;
+    }
+    void this.headFetches.get(headKey(c.backend, c.chain))?.then(() => {
+      if (this.isFinalNow(c)) this.cache.put(c.key, raw);
+    });
   }
 
   private admit(req: Request): void {
@@ -284,7 +303,7 @@ export class IoSubsystem {
     // Held as UTF-8 bytes only: that is what the frame encoder copies and what the cache charges.
     const raw = value instanceof RawJson ? value : new RawJson(utf8.encode(JSON.stringify(value) ?? "null"));
     // Final is decided again at the answer: the head may have arrived (or moved) meanwhile.
-    if (req.cacheable !== null && this.cache.enabled && this.isFinalNow(req.cacheable)) this.cache.put(req.cacheable.key, raw);
+    if (req.cacheable !== null && this.cache.enabled) this.cacheIfFinal(req.cacheable, raw);
     this.settle(req, { ok: true, value: raw }, "backend");
   }
 
@@ -318,6 +337,10 @@ export class IoSubsystem {
     this.observer.answered(label ?? backend, label ?? op, via);
     return { answer: { ok: false, error, ioMs: 0 }, trace: { backend, op, durationMs: performance.now() - joinedAt, cacheHit: false, bytes: 0, error: error.type } };
   }
+}
+
+function headKey(b: Backend, chain: string): string {
+  return `${b.name}\u0000${chain}`;
 }
 
 function cancelled(backend: string, op: string): IoError {

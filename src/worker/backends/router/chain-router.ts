@@ -49,6 +49,12 @@ export class ChainRouter {
     return [...this.routes.values()];
   }
 
+  /** summary is what a process logs at start: each chain's source, or that every chain is the local test chain. */
+  summary(): { chains: string[]; unconfigured?: string } {
+    const chains = this.chains().map((r) => `${r.chain}=${r.source.kind}`);
+    return this.config.chains === null ? { chains, unconfigured: "every chain is the local test chain" } : { chains };
+  }
+
   private local(chain: string): LocalChainSource {
     return new LocalChainSource(chain, this.localTestChainHead === undefined ? {} : { head: this.localTestChainHead });
   }

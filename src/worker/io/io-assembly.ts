@@ -1,0 +1,50 @@
+import type { ChainsConfig } from "../../common/config/chains-config";
+import type { MetricsRegistry } from "../../common/metrics/metrics";
+import type { BlockTextStore } from "../backends/localtestservice/block-text-store";
+import { ChainRouter } from "../backends/router/chain-router";
+import type { FunctionSnapshot } from "../function-code/function-code-view";
+import { BackendRegistry } from "./backend-registry";
+import { blockdbBackend } from "./blockdb-backend";
+import type { FaultInjector } from "./fault-injection";
+import { registerIoMetrics } from "./io-metrics";
+import { IoSubsystem, type IoConfig } from "./io-subsystem";
+import { localtestserviceBackend } from "./localtestservice-backend";
+import { metaBackend } from "./meta-backend";
+import { routerBackend } from "./router-backend";
+import { rpcBackend } from "./rpc-backend";
+
+export interface BackendSetOptions {
+  readonly chains: ChainsConfig;
+  readonly localTestChainHead: number;
+  /** Full blocks of the local test chain served as stored text (LOCALTESTSERVICE_BLOCK_STORE). */
+  readonly blockStore?: BlockTextStore;
+  /** Faults injected into the local test chain (tests, drills). */
+  readonly faults: FaultInjector;
+  /** The Function Code View for `meta` (null: functions by name are not configured). */
+  readonly functions: () => FunctionSnapshot | null;
+}
+
+/**
+ * buildBackendSet assembles the backends user functions reach through `ctx.io`, the same in
+ * every process that runs them (Worker, Sync Invoker): localtestservice (behind the fault
+ * injector), router, rpc and blockdb over the chains config, and meta.
+ */
+export function buildBackendSet(o: BackendSetOptions): { registry: BackendRegistry; router: ChainRouter } {
+  const router = new ChainRouter(o.chains, o.localTestChainHead);
+  const registry = new BackendRegistry()
+    .register(o.faults.wrap(localtestserviceBackend({ head: o.localTestChainHead, ...(o.blockStore ? { store: o.blockStore } : {}) })))
+    .register(routerBackend(router))
+    .register(rpcBackend(router))
+    .register(blockdbBackend(router))
+    .register(metaBackend(o.functions));
+  return { registry, router };
+}
+
+/** buildIoSubsystem puts the IO subsystem over the backends, with its metrics and each chain's own finality depth. */
+export function buildIoSubsystem(backends: BackendRegistry, config: IoConfig, metrics: MetricsRegistry): IoSubsystem {
+  const io: IoSubsystem = new IoSubsystem(backends, config, {
+    observer: registerIoMetrics(metrics, () => io),
+    finalityDepthOf: (backend, chain) => backends.get(backend)?.finalityDepth?.(chain),
+  });
+  return io;
+}
