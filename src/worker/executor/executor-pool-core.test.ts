@@ -56,7 +56,7 @@ describe("ExecutorPoolCore", () => {
     expect(core.tick(999).ping).toEqual([]);
     expect(core.tick(1000).ping).toEqual([0]);
     expect(core.tick(1500).ping).toEqual([]);
-    core.pong(0, 1200);
+    core.heard(0, 1200);
     expect(core.tick(6200).hung).toEqual([]);
     expect(core.tick(6201).hung).toEqual([0]);
   });

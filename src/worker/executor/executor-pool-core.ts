@@ -104,7 +104,12 @@ export class ExecutorPoolCore {
     s.lastPongMs = nowMs;
   }
 
-  pong(index: number, nowMs: number): void {
+  /**
+   * heard records any message from the executor (a Pong or call traffic): its frame loop is
+   * alive. A Pong alone is not enough under load: pings queue behind large ResumeCall frames,
+   * and an executor busy working through them would be killed as hung.
+   */
+  heard(index: number, nowMs: number): void {
     this.slots[index]!.lastPongMs = nowMs;
   }
 

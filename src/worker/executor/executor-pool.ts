@@ -284,9 +284,9 @@ export class ExecutorPool {
       return;
     }
     const e = this.executors[conn.index]!;
+    this.core.heard(e.index, Date.now());
     switch (m.type) {
       case "Pong":
-        this.core.pong(e.index, Date.now());
         return;
       case "CallWaiting":
         return this.onWaiting(e, m);
