@@ -1,0 +1,106 @@
+import * as grpc from "@grpc/grpc-js";
+import { BundleCoordinatorServiceClient } from "../../gen/bundlecoordinator/v1/bundle_coordinator";
+import { CoordinatorServiceClient, type ReserveWorkerSlotResponse } from "../../gen/coordinator/v1/coordinator";
+import { SyncInvokerServiceClient } from "../../gen/syncinvoker/v1/sync_invoker";
+import { WorkerServiceClient } from "../../gen/worker/v1/worker";
+import type { Cluster } from "../core/cluster-selection";
+
+/** The header the proxy routes worker.v1 calls by (runtime seed). */
+export const WORKER_ADDR_HEADER = "x-blockx-worker-addr";
+
+/** Keepalive pings find a hung Worker (SIGSTOP, cut network) under a silent WatchTasks stream. */
+const CHANNEL_OPTIONS: grpc.ChannelOptions = {
+  "grpc.keepalive_time_ms": 10_000,
+  "grpc.keepalive_timeout_ms": 5_000,
+  "grpc.keepalive_permit_without_calls": 1,
+  "grpc.max_receive_message_length": 64 * 1024 * 1024,
+  "grpc.max_send_message_length": 64 * 1024 * 1024,
+};
+
+type Ctor<C> = new (address: string, credentials: grpc.ChannelCredentials, options?: Partial<grpc.ClientOptions>) => C;
+
+/** Reserver: ReserveWorkerSlot of either cluster's Coordinator. */
+export interface Reserver {
+  readonly label: string;
+  reserve(taskId: string, deadlineMs: number): Promise<ReserveWorkerSlotResponse>;
+}
+
+/**
+ * GrpcTransport owns the SDK's channels. Direct: one channel per address. Through the proxy
+ * (`proxySocketPath`): every client dials the Unix socket; the proxy picks the Coordinator by
+ * service, and a Worker by the x-blockx-worker-addr header this transport sets.
+ */
+export class GrpcTransport {
+  private readonly clients = new Map<string, grpc.Client>();
+
+  constructor(private readonly proxySocketPath: string) {}
+
+  get viaProxy(): boolean {
+    return this.proxySocketPath !== "";
+  }
+
+  private client<C extends grpc.Client>(kind: string, ctor: Ctor<C>, addr: string): C {
+    const target = this.viaProxy ? `unix:${this.proxySocketPath}` : addr;
+    const key = `${kind} ${target}`;
+    let c = this.clients.get(key);
+    if (!c) {
+      c = new ctor(target, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+      this.clients.set(key, c);
+    }
+    return c as C;
+  }
+
+  /** reservers lists the Coordinators of a cluster in order; through the proxy, the proxy is the one. */
+  reservers(cluster: Cluster, addrs: readonly string[]): Reserver[] {
+    const targets = this.viaProxy ? [`proxy:${this.proxySocketPath}`] : addrs;
+    return targets.map((addr) => {
+      const c =
+        cluster === "block"
+          ? this.client("coordinator", CoordinatorServiceClient, addr)
+          : this.client("bundlecoordinator", BundleCoordinatorServiceClient, addr);
+      return {
+        label: addr,
+        reserve: (taskId, deadlineMs) =>
+          new Promise<ReserveWorkerSlotResponse>((resolve, reject) =>
+            c.reserveWorkerSlot({ taskId }, new grpc.Metadata(), { deadline: deadlineMs }, (e, r) => (e ? reject(e) : resolve(r!))),
+          ),
+      };
+    });
+  }
+
+  /** worker returns a client for the Worker at addr and the metadata every call to it carries. */
+  worker(addr: string): { client: WorkerServiceClient; metadata: () => grpc.Metadata } {
+    const client = this.client("worker", WorkerServiceClient, addr);
+    return {
+      client,
+      metadata: () => {
+        const md = new grpc.Metadata();
+        if (this.viaProxy) md.set(WORKER_ADDR_HEADER, addr);
+        return md;
+      },
+    };
+  }
+
+  syncInvoker(addr: string): SyncInvokerServiceClient {
+    return this.client("syncinvoker", SyncInvokerServiceClient, addr);
+  }
+
+  close(): void {
+    for (const c of this.clients.values()) c.close();
+    this.clients.clear();
+  }
+}
+
+/** unary turns a grpc-js callback call into a promise that rejects with the ServiceError. */
+export function unary<Req, Res>(
+  call: (req: Req, md: grpc.Metadata, opts: Partial<grpc.CallOptions>, cb: (e: grpc.ServiceError | null, r?: Res) => void) => unknown,
+  req: Req,
+  md: grpc.Metadata,
+  deadlineMs: number,
+): Promise<Res> {
+  return new Promise((resolve, reject) => call(req, md, { deadline: deadlineMs }, (e, r) => (e ? reject(e) : resolve(r as Res))));
+}
+
+export function isServiceError(e: unknown): e is grpc.ServiceError {
+  return typeof e === "object" && e !== null && typeof (e as grpc.ServiceError).code === "number" && "details" in e;
+}

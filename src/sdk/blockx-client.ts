@@ -1,0 +1,406 @@
+import * as grpc from "@grpc/grpc-js";
+import type { ReserveWorkerSlotResponse } from "../gen/coordinator/v1/coordinator";
+import type { DebugInvokeResponse, InvokeResponse, PrecheckResponse } from "../gen/syncinvoker/v1/sync_invoker";
+import {
+  FunctionRef,
+  TaskState,
+  taskStateToJSON,
+  type Task,
+  type TaskResult,
+  type TaskSnapshot,
+} from "../gen/worker/v1/worker";
+import { GrpcTransport, isServiceError, unary } from "./adapters/grpc-transport";
+import type { ClientConfig } from "./client-config";
+import { clusterFor, resubmitByDefault, type Cluster } from "./core/cluster-selection";
+import { ProgressMeter, type Progress } from "./core/progress";
+import { DEFAULT_RETRY_POLICY, ReservePolicy, type RetryableFailure } from "./core/retry-policy";
+import { BlockxError, type BlockxErrorCode } from "./sdk-error";
+
+/** TaskRef names a task on the Worker that holds it. */
+export interface TaskRef {
+  readonly taskId: string;
+  readonly workerAddr: string;
+}
+
+/** TaskHandle: a submitted task, returned by `submit` before it finishes. */
+export interface TaskHandle extends TaskRef {
+  readonly slotId: string;
+  readonly cluster: Cluster;
+  /** The Coordinator that reserved the slot (or `proxy:<socket>`). */
+  readonly coordinator: string;
+  readonly snapshot: TaskSnapshot;
+}
+
+/** ClientEvent: what the SDK did on the way, for logs, progress displays and tests. */
+export type ClientEvent =
+  | { readonly kind: "reserveRefused"; readonly failure: RetryableFailure; readonly coordinator: string; readonly details: string; readonly delayMs: number }
+  | { readonly kind: "submitRefused"; readonly code: string; readonly workerAddr: string; readonly details: string }
+  | { readonly kind: "submitted"; readonly attempt: number; readonly workerAddr: string; readonly slotId: string; readonly coordinator: string }
+  | { readonly kind: "watchFailed"; readonly workerAddr: string; readonly code: string; readonly details: string }
+  | { readonly kind: "workerLost"; readonly attempt: number; readonly workerAddr: string; readonly reason: string; readonly resubmit: boolean };
+
+export type TaskStateName = "ALLOCATED" | "RUNNING" | "SUCCEEDED" | "FAILED" | "TIMED_OUT" | "CANCELLED" | "TASK_STATE_UNSPECIFIED";
+
+export interface RunTaskOptions {
+  /** Overrides the cluster chosen from the task (see clusterFor). */
+  readonly cluster?: Cluster;
+  /** Absolute wall-clock deadline (ms since epoch) for the whole run, retries included. */
+  readonly deadlineMs?: number;
+  /** Relative alternative to deadlineMs; default the task's timeout (or 300000) + 60000. */
+  readonly timeoutMs?: number;
+  /** Rerun the task when its Worker is lost; default true unless it appends to a normal table. */
+  readonly resubmit?: boolean;
+  /** Runs at most (default BLOCKX_MAX_ATTEMPTS). */
+  readonly maxAttempts?: number;
+  readonly onProgress?: (progress: Progress, snapshot: TaskSnapshot) => void;
+  readonly onEvent?: (event: ClientEvent) => void;
+}
+
+/** RunResult: a task that reached a terminal state, and how it got there. */
+export interface RunResult {
+  readonly taskId: string;
+  readonly cluster: Cluster;
+  readonly state: TaskStateName;
+  readonly succeeded: boolean;
+  readonly result: TaskResult;
+  /** The JSON values of a return_value task, by call index. */
+  readonly returnValues: unknown[];
+  /** Runs of the task: 1 + resubmissions after a lost Worker. */
+  readonly attempts: number;
+  /** The Worker of each run, in order. */
+  readonly workers: string[];
+  readonly events: ClientEvent[];
+}
+
+export type RunTasksEntry = { readonly task: Task; readonly ok: true; readonly run: RunResult } | { readonly task: Task; readonly ok: false; readonly error: BlockxError };
+
+export interface ClientClock {
+  now(): number;
+  random(): number;
+  sleep(ms: number): Promise<void>;
+}
+
+const systemClock: ClientClock = {
+  now: () => Date.now(),
+  random: () => Math.random(),
+  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+};
+
+const TERMINAL = new Set([TaskState.SUCCEEDED, TaskState.FAILED, TaskState.TIMED_OUT, TaskState.CANCELLED]);
+const DEFAULT_TASK_TIMEOUT_MS = 300_000;
+const RUN_MARGIN_MS = 60_000;
+const POLL_INTERVAL_MS = 500;
+
+type FollowOutcome = { kind: "terminal"; result: TaskResult } | { kind: "lost"; reason: string };
+
+/**
+ * BlockxClient is the TypeScript client of a BlockX cluster. `runTask` = reserve a slot through
+ * a Coordinator, submit to that Worker, watch until terminal, following SYSTEM.md section 2's
+ * retry rules, and resubmitting when the Worker running the task is lost (idempotent outputs
+ * only, unless the caller opts in). Through `PROXY_SOCKET_PATH` every call goes via the proxy.
+ */
+export class BlockxClient {
+  private readonly transport: GrpcTransport;
+
+  constructor(
+    readonly config: ClientConfig,
+    private readonly clock: ClientClock = systemClock,
+  ) {
+    this.transport = new GrpcTransport(config.proxySocketPath);
+  }
+
+  close(): void {
+    this.transport.close();
+  }
+
+  /** runTask runs a task to its terminal state; a FAILED task resolves (succeeded: false), it does not throw. */
+  async runTask(task: Task, opts: RunTaskOptions = {}): Promise<RunResult> {
+    validateTask(task);
+    const cluster = clusterFor(task, opts.cluster);
+    const resubmit = opts.resubmit ?? resubmitByDefault(task);
+    const maxAttempts = opts.maxAttempts ?? this.config.maxAttempts;
+    const deadlineMs = this.deadlineOf(task, opts);
+    const events: ClientEvent[] = [];
+    const emit = (e: ClientEvent) => {
+      events.push(e);
+      opts.onEvent?.(e);
+    };
+    const workers: string[] = [];
+    for (let attempt = 1; ; attempt++) {
+      const handle = await this.reserveAndSubmit(task, cluster, deadlineMs, emit, attempt);
+      workers.push(handle.workerAddr);
+      const outcome = await this.follow(handle, deadlineMs, opts.onProgress, emit);
+      if (outcome.kind === "terminal") {
+        const state = stateName(outcome.result.snapshot?.state);
+        return {
+          taskId: task.taskId,
+          cluster,
+          state,
+          succeeded: state === "SUCCEEDED",
+          result: outcome.result,
+          returnValues: outcome.result.returnValues.map((b) => JSON.parse(b.toString("utf8")) as unknown),
+          attempts: attempt,
+          workers,
+          events,
+        };
+      }
+      const again = resubmit && attempt < maxAttempts && this.clock.now() < deadlineMs;
+      emit({ kind: "workerLost", attempt, workerAddr: handle.workerAddr, reason: outcome.reason, resubmit: again });
+      if (!again) {
+        const why = !resubmit
+          ? "not resubmitted: its normal_table_write could append rows twice (pass resubmit: true to allow)"
+          : attempt >= maxAttempts
+            ? `gave up after ${attempt} attempts`
+            : "the deadline has passed";
+        throw new BlockxError("WORKER_LOST", `task ${task.taskId}: Worker ${handle.workerAddr} was lost (${outcome.reason}); ${why}`);
+      }
+    }
+  }
+
+  /**
+   * runTasks runs many tasks (e.g. a backfill cut into ranges) with at most `concurrency` in
+   * flight; each is retried and resubmitted on its own. Settles every task, in input order.
+   */
+  async runTasks(tasks: readonly Task[], opts: RunTaskOptions & { concurrency?: number; onSettled?: (entry: RunTasksEntry) => void } = {}): Promise<RunTasksEntry[]> {
+    const out: RunTasksEntry[] = new Array(tasks.length);
+    let next = 0;
+    const lane = async () => {
+      while (next < tasks.length) {
+        const i = next++;
+        const task = tasks[i]!;
+        try {
+          out[i] = { task, ok: true, run: await this.runTask(task, opts) };
+        } catch (e) {
+          out[i] = { task, ok: false, error: e instanceof BlockxError ? e : new BlockxError("RPC_FAILED", String(e)) };
+        }
+        opts.onSettled?.(out[i]!);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(opts.concurrency ?? 4, tasks.length)) }, lane));
+    return out;
+  }
+
+  /** submit reserves a slot and submits the task, with the retry rules; it does not wait for the task. */
+  async submit(task: Task, opts: Pick<RunTaskOptions, "cluster" | "deadlineMs" | "timeoutMs" | "onEvent"> = {}): Promise<TaskHandle> {
+    validateTask(task);
+    return this.reserveAndSubmit(task, clusterFor(task, opts.cluster), this.deadlineOf(task, opts), (e) => opts.onEvent?.(e), 1);
+  }
+
+  /** watch follows a submitted task until it is terminal and returns its result; WORKER_LOST if its Worker went away. */
+  async watch(ref: TaskRef, opts: Pick<RunTaskOptions, "deadlineMs" | "timeoutMs" | "onProgress" | "onEvent"> = {}): Promise<TaskResult> {
+    const deadlineMs = opts.deadlineMs ?? this.clock.now() + (opts.timeoutMs ?? 8 * 3600_000);
+    const outcome = await this.follow(ref, deadlineMs, opts.onProgress, (e) => opts.onEvent?.(e));
+    if (outcome.kind === "lost") throw new BlockxError("WORKER_LOST", `task ${ref.taskId}: Worker ${ref.workerAddr} was lost (${outcome.reason})`);
+    return outcome.result;
+  }
+
+  /** result asks the Worker for the task's result (its snapshot while still running). */
+  async result(ref: TaskRef): Promise<TaskResult> {
+    const w = this.transport.worker(ref.workerAddr);
+    try {
+      return await unary(w.client.getTaskResult.bind(w.client), { taskId: ref.taskId }, w.metadata(), this.rpcDeadline());
+    } catch (e) {
+      throw toBlockxError(e, `GetTaskResult ${ref.taskId} on ${ref.workerAddr}`);
+    }
+  }
+
+  /** cancel stops the task; cancelling a finished task returns its final snapshot. */
+  async cancel(ref: TaskRef, reason = "cancelled by client"): Promise<TaskSnapshot> {
+    const w = this.transport.worker(ref.workerAddr);
+    try {
+      return await unary(w.client.cancelTask.bind(w.client), { taskId: ref.taskId, reason }, w.metadata(), this.rpcDeadline());
+    } catch (e) {
+      throw toBlockxError(e, `CancelTask ${ref.taskId} on ${ref.workerAddr}`);
+    }
+  }
+
+  /** invoke runs one call now on the Sync Invoker; `debug` adds output, logs, IO trace and traceback. */
+  async invoke(fn: Partial<FunctionRef>, args: unknown, opts: { timeoutMs?: number; debug?: boolean } = {}): Promise<InvokeResponse | DebugInvokeResponse> {
+    const c = this.transport.syncInvoker(this.config.syncInvokerAddr);
+    const req = { function: FunctionRef.fromPartial(fn), args: Buffer.from(JSON.stringify(args ?? null)), timeoutMs: opts.timeoutMs ?? 0 };
+    const deadline = this.clock.now() + Math.max(this.config.rpcTimeoutMs, (opts.timeoutMs ?? 0) + 5000);
+    try {
+      return opts.debug
+        ? await unary(c.debugInvoke.bind(c), req, new grpc.Metadata(), deadline)
+        : await unary(c.invoke.bind(c), req, new grpc.Metadata(), deadline);
+    } catch (e) {
+      throw toBlockxError(e, `Invoke on the Sync Invoker at ${this.config.syncInvokerAddr}`);
+    }
+  }
+
+  /** precheck compiles and checks a function on the Sync Invoker without running it. */
+  async precheck(fn: Partial<FunctionRef>): Promise<PrecheckResponse> {
+    const c = this.transport.syncInvoker(this.config.syncInvokerAddr);
+    try {
+      return await unary(c.precheck.bind(c), { function: FunctionRef.fromPartial(fn) }, new grpc.Metadata(), this.rpcDeadline());
+    } catch (e) {
+      throw toBlockxError(e, `Precheck on the Sync Invoker at ${this.config.syncInvokerAddr}`);
+    }
+  }
+
+  private deadlineOf(task: Task, opts: Pick<RunTaskOptions, "deadlineMs" | "timeoutMs">): number {
+    return opts.deadlineMs ?? this.clock.now() + (opts.timeoutMs ?? (task.taskTimeoutMs || DEFAULT_TASK_TIMEOUT_MS) + RUN_MARGIN_MS);
+  }
+
+  private rpcDeadline(capMs = Infinity): number {
+    return Math.min(capMs, this.clock.now() + this.config.rpcTimeoutMs);
+  }
+
+  /** reserveAndSubmit loops reserve -> submit under the retry rules until submitted or the deadline. */
+  private async reserveAndSubmit(task: Task, cluster: Cluster, deadlineMs: number, emit: (e: ClientEvent) => void, attempt: number): Promise<TaskHandle> {
+    const addrs = cluster === "block" ? this.config.coordinatorAddrs : this.config.bundleCoordinatorAddrs;
+    const reservers = this.transport.reservers(cluster, addrs);
+    const policy = new ReservePolicy({ ...DEFAULT_RETRY_POLICY, slotTtlMs: this.config.slotTtlMs }, reservers.length);
+    let index = 0;
+    let last = "";
+    const retry = async (failure: RetryableFailure, where: string, details: string): Promise<void> => {
+      const d = policy.decide(failure, this.clock.now(), deadlineMs, this.clock.random());
+      last = `${failure} from ${where}: ${details}`;
+      if (d.kind === "giveUp") {
+        const what = d.code === "NO_CAPACITY" ? "no free slot" : "the cluster did not answer";
+        throw new BlockxError(d.code, `task ${task.taskId} (${cluster} cluster): ${what} before the deadline; last answer: ${last}`, grpc.status[failure]);
+      }
+      emit({ kind: "reserveRefused", failure, coordinator: where, details, delayMs: Math.round(d.delayMs) });
+      if (d.nextCoordinator) index++;
+      await this.clock.sleep(d.delayMs);
+    };
+    for (;;) {
+      const reserver = reservers[index % reservers.length]!;
+      let slot: ReserveWorkerSlotResponse;
+      try {
+        slot = await reserver.reserve(task.taskId, this.rpcDeadline(deadlineMs));
+      } catch (e) {
+        const failure = retryableFailure(e);
+        if (!failure) throw toBlockxError(e, `ReserveWorkerSlot on ${reserver.label}`);
+        await retry(failure, reserver.label, detailsOf(e));
+        continue;
+      }
+      policy.succeeded();
+      const w = this.transport.worker(slot.workerAddr);
+      try {
+        const snapshot = await unary(w.client.submitTask.bind(w.client), { task, slotId: slot.slotId }, w.metadata(), this.rpcDeadline(deadlineMs));
+        emit({ kind: "submitted", attempt, workerAddr: slot.workerAddr, slotId: slot.slotId, coordinator: reserver.label });
+        return { taskId: task.taskId, workerAddr: slot.workerAddr, slotId: slot.slotId, cluster, coordinator: reserver.label, snapshot };
+      } catch (e) {
+        if (!isServiceError(e)) throw e;
+        emit({ kind: "submitRefused", code: grpc.status[e.code] ?? String(e.code), workerAddr: slot.workerAddr, details: e.details });
+        // The slot expired, or belonged to an earlier incarnation of the Worker: reserve a fresh one.
+        if (e.code === grpc.status.NOT_FOUND || e.code === grpc.status.FAILED_PRECONDITION) {
+          await retry("UNAVAILABLE", slot.workerAddr, e.details);
+          continue;
+        }
+        const failure = retryableFailure(e);
+        if (!failure) throw toBlockxError(e, `SubmitTask ${task.taskId} on ${slot.workerAddr}`);
+        await retry(failure, slot.workerAddr, e.details);
+      }
+    }
+  }
+
+  /**
+   * follow streams WatchTasks until the task is terminal, falling back to GetTaskResult polling
+   * when the stream breaks. The Worker counts as lost when it stays unreachable for
+   * workerLostAfterMs, or answers NotFound (it restarted and forgot the task).
+   */
+  private async follow(ref: TaskRef, deadlineMs: number, onProgress: RunTaskOptions["onProgress"], emit: (e: ClientEvent) => void): Promise<FollowOutcome> {
+    const meter = new ProgressMeter();
+    const seen = (s: TaskSnapshot) => onProgress?.(meter.update(s, this.clock.now()), s);
+    const w = this.transport.worker(ref.workerAddr);
+    let streaming = true;
+    let unreachableSinceMs: number | undefined;
+    for (;;) {
+      if (this.clock.now() >= deadlineMs) {
+        throw new BlockxError("DEADLINE_EXCEEDED", `task ${ref.taskId} on ${ref.workerAddr} was still running at the caller's deadline`);
+      }
+      let terminalSeen = false;
+      if (streaming) {
+        const err = await this.stream(w, ref.taskId, deadlineMs, (s) => {
+          unreachableSinceMs = undefined;
+          seen(s);
+          if (TERMINAL.has(s.state)) terminalSeen = true;
+        });
+        if (err) {
+          emit({ kind: "watchFailed", workerAddr: ref.workerAddr, code: grpc.status[err.code] ?? String(err.code), details: err.details });
+          if (err.code === grpc.status.UNIMPLEMENTED) streaming = false;
+        }
+      }
+      try {
+        const result = await unary(w.client.getTaskResult.bind(w.client), { taskId: ref.taskId }, w.metadata(), this.rpcDeadline(deadlineMs));
+        unreachableSinceMs = undefined;
+        if (result.snapshot && TERMINAL.has(result.snapshot.state)) {
+          if (!terminalSeen) seen(result.snapshot);
+          return { kind: "terminal", result };
+        }
+        if (result.snapshot) seen(result.snapshot);
+      } catch (e) {
+        if (!isServiceError(e)) throw e;
+        if (e.code === grpc.status.NOT_FOUND) return { kind: "lost", reason: `the Worker no longer knows the task: ${e.details}` };
+        if (!retryableFailure(e)) throw toBlockxError(e, `GetTaskResult ${ref.taskId} on ${ref.workerAddr}`);
+        unreachableSinceMs ??= this.clock.now();
+        if (this.clock.now() - unreachableSinceMs >= this.config.workerLostAfterMs) {
+          return { kind: "lost", reason: `unreachable for ${this.config.workerLostAfterMs} ms: ${e.details}` };
+        }
+      }
+      await this.clock.sleep(unreachableSinceMs === undefined ? POLL_INTERVAL_MS : POLL_INTERVAL_MS / 2);
+    }
+  }
+
+  /** stream runs one WatchTasks call; resolves undefined when it ends normally, else its error. */
+  private stream(w: ReturnType<GrpcTransport["worker"]>, taskId: string, deadlineMs: number, onSnapshot: (s: TaskSnapshot) => void): Promise<grpc.ServiceError | undefined> {
+    return new Promise((resolve) => {
+      const call = w.client.watchTasks({ taskIds: [taskId] }, w.metadata(), { deadline: deadlineMs });
+      call.on("data", (s: TaskSnapshot) => onSnapshot(s));
+      call.on("error", (e: grpc.ServiceError) => resolve(e));
+      call.on("end", () => resolve(undefined));
+    });
+  }
+}
+
+function validateTask(task: Task): void {
+  if (!task.taskId) throw new BlockxError("INVALID_ARGUMENT", "the task has no task_id");
+  if (!task.functionCallConfig?.config) throw new BlockxError("INVALID_ARGUMENT", `task ${task.taskId}: no call config (block_table, block_bundle or inputs)`);
+  if (task.outputs.length === 0) throw new BlockxError("INVALID_ARGUMENT", `task ${task.taskId}: no output (a table or return_value)`);
+}
+
+/** retryableFailure classifies a gRPC error; a call that timed out counts as Unavailable. */
+function retryableFailure(e: unknown): RetryableFailure | undefined {
+  if (!isServiceError(e)) return undefined;
+  switch (e.code) {
+    case grpc.status.UNAVAILABLE:
+    case grpc.status.DEADLINE_EXCEEDED:
+      return "UNAVAILABLE";
+    case grpc.status.RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc.status.ABORTED:
+      return "ABORTED";
+    default:
+      return undefined;
+  }
+}
+
+function detailsOf(e: unknown): string {
+  return isServiceError(e) ? e.details : String(e);
+}
+
+const CODE_BY_STATUS: Partial<Record<grpc.status, BlockxErrorCode>> = {
+  [grpc.status.INVALID_ARGUMENT]: "INVALID_ARGUMENT",
+  [grpc.status.UNAVAILABLE]: "UNREACHABLE",
+  [grpc.status.DEADLINE_EXCEEDED]: "UNREACHABLE",
+  [grpc.status.NOT_FOUND]: "NOT_FOUND",
+  [grpc.status.UNIMPLEMENTED]: "UNSUPPORTED",
+  [grpc.status.RESOURCE_EXHAUSTED]: "NO_CAPACITY",
+};
+
+/** toBlockxError: the one place a gRPC failure becomes an SDK error code. */
+export function toBlockxError(e: unknown, what: string): BlockxError {
+  if (e instanceof BlockxError) return e;
+  if (!isServiceError(e)) return new BlockxError("RPC_FAILED", `${what}: ${String(e)}`);
+  return new BlockxError(CODE_BY_STATUS[e.code] ?? "RPC_FAILED", `${what}: ${grpc.status[e.code]}: ${e.details}`, e.code);
+}
+
+export function stateName(state: TaskState | undefined): TaskStateName {
+  return taskStateToJSON(state ?? TaskState.TASK_STATE_UNSPECIFIED) as TaskStateName;
+}
+
+export function isTerminal(state: TaskState): boolean {
+  return TERMINAL.has(state);
+}
