@@ -70,7 +70,7 @@ def unwrap_io(result):
     if type(result) is dict and result.get("ok") is True:
         return result.get("value")
     error = _failure(result)
-    raise BackendError(str(error.get("type", "UNKNOWN")), str(error.get("message", "")))
+    raise BackendError(str(error.get("type", "UNKNOWN")), str(error.get("message", "")), error.get("retryable") is True)
 
 
 def unwrap_call(result):

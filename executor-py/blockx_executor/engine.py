@@ -50,7 +50,7 @@ from . import compile_cache as cc
 from .call import Call
 from .capture import tls, warn
 from .context import AsyncContext, Suspension, SyncContext
-from .errors import BudgetExceeded, Cancelled, Interrupt
+from .errors import BackendError, BudgetExceeded, Cancelled, Interrupt
 from .framing import MAX_FRAME_BYTES, FrameReader, ProtocolError, encode_json, frame_bytes
 from .user_traceback import describe_compile_error, describe_user_exception, user_filename
 
@@ -385,6 +385,9 @@ class Engine:
             return False
         if not ok:
             error = {"code": "USER_ERROR", "message": type(exc).__name__, "traceback": "", "line": 0, "column": 0}
+        # The backend was down or overloaded: the same call may succeed later, so the pool retries it.
+        if type(exc) is BackendError and exc.retryable is True:
+            error["code"] = "BACKEND_RETRYABLE"
         return self._fail_error(call, error)
 
     def _settle(self, w: _Worker, call: Call, ok: bool, value) -> None:

@@ -9,12 +9,16 @@ raises them asynchronously in a thread whose call went over budget or was cancel
 
 class BackendError(Exception):
     """BackendError is a failed IO request: ``type`` is the backend's error type (for example
-    ``NOT_FOUND`` or ``BACKEND_UNAVAILABLE``), ``message`` says what went wrong."""
+    ``InvalidParams`` or ``BackendUnavailable``), ``message`` says what went wrong, ``retryable``
+    whether the same request may succeed later (the backend was down or overloaded). A
+    retryable BackendError that escapes the function fails the call with ``BACKEND_RETRYABLE``,
+    which the Worker retries; any other escapes as ``USER_ERROR``."""
 
-    def __init__(self, type: str, message: str) -> None:
+    def __init__(self, type: str, message: str, retryable: bool = False) -> None:
         super().__init__(type, message)
         self.type = type
         self.message = message
+        self.retryable = retryable
 
     def __str__(self) -> str:
         return f"{self.type}: {self.message}" if self.message else str(self.type)

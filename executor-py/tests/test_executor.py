@@ -278,6 +278,33 @@ class SyncCallTest(ExecutorTest):
         self.assertEqual(e["message"], "BackendError: BACKEND_UNAVAILABLE: node down")
         self.assertEqual(e["line"], 2)
 
+    def test_uncaught_retryable_backend_error_fails_the_call_as_backend_retryable(self):
+        self.ex.execute("c1", "def main(ctx, x):\n    return ctx.io('rpc', 'eth_call', [])\n")
+        self.ex.next("c1")
+        self.ex.resume("c1", [{"ok": False, "error": {"type": "BackendOverloaded", "message": "rpc: too many requests", "retryable": True}}])
+        e = self.assertFailed(self.ex.next("c1"), "BACKEND_RETRYABLE")
+        self.assertEqual(e["message"], "BackendError: BackendOverloaded: rpc: too many requests")
+        self.assertEqual(e["line"], 2)
+
+    def test_retryable_backend_error_caught_by_user_code_shows_its_flag(self):
+        src = (
+            "from blockx_executor import BackendError\n"
+            "def main(ctx, x):\n"
+            "    out = []\n"
+            "    for _ in range(2):\n"
+            "        try:\n"
+            "            ctx.io('rpc', 'eth_call', [])\n"
+            "        except BackendError as e:\n"
+            "            out.append([e.type, e.retryable])\n"
+            "    return out\n"
+        )
+        self.ex.execute("c1", src)
+        self.ex.next("c1")
+        self.ex.resume("c1", [{"ok": False, "error": {"type": "BackendUnavailable", "message": "down", "retryable": True}}])
+        self.ex.next("c1")
+        self.ex.resume("c1", [err("JsonRpcError", "-32000: execution reverted")])
+        self.assertCompleted(self.ex.next("c1"), [["BackendUnavailable", True], ["JsonRpcError", False]])
+
     def test_failed_sub_call_raises_sub_call_error_with_code_and_traceback(self):
         src = (
             "from blockx_executor import SubCallError\n"

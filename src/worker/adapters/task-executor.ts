@@ -54,8 +54,8 @@ export class TaskExecutor {
   private wakeTimer: ReturnType<typeof setTimeout> | null = null;
   /**
    * Called for every finished call: true when it failed for a system reason (executor died,
-   * hung, ran out of memory, internal error), the Worker's own health. A user's error or an
-   * over-budget call says nothing about the Worker and counts as false.
+   * hung, ran out of memory, internal error), the Worker's own health. A user's error, an
+   * over-budget call or a failing backend says nothing about the Worker and counts as false.
    */
   onCallFinished: (systemFailure: boolean) => void = () => {};
   private pumping = false;
@@ -138,7 +138,8 @@ export class TaskExecutor {
   }
 
   private onCallDone(t: RunningTask, callId: string, d: DispatchedCall<JsonValue>, result: CallOutcome): void {
-    this.onCallFinished(!result.ok && (result.error.retryable || result.error.code === CallErrorCode.Internal));
+    // A backend that is down or overloaded says nothing about this Worker's health.
+    this.onCallFinished(!result.ok && result.error.code !== CallErrorCode.BackendRetryable && (result.error.retryable || result.error.code === CallErrorCode.Internal));
     if (!t.inflight.delete(callId) || this.tasks.get(t.plan.taskId) !== t) return; // the task ended meanwhile
     // Rows are written as calls finish; a row that does not fit fails the call (not retryable).
     const outcome = result.ok ? this.writeRows(t, d, result) : result;

@@ -2,8 +2,9 @@ import type { JsonValue, LogLine, ResumeResult, SuspensionRequest } from "./prot
 
 /**
  * CallErrorCode classifies a failed call. User failures and system failures never share a
- * code; only system failures of the executor process are retryable (the call may succeed on a
- * fresh executor), a user's own error never is.
+ * code; system failures of the executor process are retryable (the call may succeed on a
+ * fresh executor), and so is a call that a down or overloaded backend failed; a user's own error
+ * never is.
  */
 export const CallErrorCode = {
   UserError: "USER_ERROR",
@@ -18,11 +19,19 @@ export const CallErrorCode = {
   ExecutorHung: "EXECUTOR_HUNG",
   OomKilled: "OOM_KILLED",
   PoolClosed: "POOL_CLOSED",
+  /** A retryable BackendError (backend down or overloaded) escaped the function: retry the call later. */
+  BackendRetryable: "BACKEND_RETRYABLE",
   Internal: "INTERNAL",
 } as const;
 export type CallErrorCode = (typeof CallErrorCode)[keyof typeof CallErrorCode];
 
-const RETRYABLE: ReadonlySet<string> = new Set([CallErrorCode.ExecutorCrashed, CallErrorCode.ExecutorHung, CallErrorCode.OomKilled, CallErrorCode.PoolClosed]);
+const RETRYABLE: ReadonlySet<string> = new Set([
+  CallErrorCode.ExecutorCrashed,
+  CallErrorCode.ExecutorHung,
+  CallErrorCode.OomKilled,
+  CallErrorCode.PoolClosed,
+  CallErrorCode.BackendRetryable,
+]);
 
 export function isRetryable(code: string): boolean {
   return RETRYABLE.has(code);

@@ -27,7 +27,8 @@ export class RawJson {
   }
 }
 
-export type ResumeResult = { ok: true; value: JsonValue | RawJson } | { ok: false; error: { type: string; message: string; traceback?: string } };
+/** An IO error's `retryable` says the same request may succeed later (BackendError.retryable in Python). */
+export type ResumeResult = { ok: true; value: JsonValue | RawJson } | { ok: false; error: { type: string; message: string; traceback?: string; retryable?: boolean } };
 
 export interface ExecutorCallError {
   code: string;
