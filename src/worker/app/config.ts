@@ -48,6 +48,13 @@ export function workerVars(profile: WorkerProfile) {
       "block store file of the local test chain (`blockx localchain render`): its blocks are served as stored text instead of generated",
       stringSchema(),
     ),
+    localTestFaultsFile: envVar(
+      "LOCALTESTSERVICE_FAULTS_FILE",
+      "",
+      "a file path, or empty",
+      'fault injection for tests: JSON {"latencyMs": n, "errorRate": 0..1} re-read every 200 ms; each localtestservice request waits latencyMs, then fails as a retryable BackendUnavailable with probability errorRate (missing file: no faults)',
+      stringSchema(),
+    ),
     callMaxAttempts: envVar("CALL_MAX_ATTEMPTS", "4", "an integer from 1 to 100", "tries per call for retryable failures (a user's error is never retried)", intSchema(1, 100)),
     ...executorPoolVars,
     ...commonVars,
@@ -72,6 +79,8 @@ export interface WorkerRuntimeConfig {
   readonly localTestChainHead: number;
   /** Empty: every block is generated on demand. */
   readonly localTestBlockStore: string;
+  /** Empty: the local test chain never injects latency or errors. */
+  readonly localTestFaultsFile: string;
   readonly pool: ExecutorPoolConfig;
   readonly logLevel: EnvValues<ReturnType<typeof workerVars>>["logLevel"];
   readonly prometheusListenAddr: string;
@@ -112,6 +121,7 @@ export function loadWorkerRuntimeConfigFromEnv(
     tableStorePath: v.tableStorePath.trim(),
     localTestChainHead: v.localTestChainHead,
     localTestBlockStore: v.localTestBlockStore,
+    localTestFaultsFile: v.localTestFaultsFile.trim(),
     pool: executorPoolConfigFrom(v),
     logLevel: v.logLevel,
     prometheusListenAddr: v.prometheusListenAddr,

@@ -22,6 +22,7 @@ import { ExecutorPool } from "../executor/executor-pool";
 import { FunctionCodeView } from "../function-code/function-code-view";
 import { FunctionsDirPoller } from "../function-code/functions-dir";
 import { BackendRegistry } from "../io/backend-registry";
+import { BackendFaults } from "../io/backend-faults";
 import { localtestserviceBackend } from "../io/localtestservice-backend";
 import { SqliteTableStore } from "../writers/table-store";
 import type { WorkerRuntimeConfig } from "./config";
@@ -84,7 +85,10 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   const functionView = new FunctionCodeView();
   const functionsPoller = config.functionsDir ? new FunctionsDirPoller(config.functionsDir, functionView, log) : null;
   functionsPoller?.start();
-  const backends = new BackendRegistry().register(localtestserviceBackend({ head: config.localTestChainHead, ...(blockStore ? { store: blockStore } : {}) }));
+  const faults = config.localTestFaultsFile ? new BackendFaults(config.localTestFaultsFile) : undefined;
+  const backends = new BackendRegistry().register(
+    localtestserviceBackend({ head: config.localTestChainHead, ...(blockStore ? { store: blockStore } : {}), ...(faults ? { faults } : {}) }),
+  );
   const tableStore = new SqliteTableStore(config.tableStorePath);
   const svc: WorkerService = new WorkerService(core, (): TaskExecutor => executor, config.profile, log.child({ component: "worker-service" }), () =>
     functionsPoller ? functionView.current() : null,

@@ -13,11 +13,15 @@ export interface Backend {
   readonly ops: Readonly<Record<string, BackendOp>>;
 }
 
-/** BackendError: an IO request that failed in a way the user function sees as BackendError(type, message). */
+/**
+ * BackendError: an IO request that failed in a way the user function sees as
+ * BackendError(type, message, retryable); retryable says the same request may succeed later.
+ */
 export class BackendError extends Error {
   constructor(
     readonly type: string,
     message: string,
+    readonly retryable = false,
   ) {
     super(message);
   }
@@ -48,7 +52,8 @@ export class BackendRegistry {
       return { ok: true, value, ioMs: ioMs() };
     } catch (e) {
       const type = e instanceof BackendError ? e.type : "BackendFailed";
-      return { ok: false, error: { type, message: `${backend}.${op}: ${(e as Error).message}` }, ioMs: ioMs() };
+      const retryable = e instanceof BackendError && e.retryable;
+      return { ok: false, error: { type, message: `${backend}.${op}: ${(e as Error).message}`, ...(retryable ? { retryable } : {}) }, ioMs: ioMs() };
     }
   }
 }

@@ -1,7 +1,8 @@
 import type { JsonValue } from "../executor/protocol";
 import type { BlockTextStore } from "../backends/localtestservice/block-text-store";
 import { SyntheticChain } from "../backends/localtestservice/synthetic-chain";
-import { BackendError, type Backend } from "./backend-registry";
+import type { BackendFaults } from "./backend-faults";
+import { BackendError, type Backend, type BackendOp } from "./backend-registry";
 
 function obj(params: JsonValue, op: string): Record<string, JsonValue> {
   if (params === null || typeof params !== "object" || Array.isArray(params)) throw new BackendError("InvalidParams", `${op}: params must be an object`);
@@ -25,9 +26,27 @@ function chainName(p: Record<string, JsonValue>, op: string): string {
  * names as ops: eth_getBlockByNumber {chain, number, full}, eth_getBlockReceipts {chain,
  * number}, eth_getLogs {chain, fromBlock, toBlock, address, topics}, eth_blockNumber {chain}.
  * With a block text store, full blocks in its range are served as their stored text (RawJson)
- * instead of being generated.
+ * instead of being generated. With faults (LOCALTESTSERVICE_FAULTS_FILE), every op first waits
+ * the injected latency and may fail as a retryable BackendUnavailable.
  */
-export function localtestserviceBackend(opts: { head?: number; store?: BlockTextStore } = {}): Backend {
+export function localtestserviceBackend(opts: { head?: number; store?: BlockTextStore; faults?: BackendFaults } = {}): Backend {
+  const backend = chainBackend(opts);
+  const { faults } = opts;
+  if (!faults) return backend;
+  const ops: Record<string, BackendOp> = {};
+  for (const [name, op] of Object.entries(backend.ops)) {
+    ops[name] = {
+      kind: op.kind,
+      handle: async (params) => {
+        await faults.apply(name);
+        return op.handle(params);
+      },
+    };
+  }
+  return { name: backend.name, ops };
+}
+
+function chainBackend(opts: { head?: number; store?: BlockTextStore }): Backend {
   const { store } = opts;
   const chains = new Map<string, SyntheticChain>();
   const chainOf = (name: string) => {

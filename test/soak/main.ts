@@ -1,0 +1,29 @@
+/**
+ * `make soak SEED=n MINUTES=m`: the long soak. Prints the fault log as it goes, then the
+ * report; writes every task's outcome to soak-report-<seed>.json; exits 1 on any missing or
+ * duplicated row or any task that never succeeded.
+ */
+import { writeFileSync } from "node:fs";
+import { formatReport, runSoak } from "./soak-run";
+
+function intArg(name: string, fallback: number): number {
+  const raw = process.env[name] ?? "";
+  if (raw === "") return fallback;
+  const v = Number(raw);
+  if (!Number.isInteger(v) || v < 0) {
+    console.error(`${name} must be a non-negative integer, got ${JSON.stringify(raw)}`);
+    process.exit(2);
+  }
+  return v;
+}
+
+const seed = intArg("SEED", 1);
+const minutes = intArg("MINUTES", 10);
+const started = new Date().toISOString();
+console.log(`soak: seed ${seed}, ${minutes} minutes of faults and backfill (started ${started})`);
+const report = await runSoak({ seed, durationMs: minutes * 60_000, log: (l) => console.log(l) });
+const out = `soak-report-${seed}.json`;
+writeFileSync(out, JSON.stringify({ started, minutes, ...report }, null, 2));
+console.log("\n" + formatReport(report));
+console.log(`\nevery task's outcome: ${out}`);
+process.exit(report.passed ? 0 : 1);
