@@ -13,7 +13,7 @@ COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 export PATH := $(abspath $(CACHE)/bun/node_modules/.bin):$(PATH)
 export BLOCKX_ETCD_BIN := $(abspath $(ETCD))
 
-.PHONY: deps build test typecheck proto bench clean run
+.PHONY: deps build test typecheck proto bench clean run soak
 .DEFAULT_GOAL := build
 
 deps: $(BUN) $(DEPS_STAMP) $(ETCD) $(GRPCIO_STAMP)
@@ -71,6 +71,12 @@ bench: deps build
 	$(BUN) bench/coordinator/reserve.ts
 	$(BUN) bench/executor/pool.ts
 	$(BUN) bench/worker/run.ts
+
+# The long soak: a cluster under seeded faults for MINUTES, then every row checked (README "Soak").
+SEED ?= 1
+MINUTES ?= 10
+soak: deps build
+	SEED=$(SEED) MINUTES=$(MINUTES) $(BUN) test/soak/main.ts
 
 clean:
 	rm -rf dist

@@ -1,6 +1,8 @@
 #!/usr/bin/env bun
 import { buildInfo } from "../common/build-info";
 import { ConfigError, renderEnvHelp } from "../common/config/env-config";
+import { EXIT_CODES_HELP } from "./client/exit-codes";
+import { clientCommands } from "./client-commands";
 import type { Command } from "./command";
 import { coordinatorCommands } from "./coordinator-commands";
 import { execCommand, UsageError } from "./exec-command";
@@ -16,7 +18,7 @@ const versionCommand: Command = {
   },
 };
 
-const commands: Command[] = [...coordinatorCommands, ...workerCommands, execCommand, localchainCommand, versionCommand];
+const commands: Command[] = [...coordinatorCommands, ...workerCommands, ...clientCommands, execCommand, localchainCommand, versionCommand];
 
 function usage(): string {
   const width = Math.max(...commands.map((c) => c.name.length));
@@ -27,11 +29,13 @@ function usage(): string {
     ...commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
     "",
     "Run `blockx <command> --help` for the command's environment variables and flags.",
+    "",
+    EXIT_CODES_HELP,
   ].join("\n");
 }
 
 function commandHelp(c: Command): string {
-  const lines = [`usage: blockx ${c.name} [--flags]`, "", c.summary];
+  const lines = c.usage ? [c.usage, "", c.summary] : [`usage: blockx ${c.name} [--flags]`, "", c.summary];
   if (Object.keys(c.vars).length > 0) {
     lines.push("", "Environment variables (each also a flag, e.g. --name=value; flags win):", renderEnvHelp(c.vars));
   }

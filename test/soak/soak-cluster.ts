@@ -122,6 +122,9 @@ export class SoakCluster {
             COORDINATOR_LISTEN: `127.0.0.1:${port}`,
             COORDINATOR_REGISTRY_PREFIXES: c.prefix,
             COORDINATOR_ETCD_WATCH_RETRY_DELAY_MS: "200",
+            // Every Worker here reports the same host's CPU, which the soak itself (and whatever
+            // else runs on this box) keeps near 100%: the red line would refuse every Worker.
+            COORDINATOR_CPU_RED_LINE: "1",
           }),
         );
       }

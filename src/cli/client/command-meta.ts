@@ -1,0 +1,76 @@
+import { TASK_FLAGS, TASK_FLAGS_HELP } from "./task-flags";
+import type { ClientCommandMeta } from "./client-command";
+
+/** What `--help` shows for each client command, kept apart from the code so that help loads nothing heavy. */
+export const invokeMeta: ClientCommandMeta = {
+  name: "invoke",
+  summary: "run one call now on the Sync Invoker: invoke --function FILE|NAME [--args JSON|@FILE] [--debug]",
+  usage: [
+    "usage: blockx invoke --function FILE|NAME [--entry NAME] [--args JSON|@FILE] [--timeout-ms N] [--debug] [--json]",
+    "  --debug   DebugInvoke: also captured output, ctx.log lines, the IO trace and the traceback",
+  ].join("\n"),
+  flags: { function: "value", entry: "value", args: "value", "timeout-ms": "value", debug: "bool" },
+};
+
+export const precheckMeta: ClientCommandMeta = {
+  name: "precheck",
+  summary: "check a function without running it (syntax, entry, signature) on the Sync Invoker",
+  usage: "usage: blockx precheck --function FILE|NAME [--entry NAME] [--json]",
+  flags: { function: "value", entry: "value" },
+};
+
+export const submitMeta: ClientCommandMeta = {
+  name: "submit",
+  summary: "submit a task (function + call config from flags or a JSON task file); --watch follows it with a progress bar",
+  usage: [
+    "usage: blockx submit [TASK.json] [--function FILE|NAME --blocks A..B | --inputs JSON] [--table NAME | --return] [--watch] [--json]",
+    "",
+    "A task file is a worker.v1.Task in proto3 JSON (inputs may be plain JSON values); flags override its fields.",
+    TASK_FLAGS_HELP,
+    "  --cluster block|bundle override the cluster (default: block tables and return values -> block, bundles and inputs -> bundle)",
+    "  --watch                wait for the end with a live progress bar (plain lines when not a terminal); resubmits if the Worker is lost",
+    "  --resubmit             with --watch: also resubmit a task that appends to a normal table (could duplicate rows)",
+    "  --no-resubmit          with --watch: never resubmit",
+    "  --deadline-ms N        give up after N ms (default: the task timeout + 60 s)",
+    "  --json                 one JSON object on stdout (the handle, or with --watch the result)",
+  ].join("\n"),
+  flags: { ...TASK_FLAGS, cluster: "value", watch: "bool", resubmit: "bool", "no-resubmit": "bool", "deadline-ms": "value" },
+};
+
+export const tableMeta: ClientCommandMeta = {
+  name: "table",
+  summary: "print rows of a table from the SQLite table store: table NAME [--limit N] [--order COLUMN] [--json]",
+  usage: [
+    "usage: blockx table NAME [--limit N] [--order COLUMN] [--json]",
+    "  reads TABLE_STORE_PATH (the Workers' table store on this host); --limit default 20, 0 = all",
+  ].join("\n"),
+  flags: { limit: "value", order: "value" },
+};
+
+export const watchMeta: ClientCommandMeta = {
+  name: "watch",
+  summary: "follow a task until it ends, with a progress bar: watch TASK_ID --worker ADDR",
+  usage: "usage: blockx watch TASK_ID --worker HOST:PORT [--json]",
+  flags: { worker: "value" },
+};
+
+export const resultMeta: ClientCommandMeta = {
+  name: "result",
+  summary: "print a task's result (a table, or --json): result TASK_ID --worker ADDR",
+  usage: "usage: blockx result TASK_ID --worker HOST:PORT [--json]",
+  flags: { worker: "value" },
+};
+
+export const cancelMeta: ClientCommandMeta = {
+  name: "cancel",
+  summary: "cancel a task: cancel TASK_ID --worker ADDR [--reason TEXT]",
+  usage: "usage: blockx cancel TASK_ID --worker HOST:PORT [--reason TEXT] [--json]",
+  flags: { worker: "value", reason: "value" },
+};
+
+export const workersMeta: ClientCommandMeta = {
+  name: "workers",
+  summary: "list the live Workers from the etcd registry: address, cluster, free slots, CPU, memory, heartbeat age",
+  usage: "usage: blockx workers [--cluster block|bundle] [--json]",
+  flags: { cluster: "value" },
+};

@@ -1,0 +1,74 @@
+import * as grpc from "@grpc/grpc-js";
+import { existsSync, unlinkSync } from "node:fs";
+import { connect } from "node:net";
+import { resolve } from "node:path";
+import { GRPC_SERVER_OPTIONS, bindGrpcServer, shutdownGrpcServer } from "../../common/grpc/grpc-server";
+import { HealthStatus, ServingStatus } from "../../common/grpc/health-service";
+import { onShutdownSignal } from "../../common/lifecycle/shutdown";
+import { createLogger } from "../../common/logging/logger";
+import { startMetricsServer } from "../../common/metrics/metrics-server";
+import { MetricsRegistry } from "../../common/metrics/metrics";
+import { registerProcessMetrics } from "../../common/metrics/process-metrics";
+import { BundleCoordinatorServiceService } from "../../gen/bundlecoordinator/v1/bundle_coordinator";
+import { CoordinatorServiceService } from "../../gen/coordinator/v1/coordinator";
+import { SyncInvokerServiceService } from "../../gen/syncinvoker/v1/sync_invoker";
+import { WorkerServiceService } from "../../gen/worker/v1/worker";
+import { PassThrough, type ProxiedMethod } from "../adapters/pass-through";
+import { ProxyRouter } from "../core/proxy-router";
+import type { ProxyConfig } from "./config";
+
+const PROXIED_SERVICES = [CoordinatorServiceService, BundleCoordinatorServiceService, SyncInvokerServiceService, WorkerServiceService];
+
+/** A socket file nobody listens on is left over from a crash: remove it. A live one is an error. */
+async function clearStaleSocket(path: string): Promise<void> {
+  if (!existsSync(path)) return;
+  const live = await new Promise<boolean>((done) => {
+    const s = connect(path);
+    s.once("connect", () => {
+      s.destroy();
+      done(true);
+    });
+    s.once("error", () => done(false));
+  });
+  if (live) throw new Error(`PROXY_SOCKET_PATH ${path}: another process is listening there`);
+  unlinkSync(path);
+}
+
+/** runProxy serves the UDS proxy until SIGTERM/SIGINT, then drains and removes the socket file. */
+export async function runProxy(config: ProxyConfig): Promise<void> {
+  const log = createLogger(config.logLevel, { role: "proxy" });
+  const socketPath = resolve(config.socketPath);
+  const registry = new MetricsRegistry();
+  registerProcessMetrics(registry, "proxy");
+  const calls = registry.counter("blockx_proxy_calls_total", "Calls relayed by the proxy, by service and final status.", ["service", "code"]);
+
+  const router = new ProxyRouter({
+    blockCoordinators: config.coordinatorAddrs,
+    bundleCoordinators: config.bundleCoordinatorAddrs,
+    syncInvoker: config.syncInvokerAddr,
+  });
+  const passThrough = new PassThrough(router, log.child({ component: "pass-through" }), calls);
+  const server = new grpc.Server(GRPC_SERVER_OPTIONS);
+  const health = new HealthStatus([]);
+  health.register(server);
+  const methods: ProxiedMethod[] = PROXIED_SERVICES.flatMap((svc) => Object.values(svc));
+  passThrough.register(server, methods);
+
+  await clearStaleSocket(socketPath);
+  await bindGrpcServer(server, `unix:${socketPath}`);
+  const metricsServer = startMetricsServer(registry, config.prometheusListenAddr, config.prometheusPath, log);
+
+  onShutdownSignal(log, config.shutdownGraceMs + 5_000, async () => {
+    health.setAll(ServingStatus.NOT_SERVING);
+    health.endWatches();
+    await shutdownGrpcServer(server, config.shutdownGraceMs);
+    passThrough.close();
+    metricsServer?.stop();
+    if (existsSync(socketPath)) unlinkSync(socketPath);
+  });
+  health.setAll(ServingStatus.SERVING);
+  log.info(
+    { addr: `unix:${socketPath}`, coordinators: config.coordinatorAddrs, bundleCoordinators: config.bundleCoordinatorAddrs, syncInvoker: config.syncInvokerAddr },
+    "grpc listening",
+  );
+}
