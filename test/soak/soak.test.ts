@@ -1,6 +1,6 @@
 /**
  * The shortened soak inside `make test`: the full cluster (etcd, two Coordinators, three
- * Workers, one table store) backfilling through the SDK for 75 s under a fixed seed's
+ * Workers, one table store) backfilling through the SDK for 60 s under a fixed seed's
  * faults, at least one of each kind, then every block's rows checked: none missing, none
  * duplicated. `make soak` runs the same thing for 10 minutes or more.
  */
@@ -9,7 +9,7 @@ import { FAULT_KINDS } from "./fault-schedule";
 import { formatReport, runSoak } from "./soak-run";
 
 test("short soak: every fault kind injected; every block's rows exactly once", async () => {
-  const report = await runSoak({ seed: 20261129, durationMs: 75_000 });
+  const report = await runSoak({ seed: 20261129, durationMs: 60_000 });
   console.log(formatReport(report));
   for (const k of FAULT_KINDS) expect(report.faultsByKind[k]).toBeGreaterThanOrEqual(1);
   expect(report.tasks.filter((t) => !t.succeeded).map((t) => `${t.taskId}: ${t.failures.join(" | ")}`)).toEqual([]);
