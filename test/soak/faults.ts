@@ -1,5 +1,5 @@
 import type { FaultEvent, FaultKind } from "./fault-schedule";
-import { childPids, type SoakCluster } from "./soak-cluster";
+import { childPids, type Member, type SoakCluster } from "./soak-cluster";
 
 /** Fault: one kind of failure, injected into the cluster and recovered from (restart, resume, heal). */
 export interface Fault {
@@ -8,16 +8,18 @@ export interface Fault {
   inject(e: FaultEvent): Promise<string>;
 }
 
-/** A Worker crashes (SIGKILL: no drain, tasks lost) and is started again at the same address. */
-class WorkerKill implements Fault {
-  readonly kind = "workerKill";
-  constructor(private readonly c: SoakCluster) {}
+/** A Worker or a Coordinator crashes (SIGKILL: no drain) and is started again at the same address. */
+class ProcessCrash implements Fault {
+  constructor(
+    readonly kind: "workerKill" | "coordinatorRestart",
+    private readonly members: readonly Member[],
+  ) {}
   async inject(e: FaultEvent): Promise<string> {
-    const w = this.c.workers[e.target]!;
-    await w.kill();
+    const m = this.members[e.target]!;
+    await m.kill();
     await Bun.sleep(e.durationMs);
-    await w.restart();
-    return `${w.name} killed, restarted after ${e.durationMs} ms`;
+    await m.restart();
+    return `${m.name} killed, restarted after ${e.durationMs} ms`;
   }
 }
 
@@ -69,19 +71,6 @@ class EtcdRestart implements Fault {
   }
 }
 
-/** A Coordinator crashes and is started again on the same port. */
-class CoordinatorRestart implements Fault {
-  readonly kind = "coordinatorRestart";
-  constructor(private readonly c: SoakCluster) {}
-  async inject(e: FaultEvent): Promise<string> {
-    const m = this.c.coordinators[e.target]!;
-    await m.kill();
-    await Bun.sleep(e.durationMs);
-    await m.restart();
-    return `${m.name} down for ${e.durationMs} ms`;
-  }
-}
-
 /** The chain backend slows down and fails a share of requests (retryable), then heals. */
 class BackendDegrade implements Fault {
   readonly kind = "backendDegrade";
@@ -99,11 +88,11 @@ class BackendDegrade implements Fault {
 
 export function faultsFor(c: SoakCluster): Record<FaultKind, Fault> {
   return {
-    workerKill: new WorkerKill(c),
+    workerKill: new ProcessCrash("workerKill", c.workers),
     executorKill: new ExecutorKill(c),
     workerHang: new WorkerHang(c),
     etcdRestart: new EtcdRestart(c),
-    coordinatorRestart: new CoordinatorRestart(c),
+    coordinatorRestart: new ProcessCrash("coordinatorRestart", c.coordinators),
     backendDegrade: new BackendDegrade(c),
   };
 }
