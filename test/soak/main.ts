@@ -1,5 +1,6 @@
 /**
- * `make soak SEED=n MINUTES=m`: the long soak. Prints the fault log as it goes, then the
+ * `make soak SEED=n MINUTES=m [BASELINE_SECONDS=60]`: the long soak, after a fault-free
+ * baseline on the same cluster. Prints the fault log as it goes, then the
  * report; writes every task's outcome to soak-report-<seed>.json; exits 1 on any missing or
  * duplicated row or any task that never succeeded.
  */
@@ -19,9 +20,10 @@ function intArg(name: string, fallback: number): number {
 
 const seed = intArg("SEED", 1);
 const minutes = intArg("MINUTES", 10);
+const baselineSeconds = intArg("BASELINE_SECONDS", 60);
 const started = new Date().toISOString();
-console.log(`soak: seed ${seed}, ${minutes} minutes of faults and backfill (started ${started})`);
-const report = await runSoak({ seed, durationMs: minutes * 60_000, log: (l) => console.log(l) });
+console.log(`soak: seed ${seed}, ${baselineSeconds} s of backfill without faults, then ${minutes} minutes with (started ${started})`);
+const report = await runSoak({ seed, durationMs: minutes * 60_000, baselineMs: baselineSeconds * 1000, log: (l) => console.log(l) });
 const out = `soak-report-${seed}.json`;
 writeFileSync(out, JSON.stringify({ started, minutes, ...report }, null, 2));
 console.log("\n" + formatReport(report));

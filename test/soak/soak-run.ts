@@ -12,6 +12,8 @@ export interface SoakOptions {
   readonly seed: number;
   /** How long tasks keep being submitted and faults injected; in-flight tasks then finish. */
   readonly durationMs: number;
+  /** A fault-free backfill this long first, on the same cluster: the baseline rate. */
+  readonly baselineMs?: number;
   readonly blocksPerTask?: number;
   readonly firstBlock?: number;
   /** Tasks in flight at once (the SDK runs each: reserve, submit, watch, resubmit). */
@@ -54,7 +56,10 @@ export interface SoakReport {
   readonly faultsByKind: Record<FaultKind, number>;
   readonly tasks: TaskOutcome[];
   readonly blocks: number;
+  /** Blocks of the tasks started while faults ran, per second of that phase. */
   readonly blocksPerSecond: number;
+  /** The same cluster's rate without faults, measured first (baselineMs > 0). */
+  readonly baselineBlocksPerSecond: number | undefined;
   readonly peakRssMb: Record<string, number>;
   readonly check: CheckResult;
   readonly passed: boolean;
@@ -98,21 +103,6 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   sampler.start();
   try {
     const schedule = faultSchedule({ seed: o.seed, startMs: 3_000, endMs: o.durationMs, workers: cluster.workers.length, coordinators: cluster.coordinators.length, meanGapMs: 6_000 });
-    const faults = faultsFor(cluster);
-    const injected: InjectedFault[] = [];
-    const backfillStart = performance.now();
-    const elapsed = () => performance.now() - backfillStart;
-
-    const driver = (async () => {
-      for (const e of schedule) {
-        if (e.atMs > elapsed()) await Bun.sleep(e.atMs - elapsed());
-        const startedMs = Math.round(elapsed());
-        const what = await faults[e.kind].inject(e);
-        injected.push({ event: e, startedMs, what });
-        log(`[${(startedMs / 1000).toFixed(1)} s] fault ${e.kind}: ${what}`);
-      }
-    })();
-
     const tasks: TaskOutcome[] = [];
     let nextRange = 0;
     const runOne = async (t: TaskOutcome, table: SoakTable) => {
@@ -132,18 +122,44 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
         if (!t.succeeded) log(`task ${taskId} run ${t.runs} did not succeed: ${t.failures.at(-1)}`);
       }
     };
-    const lane = async () => {
-      while (elapsed() < o.durationMs) {
-        const i = nextRange++;
-        const table = i % 3 === 2 ? ERC20_TRANSFERS : BLOCK_STATS;
-        const from = firstBlock + Math.floor(i / 3) * blocksPerTask * 3 + (i % 3) * blocksPerTask;
-        const t: TaskOutcome = { taskId: `soak-${o.seed}-${i}`, table: table.table, fromBlock: from, toBlock: from + blocksPerTask - 1, succeeded: false, runs: 0, resubmissions: 0, workers: [], failures: [] };
-        tasks.push(t);
-        await runOne(t, table);
-      }
+    /** backfill keeps `concurrency` tasks in flight for periodMs, then lets them finish. */
+    const backfill = async (periodMs: number): Promise<{ blocks: number; seconds: number }> => {
+      const since = performance.now();
+      const first = tasks.length;
+      const lane = async () => {
+        while (performance.now() - since < periodMs) {
+          const i = nextRange++;
+          const table = i % 3 === 2 ? ERC20_TRANSFERS : BLOCK_STATS;
+          const from = firstBlock + Math.floor(i / 3) * blocksPerTask * 3 + (i % 3) * blocksPerTask;
+          const t: TaskOutcome = { taskId: `soak-${o.seed}-${i}`, table: table.table, fromBlock: from, toBlock: from + blocksPerTask - 1, succeeded: false, runs: 0, resubmissions: 0, workers: [], failures: [] };
+          tasks.push(t);
+          await runOne(t, table);
+        }
+      };
+      await Promise.all(Array.from({ length: o.concurrency ?? 6 }, lane));
+      const blocks = tasks.slice(first).filter((t) => t.succeeded).reduce((sum, t) => sum + t.toBlock - t.fromBlock + 1, 0);
+      return { blocks, seconds: (performance.now() - since) / 1000 };
     };
-    await Promise.all(Array.from({ length: o.concurrency ?? 6 }, lane));
-    const backfillSeconds = elapsed() / 1000;
+
+    // The same cluster without faults first: the figure the faulted rate is compared with.
+    const baseline = o.baselineMs ? await backfill(o.baselineMs) : undefined;
+    if (baseline) log(`baseline without faults: ${baseline.blocks} blocks in ${baseline.seconds.toFixed(1)} s`);
+    const faults = faultsFor(cluster);
+    const injected: InjectedFault[] = [];
+    const faultsStart = performance.now();
+    const elapsed = () => performance.now() - faultsStart;
+
+    const driver = (async () => {
+      for (const e of schedule) {
+        if (e.atMs > elapsed()) await Bun.sleep(e.atMs - elapsed());
+        const startedMs = Math.round(elapsed());
+        const what = await faults[e.kind].inject(e);
+        injected.push({ event: e, startedMs, what });
+        log(`[${(startedMs / 1000).toFixed(1)} s] fault ${e.kind}: ${what}`);
+      }
+    })();
+
+    const faulted = await backfill(o.durationMs);
     await driver;
     sampler.stop();
 
@@ -152,16 +168,16 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
       cluster.tableStorePath,
       tasks.map((t) => ({ table: tableOf(t.table), fromBlock: t.fromBlock, toBlock: t.toBlock })),
     );
-    const blocks = tasks.filter((t) => t.succeeded).reduce((s, t) => s + t.toBlock - t.fromBlock + 1, 0);
     return {
       seed: o.seed,
       wallSeconds: (performance.now() - started) / 1000,
-      backfillSeconds,
+      backfillSeconds: faulted.seconds,
       faults: injected,
       faultsByKind: countByKind(injected.map((f) => f.event)),
       tasks,
-      blocks,
-      blocksPerSecond: blocks / backfillSeconds,
+      blocks: faulted.blocks,
+      blocksPerSecond: faulted.blocks / faulted.seconds,
+      baselineBlocksPerSecond: baseline ? baseline.blocks / baseline.seconds : undefined,
       peakRssMb: Object.fromEntries([...sampler.peakKb].map(([k, v]) => [k, Math.round(v / 102.4) / 10])),
       check,
       passed: checkPassed(check) && tasks.every((t) => t.succeeded),
@@ -179,7 +195,7 @@ export function formatReport(r: SoakReport): string {
   const resubmitted = r.tasks.filter((t) => t.resubmissions > 0);
   const lines = [
     `BlockX soak, seed ${r.seed}: ${r.passed ? "PASSED" : "FAILED"}`,
-    `wall ${r.wallSeconds.toFixed(1)} s, backfill ${r.backfillSeconds.toFixed(1)} s`,
+    `wall ${r.wallSeconds.toFixed(1)} s, backfill under faults ${r.backfillSeconds.toFixed(1)} s`,
     "",
     "faults injected by kind:",
     ...Object.entries(r.faultsByKind).map(([k, n]) => `  ${k.padEnd(20)} ${n}`),
@@ -190,7 +206,8 @@ export function formatReport(r: SoakReport): string {
     `  rerun by the client after FAILED or an SDK error: ${retried.length} tasks, ${retried.reduce((s, t) => s + t.runs - 1, 0)} reruns`,
     ...retried.slice(0, 10).map((t) => `    ${t.taskId} (${t.table} ${t.fromBlock}-${t.toBlock}): ${t.failures.join(" | ").slice(0, 300)}`),
     "",
-    `blocks: ${r.blocks} in ${r.backfillSeconds.toFixed(1)} s = ${r.blocksPerSecond.toFixed(0)} blocks/s (under faults)`,
+    `blocks: ${r.blocks} in ${r.backfillSeconds.toFixed(1)} s = ${r.blocksPerSecond.toFixed(0)} blocks/s under faults` +
+      (r.baselineBlocksPerSecond ? `; ${r.baselineBlocksPerSecond.toFixed(0)} blocks/s without (baseline, same run): ratio ${(r.blocksPerSecond / r.baselineBlocksPerSecond).toFixed(2)}` : ""),
     "",
     "peak RSS per process (MB):",
     ...Object.entries(r.peakRssMb).map(([k, v]) => `  ${k.padEnd(34)} ${v}`),
