@@ -110,7 +110,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
         t.runs++;
         const taskId = t.runs === 1 ? t.taskId : `${t.taskId}-run${t.runs}`;
         try {
-          const run = await client.runTask(taskFor(taskId, table, t.fromBlock, t.toBlock));
+          const run = await client.runTask(taskFor(taskId, table, t.fromBlock, t.toBlock), {
+            onEvent: (e) => e.kind === "workerLost" && log(`task ${taskId}: Worker ${e.workerAddr} lost (${e.reason}); resubmit: ${e.resubmit}`),
+          });
           t.resubmissions += run.attempts - 1;
           t.workers.push(...run.workers);
           if (run.succeeded) t.succeeded = true;
