@@ -71,6 +71,7 @@ bench: deps build
 	$(BUN) bench/coordinator/reserve.ts
 	$(BUN) bench/executor/pool.ts
 	$(BUN) bench/worker/run.ts
+	$(BUN) bench/io/cache.ts
 
 # The long soak: a cluster under seeded faults for MINUTES, then every row checked (README "Soak").
 SEED ?= 1

@@ -1,6 +1,6 @@
 import type { Logger } from "../../common/logging/logger";
 import type { CallError, TableWriteSummary } from "../../gen/worker/v1/worker";
-import type { BackendRegistry } from "../io/backend-registry";
+import type { IoSubsystem, TaskIo } from "../io/io-subsystem";
 import { TableStoreError, type Row, type TableStore } from "../writers/table-store";
 import { CallErrorCode, type CallOutcome, type CallOwner } from "../executor/call";
 import type { ExecutorPool } from "../executor/executor-pool";
@@ -20,6 +20,8 @@ export type TaskReport =
 
 interface RunningTask {
   readonly plan: TaskPlan;
+  /** The task's IO handle: its window, its singleflight entries. */
+  readonly io: TaskIo;
   readonly values: JsonValue[];
   /** Per table: rows and calls written so far. */
   readonly writes: Map<string, { handler: "block_table_write" | "normal_table_write"; rows: number; calls: number }>;
@@ -66,7 +68,7 @@ export class TaskExecutor {
     config: DispatcherConfig,
     private readonly report: (r: TaskReport) => void,
     private readonly log: Logger,
-    private readonly backends: BackendRegistry,
+    private readonly io: IoSubsystem,
     private readonly tables: TableStore | null,
     private readonly callBudgetMs?: number,
   ) {
@@ -74,7 +76,7 @@ export class TaskExecutor {
   }
 
   start(plan: TaskPlan): void {
-    const t: RunningTask = { plan, values: plan.returnValues ? new Array(plan.calls.total) : [], writes: new Map(), inflight: new Map(), succeeded: 0, failed: 0, retried: 0, firstError: undefined, countsDirty: true, countsFlushQueued: false };
+    const t: RunningTask = { plan, io: this.io.forTask(plan.taskId), values: plan.returnValues ? new Array(plan.calls.total) : [], writes: new Map(), inflight: new Map(), succeeded: 0, failed: 0, retried: 0, firstError: undefined, countsDirty: true, countsFlushQueued: false };
     this.tasks.set(plan.taskId, t);
     this.dispatcher.addTask(plan.taskId, plan.calls.source());
     this.report({ type: "phase", taskId: plan.taskId, phase: "EXECUTE" });
@@ -109,6 +111,7 @@ export class TaskExecutor {
     this.dispatcher.removeTask(t.plan.taskId);
     for (const callId of t.inflight.keys()) this.pool.cancel(callId, "task ended");
     t.inflight.clear();
+    t.io.end(); // nothing of the task stays in the IO subsystem
   }
 
   private pump(): void {
@@ -133,7 +136,7 @@ export class TaskExecutor {
     const callId = `${d.taskId}/${d.index}/${d.attempt}`;
     t.inflight.set(callId, d);
     void this.pool
-      .execute({ callId, fn: t.plan.fn, args: d.call, ...(this.callBudgetMs ? { budgetMs: this.callBudgetMs } : {}) }, this.owner(t.plan, 0))
+      .execute({ callId, fn: t.plan.fn, args: d.call, ...(this.callBudgetMs ? { budgetMs: this.callBudgetMs } : {}) }, this.owner(t, 0))
       .then((outcome) => this.onCallDone(t, callId, d, outcome));
   }
 
@@ -238,10 +241,11 @@ export class TaskExecutor {
     return outcome;
   }
 
-  /** owner serves a call's IO (through the backends) and sub-calls (depth-limited; names from the task's pinned snapshot). */
-  private owner(plan: TaskPlan, depth: number): CallOwner {
+  /** owner serves a call's IO (through the task's IO handle) and sub-calls (depth-limited; names from the task's pinned snapshot). */
+  private owner(t: RunningTask, depth: number): CallOwner {
+    const plan = t.plan;
     return {
-      io: (req) => this.backends.call(req.backend, req.op, req.params),
+      io: (req) => t.io.call(req.backend, req.op, req.params).then((r) => r.answer),
       subCall: async (req): Promise<ResumeResult> => {
         if (depth + 1 > MAX_SUB_CALL_DEPTH) return { ok: false, error: { type: "DEPTH_EXCEEDED", message: `sub-calls nest deeper than ${MAX_SUB_CALL_DEPTH}` } };
         let fn: { source: string; entry: string; digest?: string };
@@ -252,7 +256,7 @@ export class TaskExecutor {
         } else {
           fn = { source: req.function.source, entry: req.function.entry ?? "main" };
         }
-        const out = await this.pool.execute({ callId: `sub-${++this.subCallSeq}`, fn, args: req.args }, this.owner(plan, depth + 1));
+        const out = await this.pool.execute({ callId: `sub-${++this.subCallSeq}`, fn, args: req.args }, this.owner(t, depth + 1));
         return out.ok ? { ok: true, value: out.value } : { ok: false, error: { type: out.error.code, message: out.error.message, traceback: out.error.traceback } };
       },
     };

@@ -2,6 +2,9 @@ import { commonVars } from "../../common/config/common-vars";
 import { ConfigError, envVar, intSchema, listenAddrSchema, listSchema, loadEnvConfig, stringSchema, type EnvValues } from "../../common/config/env-config";
 import { parseRegistryPrefix } from "../../common/registry/registry-prefix";
 import { executorPoolConfigFrom, executorPoolVars, type ExecutorPoolConfig } from "../executor/executor-pool-config";
+import type { Faults } from "../io/fault-injection";
+import { ioConfigFrom, ioVars } from "../io/io-config";
+import type { IoConfig } from "../io/io-subsystem";
 import type { WorkerProfile } from "./profile";
 
 const MAX_MS = 24 * 3600 * 1000;
@@ -48,14 +51,8 @@ export function workerVars(profile: WorkerProfile) {
       "block store file of the local test chain (`blockx localchain render`): its blocks are served as stored text instead of generated",
       stringSchema(),
     ),
-    localTestFaultsFile: envVar(
-      "LOCALTESTSERVICE_FAULTS_FILE",
-      "",
-      "a file path, or empty",
-      'fault injection for tests: JSON {"latencyMs": n, "errorRate": 0..1} re-read every 200 ms; each localtestservice request waits latencyMs, then fails as a retryable BackendUnavailable with probability errorRate (missing file: no faults)',
-      stringSchema(),
-    ),
     callMaxAttempts: envVar("CALL_MAX_ATTEMPTS", "4", "an integer from 1 to 100", "tries per call for retryable failures (a user's error is never retried)", intSchema(1, 100)),
+    ...ioVars,
     ...executorPoolVars,
     ...commonVars,
   };
@@ -79,7 +76,8 @@ export interface WorkerRuntimeConfig {
   readonly localTestChainHead: number;
   /** Empty: every block is generated on demand. */
   readonly localTestBlockStore: string;
-  /** Empty: the local test chain never injects latency or errors. */
+  readonly io: IoConfig;
+  readonly localTestFaults: Faults;
   readonly localTestFaultsFile: string;
   readonly pool: ExecutorPoolConfig;
   readonly logLevel: EnvValues<ReturnType<typeof workerVars>>["logLevel"];
@@ -103,7 +101,13 @@ export function loadWorkerRuntimeConfigFromEnv(
   } catch (e) {
     problems.push(`WORKER_REGISTRY_PREFIX: ${(e as Error).message}`);
   }
-  if (problems.length > 0) throw new ConfigError(problems);
+  let io: ReturnType<typeof ioConfigFrom> | undefined;
+  try {
+    io = ioConfigFrom(v);
+  } catch (e) {
+    problems.push(...(e instanceof ConfigError ? e.problems : [(e as Error).message]));
+  }
+  if (problems.length > 0 || !io) throw new ConfigError(problems);
   return Object.freeze({
     profile,
     listenAddr: v.listenAddr,
@@ -121,7 +125,7 @@ export function loadWorkerRuntimeConfigFromEnv(
     tableStorePath: v.tableStorePath.trim(),
     localTestChainHead: v.localTestChainHead,
     localTestBlockStore: v.localTestBlockStore,
-    localTestFaultsFile: v.localTestFaultsFile.trim(),
+    ...io,
     pool: executorPoolConfigFrom(v),
     logLevel: v.logLevel,
     prometheusListenAddr: v.prometheusListenAddr,

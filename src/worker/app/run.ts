@@ -22,7 +22,9 @@ import { ExecutorPool } from "../executor/executor-pool";
 import { FunctionCodeView } from "../function-code/function-code-view";
 import { FunctionsDirPoller } from "../function-code/functions-dir";
 import { BackendRegistry } from "../io/backend-registry";
-import { BackendFaults } from "../io/backend-faults";
+import { FaultInjector } from "../io/fault-injection";
+import { registerIoMetrics } from "../io/io-metrics";
+import { IoSubsystem } from "../io/io-subsystem";
 import { localtestserviceBackend } from "../io/localtestservice-backend";
 import { SqliteTableStore } from "../writers/table-store";
 import type { WorkerRuntimeConfig } from "./config";
@@ -85,10 +87,11 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   const functionView = new FunctionCodeView();
   const functionsPoller = config.functionsDir ? new FunctionsDirPoller(config.functionsDir, functionView, log) : null;
   functionsPoller?.start();
-  const faults = config.localTestFaultsFile ? new BackendFaults(config.localTestFaultsFile) : undefined;
+  const faults = new FaultInjector(config.localTestFaults, config.localTestFaultsFile, log.child({ component: "localtestservice" })).start();
   const backends = new BackendRegistry().register(
-    localtestserviceBackend({ head: config.localTestChainHead, ...(blockStore ? { store: blockStore } : {}), ...(faults ? { faults } : {}) }),
+    faults.wrap(localtestserviceBackend({ head: config.localTestChainHead, ...(blockStore ? { store: blockStore } : {}) })),
   );
+  const io: IoSubsystem = new IoSubsystem(backends, config.io, { observer: registerIoMetrics(registry, () => io) });
   const tableStore = new SqliteTableStore(config.tableStorePath);
   const svc: WorkerService = new WorkerService(core, (): TaskExecutor => executor, config.profile, log.child({ component: "worker-service" }), () =>
     functionsPoller ? functionView.current() : null,
@@ -104,7 +107,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     },
     svc.onTaskReport,
     log.child({ component: "task-executor" }),
-    backends,
+    io,
     tableStore,
   );
   const tasksEnded = registry.counter("blockx_worker_tasks_total", "Tasks that reached a terminal state, by state.", ["state"]);
@@ -159,6 +162,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     await shutdownGrpcServer(grpcServer, 2_000);
     await pool.close();
     functionsPoller?.stop();
+    faults.stop();
     tableStore.close();
     blockStore?.close();
     etcd.close();

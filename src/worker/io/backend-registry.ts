@@ -1,36 +1,67 @@
 import type { IoAnswer } from "../executor/call";
 import type { JsonValue, RawJson } from "../executor/protocol";
 
+/**
+ * CacheDeclaration says that an op's answer is immutable once `block <= head(chain) -
+ * finalityDepth(chain)`: `block` is the block the request depends on (a range's highest),
+ * `key` identifies the request fully (the op's canonical params).
+ */
+export interface CacheDeclaration {
+  readonly key: string;
+  readonly chain: string;
+  readonly block: number;
+}
+
 /** Every backend op is declared read or write (the Sync Invoker will refuse writes). */
 export interface BackendOp {
   readonly kind: "read" | "write";
-  /** A value, or its JSON text as RawJson when the backend already has it serialised. */
   handle(params: JsonValue): Promise<JsonValue | RawJson> | JsonValue | RawJson;
+  /** cache declares the request cacheable once final; null or absent: never cached (latest, pending, writes). */
+  cache?(params: JsonValue): CacheDeclaration | null;
 }
 
 export interface Backend {
   readonly name: string;
   readonly ops: Readonly<Record<string, BackendOp>>;
+  /** head gives a chain's current head, for the finality rule of the read cache. */
+  head?(chain: string): Promise<number>;
 }
 
 /**
  * BackendError: an IO request that failed in a way the user function sees as
- * BackendError(type, message, retryable); retryable says the same request may succeed later.
+ * BackendError(type, message, retryable). Retryable types are transient (BackendUnavailable,
+ * BackendOverloaded): the same request may succeed later.
  */
 export class BackendError extends Error {
+  readonly retryable: boolean;
   constructor(
     readonly type: string,
     message: string,
-    readonly retryable = false,
+    opts: { retryable?: boolean } = {},
   ) {
     super(message);
+    this.retryable = opts.retryable ?? false;
   }
 }
 
+/** ResolvedOp is a backend and one of its ops, found by name. */
+export interface ResolvedOp {
+  readonly backend: Backend;
+  readonly op: BackendOp;
+}
+
+type IoError = Extract<IoAnswer, { ok: false }>["error"];
+
+/** errorOf turns whatever a backend threw into the error a user function sees. */
+export function errorOf(backend: string, op: string, e: unknown): IoError {
+  if (e instanceof BackendError) return { type: e.type, message: `${backend}.${op}: ${e.message}`, ...(e.retryable ? { retryable: true } : {}) };
+  return { type: "BackendFailed", message: `${backend}.${op}: ${(e as Error)?.message ?? String(e)}` };
+}
+
 /**
- * BackendRegistry routes a call's IO request (`ctx.io(backend, op, params)`) to a backend and
- * times it: the time is charged to the call's budget. This is the seam the IO subsystem (cache,
- * singleflight, admission) will wrap.
+ * BackendRegistry holds the Worker's backends by name and resolves `ctx.io(backend, op,
+ * params)` to one of their ops. The IO subsystem (io-subsystem.ts) routes every request
+ * through it; `call` is the bare path with no cache or admission, for tests and tools.
  */
 export class BackendRegistry {
   private readonly backends = new Map<string, Backend>();
@@ -40,20 +71,32 @@ export class BackendRegistry {
     return this;
   }
 
-  async call(backend: string, op: string, params: JsonValue): Promise<IoAnswer> {
-    const started = performance.now();
-    const ioMs = () => performance.now() - started;
+  get(name: string): Backend | undefined {
+    return this.backends.get(name);
+  }
+
+  names(): string[] {
+    return [...this.backends.keys()];
+  }
+
+  /** resolve finds an op, or the UnknownBackend / UnknownOp error naming what exists. */
+  resolve(backend: string, op: string): ResolvedOp | IoError {
     const b = this.backends.get(backend);
-    if (!b) return { ok: false, error: { type: "UnknownBackend", message: `no backend ${JSON.stringify(backend)} (have: ${[...this.backends.keys()].join(", ") || "none"})` }, ioMs: 0 };
-    const o = b.ops[op];
-    if (!o) return { ok: false, error: { type: "UnknownOp", message: `backend ${backend} has no op ${JSON.stringify(op)} (have: ${Object.keys(b.ops).join(", ")})` }, ioMs: 0 };
+    if (!b) return { type: "UnknownBackend", message: `no backend ${JSON.stringify(backend)} (have: ${this.names().join(", ") || "none"})` };
+    const o = Object.hasOwn(b.ops, op) ? b.ops[op] : undefined;
+    if (!o) return { type: "UnknownOp", message: `backend ${backend} has no op ${JSON.stringify(op)} (have: ${Object.keys(b.ops).join(", ")})` };
+    return { backend: b, op: o };
+  }
+
+  async call(backend: string, op: string, params: JsonValue): Promise<IoAnswer> {
+    const r = this.resolve(backend, op);
+    if (!("op" in r)) return { ok: false, error: r, ioMs: 0 };
+    const started = performance.now();
     try {
-      const value = await o.handle(params);
-      return { ok: true, value, ioMs: ioMs() };
+      const value = await r.op.handle(params);
+      return { ok: true, value, ioMs: performance.now() - started };
     } catch (e) {
-      const type = e instanceof BackendError ? e.type : "BackendFailed";
-      const retryable = e instanceof BackendError && e.retryable;
-      return { ok: false, error: { type, message: `${backend}.${op}: ${(e as Error).message}`, ...(retryable ? { retryable } : {}) }, ioMs: ioMs() };
+      return { ok: false, error: errorOf(backend, op, e), ioMs: performance.now() - started };
     }
   }
 }

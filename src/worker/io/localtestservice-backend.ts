@@ -1,7 +1,6 @@
 import type { JsonValue } from "../executor/protocol";
 import type { BlockTextStore } from "../backends/localtestservice/block-text-store";
 import { SyntheticChain } from "../backends/localtestservice/synthetic-chain";
-import type { BackendFaults } from "./backend-faults";
 import { BackendError, type Backend, type BackendOp } from "./backend-registry";
 
 function obj(params: JsonValue, op: string): Record<string, JsonValue> {
@@ -21,32 +20,25 @@ function chainName(p: Record<string, JsonValue>, op: string): string {
   return p.chain;
 }
 
+/** cacheBlock reads a request's block for the cache declaration; null when the params are bad (the handler reports them). */
+function cacheBlock(params: JsonValue, op: string): { chain: string; block: number } | null {
+  try {
+    const p = obj(params, op);
+    return { chain: chainName(p, op), block: blockNumber(p, op) };
+  } catch {
+    return null;
+  }
+}
+
 /**
  * localtestserviceBackend serves the deterministic synthetic chain with the JSON-RPC method
  * names as ops: eth_getBlockByNumber {chain, number, full}, eth_getBlockReceipts {chain,
  * number}, eth_getLogs {chain, fromBlock, toBlock, address, topics}, eth_blockNumber {chain}.
  * With a block text store, full blocks in its range are served as their stored text (RawJson)
- * instead of being generated. With faults (LOCALTESTSERVICE_FAULTS_FILE), every op first waits
- * the injected latency and may fail as a retryable BackendUnavailable.
+ * instead of being generated. Blocks, receipts and logs by number declare themselves cacheable
+ * (final below head - depth).
  */
-export function localtestserviceBackend(opts: { head?: number; store?: BlockTextStore; faults?: BackendFaults } = {}): Backend {
-  const backend = chainBackend(opts);
-  const { faults } = opts;
-  if (!faults) return backend;
-  const ops: Record<string, BackendOp> = {};
-  for (const [name, op] of Object.entries(backend.ops)) {
-    ops[name] = {
-      kind: op.kind,
-      handle: async (params) => {
-        await faults.apply(name);
-        return op.handle(params);
-      },
-    };
-  }
-  return { name: backend.name, ops };
-}
-
-function chainBackend(opts: { head?: number; store?: BlockTextStore }): Backend {
+export function localtestserviceBackend(opts: { head?: number; store?: BlockTextStore } = {}): Backend {
   const { store } = opts;
   const chains = new Map<string, SyntheticChain>();
   const chainOf = (name: string) => {
@@ -56,6 +48,7 @@ function chainBackend(opts: { head?: number; store?: BlockTextStore }): Backend 
   };
   return {
     name: "localtestservice",
+    head: async (chain) => chainOf(chain).head(),
     ops: {
       eth_getBlockByNumber: {
         kind: "read",
@@ -66,12 +59,20 @@ function chainBackend(opts: { head?: number; store?: BlockTextStore }): Backend 
           if (store && p.full !== false && store.has(chain, n) && n <= chainOf(chain).head()) return store.read(n);
           return chainOf(chainName(p, "eth_getBlockByNumber")).block(blockNumber(p, "eth_getBlockByNumber"), p.full !== false) as unknown as JsonValue;
         },
+        cache: (params) => {
+          const c = cacheBlock(params, "eth_getBlockByNumber");
+          return c && { ...c, key: `${c.chain}:${c.block}:${(params as Record<string, JsonValue>).full !== false}` };
+        },
       },
       eth_getBlockReceipts: {
         kind: "read",
         handle: (params) => {
           const p = obj(params, "eth_getBlockReceipts");
           return chainOf(chainName(p, "eth_getBlockReceipts")).blockReceipts(blockNumber(p, "eth_getBlockReceipts")) as unknown as JsonValue;
+        },
+        cache: (params) => {
+          const c = cacheBlock(params, "eth_getBlockReceipts");
+          return c && { ...c, key: `${c.chain}:${c.block}` };
         },
       },
       eth_getLogs: {
@@ -83,6 +84,12 @@ function chainBackend(opts: { head?: number; store?: BlockTextStore }): Backend 
           } catch (e) {
             throw new BackendError("InvalidParams", (e as Error).message);
           }
+        },
+        cache: (params) => {
+          if (params === null || typeof params !== "object" || Array.isArray(params)) return null;
+          const { chain, fromBlock, toBlock, address, topics } = params;
+          if (typeof chain !== "string" || !Number.isSafeInteger(fromBlock) || !Number.isSafeInteger(toBlock)) return null;
+          return { chain, block: toBlock as number, key: JSON.stringify([chain, fromBlock, toBlock, address ?? null, topics ?? null]) };
         },
       },
       eth_blockNumber: {

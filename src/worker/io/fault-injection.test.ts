@@ -1,0 +1,53 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createLogger } from "../../common/logging/logger";
+import { BackendRegistry } from "./backend-registry";
+import { FaultInjector } from "./fault-injection";
+import { localtestserviceBackend } from "./localtestservice-backend";
+
+const log = createLogger("fatal", { role: "test" });
+const cleanups: (() => void)[] = [];
+afterEach(() => {
+  for (const c of cleanups.splice(0)) c();
+});
+
+async function until(cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 300 && !cond(); i++) await Bun.sleep(50);
+  expect(cond()).toBe(true);
+}
+
+describe("FaultInjector", () => {
+  test("without faults the backend's ops run as before (synchronously)", () => {
+    const f = new FaultInjector({ latencyMs: 0, errorRate: 0 }, "", log);
+    const b = f.wrap(localtestserviceBackend({ head: 10 }));
+    expect(b.ops.eth_blockNumber!.handle({ chain: "ethereum" })).toBe("0xa");
+    expect(b.head).toBeDefined();
+    expect(b.ops.eth_getBlockByNumber!.cache).toBeDefined();
+  });
+
+  test("an error rate of 1 fails every request with a retryable BackendUnavailable", async () => {
+    const f = new FaultInjector({ latencyMs: 1, errorRate: 1 }, "", log);
+    const r = await new BackendRegistry().register(f.wrap(localtestserviceBackend())).call("localtestservice", "eth_blockNumber", { chain: "ethereum" });
+    expect(r).toMatchObject({ ok: false, error: { type: "BackendUnavailable", retryable: true } });
+  });
+
+  test("the faults file changes the faults at run time; a malformed file is ignored", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "blockx-faults-"));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, "faults.json");
+    const f = new FaultInjector({ latencyMs: 5, errorRate: 0 }, file, log).start();
+    cleanups.push(() => f.stop());
+    expect(f.current).toEqual({ latencyMs: 5, errorRate: 0 }); // no file yet: the env values
+    writeFileSync(file, JSON.stringify({ latencyMs: 50 }));
+    await until(() => f.current.latencyMs === 50);
+    expect(f.current.errorRate).toBe(0);
+    writeFileSync(file, JSON.stringify({ latencyMs: -1 }));
+    writeFileSync(file, "{not json");
+    await Bun.sleep(500);
+    expect(f.current).toEqual({ latencyMs: 50, errorRate: 0 });
+    writeFileSync(file, JSON.stringify({ latencyMs: 0, errorRate: 0.5 }));
+    await until(() => f.current.errorRate === 0.5);
+  });
+});

@@ -1,0 +1,72 @@
+import { ConfigError, envVar, enumSchema, fractionSchema, intSchema, stringSchema, type EnvValues } from "../../common/config/env-config";
+import type { Faults } from "./fault-injection";
+import type { IoConfig } from "./io-subsystem";
+
+/** ioVars: the Worker's IO subsystem variables (and the local test chain's fault knobs). */
+export const ioVars = {
+  ioCacheMaxBytes: envVar(
+    "IO_CACHE_MAX_BYTES",
+    "268435456",
+    "an integer from 0 to 68719476736",
+    "read cache bound in bytes (final blocks only, least recently used evicted); 0 disables the cache",
+    intSchema(0, 64 * 1024 ** 3),
+  ),
+  ioSingleflight: envVar("IO_SINGLEFLIGHT", "true", "true or false", "identical concurrent backend requests share one request and its answer", enumSchema(["true", "false"] as const)),
+  ioTaskWindow: envVar("IO_TASK_WINDOW", "64", "an integer from 1 to 100000", "backend requests one task may have in flight; more wait in FIFO order", intSchema(1, 100_000)),
+  ioFinalityDepth: envVar(
+    "IO_FINALITY_DEPTH",
+    "12",
+    "an integer from 0 to 1000000",
+    "blocks at or below head minus this are final (cacheable), for chains whose config names no finalityDepth",
+    intSchema(0, 1_000_000),
+  ),
+  ioHeadTtlMs: envVar("IO_HEAD_TTL_MS", "1000", "an integer from 1 to 3600000", "how long a chain head is trusted before a background refresh", intSchema(1, 3_600_000)),
+  ioAdmissionInitialLimit: envVar("IO_ADMISSION_INITIAL_LIMIT", "32", "an integer from 1 to 100000", "each backend's starting concurrency limit (adaptive, Gradient2)", intSchema(1, 100_000)),
+  ioAdmissionMinLimit: envVar("IO_ADMISSION_MIN_LIMIT", "2", "an integer from 1 to 100000", "the adaptive limit never falls below this", intSchema(1, 100_000)),
+  ioAdmissionMaxLimit: envVar("IO_ADMISSION_MAX_LIMIT", "256", "an integer from 1 to 100000", "requests in flight to one backend never exceed this", intSchema(1, 100_000)),
+  ioAdmissionQueue: envVar(
+    "IO_ADMISSION_QUEUE",
+    "128",
+    "an integer from 0 to 100000",
+    "requests that may wait for a backend's slot; beyond it they fail at once with a retryable BackendOverloaded (the call is retried)",
+    intSchema(0, 100_000),
+  ),
+  localTestLatencyMs: envVar("LOCALTESTSERVICE_LATENCY_MS", "0", "an integer from 0 to 600000", "injected latency per localtestservice request (tests, drills)", intSchema(0, 600_000)),
+  localTestErrorRate: envVar(
+    "LOCALTESTSERVICE_ERROR_RATE",
+    "0",
+    "a number from 0 to 1",
+    "share of localtestservice requests failing with a retryable BackendUnavailable (tests, drills)",
+    fractionSchema(-1e-9, 1),
+  ),
+  localTestFaultsFile: envVar(
+    "LOCALTESTSERVICE_FAULTS_FILE",
+    "",
+    "a file path, or empty",
+    'JSON {"latencyMs": n, "errorRate": x} re-read every 200 ms, overriding the two above at run time',
+    stringSchema(),
+  ),
+};
+
+export type IoVars = EnvValues<typeof ioVars>;
+
+/** ioConfigFrom compiles the variables into the subsystem's frozen config and the local test chain's faults. */
+export function ioConfigFrom(v: IoVars): { io: IoConfig; localTestFaults: Faults; localTestFaultsFile: string } {
+  const { ioAdmissionMinLimit: min, ioAdmissionInitialLimit: initial, ioAdmissionMaxLimit: max } = v;
+  if (!(min <= initial && initial <= max)) {
+    throw new ConfigError([`IO_ADMISSION_*: expected IO_ADMISSION_MIN_LIMIT <= IO_ADMISSION_INITIAL_LIMIT <= IO_ADMISSION_MAX_LIMIT, got ${min}, ${initial}, ${max}`]);
+  }
+  return {
+    io: Object.freeze({
+      cacheMaxBytes: v.ioCacheMaxBytes,
+      singleflight: v.ioSingleflight === "true",
+      taskWindow: v.ioTaskWindow,
+      finalityDepth: v.ioFinalityDepth,
+      headTtlMs: v.ioHeadTtlMs,
+      admission: Object.freeze({ initialLimit: initial, minLimit: min, maxLimit: max, queueSize: v.ioAdmissionQueue }),
+      readOnly: false,
+    }),
+    localTestFaults: Object.freeze({ latencyMs: v.localTestLatencyMs, errorRate: v.localTestErrorRate }),
+    localTestFaultsFile: v.localTestFaultsFile.trim(),
+  };
+}

@@ -1,0 +1,71 @@
+import { describe, expect, test } from "bun:test";
+import { RawJson } from "../executor/protocol";
+import { ENTRY_OVERHEAD_BYTES, isFinal, ReadCache } from "./read-cache";
+
+const raw = (n: number) => new RawJson("x".repeat(n));
+const cost = (key: string, n: number) => key.length + n + ENTRY_OVERHEAD_BYTES;
+
+describe("isFinal (the immutability rule)", () => {
+  test("a block is final at or below head - depth, never above", () => {
+    expect(isFinal(88, 100, 12)).toBe(true);
+    expect(isFinal(89, 100, 12)).toBe(false);
+    expect(isFinal(100, 100, 0)).toBe(true);
+    expect(isFinal(101, 100, 0)).toBe(false); // a block past the head (a future block) is never final
+    expect(isFinal(0, 5, 12)).toBe(false); // a chain younger than its finality depth has nothing final
+  });
+});
+
+describe("ReadCache", () => {
+  test("a stored value comes back as the same RawJson; a missing key is a miss", () => {
+    const c = new ReadCache(10_000);
+    const v = raw(10);
+    expect(c.put("a", v)).toBe(true);
+    expect(c.get("a")).toBe(v);
+    expect(c.get("b")).toBeUndefined();
+    expect({ hits: c.hits, misses: c.misses, size: c.size, bytes: c.bytes }).toEqual({ hits: 1, misses: 1, size: 1, bytes: cost("a", 10) });
+  });
+
+  test("the byte bound holds after every put: the least recently used entries are evicted and counted", () => {
+    const per = cost("k10", 100);
+    const c = new ReadCache(per * 3);
+    for (let i = 10; i < 13; i++) c.put(`k${i}`, raw(100));
+    c.get("k10"); // k10 becomes the youngest; k11 is now the oldest
+    c.put("k13", raw(100));
+    expect(c.get("k11")).toBeUndefined();
+    expect(c.get("k10")).toBeDefined();
+    expect(c.evictions).toBe(1);
+    for (let i = 14; i < 60; i++) {
+      c.put(`k${i}`, raw(100));
+      expect(c.bytes).toBeLessThanOrEqual(c.maxBytes);
+    }
+    expect(c.size).toBe(3);
+    expect(c.evictions).toBe(47);
+  });
+
+  test("one big value evicts several small ones; a value bigger than the whole cache is refused and evicts nothing", () => {
+    const c = new ReadCache(1_000);
+    for (let i = 0; i < 5; i++) c.put(`s${i}`, raw(50));
+    expect(c.put("big", raw(1_000))).toBe(false);
+    expect(c.size).toBe(5);
+    expect(c.put("mid", raw(600))).toBe(true);
+    expect(c.bytes).toBeLessThanOrEqual(1_000);
+    expect(c.get("mid")).toBeDefined();
+    expect(c.get("s0")).toBeUndefined();
+  });
+
+  test("putting a key again replaces its value and its cost", () => {
+    const c = new ReadCache(10_000);
+    c.put("a", raw(100));
+    c.put("a", raw(10));
+    expect(c.size).toBe(1);
+    expect(c.bytes).toBe(cost("a", 10));
+    expect(c.get("a")!.text.length).toBe(10);
+  });
+
+  test("a max of 0 disables the cache: nothing is stored", () => {
+    const c = new ReadCache(0);
+    expect(c.enabled).toBe(false);
+    expect(c.put("a", raw(1))).toBe(false);
+    expect(c.size).toBe(0);
+  });
+});

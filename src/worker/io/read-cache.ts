@@ -1,0 +1,79 @@
+import type { RawJson } from "../executor/protocol";
+
+/**
+ * Bytes charged per entry on top of its key and text: the Map slot and the RawJson object, so
+ * that a flood of tiny answers cannot outgrow the bound unseen.
+ */
+export const ENTRY_OVERHEAD_BYTES = 64;
+
+/** isFinal is the immutability rule: a block at or below head - finalityDepth can no longer change. */
+export function isFinal(block: number, head: number, finalityDepth: number): boolean {
+  return block <= head - finalityDepth;
+}
+
+/**
+ * ReadCache is the Worker's cache of immutable backend answers, bounded in bytes and evicting
+ * the least recently used. Values are RawJson: a hit is spliced into the executor frame as is,
+ * and its text length is its cost (key length + text length + ENTRY_OVERHEAD_BYTES; the JSON
+ * the backends send is ASCII, so characters are bytes). The caller decides what may enter
+ * (isFinal); the cache only bounds and orders. A max of 0 disables it.
+ */
+export class ReadCache {
+  private readonly entries = new Map<string, RawJson>();
+  private used = 0;
+  hits = 0;
+  misses = 0;
+  evictions = 0;
+
+  constructor(readonly maxBytes: number) {}
+
+  get enabled(): boolean {
+    return this.maxBytes > 0;
+  }
+
+  get bytes(): number {
+    return this.used;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** get returns the value and marks it most recently used. */
+  get(key: string): RawJson | undefined {
+    const v = this.entries.get(key);
+    if (v === undefined) {
+      this.misses++;
+      return undefined;
+    }
+    this.hits++;
+    // Map keeps insertion order: re-inserting moves the entry to the young end.
+    this.entries.delete(key);
+    this.entries.set(key, v);
+    return v;
+  }
+
+  /** put stores a value (replacing one under the same key), evicting the oldest until it fits; false when it alone is too big. */
+  put(key: string, value: RawJson): boolean {
+    const cost = costOf(key, value);
+    if (cost > this.maxBytes) return false;
+    const old = this.entries.get(key);
+    if (old !== undefined) {
+      this.entries.delete(key);
+      this.used -= costOf(key, old);
+    }
+    while (this.used + cost > this.maxBytes) {
+      const oldest = this.entries.keys().next().value as string;
+      this.used -= costOf(oldest, this.entries.get(oldest)!);
+      this.entries.delete(oldest);
+      this.evictions++;
+    }
+    this.entries.set(key, value);
+    this.used += cost;
+    return true;
+  }
+}
+
+function costOf(key: string, value: RawJson): number {
+  return key.length + value.text.length + ENTRY_OVERHEAD_BYTES;
+}
