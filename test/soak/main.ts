@@ -21,9 +21,11 @@ function intArg(name: string, fallback: number): number {
 const seed = intArg("SEED", 1);
 const minutes = intArg("MINUTES", 10);
 const baselineSeconds = intArg("BASELINE_SECONDS", 60);
+// Worker variables to try under the soak, passed through: IO_*, CALL_MAX_ATTEMPTS, EXECUTOR_*.
+const workerEnv = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => /^(IO_|EXECUTOR_|CALL_MAX_ATTEMPTS$)/.test(e[0]) && e[1] !== undefined));
 const started = new Date().toISOString();
 console.log(`soak: seed ${seed}, ${baselineSeconds} s of backfill without faults, then ${minutes} minutes with (started ${started})`);
-const report = await runSoak({ seed, durationMs: minutes * 60_000, baselineMs: baselineSeconds * 1000, log: (l) => console.log(l) });
+const report = await runSoak({ seed, durationMs: minutes * 60_000, baselineMs: baselineSeconds * 1000, workerEnv, log: (l) => console.log(l) });
 const out = `soak-report-${seed}.json`;
 writeFileSync(out, JSON.stringify({ started, minutes, ...report }, null, 2));
 console.log("\n" + formatReport(report));

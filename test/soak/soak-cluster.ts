@@ -73,6 +73,7 @@ export interface SoakClusterOptions {
   readonly coordinators: number;
   readonly executorsPerWorker: number;
   readonly taskSlots: number;
+  readonly workerEnv: Record<string, string>;
 }
 
 /**
@@ -111,6 +112,7 @@ export class SoakCluster {
             // Backend errors and killed executors are retried by the Worker; a few more tries than
             // the default ride out a degraded backend without failing the whole task.
             CALL_MAX_ATTEMPTS: "8",
+            ...o.workerEnv,
           }),
         );
       }

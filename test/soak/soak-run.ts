@@ -23,6 +23,10 @@ export interface SoakOptions {
   readonly executorsPerWorker?: number;
   /** Runs of one task by the harness after a FAILED result or an SDK error, at most. */
   readonly maxRunsPerTask?: number;
+  /** Deadline of one runTask (retries and resubmissions included): a stuck run becomes an error and a rerun, not a hang. */
+  readonly runTimeoutMs?: number;
+  /** Extra environment of every Worker (e.g. IO_CACHE_MAX_BYTES=0). */
+  readonly workerEnv?: Record<string, string>;
   readonly log?: (line: string) => void;
 }
 
@@ -92,7 +96,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   const firstBlock = o.firstBlock ?? 15_000_000;
   const maxRuns = o.maxRunsPerTask ?? 10;
   const started = performance.now();
-  const cluster = await SoakCluster.start({ workers: o.workers ?? 3, coordinators: o.coordinators ?? 2, executorsPerWorker: o.executorsPerWorker ?? 2, taskSlots: 8 });
+  const cluster = await SoakCluster.start({ workers: o.workers ?? 3, coordinators: o.coordinators ?? 2, executorsPerWorker: o.executorsPerWorker ?? 2, taskSlots: 8, workerEnv: o.workerEnv ?? {} });
   const client = new BlockxClient(cluster.clientConfig());
   const sampler = new RssSampler(() => [
     { name: "etcd", pids: cluster.etcd.pid === undefined ? [] : [cluster.etcd.pid] },
@@ -111,6 +115,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
         const taskId = t.runs === 1 ? t.taskId : `${t.taskId}-run${t.runs}`;
         try {
           const run = await client.runTask(taskFor(taskId, table, t.fromBlock, t.toBlock), {
+            timeoutMs: o.runTimeoutMs ?? 120_000,
             onEvent: (e) => e.kind === "workerLost" && log(`task ${taskId}: Worker ${e.workerAddr} lost (${e.reason}); resubmit: ${e.resubmit}`),
           });
           t.resubmissions += run.attempts - 1;

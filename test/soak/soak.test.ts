@@ -9,7 +9,8 @@ import { FAULT_KINDS } from "./fault-schedule";
 import { formatReport, runSoak } from "./soak-run";
 
 test("short soak: every fault kind injected; every block's rows exactly once", async () => {
-  const report = await runSoak({ seed: 20261129, durationMs: 60_000 });
+  // Faults and lost Workers are printed as they happen: if the test ever times out, they say where.
+  const report = await runSoak({ seed: 20261129, durationMs: 60_000, runTimeoutMs: 45_000, log: (l) => console.log(l) });
   console.log(formatReport(report));
   for (const k of FAULT_KINDS) expect(report.faultsByKind[k]).toBeGreaterThanOrEqual(1);
   expect(report.tasks.filter((t) => !t.succeeded).map((t) => `${t.taskId}: ${t.failures.join(" | ")}`)).toEqual([]);
