@@ -15,7 +15,7 @@ COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 export PATH := $(abspath $(CACHE)/bun/node_modules/.bin):$(PATH)
 export BLOCKX_ETCD_BIN := $(abspath $(ETCD))
 
-.PHONY: deps build test typecheck proto bench clean run demo
+.PHONY: deps build test typecheck proto bench clean run demo soak
 .DEFAULT_GOAL := build
 
 deps: $(BUN) $(DEPS_STAMP) $(ETCD) $(GRPCIO_STAMP) $(GANACHE_STAMP) $(SYSTEMD_STAMP)
@@ -93,6 +93,12 @@ bench: deps build
 	$(BUN) bench/io/ganache-backfill.ts
 	$(BUN) bench/io/cache.ts
 	$(BUN) bench/proxy/pass-through.ts
+
+# The long soak: a cluster under seeded faults for MINUTES, then every row checked (README "Soak").
+SEED ?= 1
+MINUTES ?= 10
+soak: deps build
+	SEED=$(SEED) MINUTES=$(MINUTES) $(BUN) test/soak/main.ts
 
 clean:
 	rm -rf dist

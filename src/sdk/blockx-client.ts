@@ -90,6 +90,8 @@ const TERMINAL = new Set([TaskState.SUCCEEDED, TaskState.FAILED, TaskState.TIMED
 const DEFAULT_TASK_TIMEOUT_MS = 300_000;
 const RUN_MARGIN_MS = 60_000;
 const POLL_INTERVAL_MS = 500;
+/** A watch stream this quiet is checked with a GetTaskResult probe (a hung Worker sends nothing). */
+const STREAM_QUIET_MS = 1_000;
 
 type FollowOutcome = { kind: "terminal"; result: TaskResult } | { kind: "lost"; reason: string };
 
@@ -323,7 +325,7 @@ export class BlockxClient {
       // While the Worker is unreachable only the polls (each with a deadline) run: a new stream
       // to a hung Worker could wait for its connection without end.
       if (streaming && unreachableSinceMs === undefined) {
-        const err = await this.stream(w, ref.taskId, deadlineMs, (s) => {
+        const { err, silentSinceMs } = await this.stream(w, ref.taskId, deadlineMs, (s) => {
           unreachableSinceMs = undefined;
           seen(s);
           if (TERMINAL.has(s.state)) terminalSeen = true;
@@ -331,6 +333,9 @@ export class BlockxClient {
         if (err) {
           emit({ kind: "watchFailed", workerAddr: ref.workerAddr, code: grpc.status[err.code] ?? String(err.code), details: err.details });
           if (err.code === grpc.status.UNIMPLEMENTED) streaming = false;
+        }
+        if (silentSinceMs !== undefined && this.clock.now() - silentSinceMs >= this.config.workerLostAfterMs) {
+          return { kind: "lost", reason: `no answer for ${this.clock.now() - silentSinceMs} ms (hung?): ${err?.details ?? ""}` };
         }
       }
       try {
@@ -354,13 +359,54 @@ export class BlockxClient {
     }
   }
 
-  /** stream runs one WatchTasks call; resolves undefined when it ends normally, else its error. */
-  private stream(w: ReturnType<GrpcTransport["worker"]>, taskId: string, deadlineMs: number, onSnapshot: (s: TaskSnapshot) => void): Promise<grpc.ServiceError | undefined> {
+  /**
+   * stream runs one WatchTasks call; resolves with its error, if any. A hung Worker (stopped,
+   * not dead) keeps its connection open and just says nothing, so a stream quiet for
+   * STREAM_QUIET_MS is probed with GetTaskResult: a probe unanswered within workerLostAfterMs
+   * ends the stream, with `silentSinceMs` (when the probe was sent) for the caller to judge.
+   */
+  private stream(
+    w: ReturnType<GrpcTransport["worker"]>,
+    taskId: string,
+    deadlineMs: number,
+    onSnapshot: (s: TaskSnapshot) => void,
+  ): Promise<{ err?: grpc.ServiceError; silentSinceMs?: number }> {
     return new Promise((resolve) => {
+      let settled = false;
+      let heardMs = this.clock.now();
+      let probing = false;
       const call = w.client.watchTasks({ taskIds: [taskId] }, w.metadata(), { deadline: deadlineMs });
-      call.on("data", (s: TaskSnapshot) => onSnapshot(s));
-      call.on("error", (e: grpc.ServiceError) => resolve(e));
-      call.on("end", () => resolve(undefined));
+      const finish = (r: { err?: grpc.ServiceError; silentSinceMs?: number }) => {
+        if (settled) return;
+        settled = true;
+        clearInterval(watchdog);
+        call.cancel();
+        resolve(r);
+      };
+      const probe = () => {
+        if (settled || probing || this.clock.now() - heardMs < STREAM_QUIET_MS) return;
+        probing = true;
+        const sentMs = this.clock.now();
+        unary(w.client.getTaskResult.bind(w.client), { taskId }, w.metadata(), Math.min(deadlineMs, sentMs + this.config.workerLostAfterMs)).then(
+          (res) => {
+            probing = false;
+            heardMs = this.clock.now();
+            // A terminal state the stream missed: let the caller read the result.
+            if (res.snapshot && TERMINAL.has(res.snapshot.state)) finish({});
+          },
+          (e: unknown) => {
+            probing = false;
+            if (isServiceError(e)) finish({ err: e, ...(retryableFailure(e) ? { silentSinceMs: sentMs } : {}) });
+          },
+        );
+      };
+      const watchdog = setInterval(probe, STREAM_QUIET_MS / 4);
+      call.on("data", (s: TaskSnapshot) => {
+        heardMs = this.clock.now();
+        onSnapshot(s);
+      });
+      call.on("error", (e: grpc.ServiceError) => finish({ err: e }));
+      call.on("end", () => finish({}));
     });
   }
 }

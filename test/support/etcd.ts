@@ -33,6 +33,11 @@ export class EtcdProcess {
     return `127.0.0.1:${this.clientPort}`;
   }
 
+  /** pid of the running etcd (setpriv execs it, so this is etcd itself); undefined while stopped. */
+  get pid(): number | undefined {
+    return this.proc?.pid;
+  }
+
   get running(): boolean {
     return this.proc !== undefined;
   }

@@ -41,6 +41,15 @@ describe("SqliteTableStore", () => {
     store.close();
   });
 
+  test("a block with no rows written before the table exists is a no-op, not an error (found by the soak: an empty first block failed its task)", () => {
+    const store = new SqliteTableStore(dbPath());
+    store.replaceBlockRows("transfers", { chain: "eth", fromBlock: 7, toBlock: 7 }, []);
+    store.replaceBlockRows("transfers", { chain: "eth", fromBlock: 8, toBlock: 8 }, [{ block: 8, amount: "5" }]);
+    store.replaceBlockRows("transfers", { chain: "eth", fromBlock: 9, toBlock: 9 }, []);
+    expect(store.query("transfers")).toEqual([{ block: 8, amount: "5", _chain: "eth", _scope_from: 8, _scope_to: 8 }]);
+    store.close();
+  });
+
   test("bundles replace exactly their own range", () => {
     const store = new SqliteTableStore(dbPath());
     store.replaceBlockRows("stats", { chain: "eth", fromBlock: 0, toBlock: 9 }, [{ block: 0 }, { block: 9 }]);

@@ -71,6 +71,8 @@ export class SqliteTableStore implements TableStore {
 
   replaceBlockRows(table: string, scope: BlockScope, rows: readonly Row[]): void {
     const info = this.ensureTable(table, rows, true);
+    // A block without rows before any block had some: no table yet, so nothing to replace.
+    if (rows.length === 0 && !this.loadTable(table)) return;
     const tx = this.db.transaction(() => {
       this.db.query(`DELETE FROM "${table}" WHERE _chain = ? AND _scope_from = ? AND _scope_to = ?`).run(scope.chain, scope.fromBlock, scope.toBlock);
       this.insert(table, info, rows, [scope.chain, scope.fromBlock, scope.toBlock]);

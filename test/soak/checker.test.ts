@@ -1,0 +1,68 @@
+/**
+ * The soak's checker against a real SQLite table store: rows written the way a Worker writes
+ * them (block-scope replacement), then a duplicated row, a missing block and a wrong value
+ * injected by hand; each must be counted.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { SyntheticChain } from "../../src/worker/backends/localtestservice/synthetic-chain";
+import { SqliteTableStore } from "../../src/worker/writers/table-store";
+import { checkPassed, checkTables, SOAK_CHAIN } from "./checker";
+import { BLOCK_STATS, ERC20_TRANSFERS, type SoakTable } from "./soak-functions";
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function storeWith(tables: SoakTable[], from: number, to: number): string {
+  const dir = mkdtempSync(join(tmpdir(), "blockx-checker-"));
+  dirs.push(dir);
+  const path = join(dir, "tables.sqlite");
+  const chain = new SyntheticChain(SOAK_CHAIN);
+  const store = new SqliteTableStore(path);
+  for (const t of tables) for (let n = from; n <= to; n++) store.replaceBlockRows(t.table, { chain: SOAK_CHAIN, fromBlock: n, toBlock: n }, t.expectedRows(chain, n));
+  store.close();
+  return path;
+}
+
+const ranges = (from: number, to: number) => [
+  { table: BLOCK_STATS, fromBlock: from, toBlock: to },
+  { table: ERC20_TRANSFERS, fromBlock: from, toBlock: to },
+];
+
+describe("soak checker", () => {
+  test("exact rows pass; the transfer table has several rows per block", () => {
+    const path = storeWith([BLOCK_STATS, ERC20_TRANSFERS], 100, 119);
+    const c = checkTables(path, ranges(100, 119));
+    expect(c).toMatchObject({ blocks: 40, missingRows: 0, duplicatedRows: 0, unexpectedRows: 0, problems: [] });
+    expect(c.expectedRows).toBeGreaterThan(40);
+    expect(checkPassed(c)).toBe(true);
+  });
+
+  test("a duplicated row, a missing block and a wrong value are each counted and named", () => {
+    const path = storeWith([BLOCK_STATS, ERC20_TRANSFERS], 100, 119);
+    const chain = new SyntheticChain(SOAK_CHAIN);
+    const store = new SqliteTableStore(path);
+    // Appended again under another scope of the same block: what a non-idempotent rerun would leave.
+    const dupRows = ERC20_TRANSFERS.expectedRows(chain, 105).slice(0, 1);
+    store.replaceBlockRows(ERC20_TRANSFERS.table, { chain: SOAK_CHAIN, fromBlock: 105, toBlock: 105 }, [...ERC20_TRANSFERS.expectedRows(chain, 105), ...dupRows]);
+    store.replaceBlockRows(BLOCK_STATS.table, { chain: SOAK_CHAIN, fromBlock: 110, toBlock: 110 }, []);
+    store.replaceBlockRows(BLOCK_STATS.table, { chain: SOAK_CHAIN, fromBlock: 111, toBlock: 111 }, [{ ...BLOCK_STATS.expectedRows(chain, 111)[0]!, gas_used: 1 }]);
+    store.close();
+    const c = checkTables(path, ranges(100, 119));
+    expect(c).toMatchObject({ missingRows: 2, duplicatedRows: 1, unexpectedRows: 1 });
+    expect(checkPassed(c)).toBe(false);
+    expect(c.problems).toContain("soak_erc20_transfers block 105: " + `${dupRows.length + ERC20_TRANSFERS.expectedRows(chain, 105).length - 1} rows expected, ${ERC20_TRANSFERS.expectedRows(chain, 105).length + 1} found (0 missing, 1 duplicated, 0 unexpected)`);
+    expect(c.problems).toContain("soak_block_stats block 110: 1 rows expected, 0 found (1 missing, 0 duplicated, 0 unexpected)");
+  });
+
+  test("a table never written counts every row as missing", () => {
+    const path = storeWith([BLOCK_STATS], 1, 5);
+    const c = checkTables(path, ranges(1, 5));
+    expect(c.missingRows).toBe(c.expectedRows - 5);
+    expect(checkPassed(c)).toBe(false);
+  });
+});

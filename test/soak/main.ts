@@ -1,0 +1,33 @@
+/**
+ * `make soak SEED=n MINUTES=m [BASELINE_SECONDS=60]`: the long soak, after a fault-free
+ * baseline on the same cluster. Prints the fault log as it goes, then the
+ * report; writes every task's outcome to soak-report-<seed>.json; exits 1 on any missing or
+ * duplicated row or any task that never succeeded.
+ */
+import { writeFileSync } from "node:fs";
+import { formatReport, runSoak } from "./soak-run";
+
+function intArg(name: string, fallback: number): number {
+  const raw = process.env[name] ?? "";
+  if (raw === "") return fallback;
+  const v = Number(raw);
+  if (!Number.isInteger(v) || v < 0) {
+    console.error(`${name} must be a non-negative integer, got ${JSON.stringify(raw)}`);
+    process.exit(2);
+  }
+  return v;
+}
+
+const seed = intArg("SEED", 1);
+const minutes = intArg("MINUTES", 10);
+const baselineSeconds = intArg("BASELINE_SECONDS", 60);
+// Worker variables to try under the soak, passed through: IO_*, CALL_MAX_ATTEMPTS, EXECUTOR_*.
+const workerEnv = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => /^(IO_|EXECUTOR_|CALL_MAX_ATTEMPTS$)/.test(e[0]) && e[1] !== undefined));
+const started = new Date().toISOString();
+console.log(`soak: seed ${seed}, ${baselineSeconds} s of backfill without faults, then ${minutes} minutes with (started ${started})`);
+const report = await runSoak({ seed, durationMs: minutes * 60_000, baselineMs: baselineSeconds * 1000, workerEnv, log: (l) => console.log(l) });
+const out = `soak-report-${seed}.json`;
+writeFileSync(out, JSON.stringify({ started, minutes, ...report }, null, 2));
+console.log("\n" + formatReport(report));
+console.log(`\nevery task's outcome: ${out}`);
+process.exit(report.passed ? 0 : 1);

@@ -1,0 +1,165 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadClientConfig, type ClientConfig } from "../../src/sdk/client-config";
+import { BlockxProcess } from "../support/blockx-process";
+import { EtcdProcess } from "../support/etcd";
+import { freePort } from "../support/ports";
+import { randomLanePrefix } from "../support/worker-double";
+
+/**
+ * Member: one restartable process of the cluster. It keeps its address (the same port after a
+ * restart) and remembers every pid it had, so the RSS sampler can report each incarnation.
+ */
+export class Member {
+  proc: BlockxProcess | undefined;
+  restarts = 0;
+
+  constructor(
+    readonly name: string,
+    readonly role: string,
+    readonly port: number,
+    private readonly env: Record<string, string>,
+  ) {}
+
+  get addr(): string {
+    return `127.0.0.1:${this.port}`;
+  }
+
+  get pid(): number | undefined {
+    return this.proc && this.proc.proc.exitCode === null ? this.proc.proc.pid : undefined;
+  }
+
+  async start(): Promise<void> {
+    this.proc = BlockxProcess.spawn([this.role], this.env);
+    await this.proc.grpcAddr();
+  }
+
+  /** kill: SIGKILL, no drain (a crash), and wait until the process is gone. */
+  async kill(): Promise<void> {
+    const p = this.proc;
+    this.proc = undefined;
+    if (p) await p.stop("SIGKILL");
+  }
+
+  async restart(): Promise<void> {
+    await this.kill();
+    this.restarts++;
+    await this.start();
+  }
+}
+
+/** childPids: the direct children of a process (a Worker's Python executors), from /proc. */
+export function childPids(pid: number): number[] {
+  const out: number[] = [];
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const t of tasks) {
+    try {
+      for (const c of readFileSync(`/proc/${pid}/task/${t}/children`, "utf8").trim().split(/\s+/)) if (c) out.push(Number(c));
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out;
+}
+
+export interface SoakClusterOptions {
+  readonly workers: number;
+  readonly coordinators: number;
+  readonly executorsPerWorker: number;
+  readonly taskSlots: number;
+  readonly workerEnv: Record<string, string>;
+}
+
+/**
+ * SoakCluster: a private etcd, block Coordinators and Workers on fixed loopback ports (so a
+ * restarted process comes back at the same address), one shared table store, one backend
+ * faults file every Worker reads. Everything dies in `stop`.
+ */
+export class SoakCluster {
+  readonly dir = mkdtempSync(join(tmpdir(), "blockx-soak-"));
+  readonly tableStorePath = join(this.dir, "tables.sqlite");
+  readonly faultsPath = join(this.dir, "backend-faults.json");
+  readonly prefix = randomLanePrefix("block");
+  readonly workers: Member[] = [];
+  readonly coordinators: Member[] = [];
+
+  private constructor(readonly etcd: EtcdProcess) {
+    Bun.spawnSync(["chmod", "755", this.dir]);
+  }
+
+  static async start(o: SoakClusterOptions): Promise<SoakCluster> {
+    const c = new SoakCluster(await EtcdProcess.start());
+    try {
+      c.setBackendFaults({ latencyMs: 0, errorRate: 0 });
+      const common = { ETCD_ENDPOINTS: c.etcd.endpoint, BLOCKX_LOG_LEVEL: "info" };
+      for (let i = 0; i < o.workers; i++) {
+        const port = await freePort();
+        c.workers.push(
+          new Member(`worker-${i + 1}`, "worker", port, {
+            ...common,
+            WORKER_LISTEN: `127.0.0.1:${port}`,
+            WORKER_REGISTRY_PREFIX: c.prefix,
+            EXECUTOR_COUNT: String(o.executorsPerWorker),
+            TASK_SLOTS: String(o.taskSlots),
+            TABLE_STORE_PATH: c.tableStorePath,
+            LOCALTESTSERVICE_FAULTS_FILE: c.faultsPath,
+            // Backend errors and killed executors are retried by the Worker; a few more tries than
+            // the default ride out a degraded backend without failing the whole task.
+            CALL_MAX_ATTEMPTS: "8",
+            ...o.workerEnv,
+          }),
+        );
+      }
+      for (let i = 0; i < o.coordinators; i++) {
+        const port = await freePort();
+        c.coordinators.push(
+          new Member(`coordinator-${i + 1}`, "coordinator", port, {
+            ...common,
+            COORDINATOR_LISTEN: `127.0.0.1:${port}`,
+            COORDINATOR_REGISTRY_PREFIXES: c.prefix,
+            COORDINATOR_ETCD_WATCH_RETRY_DELAY_MS: "200",
+            // Every Worker here reports the same host's CPU, which the soak itself (and whatever
+            // else runs on this box) keeps near 100%: the red line would refuse every Worker.
+            COORDINATOR_CPU_RED_LINE: "1",
+          }),
+        );
+      }
+      await Promise.all([...c.workers, ...c.coordinators].map((m) => m.start()));
+      return c;
+    } catch (e) {
+      await c.stop();
+      throw e;
+    }
+  }
+
+  /** setBackendFaults rewrites the file the Workers' local test chain re-reads every 200 ms. */
+  setBackendFaults(f: { latencyMs: number; errorRate: number }): void {
+    const tmp = `${this.faultsPath}.tmp`;
+    writeFileSync(tmp, JSON.stringify(f));
+    Bun.spawnSync(["mv", tmp, this.faultsPath]);
+  }
+
+  /** clientConfig: the SDK pointed at both Coordinators, patient enough to ride out the faults. */
+  clientConfig(): ClientConfig {
+    return loadClientConfig({
+      BLOCKX_COORDINATOR_ADDRS: this.coordinators.map((m) => m.addr).join(","),
+      ETCD_ENDPOINTS: this.etcd.endpoint,
+      TABLE_STORE_PATH: this.tableStorePath,
+      BLOCKX_WORKER_LOST_AFTER_MS: "3000",
+      BLOCKX_RPC_TIMEOUT_MS: "5000",
+      BLOCKX_MAX_ATTEMPTS: "20",
+    });
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.workers, ...this.coordinators].map((m) => m.kill()));
+    await this.etcd.destroy();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,227 @@
+import { FunctionCallConfig, Task } from "../../src/gen/worker/v1/worker";
+import { BlockxClient, type RunResult } from "../../src/sdk/blockx-client";
+import { BlockxError } from "../../src/sdk/sdk-error";
+import { checkPassed, checkTables, SOAK_CHAIN, type CheckResult } from "./checker";
+import { countByKind, faultSchedule, type FaultEvent, type FaultKind } from "./fault-schedule";
+import { faultsFor } from "./faults";
+import { RssSampler } from "./rss-sampler";
+import { childPids, SoakCluster } from "./soak-cluster";
+import { BLOCK_STATS, ERC20_TRANSFERS, type SoakTable } from "./soak-functions";
+
+export interface SoakOptions {
+  readonly seed: number;
+  /** How long tasks keep being submitted and faults injected; in-flight tasks then finish. */
+  readonly durationMs: number;
+  /** A fault-free backfill this long first, on the same cluster: the baseline rate. */
+  readonly baselineMs?: number;
+  readonly blocksPerTask?: number;
+  readonly firstBlock?: number;
+  /** Tasks in flight at once (the SDK runs each: reserve, submit, watch, resubmit). */
+  readonly concurrency?: number;
+  readonly workers?: number;
+  readonly coordinators?: number;
+  readonly executorsPerWorker?: number;
+  /** Runs of one task by the harness after a FAILED result or an SDK error, at most. */
+  readonly maxRunsPerTask?: number;
+  /** Deadline of one runTask (retries and resubmissions included): a stuck run becomes an error and a rerun, not a hang. */
+  readonly runTimeoutMs?: number;
+  /** Extra environment of every Worker (e.g. IO_CACHE_MAX_BYTES=0). */
+  readonly workerEnv?: Record<string, string>;
+  readonly log?: (line: string) => void;
+}
+
+/** TaskOutcome: how one task of the backfill ended and what it took. */
+export interface TaskOutcome {
+  readonly taskId: string;
+  readonly table: string;
+  readonly fromBlock: number;
+  readonly toBlock: number;
+  succeeded: boolean;
+  /** Runs started by the harness (1 + reruns after FAILED or an SDK error). */
+  runs: number;
+  /** Resubmissions the SDK made after a lost Worker, over all runs. */
+  resubmissions: number;
+  workers: string[];
+  /** Why a run did not succeed, one entry per failed run. */
+  failures: string[];
+}
+
+export interface InjectedFault {
+  readonly event: FaultEvent;
+  readonly startedMs: number;
+  readonly what: string;
+}
+
+export interface SoakReport {
+  readonly seed: number;
+  readonly wallSeconds: number;
+  readonly backfillSeconds: number;
+  readonly faults: InjectedFault[];
+  readonly faultsByKind: Record<FaultKind, number>;
+  readonly tasks: TaskOutcome[];
+  readonly blocks: number;
+  /** Blocks of the tasks started while faults ran, per second of that phase. */
+  readonly blocksPerSecond: number;
+  /** The same cluster's rate without faults, measured first (baselineMs > 0). */
+  readonly baselineBlocksPerSecond: number | undefined;
+  readonly peakRssMb: Record<string, number>;
+  readonly check: CheckResult;
+  readonly passed: boolean;
+}
+
+function taskFor(taskId: string, table: SoakTable, fromBlock: number, toBlock: number): Task {
+  return Task.fromPartial({
+    taskId,
+    functionCallConfig: FunctionCallConfig.fromPartial({
+      function: { source: table.source, entry: "main" },
+      config: { $case: "blockTable", blockTable: { chain: SOAK_CHAIN, fromBlock, toBlock } },
+    }),
+    outputs: [{ handler: { $case: "blockTableWrite", blockTableWrite: { table: table.table } } }],
+  });
+}
+
+function failureOf(run: RunResult): string {
+  const e = run.result.firstError;
+  return `${run.state}${e ? `: ${e.code}: ${e.message}` : ""}`;
+}
+
+/**
+ * runSoak starts the cluster, backfills consecutive ranges of the local test chain through the
+ * SDK (alternating a one-row-per-block table and a many-rows-per-block table) while the seeded
+ * fault schedule runs, lets in-flight tasks finish, then checks every row from the table store.
+ */
+export async function runSoak(o: SoakOptions): Promise<SoakReport> {
+  const log = o.log ?? (() => {});
+  const blocksPerTask = o.blocksPerTask ?? 100;
+  const firstBlock = o.firstBlock ?? 15_000_000;
+  const maxRuns = o.maxRunsPerTask ?? 10;
+  const started = performance.now();
+  const cluster = await SoakCluster.start({ workers: o.workers ?? 3, coordinators: o.coordinators ?? 2, executorsPerWorker: o.executorsPerWorker ?? 2, taskSlots: 8, workerEnv: o.workerEnv ?? {} });
+  const client = new BlockxClient(cluster.clientConfig());
+  const sampler = new RssSampler(() => [
+    { name: "etcd", pids: cluster.etcd.pid === undefined ? [] : [cluster.etcd.pid] },
+    ...[...cluster.coordinators, ...cluster.workers].map((m) => ({ name: m.name, pids: m.pid === undefined ? [] : [m.pid] })),
+    ...cluster.workers.map((m) => ({ name: `${m.name} executors (each)`, pids: m.pid === undefined ? [] : childPids(m.pid) })),
+    { name: "soak client (SDK, this process)", pids: [process.pid] },
+  ]);
+  sampler.start();
+  try {
+    const schedule = faultSchedule({ seed: o.seed, startMs: 3_000, endMs: o.durationMs, workers: cluster.workers.length, coordinators: cluster.coordinators.length, meanGapMs: 6_000 });
+    const tasks: TaskOutcome[] = [];
+    let nextRange = 0;
+    const runOne = async (t: TaskOutcome, table: SoakTable) => {
+      while (!t.succeeded && t.runs < maxRuns) {
+        t.runs++;
+        const taskId = t.runs === 1 ? t.taskId : `${t.taskId}-run${t.runs}`;
+        try {
+          const run = await client.runTask(taskFor(taskId, table, t.fromBlock, t.toBlock), {
+            timeoutMs: o.runTimeoutMs ?? 120_000,
+            onEvent: (e) => e.kind === "workerLost" && log(`task ${taskId}: Worker ${e.workerAddr} lost (${e.reason}); resubmit: ${e.resubmit}`),
+          });
+          t.resubmissions += run.attempts - 1;
+          t.workers.push(...run.workers);
+          if (run.succeeded) t.succeeded = true;
+          else t.failures.push(failureOf(run));
+        } catch (e) {
+          t.failures.push(e instanceof BlockxError ? `${e.code}: ${e.message}` : String(e));
+          await Bun.sleep(1_000);
+        }
+        if (!t.succeeded) log(`task ${taskId} run ${t.runs} did not succeed: ${t.failures.at(-1)}`);
+      }
+    };
+    /** backfill keeps `concurrency` tasks in flight for periodMs, then lets them finish. */
+    const backfill = async (periodMs: number): Promise<{ blocks: number; seconds: number }> => {
+      const since = performance.now();
+      const first = tasks.length;
+      const lane = async () => {
+        while (performance.now() - since < periodMs) {
+          const i = nextRange++;
+          const table = i % 3 === 2 ? ERC20_TRANSFERS : BLOCK_STATS;
+          const from = firstBlock + Math.floor(i / 3) * blocksPerTask * 3 + (i % 3) * blocksPerTask;
+          const t: TaskOutcome = { taskId: `soak-${o.seed}-${i}`, table: table.table, fromBlock: from, toBlock: from + blocksPerTask - 1, succeeded: false, runs: 0, resubmissions: 0, workers: [], failures: [] };
+          tasks.push(t);
+          await runOne(t, table);
+        }
+      };
+      await Promise.all(Array.from({ length: o.concurrency ?? 6 }, lane));
+      const blocks = tasks.slice(first).filter((t) => t.succeeded).reduce((sum, t) => sum + t.toBlock - t.fromBlock + 1, 0);
+      return { blocks, seconds: (performance.now() - since) / 1000 };
+    };
+
+    // The same cluster without faults first: the figure the faulted rate is compared with.
+    const baseline = o.baselineMs ? await backfill(o.baselineMs) : undefined;
+    if (baseline) log(`baseline without faults: ${baseline.blocks} blocks in ${baseline.seconds.toFixed(1)} s`);
+    const faults = faultsFor(cluster);
+    const injected: InjectedFault[] = [];
+    const faultsStart = performance.now();
+    const elapsed = () => performance.now() - faultsStart;
+
+    const driver = (async () => {
+      for (const e of schedule) {
+        if (e.atMs > elapsed()) await Bun.sleep(e.atMs - elapsed());
+        const startedMs = Math.round(elapsed());
+        const what = await faults[e.kind].inject(e);
+        injected.push({ event: e, startedMs, what });
+        log(`[${(startedMs / 1000).toFixed(1)} s] fault ${e.kind}: ${what}`);
+      }
+    })();
+
+    const faulted = await backfill(o.durationMs);
+    await driver;
+    sampler.stop();
+
+    const tableOf = (name: string) => (name === ERC20_TRANSFERS.table ? ERC20_TRANSFERS : BLOCK_STATS);
+    const check = checkTables(
+      cluster.tableStorePath,
+      tasks.map((t) => ({ table: tableOf(t.table), fromBlock: t.fromBlock, toBlock: t.toBlock })),
+    );
+    return {
+      seed: o.seed,
+      wallSeconds: (performance.now() - started) / 1000,
+      backfillSeconds: faulted.seconds,
+      faults: injected,
+      faultsByKind: countByKind(injected.map((f) => f.event)),
+      tasks,
+      blocks: faulted.blocks,
+      blocksPerSecond: faulted.blocks / faulted.seconds,
+      baselineBlocksPerSecond: baseline ? baseline.blocks / baseline.seconds : undefined,
+      peakRssMb: Object.fromEntries([...sampler.peakKb].map(([k, v]) => [k, Math.round(v / 102.4) / 10])),
+      check,
+      passed: checkPassed(check) && tasks.every((t) => t.succeeded),
+    };
+  } finally {
+    sampler.stop();
+    client.close();
+    await cluster.stop();
+  }
+}
+
+/** formatReport: the report a person reads at the end of a soak. */
+export function formatReport(r: SoakReport): string {
+  const retried = r.tasks.filter((t) => t.runs > 1);
+  const resubmitted = r.tasks.filter((t) => t.resubmissions > 0);
+  const lines = [
+    `BlockX soak, seed ${r.seed}: ${r.passed ? "PASSED" : "FAILED"}`,
+    `wall ${r.wallSeconds.toFixed(1)} s, backfill under faults ${r.backfillSeconds.toFixed(1)} s`,
+    "",
+    "faults injected by kind:",
+    ...Object.entries(r.faultsByKind).map(([k, n]) => `  ${k.padEnd(20)} ${n}`),
+    `  ${"total".padEnd(20)} ${r.faults.length}`,
+    "",
+    `tasks: ${r.tasks.length} (${r.tasks.filter((t) => t.succeeded).length} succeeded, ${r.tasks.filter((t) => !t.succeeded).length} failed)`,
+    `  resubmitted by the SDK after a lost Worker: ${resubmitted.length} tasks, ${resubmitted.reduce((s, t) => s + t.resubmissions, 0)} resubmissions`,
+    `  rerun by the client after FAILED or an SDK error: ${retried.length} tasks, ${retried.reduce((s, t) => s + t.runs - 1, 0)} reruns`,
+    ...retried.slice(0, 10).map((t) => `    ${t.taskId} (${t.table} ${t.fromBlock}-${t.toBlock}): ${t.failures.join(" | ").slice(0, 300)}`),
+    "",
+    `blocks: ${r.blocks} in ${r.backfillSeconds.toFixed(1)} s = ${r.blocksPerSecond.toFixed(0)} blocks/s under faults` +
+      (r.baselineBlocksPerSecond ? `; ${r.baselineBlocksPerSecond.toFixed(0)} blocks/s without (baseline, same run): ratio ${(r.blocksPerSecond / r.baselineBlocksPerSecond).toFixed(2)}` : ""),
+    "",
+    "peak RSS per process (MB):",
+    ...Object.entries(r.peakRssMb).map(([k, v]) => `  ${k.padEnd(34)} ${v}`),
+    "",
+    `check: ${r.check.blocks} blocks, ${r.check.expectedRows} rows expected, ${r.check.foundRows} found; ` +
+      `missing ${r.check.missingRows}, duplicated ${r.check.duplicatedRows}, unexpected ${r.check.unexpectedRows}`,
+    ...r.check.problems.map((p) => `  ${p}`),
+  ];
+  return lines.join("\n");
+}
