@@ -1,20 +1,9 @@
 import type { IoAnswer } from "../../worker/executor/call";
 import type { SuspensionRequest } from "../../worker/executor/protocol";
-import type { IoSubsystem } from "../../worker/io/io-subsystem";
+import type { IoSubsystem, IoTraceEntry as SubsystemTraceEntry } from "../../worker/io/io-subsystem";
 
-/** IoTraceEntry is one IO request of a call, as DebugInvoke reports it. */
-export interface IoTraceEntry {
-  readonly backend: string;
-  readonly op: string;
-  /** From the request to its answer, waits included. */
-  readonly durationMs: number;
-  /** Answered from the read cache (final blocks only). */
-  readonly cacheHit: boolean;
-  /** Size of the value's JSON text (0 on error). */
-  readonly bytes: number;
-  /** `Type: message`; empty when the request succeeded. */
-  readonly error: string;
-}
+/** IoTraceEntry is one IO request of a call, as DebugInvoke reports it: the subsystem's entry, with the error as `Type: message` (empty when it succeeded). */
+export type IoTraceEntry = Omit<SubsystemTraceEntry, "error"> & { readonly error: string };
 
 /** CallIo is one call's view of the read-only IO: its IO callback, what it recorded, and its end. */
 export interface CallIo {

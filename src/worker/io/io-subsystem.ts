@@ -29,8 +29,9 @@ export interface IoTraceEntry {
   readonly op: string;
   /** From the request to its answer, waits included. */
   readonly durationMs: number;
+  /** Answered from the read cache (final blocks only). */
   readonly cacheHit: boolean;
-  /** Length of the answer's JSON text (0 for an error). */
+  /** Size of the answer's JSON in UTF-8 bytes (0 for an error). */
   readonly bytes: number;
   /** The error type, or null. */
   readonly error: string | null;
