@@ -337,3 +337,24 @@ describe("IoSubsystem: IO window, admission, budget", () => {
     });
   });
 });
+
+describe("IoSubsystem: memory", () => {
+  test("collectGarbage runs once per max(64 MiB, a quarter of the cache) of evicted bytes, never without evictions", async () => {
+    let collections = 0;
+    // 1 MiB cache, ~70 KB local-chain blocks: every put past the first ~14 evicts one.
+    const io = new IoSubsystem(new BackendRegistry().register(localtestserviceBackend({ head: 100_000 })), CONFIG, { collectGarbage: () => collections++ });
+    const t = io.forTask("gc");
+    await t.call("localtestservice", "eth_getBlockByNumber", { chain: "ethereum", number: 1 }); // learns the head
+    await settle();
+    for (let n = 2; n < 40; n++) await t.call("localtestservice", "eth_getBlockByNumber", { chain: "ethereum", number: n });
+    expect(io.cache.evictions).toBeGreaterThan(0);
+    expect(collections).toBe(Math.floor(io.cache.evictedBytes / (64 * 1024 * 1024)));
+    const before = io.cache.evictedBytes;
+    for (let n = 40; n < 1_100 && io.cache.evictedBytes - before < 64 * 1024 * 1024 + 1; n++) {
+      await t.call("localtestservice", "eth_getBlockByNumber", { chain: "ethereum", number: n });
+    }
+    expect(collections).toBe(Math.floor(io.cache.evictedBytes / (64 * 1024 * 1024)));
+    expect(collections).toBeGreaterThanOrEqual(1);
+    t.end();
+  }, 60_000);
+});

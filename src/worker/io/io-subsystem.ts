@@ -56,6 +56,12 @@ export interface IoOptions {
   /** The chain's own finality depth (chains config), else IoConfig.finalityDepth. */
   readonly finalityDepthOf?: (backend: string, chain: string) => number | undefined;
   readonly observer?: IoObserver;
+  /**
+   * collectGarbage is called after every `max(64 MiB, cacheMaxBytes / 4)` of evicted cache bytes.
+   * Cached values live outside the JavaScript heap, which the collector paces itself by: left
+   * alone, evicted values outlive their eviction by gigabytes (a 256 MiB cache held 1.5 GB).
+   */
+  readonly collectGarbage?: () => void;
 }
 
 type IoError = Extract<IoAnswer, { ok: false }>["error"];
@@ -113,6 +119,8 @@ const NO_OBSERVER: IoObserver = { answered() {}, backendCalled() {} };
  * by every waiter and cache hit, and spliced into executor frames as is.
  */
 const utf8 = new TextEncoder();
+/** The least eviction between two collectGarbage calls. */
+const GC_EVERY_EVICTED_BYTES = 64 * 1024 * 1024;
 
 export class IoSubsystem {
   readonly cache: ReadCache;
@@ -124,6 +132,7 @@ export class IoSubsystem {
   private readonly tasks = new Map<string, TaskIo>();
   private readonly observer: IoObserver;
   private unshared = 0;
+  private evictedAtLastCollect = 0;
 
   constructor(
     readonly backends: BackendRegistry,
@@ -250,12 +259,21 @@ export class IoSubsystem {
    */
   private cacheIfFinal(c: Cacheable, raw: RawJson): void {
     if (this.isFinalNow(c)) {
-      this.cache.put(c.key, raw);
+      this.cachePut(c.key, raw);
       return;
     }
     void this.headFetches.get(headKey(c.backend, c.chain))?.then(() => {
-      if (this.isFinalNow(c)) this.cache.put(c.key, raw);
+      if (this.isFinalNow(c)) this.cachePut(c.key, raw);
     });
+  }
+
+  private cachePut(key: string, raw: RawJson): void {
+    this.cache.put(key, raw);
+    const every = Math.max(GC_EVERY_EVICTED_BYTES, this.config.cacheMaxBytes / 4);
+    if (this.options.collectGarbage && this.cache.evictedBytes - this.evictedAtLastCollect >= every) {
+      this.evictedAtLastCollect = this.cache.evictedBytes;
+      this.options.collectGarbage();
+    }
   }
 
   private admit(req: Request): void {

@@ -40,6 +40,9 @@ describe("ReadCache", () => {
     }
     expect(c.size).toBe(3);
     expect(c.evictions).toBe(47);
+    expect(c.evictedBytes).toBe(47 * 100);
+    c.put("k59", raw(40)); // a replaced value counts as evicted too
+    expect(c.evictedBytes).toBe(48 * 100);
   });
 
   test("one big value evicts several small ones; a value bigger than the whole cache is refused and evicts nothing", () => {

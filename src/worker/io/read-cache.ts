@@ -24,6 +24,8 @@ export class ReadCache {
   hits = 0;
   misses = 0;
   evictions = 0;
+  /** Bytes of every value evicted or replaced so far (what the owner may want reclaimed). */
+  evictedBytes = 0;
 
   constructor(readonly maxBytes: number) {}
 
@@ -61,12 +63,15 @@ export class ReadCache {
     if (old !== undefined) {
       this.entries.delete(key);
       this.used -= costOf(key, old);
+      this.evictedBytes += old.byteLength;
     }
     while (this.used + cost > this.maxBytes) {
       const oldest = this.entries.keys().next().value as string;
-      this.used -= costOf(oldest, this.entries.get(oldest)!);
+      const gone = this.entries.get(oldest)!;
+      this.used -= costOf(oldest, gone);
       this.entries.delete(oldest);
       this.evictions++;
+      this.evictedBytes += gone.byteLength;
     }
     this.entries.set(key, value);
     this.used += cost;
