@@ -5,6 +5,7 @@ import { type CoordinatorCoreConfig, defaultCoordinatorCoreConfig } from "./conf
 import { candidateRanksBefore, CoordinatorCore } from "./coordinator-core";
 import type { CoordinatorError } from "./coordinator-error";
 import { freeCapacity, newWorkerView, usedTotal } from "./worker-view";
+import { validated } from "../../../test/support/validated";
 
 // Defaults: heartbeatTimeoutMs 10_000, watchGracePeriodMs 10_000, breaker 3 failures / 10_000 ms,
 // red lines cpu 0.9, memory 0.9, error rate 0.5.
@@ -34,19 +35,7 @@ function hb(workerAddr: string, over: Partial<WorkerHeartbeat> = {}): WorkerHear
  * every step of every scenario checks the invariants.
  */
 function checkedCore(over: Partial<CoordinatorCoreConfig> = {}): CoordinatorCore {
-  const core = new CoordinatorCore({ ...defaultCoordinatorCoreConfig(), ...over });
-  core.validateState();
-  return new Proxy(core, {
-    get(target, prop, receiver) {
-      const v = Reflect.get(target, prop, receiver);
-      if (typeof v !== "function" || prop === "validateState") return v;
-      return (...args: unknown[]) => {
-        const out = (v as (...a: unknown[]) => unknown).apply(target, args);
-        target.validateState();
-        return out;
-      };
-    },
-  });
+  return validated(new CoordinatorCore({ ...defaultCoordinatorCoreConfig(), ...over }));
 }
 
 /** coreWith is a checked core initialised with `workers` at T0. */

@@ -11,8 +11,7 @@ import { SyncInvokerServiceService } from "../../gen/syncinvoker/v1/sync_invoker
 import { executorPythonPath } from "../../worker/executor/executor-assets";
 import { ExecutorPool } from "../../worker/executor/executor-pool";
 import { resolvePython } from "../../worker/executor/isolation";
-import { FunctionCodeView } from "../../worker/function-code/function-code-view";
-import { FunctionsDirPoller } from "../../worker/function-code/functions-dir";
+import { functionsFromDir } from "../../worker/function-code/functions-dir";
 import { FaultInjector } from "../../worker/io/fault-injection";
 import { buildBackendSet, buildIoSubsystem } from "../../worker/io/io-assembly";
 import { PrecheckRunner } from "../adapters/precheck-runner";
@@ -37,15 +36,13 @@ export async function runSyncInvoker(config: SyncInvokerConfig): Promise<void> {
   registerProcessMetrics(registry, "syncinvoker");
 
   const pool = await ExecutorPool.start(config.pool, log.child({ component: "executor-pool" }));
-  const functionView = new FunctionCodeView();
-  const functionsPoller = config.functionsDir ? new FunctionsDirPoller(config.functionsDir, functionView, log) : null;
-  functionsPoller?.start();
+  const functions = functionsFromDir(config.functionsDir, log);
   const faults = new FaultInjector(config.localTestFaults, config.localTestFaultsFile, log.child({ component: "localtestservice" })).start();
   const { registry: backends, router } = buildBackendSet({
     chains: config.chains,
     localTestChainHead: config.localTestChainHead,
     faults,
-    functions: () => (functionsPoller ? functionView.current() : null),
+    functions: () => functions.current(),
   });
   const io = buildIoSubsystem(backends, config.io, registry);
   const precheck = new PrecheckRunner({
@@ -56,7 +53,7 @@ export async function runSyncInvoker(config: SyncInvokerConfig): Promise<void> {
   });
   const svc = new SyncInvokerService({
     pool,
-    functions: () => (functionsPoller ? functionView.current() : null),
+    functions: () => functions.current(),
     io: new ReadOnlyIo(io),
     precheck,
     capacity: config.maxRunning,
@@ -80,7 +77,7 @@ export async function runSyncInvoker(config: SyncInvokerConfig): Promise<void> {
     if (!(await Promise.race([drained, timedOut]))) log.warn({ shutdownGraceMs: config.shutdownGraceMs }, "shutdown grace passed with calls still running");
     await shutdownGrpcServer(grpcServer, 1_000);
     await pool.close();
-    functionsPoller?.stop();
+    functions.stop();
     faults.stop();
     metricsServer?.stop();
   });

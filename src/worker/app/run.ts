@@ -20,8 +20,7 @@ import { BlockTextStore } from "../backends/localtestservice/block-text-store";
 import { WorkerService } from "../adapters/worker-service";
 import { WorkerCore } from "../core/worker-core";
 import { ExecutorPool } from "../executor/executor-pool";
-import { FunctionCodeView } from "../function-code/function-code-view";
-import { FunctionsDirPoller } from "../function-code/functions-dir";
+import { functionsFromDir } from "../function-code/functions-dir";
 import { FaultInjector } from "../io/fault-injection";
 import { buildBackendSet, buildIoSubsystem } from "../io/io-assembly";
 import { SqliteTableStore } from "../writers/table-store";
@@ -82,22 +81,18 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   const incarnation = randomBytes(6).toString("hex");
   const core = new WorkerCore({ taskSlots: config.taskSlots, retentionMs: config.resultRetentionMs, workerAddr }, incarnation);
   const errors = new ErrorRateWindow();
-  const functionView = new FunctionCodeView();
-  const functionsPoller = config.functionsDir ? new FunctionsDirPoller(config.functionsDir, functionView, log) : null;
-  functionsPoller?.start();
+  const functions = functionsFromDir(config.functionsDir, log);
   const faults = new FaultInjector(config.localTestFaults, config.localTestFaultsFile, log.child({ component: "localtestservice" })).start();
   const { registry: backends, router } = buildBackendSet({
     chains: config.chains,
     localTestChainHead: config.localTestChainHead,
     ...(blockStore ? { blockStore } : {}),
     faults,
-    functions: () => (functionsPoller ? functionView.current() : null),
+    functions: () => functions.current(),
   });
   const io = buildIoSubsystem(backends, config.io, registry);
   const tableStore = new SqliteTableStore(config.tableStorePath);
-  const svc: WorkerService = new WorkerService(core, (): TaskExecutor => executor, config.profile, log.child({ component: "worker-service" }), () =>
-    functionsPoller ? functionView.current() : null,
-  );
+  const svc: WorkerService = new WorkerService(core, (): TaskExecutor => executor, config.profile, log.child({ component: "worker-service" }), () => functions.current());
   const executor: TaskExecutor = new TaskExecutor(
     pool,
     {
@@ -165,7 +160,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     svc.endWatches();
     await shutdownGrpcServer(grpcServer, 2_000);
     await pool.close();
-    functionsPoller?.stop();
+    functions.stop();
     faults.stop();
     tableStore.close();
     blockStore?.close();

@@ -3,8 +3,8 @@ import { type ErrorCode, ErrorCode as Codes } from "../../common/error-code";
 import { type TaskSnapshot, TaskPhase, TaskState } from "../../gen/worker/v1/worker";
 import { mulberry32 } from "../../../test/support/mulberry32";
 import { DEFAULT_TASK_TIMEOUT_MS, MAX_SLOT_TTL_MS, MAX_TASK_TIMEOUT_MS } from "./config";
-import type { TaskPhaseName } from "./task-transitions";
-import { WorkerCore } from "./worker-core";
+import type { TaskPhaseName, TaskStateName } from "./task-transitions";
+import { STATE_TO_PROTO, WorkerCore } from "./worker-core";
 import type { WorkerEvent } from "./worker-core-events";
 import type { SnapshotReply, WorkerDecision } from "./worker-core-instructions";
 
@@ -18,7 +18,7 @@ const T0 = 1_700_000_000_000;
 const PHASES: readonly TaskPhaseName[] = ["BUILD", "EXECUTE", "WRITE"];
 const TERMINAL = new Set<TaskState>([TaskState.SUCCEEDED, TaskState.FAILED, TaskState.TIMED_OUT, TaskState.CANCELLED]);
 
-type RefState = "ALLOCATED" | "RUNNING" | "SUCCEEDED" | "FAILED" | "TIMED_OUT" | "CANCELLED";
+type RefState = TaskStateName;
 
 interface RefTask {
   state: RefState;
@@ -145,15 +145,6 @@ const NOT_FOUND_KINDS: ReadonlyArray<[string, RegExp]> = [
   ["not a slot id", /^\[SLOT_NOT_FOUND\] slot ".*" is not a slot id issued by this worker$/],
   ["unknown task", /^\[SLOT_NOT_FOUND\] unknown task "task-\d+"/],
 ];
-
-const REF_STATE: Record<RefState, TaskState> = {
-  ALLOCATED: TaskState.ALLOCATED,
-  RUNNING: TaskState.RUNNING,
-  SUCCEEDED: TaskState.SUCCEEDED,
-  FAILED: TaskState.FAILED,
-  TIMED_OUT: TaskState.TIMED_OUT,
-  CANCELLED: TaskState.CANCELLED,
-};
 
 /** What the test remembers about one life of a task id (reset when the core forgets it). */
 interface Life {
@@ -435,7 +426,7 @@ function run(seed: number, steps: number, taskSlots: number, taskIds: number, re
 
 function sameTask(s: TaskSnapshot, t: RefTask, fail: (m: string) => never): void {
   const expected = {
-    state: REF_STATE[t.state],
+    state: STATE_TO_PROTO[t.state],
     slotId: t.slotId,
     phase: t.phase as TaskPhase,
     counts: t.counts.join("/"),

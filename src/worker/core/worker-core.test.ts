@@ -5,6 +5,7 @@ import { defaultWorkerCoreConfig, type WorkerCoreConfig } from "./config";
 import { STORY_LIMIT, WorkerCore } from "./worker-core";
 import type { SnapshotReply, WorkerDecision, WorkerInstruction } from "./worker-core-instructions";
 import type { WorkerError } from "./worker-error";
+import { validated } from "../../../test/support/validated";
 
 const T0 = 1_700_000_000_000;
 const ADDR = "10.0.0.7:7070";
@@ -15,19 +16,7 @@ const INC = "inc1";
  * validateState() after every method call, so every step of every scenario checks the invariants.
  */
 function checkedCore(over: Partial<WorkerCoreConfig> = {}, incarnation = INC): WorkerCore {
-  const core = new WorkerCore({ ...defaultWorkerCoreConfig(ADDR), taskSlots: 3, ...over }, incarnation);
-  core.validateState();
-  return new Proxy(core, {
-    get(target, prop, receiver) {
-      const v = Reflect.get(target, prop, receiver);
-      if (typeof v !== "function" || prop === "validateState") return v;
-      return (...args: unknown[]) => {
-        const out = (v as (...a: unknown[]) => unknown).apply(target, args);
-        target.validateState();
-        return out;
-      };
-    },
-  });
+  return validated(new WorkerCore({ ...defaultWorkerCoreConfig(ADDR), taskSlots: 3, ...over }, incarnation));
 }
 
 /** ok returns the snapshot of a successful reply (and fails the test on an error reply). */

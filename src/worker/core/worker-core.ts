@@ -71,7 +71,7 @@ export interface SlotCounts {
   readonly retainedTasks: number;
 }
 
-const STATE_TO_PROTO: Readonly<Record<TaskStateName, TaskState>> = {
+export const STATE_TO_PROTO: Readonly<Record<TaskStateName, TaskState>> = {
   ALLOCATED: TaskState.ALLOCATED,
   RUNNING: TaskState.RUNNING,
   SUCCEEDED: TaskState.SUCCEEDED,

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
 import type { Logger } from "../../common/logging/logger";
-import { isFunctionName, type FunctionCodeView } from "./function-code-view";
+import { FunctionCodeView, isFunctionName, type FunctionSnapshot } from "./function-code-view";
 
 /**
  * readFunctionsDir reads every `<name>.py` file directly in `dir` (not recursively) into a
@@ -64,4 +64,22 @@ export class FunctionsDirPoller {
   stop(): void {
     if (this.timer) clearInterval(this.timer);
   }
+}
+
+/** FunctionsSource: the current snapshot of functions by name (null when none are configured). */
+export interface FunctionsSource {
+  current(): FunctionSnapshot | null;
+  stop(): void;
+}
+
+/**
+ * functionsFromDir starts polling FUNCTIONS_DIR into a fresh FunctionCodeView; an empty dir
+ * means functions by name are not configured (inline sources only).
+ */
+export function functionsFromDir(dir: string, log: Logger): FunctionsSource {
+  if (!dir) return { current: () => null, stop: () => {} };
+  const view = new FunctionCodeView();
+  const poller = new FunctionsDirPoller(dir, view, log);
+  poller.start();
+  return { current: () => view.current(), stop: () => poller.stop() };
 }
