@@ -29,7 +29,7 @@ import { writeBlockStore } from "../../src/worker/backends/localtestservice/bloc
 import { SyntheticChain } from "../../src/worker/backends/localtestservice/synthetic-chain";
 import { SqliteTableStore } from "../../src/worker/writers/table-store";
 import { BlockxProcess } from "../../test/support/blockx-process";
-import { treeCpuSeconds } from "../support/process-cpu";
+import { treeCpuSeconds } from "../../test/support/proc-scan";
 import { EtcdProcess } from "../../test/support/etcd";
 import { randomLanePrefix } from "../../test/support/worker-double";
 import { TERMINAL_STATES, WorkerClient } from "../../test/support/worker-client";

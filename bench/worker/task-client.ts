@@ -14,7 +14,7 @@
  * whole run: connection set-up is not part of any figure.
  */
 import * as grpc from "@grpc/grpc-js";
-import { readdirSync, readFileSync } from "node:fs";
+import { cpuSeconds, descendants } from "../../test/support/proc-scan";
 import { parseArgs } from "node:util";
 import { CoordinatorServiceClient, type ReserveWorkerSlotResponse } from "../../src/gen/coordinator/v1/coordinator";
 import { TaskState, WorkerServiceClient, type Task, type TaskResult, type TaskSnapshot } from "../../src/gen/worker/v1/worker";
@@ -190,37 +190,12 @@ const log = (s: string) => process.stderr.write(`task-client: ${s}\n`);
 // them); the Worker's descendants (its Python executors) are counted as "executors".
 const roles = new Map<string, number>((values.pids ? values.pids.split(",") : []).map((kv) => [kv.split("=")[0]!, Number(kv.split("=")[1])]));
 roles.set("client", process.pid);
-/** stat reads utime+stime (clock ticks, 100 per second) and the parent pid of a process. */
-function stat(pid: number): { ticks: number; ppid: number } | null {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const f = text.slice(text.lastIndexOf(")") + 2).split(" ");
-    return { ticks: Number(f[11]) + Number(f[12]), ppid: Number(f[1]) };
-  } catch {
-    return null;
-  }
-}
-function descendants(root: number): number[] {
-  const parent = new Map<number, number>();
-  for (const d of readdirSync("/proc")) {
-    if (!/^\d+$/.test(d)) continue;
-    const st = stat(Number(d));
-    if (st) parent.set(Number(d), st.ppid);
-  }
-  const out: number[] = [];
-  const isUnder = (pid: number): boolean => {
-    for (let p = parent.get(pid); p !== undefined && p > 1; p = parent.get(p)) if (p === root) return true;
-    return false;
-  };
-  for (const pid of parent.keys()) if (isUnder(pid)) out.push(pid);
-  return out;
-}
 /** cpuMs returns the CPU time (ms) used so far by each role. */
 function cpuMs(): Record<string, number> {
   const out: Record<string, number> = {};
   for (const [role, pid] of roles) {
-    out[role] = (stat(pid)?.ticks ?? 0) * 10;
-    if (role === "worker") out.executors = descendants(pid).reduce((a, d) => a + (stat(d)?.ticks ?? 0) * 10, 0);
+    out[role] = cpuSeconds(pid) * 1000;
+    if (role === "worker") out.executors = descendants(pid).reduce((a, d) => a + cpuSeconds(d) * 1000, 0);
   }
   return out;
 }

@@ -13,7 +13,7 @@ import { FunctionCallConfig, Task, TaskState } from "../../src/gen/worker/v1/wor
 import { SyntheticChain } from "../../src/worker/backends/localtestservice/synthetic-chain";
 import { SqliteTableStore } from "../../src/worker/writers/table-store";
 import { BLOCKX_BINARY, BlockxProcess } from "../support/blockx-process";
-import { processesMentioning } from "../support/proc-scan";
+import { descendants, processesMentioning } from "../support/proc-scan";
 import { reserve, waitFor } from "../support/coordinator-client";
 import { WorkerClient } from "../support/worker-client";
 
@@ -46,26 +46,6 @@ function startDev(extra: Record<string, string> = {}) {
 
 async function ready(dev: BlockxProcess): Promise<DevReady> {
   return (await dev.waitForLog((l) => l.msg === "dev ready", 90_000)) as unknown as DevReady;
-}
-
-/** descendants: every process below `pid` now (children, their executors, ...). */
-function descendants(pid: number): number[] {
-  const parent = new Map<number, number>();
-  for (const e of readdirSync("/proc")) {
-    if (!/^\d+$/.test(e)) continue;
-    try {
-      const ppid = /PPid:\s+(\d+)/.exec(readFileSync(`/proc/${e}/status`, "utf8"))![1]!;
-      parent.set(Number(e), Number(ppid));
-    } catch {
-      // The process ended while we looked.
-    }
-  }
-  const out: number[] = [];
-  const walk = (p: number) => {
-    for (const [c, pp] of parent) if (pp === p) (out.push(c), walk(c));
-  };
-  walk(pid);
-  return out;
 }
 
 function alive(pid: number): boolean {

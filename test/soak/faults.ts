@@ -1,5 +1,6 @@
 import type { FaultEvent, FaultKind } from "./fault-schedule";
-import { childPids, type Member, type SoakCluster } from "./soak-cluster";
+import { childPids } from "../support/proc-scan";
+import type { Member, SoakCluster } from "./soak-cluster";
 
 /** Fault: one kind of failure, injected into the cluster and recovered from (restart, resume, heal). */
 export interface Fault {

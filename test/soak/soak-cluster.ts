@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadClientConfig, type ClientConfig } from "../../src/sdk/client-config";
@@ -47,25 +47,6 @@ export class Member {
     this.restarts++;
     await this.start();
   }
-}
-
-/** childPids: the direct children of a process (a Worker's Python executors), from /proc. */
-export function childPids(pid: number): number[] {
-  const out: number[] = [];
-  let tasks: string[];
-  try {
-    tasks = readdirSync(`/proc/${pid}/task`);
-  } catch {
-    return out;
-  }
-  for (const t of tasks) {
-    try {
-      for (const c of readFileSync(`/proc/${pid}/task/${t}/children`, "utf8").trim().split(/\s+/)) if (c) out.push(Number(c));
-    } catch {
-      // the thread ended meanwhile
-    }
-  }
-  return out;
 }
 
 export interface SoakClusterOptions {

@@ -5,7 +5,8 @@ import { checkPassed, checkTables, SOAK_CHAIN, type CheckResult } from "./checke
 import { countByKind, faultSchedule, type FaultEvent, type FaultKind } from "./fault-schedule";
 import { faultsFor } from "./faults";
 import { RssSampler } from "./rss-sampler";
-import { childPids, SoakCluster } from "./soak-cluster";
+import { childPids } from "../support/proc-scan";
+import { SoakCluster } from "./soak-cluster";
 import { BLOCK_STATS, ERC20_TRANSFERS, type SoakTable } from "./soak-functions";
 
 export interface SoakOptions {

@@ -14,3 +14,48 @@ export function processesMentioning(text: string): string[] {
   }
   return out;
 }
+
+/** childPids: the direct children of a process (for a Worker, its Python executors), from /proc. */
+export function childPids(pid: number): number[] {
+  const out: number[] = [];
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const t of tasks) {
+    try {
+      for (const c of readFileSync(`/proc/${pid}/task/${t}/children`, "utf8").trim().split(/\s+/)) if (c) out.push(Number(c));
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out;
+}
+
+/** descendants: every process below `pid` now (children, their executors, ...). */
+export function descendants(pid: number): number[] {
+  const out = childPids(pid);
+  for (let i = 0; i < out.length; i++) out.push(...childPids(out[i]!));
+  return out;
+}
+
+const TICKS_PER_SECOND = 100; // USER_HZ on Linux
+
+/** cpuSeconds: user + system CPU seconds used so far by one process; 0 once it is gone. */
+export function cpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // Fields after the command name, which may hold spaces: utime and stime are fields 14 and 15.
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(f[11]) + Number(f[12])) / TICKS_PER_SECOND;
+  } catch {
+    return 0;
+  }
+}
+
+/** treeCpuSeconds: CPU seconds of a process and, separately, of its live descendants. */
+export function treeCpuSeconds(pid: number): { self: number; children: number } {
+  return { self: cpuSeconds(pid), children: descendants(pid).reduce((a, d) => a + cpuSeconds(d), 0) };
+}
