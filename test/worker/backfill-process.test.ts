@@ -3,6 +3,7 @@
  * chain, the function reading blocks through the Worker's IO path, rows in the SQLite table
  * store, checked against values recomputed independently from the same synthetic chain.
  */
+import { Database } from "bun:sqlite";
 import { afterEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -24,6 +25,15 @@ const BLOCK_STATS = [
   "def main(ctx, input):",
   "    b = ctx.io('localtestservice', 'eth_getBlockByNumber', {'chain': input['chain'], 'number': input['blockNumber']})",
   "    return [{'block': int(b['number'], 16), 'tx_count': len(b['transactions']), 'gas_used': int(b['gasUsed'], 16)}]",
+].join("\n");
+
+const BUNDLE_STATS = [
+  "def main(ctx, input):",
+  "    rows = []",
+  "    for n in range(input['fromBlock'], input['toBlock'] + 1):",
+  "        b = ctx.io('localtestservice', 'eth_getBlockByNumber', {'chain': input['chain'], 'number': n, 'full': False})",
+  "        rows.append({'block': n, 'tx_count': len(b['transactions']), 'gas_used': int(b['gasUsed'], 16)})",
+  "    return rows",
 ].join("\n");
 
 function blockTask(taskId: string, fn: { source?: string; name?: string }, from: number, to: number, table: string, bundleSize = 0): Task {
@@ -121,17 +131,7 @@ describe("a backfill over the local test chain", () => {
   test("the bundle cluster writes per bundle, and a function by name comes from FUNCTIONS_DIR", async () => {
     const fnDir = mkdtempSync(join(tmpdir(), "blockx-fns-"));
     cleanups.push(() => rmSync(fnDir, { recursive: true, force: true }));
-    writeFileSync(
-      join(fnDir, "bundle_stats.py"),
-      [
-        "def main(ctx, input):",
-        "    rows = []",
-        "    for n in range(input['fromBlock'], input['toBlock'] + 1):",
-        "        b = ctx.io('localtestservice', 'eth_getBlockByNumber', {'chain': input['chain'], 'number': n, 'full': False})",
-        "        rows.append({'block': n, 'tx_count': len(b['transactions']), 'gas_used': int(b['gasUsed'], 16)})",
-        "    return rows",
-      ].join("\n"),
-    );
+    writeFileSync(join(fnDir, "bundle_stats.py"), BUNDLE_STATS);
     const s = await setup("bundle-worker", { FUNCTIONS_DIR: fnDir });
     const last = await runTask(s, blockTask("bundle-1", { name: "bundle_stats" }, 500, 574, "bundle_stats", 10));
     expect(last).toMatchObject({ state: TaskState.SUCCEEDED, callsTotal: 8 });
@@ -140,6 +140,43 @@ describe("a backfill over the local test chain", () => {
     const rows = store.query("bundle_stats", "ORDER BY block").map(({ block, tx_count, gas_used }) => ({ block, tx_count, gas_used }));
     store.close();
     expect(rows).toEqual(expected(500, 574));
+  }, 90_000);
+
+  test("reruns with another start, another bundle size, and over part of one bundle: the whole table is one row per block, as the chain gives", async () => {
+    const fnDir = mkdtempSync(join(tmpdir(), "blockx-fns-"));
+    cleanups.push(() => rmSync(fnDir, { recursive: true, force: true }));
+    writeFileSync(join(fnDir, "bundle_stats.py"), BUNDLE_STATS);
+    const s = await setup("bundle-worker", { FUNCTIONS_DIR: fnDir });
+    const dbFile = join(s.dir, "tables.sqlite");
+    let n = 0;
+    const run = async (from: number, to: number, size: number) => {
+      const last = await runTask(s, blockTask(`realign-${++n}`, { name: "bundle_stats" }, from, to, "realigned", size));
+      expect(last.state).toBe(TaskState.SUCCEEDED);
+    };
+    // Every row of the table, read with plain SQL: nothing outside the blocks expected, nothing twice.
+    const table = () => {
+      const db = new Database(dbFile, { readonly: true });
+      try {
+        return db.query(`SELECT block, tx_count, gas_used FROM realigned ORDER BY block, rowid`).all();
+      } finally {
+        db.close();
+      }
+    };
+    const blocks = (...ranges: [number, number][]) => ranges.flatMap(([a, b]) => expected(a, b));
+    await run(500, 574, 10);
+    expect(table()).toEqual(blocks([500, 574]));
+    await run(505, 574, 10); // another start: the first bundle 500..509 is replaced whole
+    expect(table()).toEqual(blocks([505, 574]));
+    // Bundle 500..509 can only have been replaced by 505..514 (510..519 by it or by 515..524: calls run at once).
+    const warned = await s.worker.waitForLog((l) => l.msg.includes("were replaced by scope 505..514"));
+    expect(warned).toMatchObject({ level: "warn", taskId: "realign-2", table: "realigned" });
+    expect(String(warned.replacedScopes)).toStartWith("500..509");
+    await run(500, 574, 15); // another bundle size
+    expect(table()).toEqual(blocks([500, 574]));
+    await run(517, 521, 10); // part of the earlier bundle 515..529: its other blocks lose their rows
+    expect(table()).toEqual(blocks([500, 514], [517, 521], [530, 574]));
+    await run(500, 574, 10);
+    expect(table()).toEqual(blocks([500, 574]));
   }, 90_000);
 
   test("a row that does not fit the table fails the task with a clear error", async () => {

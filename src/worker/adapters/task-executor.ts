@@ -227,7 +227,17 @@ export class TaskExecutor {
     const rows = value as Row[];
     try {
       for (const table of blockTables) {
-        this.tables.replaceBlockRows(table, scopeOf!(d.call), rows);
+        const scope = scopeOf!(d.call);
+        const replaced = this.tables.replaceBlockRows(table, scope, rows);
+        if (replaced.uncovered.length > 0) {
+          // An earlier call's scope reached past this one: its rows went whole, so those blocks
+          // outside this call's range have none now. Said once per write, with the blocks.
+          const blocks = replaced.uncovered.map((u) => `${u.fromBlock}..${u.toBlock}`).join(", ");
+          this.log.warn(
+            { taskId: t.plan.taskId, table, chain: scope.chain, scope: `${scope.fromBlock}..${scope.toBlock}`, replacedScopes: blocks },
+            `block table ${table}: rows of earlier scopes ${blocks} were replaced by scope ${scope.fromBlock}..${scope.toBlock}; blocks of those scopes outside it have no rows until a task covers them again`,
+          );
+        }
         bump(t, table, "block_table_write", rows.length);
       }
       for (const table of normalTables) {
