@@ -13,10 +13,10 @@ import { workerCommands } from "./worker-commands";
 
 const versionCommand: Command = {
   name: "version",
-  summary: "print version, commit and Bun version",
+  summary: "print version, commit, Bun version and the digest of the sources built",
   vars: {},
   async run() {
-    console.log(`blockx ${buildInfo.version} (commit ${buildInfo.commit}, bun ${buildInfo.bunVersion})`);
+    console.log(`blockx ${buildInfo.version} (commit ${buildInfo.commit}, bun ${buildInfo.bunVersion}, sources ${buildInfo.sourceDigest})`);
   },
 };
 
