@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FunctionCallConfig, Task, TaskState } from "../../src/gen/worker/v1/worker";
 import { SyntheticChain } from "../../src/worker/backends/localtestservice/synthetic-chain";
-import { SqliteTableStore } from "../../src/worker/writers/table-store";
+import { RawTableReader } from "../support/raw-table-reader";
 import { BLOCKX_BINARY, BlockxProcess } from "../support/blockx-process";
 import { descendants, processesMentioning } from "../support/proc-scan";
 import { reserve, waitFor } from "../support/coordinator-client";
@@ -114,7 +114,7 @@ describe("blockx dev", () => {
     if (!submitted.ok) throw new Error(submitted.details);
     const last = (await worker.watch([task.taskId])).snapshots.at(-1)!;
     expect(last).toMatchObject({ state: TaskState.SUCCEEDED, callsTotal: 200 });
-    const store = new SqliteTableStore(env.TABLE_STORE_PATH!);
+    const store = new RawTableReader(env.TABLE_STORE_PATH!);
     const rows = store.query("block_stats", "ORDER BY block");
     store.close();
     const chain = new SyntheticChain("ethereum");
