@@ -18,7 +18,7 @@ SOURCE_DIGEST = $(shell sha256sum $(sort $(SOURCES)) | sha256sum | cut -c1-16)
 export PATH := $(abspath $(CACHE)/bun/node_modules/.bin):$(PATH)
 export BLOCKX_ETCD_BIN := $(abspath $(ETCD))
 
-.PHONY: deps build test typecheck proto bench clean run demo soak source-digest
+.PHONY: deps build test typecheck proto bench clean run demo soak source-digest mutants
 .DEFAULT_GOAL := build
 
 deps: $(BUN) $(DEPS_STAMP) $(ETCD) $(GRPCIO_STAMP) $(GANACHE_STAMP) $(SYSTEMD_STAMP)
@@ -108,6 +108,10 @@ SEED ?= 1
 MINUTES ?= 10
 soak: deps build
 	SEED=$(SEED) MINUTES=$(MINUTES) $(BUN) test/soak/main.ts
+
+# Each test/mutants/*.patch breaks a promise on purpose; its tests must fail (scripts/mutants.sh).
+mutants: deps build
+	./scripts/mutants.sh
 
 clean:
 	rm -rf dist
