@@ -214,14 +214,14 @@ export class TaskExecutor {
   private writeRows(t: RunningTask, d: DispatchedCall<JsonValue>, outcome: Extract<CallOutcome, { ok: true }>): CallOutcome {
     const { blockTables, normalTables, scopeOf } = t.plan;
     if (blockTables.length === 0 && normalTables.length === 0) return outcome;
-    const fail = (code: string, message: string): CallOutcome => ({
+    const fail = (code: CallErrorCode, message: string): CallOutcome => ({
       ...outcome,
       ok: false,
       error: { code, message, traceback: "", line: 0, column: 0, retryable: false },
     });
     const value = outcome.value;
     if (!Array.isArray(value) || value.some((r) => r === null || typeof r !== "object" || Array.isArray(r))) {
-      return fail("RESULT_NOT_ROWS", "a function writing to a table must return a list of rows (dicts of column -> value)");
+      return fail(CallErrorCode.ResultNotRows, "a function writing to a table must return a list of rows (dicts of column -> value)");
     }
     if (!this.tables) return fail(CallErrorCode.Internal, "this Worker has no table store");
     const rows = value as Row[];
@@ -245,7 +245,7 @@ export class TaskExecutor {
         bump(t, table, "normal_table_write", rows.length);
       }
     } catch (e) {
-      if (e instanceof TableStoreError) return fail("ROW_MISMATCH", e.message);
+      if (e instanceof TableStoreError) return fail(CallErrorCode.RowMismatch, e.message);
       return fail(CallErrorCode.Internal, `writing rows failed: ${(e as Error).message}`);
     }
     return outcome;
