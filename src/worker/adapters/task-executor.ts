@@ -1,7 +1,9 @@
 import type { Logger } from "../../common/logging/logger";
 import type { CallError, TableWriteSummary } from "../../gen/worker/v1/worker";
 import type { IoSubsystem, TaskIo } from "../io/io-subsystem";
-import { TableStoreError, type Row, type TableStore } from "../writers/table-store";
+import type { TableStore } from "../writers/table-store";
+import { WriteRejected, type Writer } from "../writers/writer";
+import { createWriters, WriterSetupError } from "../writers/writers";
 import { CallErrorCode, type CallOutcome, type CallOwner } from "../executor/call";
 import type { ExecutorPool } from "../executor/executor-pool";
 import type { JsonValue, ResumeResult } from "../executor/protocol";
@@ -22,9 +24,8 @@ interface RunningTask {
   readonly plan: TaskPlan;
   /** The task's IO handle: its window, its singleflight entries. */
   readonly io: TaskIo;
-  readonly values: JsonValue[];
-  /** Per table: rows and calls written so far. */
-  readonly writes: Map<string, { handler: "block_table_write" | "normal_table_write"; rows: number; calls: number }>;
+  /** One writer plugin per output of the task, in the task's order. */
+  readonly writers: readonly Writer[];
   readonly inflight: Map<string, DispatchedCall<JsonValue>>;
   succeeded: number;
   failed: number;
@@ -76,7 +77,16 @@ export class TaskExecutor {
   }
 
   start(plan: TaskPlan): void {
-    const t: RunningTask = { plan, io: this.io.forTask(plan.taskId), values: plan.returnValues ? new Array(plan.calls.total) : [], writes: new Map(), inflight: new Map(), succeeded: 0, failed: 0, retried: 0, firstError: undefined, countsDirty: true, countsFlushQueued: false };
+    let writers: Writer[];
+    try {
+      writers = createWriters(plan.outputs, { taskId: plan.taskId, totalCalls: plan.calls.total, scopeOf: plan.scopeOf, tables: this.tables, log: this.log });
+    } catch (e) {
+      if (!(e instanceof WriterSetupError)) throw e;
+      this.outputs.set(plan.taskId, { returnValues: [], firstError: undefined, writes: [] });
+      this.report({ type: "failed", taskId: plan.taskId, code: CallErrorCode.Internal, message: e.message });
+      return;
+    }
+    const t: RunningTask = { plan, io: this.io.forTask(plan.taskId), writers, inflight: new Map(), succeeded: 0, failed: 0, retried: 0, firstError: undefined, countsDirty: true, countsFlushQueued: false };
     this.tasks.set(plan.taskId, t);
     this.dispatcher.addTask(plan.taskId, plan.calls.source());
     this.report({ type: "phase", taskId: plan.taskId, phase: "EXECUTE" });
@@ -144,13 +154,12 @@ export class TaskExecutor {
     // A backend that is down or overloaded says nothing about this Worker's health.
     this.onCallFinished(!result.ok && result.error.code !== CallErrorCode.BackendRetryable && (result.error.retryable || result.error.code === CallErrorCode.Internal));
     if (!t.inflight.delete(callId) || this.tasks.get(t.plan.taskId) !== t) return; // the task ended meanwhile
-    // Rows are written as calls finish; a row that does not fit fails the call (not retryable).
-    const outcome = result.ok ? this.writeRows(t, d, result) : result;
+    // Each writer takes the call's value as it finishes; a value it cannot write fails the call (not retryable).
+    const outcome = result.ok ? this.write(t, d, result) : result;
     const decision = this.dispatcher.callFinished(d, outcome.ok ? { ok: true } : { ok: false, retryable: outcome.error.retryable }, Date.now());
     t.countsDirty = true;
     if (outcome.ok) {
       t.succeeded++;
-      if (t.plan.returnValues) t.values[d.index] = outcome.value;
     } else if (decision.kind === "retryScheduled") {
       t.retried++;
       this.log.info({ taskId: t.plan.taskId, callId, code: outcome.error.code, nextAttempt: decision.attempt }, "call failed retryably; retrying");
@@ -182,12 +191,21 @@ export class TaskExecutor {
     if (this.dispatcher.isTaskDrained(t.plan.taskId)) this.completeTask(t);
   }
 
+  /** completeTask: every call succeeded; WRITE is each writer's closing commit, then the result. */
   private completeTask(t: RunningTask): void {
     this.flushCounts(t);
     this.report({ type: "phase", taskId: t.plan.taskId, phase: "WRITE" });
     this.finishTask(t);
-    // ReturnValueHandler: the values, ordered by call index, are the task's result.
-    this.outputs.set(t.plan.taskId, { returnValues: t.values, firstError: undefined, writes: summaries(t) });
+    try {
+      for (const w of t.writers) w.finish();
+    } catch (e) {
+      this.outputs.set(t.plan.taskId, { returnValues: [], firstError: undefined, writes: summaries(t) });
+      this.report({ type: "failed", taskId: t.plan.taskId, code: CallErrorCode.Internal, message: `the WRITE phase failed: ${(e as Error).message}` });
+      return;
+    }
+    // A return_value output: the values, ordered by call index, are the task's result.
+    const returnValues = t.writers.map((w) => w.returnValues()).find((v) => v !== undefined) ?? [];
+    this.outputs.set(t.plan.taskId, { returnValues, firstError: undefined, writes: summaries(t) });
     this.report({ type: "succeeded", taskId: t.plan.taskId });
   }
 
@@ -207,45 +225,17 @@ export class TaskExecutor {
     this.report({ type: "counts", taskId: t.plan.taskId, callsTotal: t.plan.calls.total, callsSucceeded: t.succeeded, callsFailed: t.failed, callsRetried: t.retried });
   }
 
-  /**
-   * writeRows writes a successful call's rows to the task's tables (its value must then be a
-   * list of row objects) and turns a misfit into a failed outcome.
-   */
-  private writeRows(t: RunningTask, d: DispatchedCall<JsonValue>, outcome: Extract<CallOutcome, { ok: true }>): CallOutcome {
-    const { blockTables, normalTables, scopeOf } = t.plan;
-    if (blockTables.length === 0 && normalTables.length === 0) return outcome;
+  /** write hands a succeeded call's value to each of the task's writers; a value one cannot write fails the call. */
+  private write(t: RunningTask, d: DispatchedCall<JsonValue>, outcome: Extract<CallOutcome, { ok: true }>): CallOutcome {
     const fail = (code: CallErrorCode, message: string): CallOutcome => ({
       ...outcome,
       ok: false,
       error: { code, message, traceback: "", line: 0, column: 0, retryable: false },
     });
-    const value = outcome.value;
-    if (!Array.isArray(value) || value.some((r) => r === null || typeof r !== "object" || Array.isArray(r))) {
-      return fail(CallErrorCode.ResultNotRows, "a function writing to a table must return a list of rows (dicts of column -> value)");
-    }
-    if (!this.tables) return fail(CallErrorCode.Internal, "this Worker has no table store");
-    const rows = value as Row[];
     try {
-      for (const table of blockTables) {
-        const scope = scopeOf!(d.call);
-        const replaced = this.tables.replaceBlockRows(table, scope, rows);
-        if (replaced.uncovered.length > 0) {
-          // An earlier call's scope reached past this one: its rows went whole, so those blocks
-          // outside this call's range have none now. Said once per write, with the blocks.
-          const blocks = replaced.uncovered.map((u) => `${u.fromBlock}..${u.toBlock}`).join(", ");
-          this.log.warn(
-            { taskId: t.plan.taskId, table, chain: scope.chain, scope: `${scope.fromBlock}..${scope.toBlock}`, replacedScopes: blocks },
-            `block table ${table}: rows of earlier scopes ${blocks} were replaced by scope ${scope.fromBlock}..${scope.toBlock}; blocks of those scopes outside it have no rows until a task covers them again`,
-          );
-        }
-        bump(t, table, "block_table_write", rows.length);
-      }
-      for (const table of normalTables) {
-        this.tables.appendRows(table, rows);
-        bump(t, table, "normal_table_write", rows.length);
-      }
+      for (const w of t.writers) w.write({ index: d.index, input: d.call, value: outcome.value });
     } catch (e) {
-      if (e instanceof TableStoreError) return fail(CallErrorCode.RowMismatch, e.message);
+      if (e instanceof WriteRejected) return fail(e.code, e.message);
       return fail(CallErrorCode.Internal, `writing rows failed: ${(e as Error).message}`);
     }
     return outcome;
@@ -273,13 +263,6 @@ export class TaskExecutor {
   }
 }
 
-function bump(t: RunningTask, table: string, handler: "block_table_write" | "normal_table_write", rows: number): void {
-  const w = t.writes.get(table) ?? { handler, rows: 0, calls: 0 };
-  w.rows += rows;
-  w.calls++;
-  t.writes.set(table, w);
-}
-
 function summaries(t: RunningTask): TableWriteSummary[] {
-  return [...t.writes].map(([table, w]) => ({ table, handler: w.handler, rowsWritten: w.rows, callsWritten: w.calls }));
+  return t.writers.flatMap((w) => w.summary() ?? []);
 }

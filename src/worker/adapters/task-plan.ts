@@ -5,6 +5,7 @@ import type { CallFunction } from "../executor/call";
 import { blockBundleCalls, blockTableCalls, inputCalls, type BlockCallInput, type BundleCallInput, type CallPlan } from "../core/call-builder";
 import type { FunctionSnapshot } from "../function-code/function-code-view";
 import type { BlockScope } from "../writers/table-store";
+import type { OutputSpec } from "../writers/writers";
 import type { JsonValue } from "../executor/protocol";
 import type { WorkerProfile } from "../app/profile";
 import { WorkerError } from "../core/worker-error";
@@ -19,9 +20,8 @@ export interface TaskPlan {
   readonly calls: CallPlan<JsonValue>;
   /** The block scope of a call, for block tables; null for inputs. */
   readonly scopeOf: ((input: JsonValue) => BlockScope) | null;
-  readonly returnValues: boolean;
-  readonly blockTables: readonly string[];
-  readonly normalTables: readonly string[];
+  /** The task's outputs in its order; each becomes a writer plugin (src/worker/writers/writers.ts). */
+  readonly outputs: readonly OutputSpec[];
   /** The function snapshot pinned at activation: sub-calls by name resolve here. */
   readonly functions: FunctionSnapshot | null;
 }
@@ -108,24 +108,17 @@ export function planTask(task: Task | undefined, profile: WorkerProfile, functio
   }
 
   if (task.outputs.length === 0) throw invalid("task.outputs: at least one output is required");
-  let returnValues = false;
-  const blockTables: string[] = [];
-  const normalTables: string[] = [];
-  task.outputs.forEach((o, i) => {
+  const outputs: OutputSpec[] = task.outputs.map((o, i): OutputSpec => {
     const h = o.handler;
     if (!h) throw invalid(`task.outputs[${i}]: one of block_table_write, normal_table_write, return_value is required`);
     if (!profile.outputs.includes(h.$case)) throw invalid(`task.outputs[${i}].${snake(h.$case)}: the ${profile.deployment} cluster does not run this writer`);
-    if (h.$case === "returnValue") returnValues = true;
-    else {
-      const table = h.$case === "blockTableWrite" ? h.blockTableWrite.table : h.normalTableWrite.table;
-      if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(table)) throw invalid(`task.outputs[${i}].${snake(h.$case)}.table: an identifier (letters, digits, _), got ${JSON.stringify(table)}`);
-      if (h.$case === "blockTableWrite") {
-        if (!scopeOf) throw invalid(`task.outputs[${i}].block_table_write: needs a block_table or block_bundle call config (inputs have no block)`);
-        blockTables.push(table);
-      } else normalTables.push(table);
-    }
+    if (h.$case === "returnValue") return { kind: "returnValue" };
+    const table = h.$case === "blockTableWrite" ? h.blockTableWrite.table : h.normalTableWrite.table;
+    if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(table)) throw invalid(`task.outputs[${i}].${snake(h.$case)}.table: an identifier (letters, digits, _), got ${JSON.stringify(table)}`);
+    if (h.$case === "blockTableWrite" && !scopeOf) throw invalid(`task.outputs[${i}].block_table_write: needs a block_table or block_bundle call config (inputs have no block)`);
+    return { kind: h.$case, table };
   });
-  return { taskId: task.taskId, timeoutMs: task.taskTimeoutMs, fn, calls, scopeOf, returnValues, blockTables, normalTables, functions };
+  return { taskId: task.taskId, timeoutMs: task.taskTimeoutMs, fn, calls, scopeOf, outputs, functions };
 }
 
 function checkRange(field: string, chain: string, fromBlock: number, toBlock: number): void {

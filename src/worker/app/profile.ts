@@ -1,19 +1,20 @@
+import type { OutputKind } from "../writers/writers";
 import { LegacyBlockWorkerRegistryPrefix, LegacyBundleWorkerRegistryPrefix } from "../../common/registry/registry-prefix";
 
 export type CallConfigKind = "blockTable" | "inputs" | "blockBundle";
-export type OutputKind = "blockTableWrite" | "normalTableWrite" | "returnValue";
+export type { OutputKind } from "../writers/writers";
 
 /**
  * WorkerProfile: the two clusters run the same Worker with different profiles (runtime seed,
- * two-cluster table): where it registers, which call configs and writers it accepts, and
- * whether BUILD streams by default.
+ * two-cluster table): where it registers, and which call configs and writers it accepts. (The
+ * seed's streamBuild is gone: a task's calls are built lazily and its inputs checked in full by
+ * planTask before any call runs, in both clusters, so streaming or not was never observable.)
  */
 export interface WorkerProfile {
   readonly deployment: "block" | "bundle";
   readonly registryPrefix: string;
   readonly callConfigs: readonly CallConfigKind[];
   readonly outputs: readonly OutputKind[];
-  readonly streamBuild: boolean;
 }
 
 export const blockWorkerProfile: WorkerProfile = Object.freeze<WorkerProfile>({
@@ -21,7 +22,6 @@ export const blockWorkerProfile: WorkerProfile = Object.freeze<WorkerProfile>({
   registryPrefix: LegacyBlockWorkerRegistryPrefix,
   callConfigs: ["blockTable", "inputs", "blockBundle"],
   outputs: ["blockTableWrite", "normalTableWrite", "returnValue"],
-  streamBuild: false,
 });
 
 export const bundleWorkerProfile: WorkerProfile = Object.freeze<WorkerProfile>({
@@ -29,5 +29,4 @@ export const bundleWorkerProfile: WorkerProfile = Object.freeze<WorkerProfile>({
   registryPrefix: LegacyBundleWorkerRegistryPrefix,
   callConfigs: ["blockBundle", "inputs"],
   outputs: ["blockTableWrite", "normalTableWrite"],
-  streamBuild: true,
 });

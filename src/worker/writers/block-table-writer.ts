@@ -1,0 +1,58 @@
+import type { Logger } from "../../common/logging/logger";
+import type { TableWriteSummary } from "../../gen/worker/v1/worker";
+import { CallErrorCode } from "../executor/call";
+import type { JsonValue } from "../executor/protocol";
+import { rowsOf } from "./rows-of";
+import { type BlockScope, TableStoreError, type TableStore } from "./table-store";
+import { WriteRejected, type WrittenCall, type Writer } from "./writer";
+
+/**
+ * BlockTableWriter (block_table_write): each call's rows replace, in one transaction, every row of
+ * its chain whose scope overlaps the call's block or bundle, so a retried, resubmitted or rerun
+ * call never leaves a block's rows twice. Commits as each call finishes.
+ */
+export class BlockTableWriter implements Writer {
+  private rows = 0;
+  private calls = 0;
+
+  constructor(
+    private readonly store: TableStore,
+    private readonly table: string,
+    private readonly scopeOf: (input: JsonValue) => BlockScope,
+    private readonly taskId: string,
+    private readonly log: Logger,
+  ) {}
+
+  write(call: WrittenCall): void {
+    const rows = rowsOf(call.value);
+    const scope = this.scopeOf(call.input);
+    let replaced;
+    try {
+      replaced = this.store.replaceBlockRows(this.table, scope, rows);
+    } catch (e) {
+      if (e instanceof TableStoreError) throw new WriteRejected(CallErrorCode.RowMismatch, e.message);
+      throw e;
+    }
+    if (replaced.uncovered.length > 0) {
+      // An earlier call's scope reached past this one: its rows went whole, so those blocks
+      // outside this call's range have none now. Said once per write, with the blocks.
+      const blocks = replaced.uncovered.map((u) => `${u.fromBlock}..${u.toBlock}`).join(", ");
+      this.log.warn(
+        { taskId: this.taskId, table: this.table, chain: scope.chain, scope: `${scope.fromBlock}..${scope.toBlock}`, replacedScopes: blocks },
+        `block table ${this.table}: rows of earlier scopes ${blocks} were replaced by scope ${scope.fromBlock}..${scope.toBlock}; blocks of those scopes outside it have no rows until a task covers them again`,
+      );
+    }
+    this.rows += rows.length;
+    this.calls++;
+  }
+
+  finish(): void {} // every call's rows were committed as it finished
+
+  summary(): TableWriteSummary {
+    return { table: this.table, handler: "block_table_write", rowsWritten: this.rows, callsWritten: this.calls };
+  }
+
+  returnValues(): undefined {
+    return undefined;
+  }
+}

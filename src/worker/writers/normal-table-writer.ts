@@ -1,0 +1,41 @@
+import type { TableWriteSummary } from "../../gen/worker/v1/worker";
+import { CallErrorCode } from "../executor/call";
+import { rowsOf } from "./rows-of";
+import { TableStoreError, type TableStore } from "./table-store";
+import { WriteRejected, type WrittenCall, type Writer } from "./writer";
+
+/**
+ * NormalTableWriter (normal_table_write): each call's rows are appended in one transaction as the
+ * call finishes. A rerun appends again, which is why the SDK never resubmits such a task by itself.
+ */
+export class NormalTableWriter implements Writer {
+  private rows = 0;
+  private calls = 0;
+
+  constructor(
+    private readonly store: TableStore,
+    private readonly table: string,
+  ) {}
+
+  write(call: WrittenCall): void {
+    const rows = rowsOf(call.value);
+    try {
+      this.store.appendRows(this.table, rows);
+    } catch (e) {
+      if (e instanceof TableStoreError) throw new WriteRejected(CallErrorCode.RowMismatch, e.message);
+      throw e;
+    }
+    this.rows += rows.length;
+    this.calls++;
+  }
+
+  finish(): void {} // every call's rows were committed as it finished
+
+  summary(): TableWriteSummary {
+    return { table: this.table, handler: "normal_table_write", rowsWritten: this.rows, callsWritten: this.calls };
+  }
+
+  returnValues(): undefined {
+    return undefined;
+  }
+}

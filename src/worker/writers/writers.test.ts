@@ -1,0 +1,68 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { silentLogger } from "../../common/logging/logger";
+import { CallErrorCode } from "../executor/call";
+import type { JsonValue } from "../executor/protocol";
+import { SqliteTableStore } from "./table-store";
+import { WriteRejected } from "./writer";
+import { createWriters, type OutputSpec, WriterSetupError } from "./writers";
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+function store(): SqliteTableStore {
+  const d = mkdtempSync(join(tmpdir(), "blockx-writers-"));
+  dirs.push(d);
+  return new SqliteTableStore(join(d, "t.sqlite"));
+}
+const scopeOf = (input: JsonValue) => {
+  const i = input as { chain: string; blockNumber: number };
+  return { chain: i.chain, fromBlock: i.blockNumber, toBlock: i.blockNumber };
+};
+const deps = (over: Partial<Parameters<typeof createWriters>[1]> = {}) => ({ taskId: "t1", totalCalls: 3, scopeOf, tables: store(), log: silentLogger(), ...over });
+
+describe("writer plugins", () => {
+  test("one writer per output, in the task's order; each table writer sums its own rows and calls", () => {
+    const outputs: OutputSpec[] = [{ kind: "blockTableWrite", table: "b" }, { kind: "normalTableWrite", table: "n" }, { kind: "returnValue" }];
+    const writers = createWriters(outputs, deps());
+    for (let i = 0; i < 3; i++) {
+      const call = { index: 2 - i, input: { chain: "eth", blockNumber: 10 + i }, value: [{ v: i }, { v: i + 10 }] };
+      for (const w of writers) w.write(call);
+    }
+    // Return values exist only once WRITE sealed them, in call-index order.
+    expect(writers[2]!.returnValues()).toBeUndefined();
+    for (const w of writers) w.finish();
+    expect(writers.map((w) => w.summary())).toEqual([
+      { table: "b", handler: "block_table_write", rowsWritten: 6, callsWritten: 3 },
+      { table: "n", handler: "normal_table_write", rowsWritten: 6, callsWritten: 3 },
+      undefined,
+    ]);
+    expect(writers[2]!.returnValues()).toEqual([[{ v: 2 }, { v: 12 }], [{ v: 1 }, { v: 11 }], [{ v: 0 }, { v: 10 }]]);
+  });
+
+  test("a value that is not rows, or a row that does not fit, is rejected with its call error code", () => {
+    const [block, normal] = createWriters([{ kind: "blockTableWrite", table: "b" }, { kind: "normalTableWrite", table: "n" }], deps());
+    const reject = (f: () => void) => {
+      try {
+        f();
+      } catch (e) {
+        return e instanceof WriteRejected ? [e.code, e.message] : ["not WriteRejected", String(e)];
+      }
+      return ["no error", ""];
+    };
+    expect(reject(() => block!.write({ index: 0, input: { chain: "eth", blockNumber: 1 }, value: 5 }))[0]).toBe(CallErrorCode.ResultNotRows);
+    expect(reject(() => normal!.write({ index: 0, input: null, value: [[1]] }))[0]).toBe(CallErrorCode.ResultNotRows);
+    normal!.write({ index: 0, input: null, value: [{ a: 1 }] });
+    expect(reject(() => normal!.write({ index: 1, input: null, value: [{ a: "x" }] }))).toEqual([CallErrorCode.RowMismatch, 'row 0: column "a" of table n holds INTEGER, got TEXT ("x")']);
+    expect(normal!.summary()).toEqual({ table: "n", handler: "normal_table_write", rowsWritten: 1, callsWritten: 1 });
+  });
+
+  test("a table output on a Worker without a table store, or a block table without blocks, cannot be set up", () => {
+    expect(() => createWriters([{ kind: "normalTableWrite", table: "n" }], deps({ tables: null }))).toThrow(WriterSetupError);
+    expect(() => createWriters([{ kind: "blockTableWrite", table: "b" }], deps({ scopeOf: null }))).toThrow("needs a block_table or block_bundle call config");
+    expect(createWriters([{ kind: "returnValue" }], deps({ tables: null, scopeOf: null }))).toHaveLength(1);
+  });
+});

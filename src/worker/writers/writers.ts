@@ -1,0 +1,46 @@
+import type { Logger } from "../../common/logging/logger";
+import type { JsonValue } from "../executor/protocol";
+import { BlockTableWriter } from "./block-table-writer";
+import { NormalTableWriter } from "./normal-table-writer";
+import { ReturnValueWriter } from "./return-value-writer";
+import type { BlockScope, TableStore } from "./table-store";
+import type { Writer } from "./writer";
+
+/** OutputSpec: one validated output of a task (planTask makes them; the profile allows the kinds). */
+export type OutputSpec = { readonly kind: "blockTableWrite"; readonly table: string } | { readonly kind: "normalTableWrite"; readonly table: string } | { readonly kind: "returnValue" };
+
+export type OutputKind = OutputSpec["kind"];
+
+/** What a writer may need from the task and the Worker. */
+export interface WriterDeps {
+  readonly taskId: string;
+  readonly totalCalls: number;
+  /** The block scope of a call (block_table and block_bundle call configs); null for inputs. */
+  readonly scopeOf: ((input: JsonValue) => BlockScope) | null;
+  readonly tables: TableStore | null;
+  readonly log: Logger;
+}
+
+export class WriterSetupError extends Error {}
+
+/** The writer plugins: one line per output kind. */
+const WRITERS: { readonly [K in OutputKind]: (spec: Extract<OutputSpec, { kind: K }>, d: WriterDeps) => Writer } = {
+  blockTableWrite: (s, d) => new BlockTableWriter(tablesOf(d), s.table, scopeOf(d), d.taskId, d.log),
+  normalTableWrite: (s, d) => new NormalTableWriter(tablesOf(d), s.table),
+  returnValue: (_s, d) => new ReturnValueWriter(d.totalCalls),
+};
+
+/** createWriters makes the task's writers, one per output, in the order of the task's outputs. */
+export function createWriters(outputs: readonly OutputSpec[], deps: WriterDeps): Writer[] {
+  return outputs.map((o) => (WRITERS[o.kind] as (spec: OutputSpec, d: WriterDeps) => Writer)(o, deps));
+}
+
+function tablesOf(d: WriterDeps): TableStore {
+  if (!d.tables) throw new WriterSetupError("this Worker has no table store");
+  return d.tables;
+}
+
+function scopeOf(d: WriterDeps): (input: JsonValue) => BlockScope {
+  if (!d.scopeOf) throw new WriterSetupError("block_table_write needs a block_table or block_bundle call config");
+  return d.scopeOf;
+}
