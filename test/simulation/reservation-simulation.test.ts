@@ -20,6 +20,7 @@ import { type ReservationInstruction, ReservationCore } from "../../src/coordina
 import type { SlotReservation } from "../../src/coordinator/core/slot-reservation";
 import { workerCodeToGRPC } from "../../src/worker/adapters/worker-code-to-grpc";
 import { WorkerCore } from "../../src/worker/core/worker-core";
+import { testHeartbeat } from "../support/heartbeat";
 import { mulberry32 } from "../support/mulberry32";
 
 interface SimOptions {
@@ -97,19 +98,7 @@ function runSimulation(o: SimOptions) {
   const maxTimeoutRetries = int(0, 2);
   const heartbeatOf = (w: SimWorker): WorkerHeartbeat => {
     const c = w.core.slotCounts();
-    return {
-      workerAddr: w.addr,
-      taskSlots: c.taskSlots,
-      reservedSlots: c.reservedSlots,
-      runningTasks: c.runningTasks,
-      cpuPercent: 0.1,
-      memoryPercent: 0.1,
-      memoryAvailableBytes: 1e9,
-      memoryTotalBytes: 2e9,
-      processRssBytes: 1e8,
-      errorRate: 0,
-      lastHeartbeatMs: now,
-    };
+    return testHeartbeat(w.addr, { taskSlots: c.taskSlots, reservedSlots: c.reservedSlots, runningTasks: c.runningTasks, lastHeartbeatMs: now });
   };
   const coordinators: SimCoordinator[] = Array.from({ length: int(1, 2) }, (_, i) => {
     const core = new CoordinatorCore({

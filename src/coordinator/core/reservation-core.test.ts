@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { ErrorCode } from "../../common/error-code";
-import type { WorkerHeartbeat } from "../../common/registry/worker-heartbeat";
+import { testHeartbeat } from "../../../test/support/heartbeat";
 import { TaskSnapshot } from "../../gen/worker/v1/worker";
 import { defaultCoordinatorCoreConfig } from "./config";
 import { CoordinatorCore } from "./coordinator-core";
@@ -8,19 +8,7 @@ import { CLIENT_CANCELLED, type ReservationInstruction, ReservationCore } from "
 import type { SlotReservation } from "./slot-reservation";
 
 const NOW = 1_700_000_000_000;
-const hb = (workerAddr: string, free: number): WorkerHeartbeat => ({
-  workerAddr,
-  taskSlots: 10,
-  reservedSlots: 10 - free,
-  runningTasks: 0,
-  cpuPercent: 0.1,
-  memoryPercent: 0.1,
-  memoryAvailableBytes: 0,
-  memoryTotalBytes: 0,
-  processRssBytes: 0,
-  errorRate: 0,
-  lastHeartbeatMs: NOW,
-});
+const hb = (workerAddr: string, free: number) => testHeartbeat(workerAddr, { taskSlots: 10, reservedSlots: 10 - free, lastHeartbeatMs: NOW });
 const slot = (slotId: string): SlotReservation => ({ snapshot: TaskSnapshot.create({ slotId }) });
 const rejected = (code: ErrorCode): SlotReservation => ({ err: { code, message: "no", mayHaveAllocated: false } });
 const uncertain: SlotReservation = { err: { code: ErrorCode.ErrSlotUncertain, message: "deadline exceeded", mayHaveAllocated: true } };

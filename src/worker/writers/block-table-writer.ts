@@ -1,10 +1,9 @@
 import type { Logger } from "../../common/logging/logger";
 import type { TableWriteSummary } from "../../gen/worker/v1/worker";
-import { CallErrorCode } from "../executor/call";
 import type { JsonValue } from "../executor/protocol";
-import { rowsOf } from "./rows-of";
-import { type BlockScope, TableStoreError, type TableStore } from "./table-store";
-import { WriteRejected, type WrittenCall, type Writer } from "./writer";
+import type { BlockScope, TableStore } from "./table-store";
+import { intoStore, rowsOf } from "./table-write-checks";
+import type { WrittenCall, Writer } from "./writer";
 
 /**
  * BlockTableWriter (block_table_write): each call's rows replace, in one transaction, every row of
@@ -26,13 +25,7 @@ export class BlockTableWriter implements Writer {
   write(call: WrittenCall): void {
     const rows = rowsOf(call.value);
     const scope = this.scopeOf(call.input);
-    let replaced;
-    try {
-      replaced = this.store.replaceBlockRows(this.table, scope, rows);
-    } catch (e) {
-      if (e instanceof TableStoreError) throw new WriteRejected(CallErrorCode.RowMismatch, e.message);
-      throw e;
-    }
+    const replaced = intoStore(() => this.store.replaceBlockRows(this.table, scope, rows));
     if (replaced.uncovered.length > 0) {
       // An earlier call's scope reached past this one: its rows went whole, so those blocks
       // outside this call's range have none now. Said once per write, with the blocks.

@@ -1,8 +1,7 @@
 import type { TableWriteSummary } from "../../gen/worker/v1/worker";
-import { CallErrorCode } from "../executor/call";
-import { rowsOf } from "./rows-of";
-import { TableStoreError, type TableStore } from "./table-store";
-import { WriteRejected, type WrittenCall, type Writer } from "./writer";
+import type { TableStore } from "./table-store";
+import { intoStore, rowsOf } from "./table-write-checks";
+import type { WrittenCall, Writer } from "./writer";
 
 /**
  * NormalTableWriter (normal_table_write): each call's rows are appended in one transaction as the
@@ -19,12 +18,7 @@ export class NormalTableWriter implements Writer {
 
   write(call: WrittenCall): void {
     const rows = rowsOf(call.value);
-    try {
-      this.store.appendRows(this.table, rows);
-    } catch (e) {
-      if (e instanceof TableStoreError) throw new WriteRejected(CallErrorCode.RowMismatch, e.message);
-      throw e;
-    }
+    intoStore(() => this.store.appendRows(this.table, rows));
     this.rows += rows.length;
     this.calls++;
   }

@@ -1,6 +1,6 @@
 import { CallErrorCode } from "../executor/call";
 import type { JsonValue } from "../executor/protocol";
-import type { Row } from "./table-store";
+import { type Row, TableStoreError } from "./table-store";
 import { WriteRejected } from "./writer";
 
 /** rowsOf checks that a function writing to a table returned a list of row objects. */
@@ -9,4 +9,14 @@ export function rowsOf(value: JsonValue): Row[] {
     throw new WriteRejected(CallErrorCode.ResultNotRows, "a function writing to a table must return a list of rows (dicts of column -> value)");
   }
   return value as Row[];
+}
+
+/** intoStore runs one table-store write; a row the table refuses becomes the call's ROW_MISMATCH. */
+export function intoStore<T>(write: () => T): T {
+  try {
+    return write();
+  } catch (e) {
+    if (e instanceof TableStoreError) throw new WriteRejected(CallErrorCode.RowMismatch, e.message);
+    throw e;
+  }
 }
