@@ -200,12 +200,28 @@ describe("other clients and faults", () => {
   });
 
   test("a caller that cancels its running call stops it in the executor", async () => {
-    // Spins on CPU with a 60 s budget: only the cancel can end it before the wait below gives up.
-    const source = "def main(ctx, x):\n    while True:\n        sum(range(1000))\n";
-    const call = client.client.invoke({ function: { name: "", source, entry: "" }, args: Buffer.from("null"), timeoutMs: 60_000 }, () => {});
+    // Spins on CPU with a 60 s budget: only the cancel can end it before the waits below give
+    // up. The interrupt that stops it in the executor runs its `finally`, which makes a
+    // directory: a side effect of the executor really stopping the code, which the invoker's
+    // own gauge (it drops when the executor answers) cannot show. The marker is one C call
+    // on pre-bound names, so the executor's repeated interrupts cannot land before it.
+    const stopped = join(dir, "spin-stopped");
+    const source = [
+      "import os",
+      "def main(ctx, x):",
+      "    mark, path = os.mkdir, x",
+      "    try:",
+      "        while True:",
+      "            sum(range(1000))",
+      "    finally:",
+      "        mark(path)",
+    ].join("\n");
+    const call = client.client.invoke({ function: { name: "", source, entry: "" }, args: Buffer.from(JSON.stringify(stopped)), timeoutMs: 60_000 }, () => {});
     await until("the call runs", async () => (await metric("blockx_syncinvoker_running_calls ")).endsWith(" 1"));
+    expect(existsSync(stopped)).toBe(false);
     call.cancel();
     await until("the executor is free again", async () => (await metric("blockx_syncinvoker_running_calls ")).endsWith(" 0"));
+    await until("the spinning code is stopped in the executor", () => existsSync(stopped));
     expect(await metric('blockx_syncinvoker_invocations_total{rpc="Invoke",outcome="CANCELLED"}')).toContain("} 1");
   });
 });
