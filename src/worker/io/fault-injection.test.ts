@@ -19,12 +19,12 @@ async function until(cond: () => boolean): Promise<void> {
 }
 
 describe("FaultInjector", () => {
-  test("without faults the backend's ops run as before (synchronously)", () => {
+  test("without faults the backend's ops run as before (synchronously); the head and the cache declarations are kept", async () => {
     const f = new FaultInjector({ latencyMs: 0, errorRate: 0 }, "", log);
     const b = f.wrap(localtestserviceBackend({ head: 10 }));
     expect(b.ops.eth_blockNumber!.handle({ chain: "ethereum" })).toBe("0xa");
-    expect(b.head).toBeDefined();
-    expect(b.ops.eth_getBlockByNumber!.cache).toBeDefined();
+    expect(await b.head!("ethereum")).toBe(10);
+    expect(b.ops.eth_getBlockByNumber!.cache!({ chain: "ethereum", number: 7, full: false })).toEqual({ chain: "ethereum", block: 7, key: "ethereum:7:false" });
   });
 
   test("an error rate of 1 fails every request with a retryable BackendUnavailable", async () => {
