@@ -2,6 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import pino from "pino";
 import { createLogger } from "../../common/logging/logger";
 import { BackendRegistry } from "./backend-registry";
 import { FaultInjector } from "./fault-injection";
@@ -37,16 +38,24 @@ describe("FaultInjector", () => {
     const dir = mkdtempSync(join(tmpdir(), "blockx-faults-"));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     const file = join(dir, "faults.json");
-    const f = new FaultInjector({ latencyMs: 5, errorRate: 0 }, file, log).start();
+    // What the injector logs tells when it has read each version of the file.
+    const logged: { msg: string }[] = [];
+    const f = new FaultInjector({ latencyMs: 5, errorRate: 0 }, file, pino({ level: "info" }, { write: (line: string) => void logged.push(JSON.parse(line)) })).start();
     cleanups.push(() => f.stop());
+    const ignored = () => logged.filter((l) => l.msg.startsWith("faults file ignored")).length;
     expect(f.current).toEqual({ latencyMs: 5, errorRate: 0 }); // no file yet: the env values
     writeFileSync(file, JSON.stringify({ latencyMs: 50 }));
     await until(() => f.current.latencyMs === 50);
     expect(f.current.errorRate).toBe(0);
+    // Each bad version stays until the injector has read and refused it.
     writeFileSync(file, JSON.stringify({ latencyMs: -1 }));
-    writeFileSync(file, "{not json");
-    await Bun.sleep(500);
+    await until(() => ignored() >= 1 || f.current.latencyMs !== 50);
     expect(f.current).toEqual({ latencyMs: 50, errorRate: 0 });
+    expect(ignored()).toBe(1);
+    writeFileSync(file, "{not json");
+    await until(() => ignored() >= 2 || f.current.latencyMs !== 50);
+    expect(f.current).toEqual({ latencyMs: 50, errorRate: 0 });
+    expect(ignored()).toBe(2);
     writeFileSync(file, JSON.stringify({ latencyMs: 0, errorRate: 0.5 }));
     await until(() => f.current.errorRate === 0.5);
   });
