@@ -13,6 +13,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -533,12 +534,28 @@ class CacheAndOutputTest(ExecutorTest):
 
 
 class BudgetAndCancelTest(ExecutorTest):
+    def fifo(self):
+        path = os.path.join(self.ex.dir.name, f"fifo-{len(os.listdir(self.ex.dir.name))}")
+        os.mkfifo(path, 0o666)
+        return path
+
+    def release(self, fifo, text):
+        # Opening for writing waits until the call has opened the reading end; a thread keeps
+        # the test from hanging if it never does (then the next frame times out instead).
+        def write():
+            with open(fifo, "w") as f:
+                f.write(text)
+
+        threading.Thread(target=write, daemon=True).start()
+
     def test_cpu_loop_exceeds_budget_while_another_call_completes(self):
+        # The first spin ends only once the quick call has run: if the CPU loop kept the frame
+        # loop, the quick call would never start and the test would time out (no speed bound).
+        marker = os.path.join(self.ex.dir.name, "quick-ran")
+        self.ex.execute("wait", "import os\ndef main(ctx, x):\n    while not os.path.exists(x):\n        pass\n    return 'saw quick'\n", args=marker, budget_ms=60_000)
+        self.assertCompleted(self.ex.run("quick", "def main(ctx, x):\n    open(x, 'w').close()\n    return 'fine'\n", args=marker), "fine")
+        self.assertCompleted(self.ex.next("wait"), "saw quick")
         self.ex.execute("spin", "def main(ctx, x):\n    while True:\n        pass\n", budget_ms=300)
-        time.sleep(0.05)
-        t0 = time.monotonic()
-        self.assertCompleted(self.ex.run("quick", "def main(ctx, x):\n    return 'fine'\n"), "fine")
-        self.assertLess(time.monotonic() - t0, 0.25)
         e = self.assertFailed(self.ex.next("spin"), "BUDGET_EXCEEDED")
         self.assertRegex(e["message"], r"^call exceeded its budget of 300 ms \(cpu \d+ ms \+ io 0 ms\)$")
         self.assertCompleted(self.ex.run("after", "def main(ctx, x):\n    return 'still serving'\n"), "still serving")
@@ -554,13 +571,15 @@ class BudgetAndCancelTest(ExecutorTest):
         self.assertCompleted(self.ex.run("c2", "def main(ctx, x):\n    return 2\n"), 2)
 
     def test_long_step_after_a_resume_does_not_block_the_loop(self):
-        self.ex.execute("slow", "import time\ndef main(ctx, x):\n    ctx.io('b', 'op')\n    time.sleep(0.5)\n    return 'done'\n")
+        # After its resume the call blocks reading a FIFO that the test opens only once the
+        # quick call has completed: a resumed step that kept the frame loop would deadlock
+        # (and time out) instead of being slow.
+        fifo = self.fifo()
+        self.ex.execute("slow", "def main(ctx, x):\n    ctx.io('b', 'op')\n    with open(x) as f:\n        return f.read()\n", args=fifo)
         self.ex.next("slow")
         self.ex.resume("slow", [ok(1)])
-        time.sleep(0.05)
-        t0 = time.monotonic()
         self.assertCompleted(self.ex.run("quick", "def main(ctx, x):\n    return 1\n"), 1)
-        self.assertLess(time.monotonic() - t0, 0.3)
+        self.release(fifo, "done")
         self.assertCompleted(self.ex.next("slow"), "done")
 
     def test_async_cpu_loop_exceeds_budget(self):
@@ -606,15 +625,17 @@ class BudgetAndCancelTest(ExecutorTest):
         self.assertCompleted(self.ex.run("c2", "def main(ctx, x):\n    return 2\n"), 2)
 
     def test_a_sleeping_call_does_not_block_the_loop(self):
-        self.ex.execute("sleepy", "import time\ndef main(ctx, x):\n    time.sleep(1.0)\n    return 'woke'\n")
-        time.sleep(0.02)
-        t0 = time.monotonic()
+        # The call sleeps in one blocking C call (opening a FIFO) until the test opens the
+        # other end, which it does only after the Pong and the quick call: an executor whose
+        # loop waited for the sleeper would deadlock (and time out) instead of being slow.
+        fifo = self.fifo()
+        self.ex.execute("sleepy", "def main(ctx, x):\n    with open(x) as f:\n        return f.read()\n", args=fifo)
         self.ex.send({"type": "Ping", "seq": 5})
         self.assertEqual(self.ex.next(lambda m: m["type"] == "Pong"), {"type": "Pong", "seq": 5})
         self.assertCompleted(self.ex.run("quick", "def main(ctx, x):\n    return 1\n"), 1)
-        self.assertLess(time.monotonic() - t0, 0.5)
+        self.release(fifo, "woke")
         f = self.assertCompleted(self.ex.next("sleepy"), "woke")
-        self.assertLess(f["cpuMs"], 500)
+        self.assertLess(f["cpuMs"], 500)  # CPU, not wall time: a blocked call costs next to none
 
 
 class IsolationTest(ExecutorTest):

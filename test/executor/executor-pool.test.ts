@@ -57,10 +57,12 @@ async function until(cond: () => boolean, timeoutMs = 20_000): Promise<void> {
 describe("message flows", () => {
   test("ExecuteCall -> CallCompleted: a def entry returns its value, with CPU time and output", async () => {
     const pool = await startPool();
-    const o = await run(pool, "def main(ctx, x):\n    print('hello', x)\n    return x + 1\n", 41);
+    // Spins 50 ms of its thread's CPU clock, the clock the executor measures calls with.
+    const spin = "import time\ndef main(ctx, x):\n    t = time.thread_time()\n    while time.thread_time() - t < 0.05:\n        pass\n    print('hello', x)\n    return x + 1\n";
+    const o = await run(pool, spin, 41);
     expect(expectOk(o)).toBe(42);
     expect(o.output).toBe("hello 41\n");
-    expect(o.cpuMs).toBeGreaterThanOrEqual(0);
+    expect(o.cpuMs).toBeGreaterThanOrEqual(50);
     expect(o.suspensions).toBe(0);
   });
 

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "./ports";
@@ -86,6 +86,16 @@ export class EtcdProcess {
     this.proc = undefined;
     p.kill("SIGKILL");
     await p.exited;
+  }
+
+  /**
+   * wipeData empties the data dir of a stopped etcd: the next start() is a fresh etcd with no
+   * keys and no leases, as if every lease had expired (and the registry been lost) meanwhile.
+   */
+  wipeData(): void {
+    if (this.proc) throw new Error("wipeData: stop etcd first");
+    rmSync(this.dataDir, { recursive: true, force: true });
+    mkdirSync(this.dataDir, { mode: 0o700 });
   }
 
   async destroy(): Promise<void> {

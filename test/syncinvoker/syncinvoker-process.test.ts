@@ -118,7 +118,8 @@ describe("Invoke", () => {
     expect(r.value.error?.code).toBe("BUDGET_EXCEEDED");
     expect(r.value.error?.message).toContain("budget of 200 ms");
     const d = checkDurations(r.value.durations);
-    expect(d.cpuMs).toBeGreaterThan(0);
+    expect(d.cpuMs).toBeGreaterThanOrEqual(200); // it is stopped once its CPU is over the budget
+    expect(d.ioMs).toBe(0);
   });
 
   test("a write IO op is refused with PERMISSION_DENIED naming the op, even when the function catches the error", async () => {
@@ -200,12 +201,28 @@ describe("other clients and faults", () => {
   });
 
   test("a caller that cancels its running call stops it in the executor", async () => {
-    // Spins on CPU with a 60 s budget: only the cancel can end it before the wait below gives up.
-    const source = "def main(ctx, x):\n    while True:\n        sum(range(1000))\n";
-    const call = client.client.invoke({ function: { name: "", source, entry: "" }, args: Buffer.from("null"), timeoutMs: 60_000 }, () => {});
+    // Spins on CPU with a 60 s budget: only the cancel can end it before the waits below give
+    // up. The interrupt that stops it in the executor runs its `finally`, which makes a
+    // directory: a side effect of the executor really stopping the code, which the invoker's
+    // own gauge (it drops when the executor answers) cannot show. The marker is one C call
+    // on pre-bound names, so the executor's repeated interrupts cannot land before it.
+    const stopped = join(dir, "spin-stopped");
+    const source = [
+      "import os",
+      "def main(ctx, x):",
+      "    mark, path = os.mkdir, x",
+      "    try:",
+      "        while True:",
+      "            sum(range(1000))",
+      "    finally:",
+      "        mark(path)",
+    ].join("\n");
+    const call = client.client.invoke({ function: { name: "", source, entry: "" }, args: Buffer.from(JSON.stringify(stopped)), timeoutMs: 60_000 }, () => {});
     await until("the call runs", async () => (await metric("blockx_syncinvoker_running_calls ")).endsWith(" 1"));
+    expect(existsSync(stopped)).toBe(false);
     call.cancel();
     await until("the executor is free again", async () => (await metric("blockx_syncinvoker_running_calls ")).endsWith(" 0"));
+    await until("the spinning code is stopped in the executor", () => existsSync(stopped));
     expect(await metric('blockx_syncinvoker_invocations_total{rpc="Invoke",outcome="CANCELLED"}')).toContain("} 1");
   });
 });
@@ -416,6 +433,40 @@ describe("admission (2 executors, queue of 2)", () => {
     expect(counts).toContain('rpc="Invoke",outcome="QUEUE_FULL"} 1');
     expect(counts).toContain('rpc="Invoke",outcome="DEADLINE_EXCEEDED"}');
     expect(await metric("blockx_syncinvoker_request_duration_seconds_count")).toContain('rpc="Invoke"');
+  });
+});
+
+describe("durations of a call with a known CPU spin and a known IO latency", () => {
+  test("cpu_ms covers the spin, io_ms the injected backend latency, total_ms both (lower bounds only)", async () => {
+    // Its own invoker: every local-chain request waits 150 ms first (LOCALTESTSERVICE_LATENCY_MS).
+    const slow = BlockxProcess.spawn(["syncinvoker"], { SYNCINVOKER_LISTEN: "127.0.0.1:0", EXECUTOR_COUNT: "1", LOCALTESTSERVICE_LATENCY_MS: "150", BLOCKX_LOG_LEVEL: "info" });
+    const slowClient = new SyncInvokerClient(await slow.grpcAddr());
+    try {
+      // 300 ms of the thread's CPU clock (the clock the executor measures), then two reads of
+      // blocks nobody read before (two cache misses, one after the other).
+      const source = [
+        "import time",
+        "def main(ctx, x):",
+        "    t = time.thread_time()",
+        "    while time.thread_time() - t < 0.3:",
+        "        pass",
+        "    a = ctx.io('localtestservice', 'eth_getBlockByNumber', {'chain': 'eth', 'number': x, 'full': False})",
+        "    b = ctx.io('localtestservice', 'eth_getBlockByNumber', {'chain': 'eth', 'number': x + 1, 'full': False})",
+        "    return [int(a['number'], 16), int(b['number'], 16)]",
+      ].join("\n");
+      const r = await slowClient.invoke({ source, args: "4242", timeoutMs: 10_000 });
+      if (!r.ok) throw new Error(r.details);
+      expect(r.value.error).toBeUndefined();
+      expect(JSON.parse(r.value.result.toString())).toEqual([4242, 4243]);
+      const d = checkDurations(r.value.durations);
+      // The parts are clamped into the whole only by the microseconds the two clocks disagree.
+      expect(d.cpuMs).toBeGreaterThanOrEqual(299);
+      expect(d.ioMs).toBeGreaterThanOrEqual(300);
+      expect(d.totalMs).toBeGreaterThanOrEqual(d.queueMs + 299 + 300);
+    } finally {
+      slowClient.close();
+      await slow.stop("SIGKILL");
+    }
   });
 });
 

@@ -206,20 +206,30 @@ describe("a backfill over the local test chain", () => {
   test("cancel mid-backfill: no rows are written after CANCELLED", async () => {
     const s = await setup("worker");
     const src = "import time\ndef main(ctx, input):\n    time.sleep(0.05)\n    return [{'block': input['blockNumber']}]\n";
+    // Rows are the side effect; counted with plain SQL (0 until the first write makes the table).
+    const countRows = () => {
+      const db = new Database(join(s.dir, "tables.sqlite"), { readonly: true });
+      try {
+        return (db.query(`SELECT COUNT(*) AS n FROM cancelled_rows`).get() as { n: number }).n;
+      } catch {
+        return 0;
+      } finally {
+        db.close();
+      }
+    };
     const slot = await waitFor(() => reserve(s.coordAddr, "cancel-bf"), (o) => o.ok);
     await s.client.submitTask(blockTask("cancel-bf", { source: src }, 0, 99_999, "cancelled_rows"), slot.ok ? slot.res.slotId : "");
-    await Bun.sleep(1_000);
+    await waitFor(async () => countRows(), (n) => n > 0);
     const cancelled = await s.client.cancelTask("cancel-bf", "enough");
-    expect(cancelled.ok && cancelled.value.state).toBe(TaskState.CANCELLED);
-    const countRows = () => {
-      const store = new RawTableReader(join(s.dir, "tables.sqlite"));
-      const n = store.query("cancelled_rows").length;
-      store.close();
-      return n;
-    };
-    await Bun.sleep(300); // calls that were running when the task was cancelled have ended by now
+    // The baseline is taken at the reply: a call that was running then, answering later, must
+    // not add a row either.
     const atCancel = countRows();
+    expect(cancelled.ok && cancelled.value.state).toBe(TaskState.CANCELLED);
     expect(atCancel).toBeGreaterThan(0);
+    expect(atCancel).toBeLessThan(100_000);
+    // Another backfill runs to its end on the same Worker and executors meanwhile (by then the
+    // calls the cancel met have answered); the cancelled table has not grown.
+    expect(await runTask(s, blockTask("after-cancel-bf", { source: src }, 0, 49, "other_rows"))).toMatchObject({ state: TaskState.SUCCEEDED, callsSucceeded: 50 });
     await Bun.sleep(1_000);
     expect(countRows()).toBe(atCancel);
   }, 60_000);
@@ -256,22 +266,37 @@ describe("a backfill over the local test chain", () => {
 
   test("a function edited mid-backfill: the running task keeps the code pinned when it started", async () => {
     const fnDir = mkdtempSync(join(tmpdir(), "blockx-fns-"));
-    Bun.spawnSync(["chmod", "755", fnDir]);
+    Bun.spawnSync(["chmod", "755", fnDir]); // executors may run as nobody: they read the gate here
     cleanups.push(() => rmSync(fnDir, { recursive: true, force: true }));
-    const v1 = "import time\ndef main(ctx, input):\n    time.sleep(0.01)\n    return [{'block': input['blockNumber'], 'version': 1}]\n";
+    // Every call waits for the gate file, so the task cannot end before the test lets it: the
+    // edit is sure to land while it runs, however fast or slow this machine is.
+    const gate = join(fnDir, "gate");
+    const v1 = [
+      "import os, time",
+      "def main(ctx, input):",
+      `    while not os.path.exists(${JSON.stringify(gate)}):`,
+      "        time.sleep(0.01)",
+      "    return [{'block': input['blockNumber'], 'version': 1}]",
+    ].join("\n");
     writeFileSync(join(fnDir, "versioned.py"), v1);
-    const s = await setup("worker", { FUNCTIONS_DIR: fnDir });
+    const s = await setup("worker", { FUNCTIONS_DIR: fnDir, TASK_MAX_INFLIGHT_CALLS: "4" });
+    await s.worker.waitForLog((l) => l.msg === "functions loaded");
     const slot = await waitFor(() => reserve(s.coordAddr, "pinned"), (o) => o.ok);
-    await s.client.submitTask(blockTask("pinned", { name: "versioned" }, 0, 299, "versions"), slot.ok ? slot.res.slotId : "");
-    await Bun.sleep(200);
+    const submitted = await s.client.submitTask(blockTask("pinned", { name: "versioned" }, 0, 299, "versions"), slot.ok ? slot.res.slotId : "");
+    expect(submitted.ok && submitted.value.state).toBe(TaskState.RUNNING);
     writeFileSync(join(fnDir, "versioned.py"), v1.replace("'version': 1", "'version': 2"));
+    // The Worker has read version 2 (its poller logs each new epoch) while the task still runs.
+    await s.worker.waitForLog((l) => l.msg === "functions loaded" && Number(l.epoch) >= 2);
+    const during = await s.client.getTaskResult("pinned");
+    expect(during.ok && during.value.snapshot!.state).toBe(TaskState.RUNNING);
+    expect(during.ok && during.value.snapshot!.callsSucceeded).toBe(0);
+    writeFileSync(gate, "");
     const last = (await s.client.watch(["pinned"])).snapshots.at(-1)!;
-    expect(last.state).toBe(TaskState.SUCCEEDED);
+    expect(last).toMatchObject({ state: TaskState.SUCCEEDED, callsSucceeded: 300 });
     const store = new RawTableReader(join(s.dir, "tables.sqlite"));
     expect(new Set(store.query("versions").map((r) => r.version))).toEqual(new Set([1]));
     store.close();
-    // A task started after the edit runs the new code (the directory is re-read every second).
-    await Bun.sleep(1_500);
+    // A task started after the Worker read the edit runs the new code.
     await runTask(s, blockTask("after-edit", { name: "versioned" }, 1000, 1000, "versions"));
     const store2 = new RawTableReader(join(s.dir, "tables.sqlite"));
     expect(store2.query("versions", "WHERE block = 1000").map((r) => r.version)).toEqual([2]);

@@ -70,6 +70,7 @@ async function run(client: WorkerClient, task: Task) {
 describe("IO admission under a backend slowing down tenfold", () => {
   test("in flight never exceeds the max limit, the limit shrinks, the backfill completes exactly, and memory stays bounded", async () => {
     const { dir, faults, w, client } = await startWorker({
+      TASK_MAX_INFLIGHT_CALLS: "64", // calls waiting at a gate hold an executor thread each
       IO_ADMISSION_INITIAL_LIMIT: "8",
       IO_ADMISSION_MIN_LIMIT: "4",
       IO_ADMISSION_MAX_LIMIT: String(MAX_LIMIT),
@@ -79,38 +80,60 @@ describe("IO admission under a backend slowing down tenfold", () => {
     const scrape = async () => (await fetch(`http://${metricsAddr}/metrics`)).text();
     const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${w.proc.pid}/status`, "utf8"))![1]) * 1024;
 
+    // The phases follow the backfill's progress, not the clock, so that the machine's speed
+    // cannot decide the outcome: blocks 2000..2599 are read at the normal latency, 2600..2799
+    // at ten times it, 2800..3499 at the normal latency again. A call of a later phase waits
+    // (before its read) for that phase's gate file, which the test creates only once every
+    // read of the phase before has been answered and the Worker has applied the new latency.
     const FROM = 2_000;
+    const SLOW_FROM = 2_600;
+    const RECOVERED_FROM = 2_800;
     const TO = 3_499;
-    const done = run(client, backfill("slow-backend", FROM, TO, "io_rows"));
+    const gate = (name: string) => join(dir, `gate-${name}`);
+    const gated = [
+      "import os, time",
+      "def main(ctx, input):",
+      "    n = input['blockNumber']",
+      `    gate = ${JSON.stringify(gate("recovered"))} if n >= ${RECOVERED_FROM} else ${JSON.stringify(gate("slow"))} if n >= ${SLOW_FROM} else None`,
+      "    while gate and not os.path.exists(gate):",
+      "        time.sleep(0.05)",
+      ...TX_COUNT.split("\n").slice(1),
+    ].join("\n");
+    const done = run(client, blockTableTask("slow-backend", gated, FROM, TO, "io_rows"));
     let finished = false;
     void done.finally(() => (finished = true));
 
     const L = '{backend="localtestservice"}';
+    const OK_READS = '{backend="localtestservice",op="eth_getBlockByNumber",result="ok"}';
     type Phase = "normal" | "slow" | "recovered";
     const samples: { inflight: number; limit: number; rss: number; phase: Phase }[] = [];
     let phase: Phase = "normal";
-    let firstRequestAt = 0;
-    while (!finished) {
-      const page = await scrape();
-      samples.push({ inflight: metric(page, "blockx_io_inflight", L), limit: metric(page, "blockx_io_admission_limit", L), rss: rss(), phase });
-      const requests = metric(page, "blockx_io_backend_requests_total", '{backend="localtestservice",op="eth_getBlockByNumber",result="ok"}');
-      if (requests > 0 && firstRequestAt === 0) firstRequestAt = Date.now();
-      const since = firstRequestAt === 0 ? 0 : Date.now() - firstRequestAt;
-      // Once the limiter has learnt the normal latency (its first ten 100 ms windows average
-      // it), the backend becomes ten times slower for 4 s, then normal again.
-      if (phase === "normal" && since >= 1_500) {
-        writeFileSync(faults, JSON.stringify({ latencyMs: BASE_LATENCY_MS * 10 }));
-        phase = "slow";
-      } else if (phase === "slow" && since >= 5_500) {
-        writeFileSync(faults, JSON.stringify({ latencyMs: BASE_LATENCY_MS }));
-        phase = "recovered";
+    const sampling = (async () => {
+      while (!finished) {
+        const page = await scrape();
+        samples.push({ inflight: metric(page, "blockx_io_inflight", L), limit: metric(page, "blockx_io_admission_limit", L), rss: rss(), phase });
+        await Bun.sleep(100);
       }
-      await Bun.sleep(100);
-    }
+    })();
+    const readsAnswered = async (n: number) => {
+      while (metric(await scrape(), "blockx_io_backend_requests_total", OK_READS) < n) await Bun.sleep(50);
+    };
+    const enter = async (next: Phase, latencyMs: number) => {
+      const seen = w.lines.length;
+      writeFileSync(faults, JSON.stringify({ latencyMs }));
+      await w.waitForLog((l) => l.msg === "injected backend faults changed" && l.latencyMs === latencyMs && w.lines.indexOf(l) >= seen);
+      phase = next;
+      writeFileSync(gate(next), "");
+    };
+    await readsAnswered(SLOW_FROM - FROM);
+    await enter("slow", BASE_LATENCY_MS * 10);
+    await readsAnswered(RECOVERED_FROM - FROM);
+    await enter("recovered", BASE_LATENCY_MS);
     const last = await done;
+    await sampling;
     const page = await scrape();
 
-    expect(phase).toBe("recovered");
+    expect(metric(page, "blockx_io_backend_requests_total", OK_READS)).toBe(TO - FROM + 1); // each block read once
     expect(last).toMatchObject({ state: TaskState.SUCCEEDED, callsTotal: 1_500, callsSucceeded: 1_500 });
     const store = new RawTableReader(join(dir, "tables.sqlite"));
     const rows = store.query("io_rows") as { block: number }[];
@@ -148,7 +171,7 @@ describe("IO admission under a backend slowing down tenfold", () => {
   }, 240_000);
 
   test("a backend failing transiently: the call fails retryably (BACKEND_RETRYABLE), is retried, and the backfill completes; a backend that never recovers fails the task after CALL_MAX_ATTEMPTS", async () => {
-    const { dir, faults, client } = await startWorker({ LOCALTESTSERVICE_ERROR_RATE: "0.2", CALL_MAX_ATTEMPTS: "8", IO_CACHE_MAX_BYTES: "0" });
+    const { dir, faults, w, client } = await startWorker({ LOCALTESTSERVICE_ERROR_RATE: "0.2", CALL_MAX_ATTEMPTS: "8", IO_CACHE_MAX_BYTES: "0" });
     writeFileSync(faults, JSON.stringify({ latencyMs: 0 }));
     const ok = await run(client, backfill("flaky", 100, 299, "flaky_rows"));
     expect(ok).toMatchObject({ state: TaskState.SUCCEEDED, callsSucceeded: 200 });
@@ -158,7 +181,7 @@ describe("IO admission under a backend slowing down tenfold", () => {
     store.close();
 
     writeFileSync(faults, JSON.stringify({ errorRate: 1 }));
-    await Bun.sleep(600); // the file is re-read every 200 ms
+    await w.waitForLog((l) => l.msg === "injected backend faults changed" && l.errorRate === 1); // the Worker has read it
     const failed = await run(client, backfill("down", 100, 101, "down_rows"));
     expect(failed.state).toBe(TaskState.FAILED);
     expect(failed.error?.code).toBe("BACKEND_RETRYABLE");

@@ -8,6 +8,7 @@ import { TaskState } from "../../src/gen/worker/v1/worker";
 import { HealthCheckResponse_ServingStatus as Serving } from "../../src/gen/grpc/health/v1/health";
 import { BlockxProcess } from "../support/blockx-process";
 import { healthCheck, NO_HOST_RED_LINES, reserve, waitFor, type ReserveOutcome } from "../support/coordinator-client";
+import { createEtcdClient } from "../../src/common/etcd/etcd-client";
 import { EtcdProcess } from "../support/etcd";
 import { freePort } from "../support/ports";
 import { randomLanePrefix } from "../support/worker-double";
@@ -125,9 +126,33 @@ describe("worker faults", () => {
     const c = coordinator(prefix, { ETCD_ENDPOINTS: etcd.endpoint, COORDINATOR_HEARTBEAT_TIMEOUT_MS: "3000", COORDINATOR_WATCH_GRACE_PERIOD_MS: "3000" });
     const caddr = await c.grpcAddr();
     await waitFor(() => reserve(caddr, "before"), ok);
+    const etcdClient = await createEtcdClient({ endpoints: [etcd.endpoint], dialTimeoutMs: 1000 });
+    cleanups.push(() => etcdClient.close());
+    // The Worker's registration: its key under the prefix, and the lease that keeps it.
+    const registration = async () => {
+      try {
+        const kv = (await etcdClient.getAll().prefix(prefix).exec()).kvs.find((k) => k.key.toString().endsWith(waddr));
+        return kv ? String(kv.lease) : "";
+      } catch {
+        return ""; // etcd is still coming back
+      }
+    };
+    const leaseBefore = await registration();
+    expect(leaseBefore).not.toBe("");
     await etcd.stop();
-    await Bun.sleep(5_000);
+    await Bun.sleep(5_000); // > 2x the 2 s TTL
     await etcd.start();
+    // A restarted etcd resets the TTLs of the leases it kept, so the Worker's lease would just
+    // survive and nothing would have to register again. Revoking it is what etcd does when a
+    // lease expires: the key goes, and only a new registration brings the Worker back.
+    await waitFor(
+      () => etcdClient.leaseClient.leaseRevoke({ ID: leaseBefore }).then(() => true, (e: Error) => (/not found/i.test(e.message) ? true : false)),
+      (done) => done,
+      30_000,
+      200,
+    );
+    const leaseAfter = await waitFor(registration, (l) => l !== "" && l !== leaseBefore, 30_000, 100);
+    expect(leaseAfter).not.toBe(leaseBefore);
     const back = await waitFor(() => reserve(caddr, "after"), ok, 30_000, 200);
     expect(back.ok && back.res.workerAddr).toBe(waddr);
   }, 60_000);

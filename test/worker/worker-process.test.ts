@@ -5,6 +5,9 @@
  */
 import * as grpc from "@grpc/grpc-js";
 import { afterEach, describe, expect, test } from "bun:test";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { TaskState } from "../../src/gen/worker/v1/worker";
 import { BlockxProcess } from "../support/blockx-process";
 import { NO_HOST_RED_LINES, reserve, waitFor } from "../support/coordinator-client";
@@ -100,7 +103,7 @@ describe("blockx worker (compiled binary) through a Coordinator", () => {
     expect(result.ok && result.value.returnValues.map((b) => Number(Buffer.from(b).toString()))).toEqual(Array.from({ length: 60 }, (_, i) => i + 1));
   }, 60_000);
 
-  test("a task past its timeout is TIMED_OUT and its slot freed; a cancelled task is CANCELLED and runs no further calls", async () => {
+  test("a task past its timeout is TIMED_OUT and its slot freed", async () => {
     const { coordAddr, client } = await cluster({ TASK_SLOTS: "1" });
     const slow = "import time\ndef main(ctx, x):\n    time.sleep(0.2)\n    return x\n";
     const slot = await reserveOk(coordAddr, "slow");
@@ -108,17 +111,54 @@ describe("blockx worker (compiled binary) through a Coordinator", () => {
     const timedOut = (await client.watch(["slow"])).snapshots.at(-1)!;
     expect(timedOut.state).toBe(TaskState.TIMED_OUT);
     expect(timedOut.callsSucceeded).toBeLessThan(100);
+    expect((await reserveOk(coordAddr, "after-timeout")).slotId).not.toBe(""); // the only slot was freed
+  }, 60_000);
 
-    const slot2 = await reserveOk(coordAddr, "to-cancel"); // the only slot was freed
-    await client.submitTask(inputsTask("to-cancel", slow, Array.from({ length: 100 }, (_, i) => i)), slot2.slotId);
-    await Bun.sleep(300);
+  test("a cancelled task is CANCELLED, its running calls are stopped in the executors, and it starts no further call", async () => {
+    // Seen from the function itself and from the executors' answers, not from the task's
+    // counters (the Worker stops updating those when the task ends, so they cannot tell).
+    // Each call appends "start x" to a file when it begins, "end x" if it ever returns, and
+    // otherwise runs until it is stopped (60 s at most). At most 4 calls of the task are in
+    // flight: once 4 have started, no other call of the task is on its way to an executor.
+    const { worker, coordAddr, client } = await cluster({ TASK_SLOTS: "1", TASK_MAX_INFLIGHT_CALLS: "4", BLOCKX_PROMETHEUS_LISTEN_ADDR: "127.0.0.1:0" });
+    const metricsAddr = String((await worker.waitForLog((l) => l.msg === "metrics listening")).addr);
+    const callsAnswered = async () => {
+      const text = await (await fetch(`http://${metricsAddr}/metrics`)).text();
+      return Number(/^blockx_worker_calls_total\{result="finished"\} (\d+)$/m.exec(text)?.[1] ?? 0);
+    };
+    const dir = mkdtempSync(join(tmpdir(), "blockx-cancel-"));
+    chmodSync(dir, 0o777); // executors may run as nobody
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const log = join(dir, "calls.log");
+    const marked = [
+      "import time",
+      "def note(line):",
+      `    with open(${JSON.stringify(log)}, 'a') as f:`,
+      "        f.write(line + '\\n')",
+      "def main(ctx, x):",
+      "    note(f'start {x}')",
+      "    for _ in range(6000):",
+      "        time.sleep(0.01)",
+      "    note(f'end {x}')",
+      "    return x",
+    ].join("\n");
+    const lines = async () => (existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean).sort() : []);
+    const slot = await reserveOk(coordAddr, "to-cancel");
+    await client.submitTask(inputsTask("to-cancel", marked, Array.from({ length: 100 }, (_, i) => i)), slot.slotId);
+    const started = ["start 0", "start 1", "start 2", "start 3"];
+    expect(await waitFor(lines, (l) => l.length >= 4)).toEqual(started);
     const cancelled = await client.cancelTask("to-cancel", "not needed");
     expect(cancelled.ok && cancelled.value.state).toBe(TaskState.CANCELLED);
-    const doneAtCancel = cancelled.ok ? cancelled.value.callsSucceeded : -1;
-    await Bun.sleep(500);
-    const after = await client.getTaskResult("to-cancel");
-    expect(after.ok && after.value.snapshot!.callsSucceeded).toBe(doneAtCancel);
-    expect((await reserveOk(coordAddr, "after-cancel")).slotId).not.toBe("");
+    // The cancel reached the executors: each of the 4 running calls was stopped and answered
+    // (none could have ended by itself, see above).
+    expect(await waitFor(callsAnswered, (n) => n >= 4)).toBe(4);
+    // The slot is free and another task runs to its end on the same executors; a task still
+    // dispatching would have started calls 4, 5, ... meanwhile (its window is empty now).
+    const next = await reserveOk(coordAddr, "after-cancel");
+    await client.submitTask(inputsTask("after-cancel", "def main(ctx, x):\n    return x\n", Array.from({ length: 20 }, (_, i) => i)), next.slotId);
+    expect((await client.watch(["after-cancel"])).snapshots.at(-1)!.state).toBe(TaskState.SUCCEEDED);
+    expect(await lines()).toEqual(started);
+    expect(await callsAnswered()).toBe(4 + 20);
   }, 60_000);
 
   test("slot rules over the network: expired slot, wrong task, unknown incarnation, full pool", async () => {

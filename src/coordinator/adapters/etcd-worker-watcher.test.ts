@@ -631,7 +631,7 @@ describe("EtcdWorkerWatcher under injected faults", () => {
 
       await waitFor(() => r.sink.count("markWatchReconnected") === 1, "reconnected");
       expect(r.core.getWorkerView(w2.workerAddr)).toBeUndefined();
-      expect(r.core.getWorkerView(w1.workerAddr)).toBeDefined();
+      expect(r.core.getWorkerView(w1.workerAddr)).toMatchObject(w1);
       expect(r.sink.viewCalls()).toEqual([{ full: [w1, w2] }, { removal: w2.workerAddr }]);
       expect(r.removed).toEqual([w2.workerAddr]);
       expect(r.core.isReady(FAR_FUTURE_MS)).toBe(true);

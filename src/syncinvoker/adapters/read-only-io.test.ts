@@ -1,8 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { loadEnvConfig } from "../../common/config/env-config";
+import { silentLogger } from "../../common/logging/logger";
 import type { RawJson } from "../../worker/executor/protocol";
 import { BackendRegistry } from "../../worker/io/backend-registry";
 import { ioConfigFrom, ioVars } from "../../worker/io/io-config";
+import { FaultInjector } from "../../worker/io/fault-injection";
 import { IoSubsystem } from "../../worker/io/io-subsystem";
 import { localtestserviceBackend } from "../../worker/io/localtestservice-backend";
 import { ReadOnlyIo } from "./read-only-io";
@@ -41,7 +43,6 @@ describe("ReadOnlyIo", () => {
     expect(JSON.parse(text).number).toBe("0x7");
     expect(miss!.bytes).toBe(Buffer.byteLength(text));
     expect(hit!.bytes).toBe(miss!.bytes);
-    expect(miss!.durationMs).toBeGreaterThanOrEqual(0);
     expect(callIo.writeAttempted).toBeNull();
     callIo.end();
     // A block above head - finality depth is read from the backend every time.
@@ -84,5 +85,18 @@ describe("ReadOnlyIo", () => {
     expect(subsystem.snapshot()).toMatchObject({ tasks: 0, flights: 0 });
     // A request after the end (a late sub-call) is answered without reaching the backend.
     expect(await quiet.io(block(8))).toMatchObject({ ok: false, error: { type: "Cancelled" } });
+  });
+
+  test("a traced read's time and the call's IO time include the backend's latency (40 ms injected); a cache hit waits for nothing", async () => {
+    const slow = new ReadOnlyIo(new IoSubsystem(new BackendRegistry().register(new FaultInjector({ latencyMs: 40, errorRate: 0 }, "", silentLogger()).wrap(localtestserviceBackend({ head: 1000 }))), READ_ONLY));
+    const callIo = slow.forCall({ callId: "slow1", traced: true });
+    const miss = await callIo.io(block(5));
+    expect(miss.ok).toBe(true);
+    expect(miss.ioMs).toBeGreaterThanOrEqual(40);
+    expect(callIo.trace[0]!.durationMs).toBeGreaterThanOrEqual(40);
+    await Bun.sleep(0); // the head arrives a few microtasks after the answer (see above)
+    expect(await callIo.io(block(5))).toMatchObject({ ok: true, ioMs: 0 });
+    expect(callIo.trace[1]!.cacheHit).toBe(true);
+    callIo.end();
   });
 });

@@ -62,15 +62,22 @@ describe("HeartbeatPublisher", () => {
     const p = publisherOn(client, prefix, "10.0.0.2:7000", 2);
     p.start();
     await until(async () => (await valueAt(client, p.key)) !== null);
+    const leaseBefore = String((await client.get(p.key).exec()).kvs[0]!.lease);
     await etcd.stop();
     const publishedDuringOutage = p.published;
-    await Bun.sleep(5_000); // > 2x the 2 s TTL: etcd expires the lease on restart
+    await Bun.sleep(5_000); // > 2x the 2 s TTL
+    // A restarted etcd resets the TTLs of the leases it kept, so the old lease would simply
+    // survive and nothing would have to register again. Wiping the data forces it: the etcd
+    // that returns knows neither the lease nor the key, as after an expiry.
+    etcd.wipeData();
     await etcd.start();
     await until(async () => p.published > publishedDuringOutage && (await valueAt(client, p.key)) !== null, 30_000);
     const leaseAfter = String((await client.get(p.key).exec()).kvs[0]!.lease);
     expect(leaseAfter).not.toBe("0");
-    // Either the old lease survived (etcd resets TTLs of leases on restart) or a new one was granted;
-    // in both cases the key is kept alive: wait 2 TTLs and it is still there.
+    expect(leaseAfter).not.toBe(leaseBefore); // the old lease does not exist in this etcd
+    const again = parseWorkerHeartbeat((await valueAt(client, p.key))!);
+    expect(again.ok && again.heartbeat.workerAddr).toBe("10.0.0.2:7000");
+    // The new lease is kept alive: 2 TTLs later the key is still there.
     await Bun.sleep(4_500);
     expect(await valueAt(client, p.key)).not.toBeNull();
   }, 60_000);

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import pino from "pino";
 import { createLogger } from "../../common/logging/logger";
 import { BackendRegistry } from "./backend-registry";
 import { FaultInjector } from "./fault-injection";
@@ -19,12 +20,12 @@ async function until(cond: () => boolean): Promise<void> {
 }
 
 describe("FaultInjector", () => {
-  test("without faults the backend's ops run as before (synchronously)", () => {
+  test("without faults the backend's ops run as before (synchronously); the head and the cache declarations are kept", async () => {
     const f = new FaultInjector({ latencyMs: 0, errorRate: 0 }, "", log);
     const b = f.wrap(localtestserviceBackend({ head: 10 }));
     expect(b.ops.eth_blockNumber!.handle({ chain: "ethereum" })).toBe("0xa");
-    expect(b.head).toBeDefined();
-    expect(b.ops.eth_getBlockByNumber!.cache).toBeDefined();
+    expect(await b.head!("ethereum")).toBe(10);
+    expect(b.ops.eth_getBlockByNumber!.cache!({ chain: "ethereum", number: 7, full: false })).toEqual({ chain: "ethereum", block: 7, key: "ethereum:7:false" });
   });
 
   test("an error rate of 1 fails every request with a retryable BackendUnavailable", async () => {
@@ -37,16 +38,24 @@ describe("FaultInjector", () => {
     const dir = mkdtempSync(join(tmpdir(), "blockx-faults-"));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     const file = join(dir, "faults.json");
-    const f = new FaultInjector({ latencyMs: 5, errorRate: 0 }, file, log).start();
+    // What the injector logs tells when it has read each version of the file.
+    const logged: { msg: string }[] = [];
+    const f = new FaultInjector({ latencyMs: 5, errorRate: 0 }, file, pino({ level: "info" }, { write: (line: string) => void logged.push(JSON.parse(line)) })).start();
     cleanups.push(() => f.stop());
+    const ignored = () => logged.filter((l) => l.msg.startsWith("faults file ignored")).length;
     expect(f.current).toEqual({ latencyMs: 5, errorRate: 0 }); // no file yet: the env values
     writeFileSync(file, JSON.stringify({ latencyMs: 50 }));
     await until(() => f.current.latencyMs === 50);
     expect(f.current.errorRate).toBe(0);
+    // Each bad version stays until the injector has read and refused it.
     writeFileSync(file, JSON.stringify({ latencyMs: -1 }));
-    writeFileSync(file, "{not json");
-    await Bun.sleep(500);
+    await until(() => ignored() >= 1 || f.current.latencyMs !== 50);
     expect(f.current).toEqual({ latencyMs: 50, errorRate: 0 });
+    expect(ignored()).toBe(1);
+    writeFileSync(file, "{not json");
+    await until(() => ignored() >= 2 || f.current.latencyMs !== 50);
+    expect(f.current).toEqual({ latencyMs: 50, errorRate: 0 });
+    expect(ignored()).toBe(2);
     writeFileSync(file, JSON.stringify({ latencyMs: 0, errorRate: 0.5 }));
     await until(() => f.current.errorRate === 0.5);
   });

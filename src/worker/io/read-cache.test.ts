@@ -28,11 +28,15 @@ describe("ReadCache", () => {
   test("the byte bound holds after every put: the least recently used entries are evicted and counted", () => {
     const per = cost("k10", 100);
     const c = new ReadCache(per * 3);
-    for (let i = 10; i < 13; i++) c.put(`k${i}`, raw(100));
+    const values = new Map<string, ReturnType<typeof raw>>();
+    for (let i = 10; i < 13; i++) {
+      values.set(`k${i}`, raw(100));
+      c.put(`k${i}`, values.get(`k${i}`)!);
+    }
     c.get("k10"); // k10 becomes the youngest; k11 is now the oldest
     c.put("k13", raw(100));
     expect(c.get("k11")).toBeUndefined();
-    expect(c.get("k10")).toBeDefined();
+    expect(c.get("k10")).toBe(values.get("k10")!);
     expect(c.evictions).toBe(1);
     for (let i = 14; i < 60; i++) {
       c.put(`k${i}`, raw(100));
@@ -50,9 +54,10 @@ describe("ReadCache", () => {
     for (let i = 0; i < 5; i++) c.put(`s${i}`, raw(50));
     expect(c.put("big", raw(1_000))).toBe(false);
     expect(c.size).toBe(5);
-    expect(c.put("mid", raw(600))).toBe(true);
+    const mid = raw(600);
+    expect(c.put("mid", mid)).toBe(true);
     expect(c.bytes).toBeLessThanOrEqual(1_000);
-    expect(c.get("mid")).toBeDefined();
+    expect(c.get("mid")).toBe(mid);
     expect(c.get("s0")).toBeUndefined();
   });
 
