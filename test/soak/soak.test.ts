@@ -10,7 +10,9 @@ import { formatReport, runSoak } from "./soak-run";
 
 test("short soak: every fault kind injected; every block's rows exactly once", async () => {
   // Faults and lost Workers are printed as they happen: if the test ever times out, they say where.
-  const report = await runSoak({ seed: 20261129, durationMs: 60_000, runTimeoutMs: 45_000, log: (l) => console.log(l) });
+  // A run's deadline is generous (a 100-block task takes seconds even under the faults): a run that
+  // hits it is a hang, and fails the soak, not a slow machine's verdict.
+  const report = await runSoak({ seed: 20261129, durationMs: 60_000, runTimeoutMs: 100_000, log: (l) => console.log(l) });
   console.log(formatReport(report));
   // Every kind took effect at least once (a fault that hit nothing is not counted).
   for (const k of FAULT_KINDS) expect(report.faultsByKind[k]).toBeGreaterThanOrEqual(1);
@@ -24,4 +26,4 @@ test("short soak: every fault kind injected; every block's rows exactly once", a
   expect(report.check).toMatchObject({ missingRows: 0, duplicatedRows: 0, unexpectedRows: 0 });
   expect(report.check.foundRows).toBe(report.check.expectedRows);
   expect(report.check.blocks).toBeGreaterThan(0);
-}, 170_000);
+}, 300_000);
