@@ -9,7 +9,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FunctionCallConfig, Task, TaskState } from "../../src/gen/worker/v1/worker";
-import { SyntheticChain } from "../../src/worker/backends/localtestservice/synthetic-chain";
+import { SyntheticChain } from "../../src/runtime/chains/localtestservice/synthetic-chain";
 import { RawTableReader } from "../support/raw-table-reader";
 import { BLOCKX_BINARY, BlockxProcess } from "../support/blockx-process";
 import { NO_HOST_RED_LINES, reserve, waitFor } from "../support/coordinator-client";

@@ -1,12 +1,12 @@
 import type { Logger } from "../../common/logging/logger";
 import type { CallError, TableWriteSummary } from "../../gen/worker/v1/worker";
-import type { IoSubsystem, TaskIo } from "../io/io-subsystem";
+import type { IoSubsystem, TaskIo } from "../../runtime/io/io-subsystem";
 import type { TableStore } from "../writers/table-store";
 import { WriteRejected, type Writer } from "../writers/writer";
 import { createWriters, WriterSetupError } from "../writers/writers";
-import { CallErrorCode, type CallOutcome, type CallOwner } from "../executor/call";
-import type { ExecutorPool } from "../executor/executor-pool";
-import type { JsonValue, ResumeResult } from "../executor/protocol";
+import { CallErrorCode, type CallOutcome, type CallOwner } from "../../runtime/calls/call";
+import type { ExecutorPool } from "../../runtime/executor/executor-pool";
+import type { JsonValue, ResumeResult } from "../../runtime/executor/protocol";
 import { DispatcherCore, type DispatchedCall, type DispatcherConfig } from "../core/dispatcher-core";
 import type { TaskPlan } from "./task-plan";
 
