@@ -7,11 +7,11 @@
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { silentLogger } from "../../src/common/logging/logger";
-import type { CallOwner } from "../../src/worker/executor/call";
-import { defaultExecutorPoolConfig } from "../../src/worker/executor/executor-pool-config";
-import { ExecutorPool } from "../../src/worker/executor/executor-pool";
-import { encodeFrame, FrameDecoder } from "../../src/worker/executor/frame-codec";
-import { resolvePython } from "../../src/worker/executor/isolation";
+import type { CallOwner } from "../../src/runtime/calls/call";
+import { defaultExecutorPoolConfig } from "../../src/runtime/executor/executor-pool-config";
+import { ExecutorPool } from "../../src/runtime/executor/executor-pool";
+import { encodeFrame, FrameDecoder } from "../../src/runtime/executor/frame-codec";
+import { resolvePython } from "../../src/runtime/executor/isolation";
 import { latency, throughput } from "../support/measure";
 
 const { values } = parseArgs({

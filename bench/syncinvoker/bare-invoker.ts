@@ -11,9 +11,9 @@ import { parseArgs } from "node:util";
 import { GRPC_SERVER_OPTIONS } from "../../src/common/grpc/grpc-server";
 import { silentLogger } from "../../src/common/logging/logger";
 import { InvokeResponse, SyncInvokerServiceService, type SyncInvokerServiceServer } from "../../src/gen/syncinvoker/v1/sync_invoker";
-import { ExecutorPool } from "../../src/worker/executor/executor-pool";
-import { defaultExecutorPoolConfig } from "../../src/worker/executor/executor-pool-config";
-import type { JsonValue } from "../../src/worker/executor/protocol";
+import { ExecutorPool } from "../../src/runtime/executor/executor-pool";
+import { defaultExecutorPoolConfig } from "../../src/runtime/executor/executor-pool-config";
+import type { JsonValue } from "../../src/runtime/executor/protocol";
 
 const { values } = parseArgs({ options: { executors: { type: "string", default: "0" } } });
 const executors = Number(values.executors);

@@ -22,10 +22,10 @@ import { PrecheckRunner } from "../../src/syncinvoker/adapters/precheck-runner";
 import { ReadOnlyIo } from "../../src/syncinvoker/adapters/read-only-io";
 import { SyncInvokerService } from "../../src/syncinvoker/adapters/sync-invoker-service";
 import { loadSyncInvokerConfig } from "../../src/syncinvoker/app/config";
-import { ExecutorPool } from "../../src/worker/executor/executor-pool";
-import { BackendRegistry } from "../../src/worker/io/backend-registry";
-import { IoSubsystem } from "../../src/worker/io/io-subsystem";
-import { defaultExecutorPoolConfig } from "../../src/worker/executor/executor-pool-config";
+import { ExecutorPool } from "../../src/runtime/executor/executor-pool";
+import { BackendRegistry } from "../../src/runtime/io/backends/backend-registry";
+import { IoSubsystem } from "../../src/runtime/io/io-subsystem";
+import { defaultExecutorPoolConfig } from "../../src/runtime/executor/executor-pool-config";
 import { BlockxProcess } from "../../test/support/blockx-process";
 import { latency, throughput } from "../support/measure";
 

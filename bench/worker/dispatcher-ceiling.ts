@@ -4,7 +4,7 @@
  * Worker (dist/blockx worker, real etcd, real Python executors), timed from SubmitTask to the
  * terminal snapshot of WatchTasks. No Coordinator: the slot is requested straight from the Worker.
  *
- * Baseline of the same run: the executor pool alone (src/worker/executor/executor-pool.ts in this
+ * Baseline of the same run: the executor pool alone (src/runtime/executor/executor-pool.ts in this
  * process) with the same number of calls of the same function at 2,000 in flight.
  *
  *   bun bench/worker/dispatcher-ceiling.ts [--calls 100000] [--executors 8,2] [--inflight 2000] [--log-level info]
@@ -12,9 +12,9 @@
 import { parseArgs } from "node:util";
 import { silentLogger } from "../../src/common/logging/logger";
 import { TaskState } from "../../src/gen/worker/v1/worker";
-import type { CallOwner } from "../../src/worker/executor/call";
-import { defaultExecutorPoolConfig } from "../../src/worker/executor/executor-pool-config";
-import { ExecutorPool } from "../../src/worker/executor/executor-pool";
+import type { CallOwner } from "../../src/runtime/calls/call";
+import { defaultExecutorPoolConfig } from "../../src/runtime/executor/executor-pool-config";
+import { ExecutorPool } from "../../src/runtime/executor/executor-pool";
 import { BlockxProcess } from "../../test/support/blockx-process";
 import { EtcdProcess } from "../../test/support/etcd";
 import { randomLanePrefix } from "../../test/support/worker-double";

@@ -3,9 +3,9 @@ import { dirname, join, resolve } from "node:path";
 import { loadEnvConfig } from "../common/config/env-config";
 import { commonVars } from "../common/config/common-vars";
 import { createLogger } from "../common/logging/logger";
-import type { CallOutcome, CallOwner } from "../worker/executor/call";
-import { executorPoolConfigFrom, executorPoolVars } from "../worker/executor/executor-pool-config";
-import type { JsonValue, ResumeResult } from "../worker/executor/protocol";
+import type { CallOutcome, CallOwner } from "../runtime/calls/call";
+import { executorPoolConfigFrom, executorPoolVars } from "../runtime/executor/executor-pool-config";
+import type { JsonValue, ResumeResult } from "../runtime/executor/protocol";
 import type { Command } from "./command";
 
 /** Sub-calls deeper than this fail, so that a function calling itself cannot run away. */
@@ -47,7 +47,7 @@ export const execCommand: Command = {
     }
     const v = loadEnvConfig(vars, process.env, flags);
     const log = createLogger(v.logLevel, { role: "exec" });
-    const { ExecutorPool } = await import("../worker/executor/executor-pool");
+    const { ExecutorPool } = await import("../runtime/executor/executor-pool");
     const pool = await ExecutorPool.start(executorPoolConfigFrom({ ...v, executorCount: Math.min(v.executorCount, 2) }), log);
     const dir = dirname(resolve(file));
     let seq = 0;

@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
-import { writeBlockStore } from "../worker/backends/localtestservice/block-text-store";
-import { SyntheticChain } from "../worker/backends/localtestservice/synthetic-chain";
+import { writeBlockStore } from "../runtime/chains/localtestservice/block-text-store";
+import { SyntheticChain } from "../runtime/chains/localtestservice/synthetic-chain";
 import type { Command } from "./command";
 import { UsageError } from "./exec-command";
 

@@ -7,7 +7,7 @@ import { afterAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SyntheticChain } from "../../src/worker/backends/localtestservice/synthetic-chain";
+import { SyntheticChain } from "../../src/runtime/chains/localtestservice/synthetic-chain";
 import { RawTableReader } from "../support/raw-table-reader";
 import { processesMentioning } from "../support/proc-scan";
 

@@ -10,7 +10,7 @@ import { copyFileSync, existsSync, lstatSync, mkdtempSync, readdirSync, readFile
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FunctionCallConfig, Task, TaskState } from "../../src/gen/worker/v1/worker";
-import { SyntheticChain } from "../../src/worker/backends/localtestservice/synthetic-chain";
+import { SyntheticChain } from "../../src/runtime/chains/localtestservice/synthetic-chain";
 import { RawTableReader } from "../support/raw-table-reader";
 import { BLOCKX_BINARY, BlockxProcess } from "../support/blockx-process";
 import { descendants, processesMentioning } from "../support/proc-scan";

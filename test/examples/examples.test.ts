@@ -9,7 +9,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Task, TaskState } from "../../src/gen/worker/v1/worker";
-import { SyntheticChain, TRANSFER_TOPIC } from "../../src/worker/backends/localtestservice/synthetic-chain";
+import { SyntheticChain, TRANSFER_TOPIC } from "../../src/runtime/chains/localtestservice/synthetic-chain";
 import { RawTableReader } from "../support/raw-table-reader";
 import { BlockxProcess } from "../support/blockx-process";
 import { randomLanePrefix } from "../support/worker-double";

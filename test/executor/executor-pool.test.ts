@@ -7,10 +7,10 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { createServer } from "node:net";
 import { silentLogger } from "../../src/common/logging/logger";
-import type { CallOutcome, CallOwner, IoAnswer } from "../../src/worker/executor/call";
-import { defaultExecutorPoolConfig, type ExecutorPoolConfig } from "../../src/worker/executor/executor-pool-config";
-import { ExecutorPool } from "../../src/worker/executor/executor-pool";
-import type { JsonValue, ResumeResult } from "../../src/worker/executor/protocol";
+import type { CallOutcome, CallOwner, IoAnswer } from "../../src/runtime/calls/call";
+import { defaultExecutorPoolConfig, type ExecutorPoolConfig } from "../../src/runtime/executor/executor-pool-config";
+import { ExecutorPool } from "../../src/runtime/executor/executor-pool";
+import type { JsonValue, ResumeResult } from "../../src/runtime/executor/protocol";
 
 const pools: ExecutorPool[] = [];
 afterEach(async () => {

@@ -6,15 +6,15 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { DEFAULT_CHAINS_CONFIG, parseChainsConfig } from "../../src/common/config/chains-config";
-import type { JsonValue } from "../../src/worker/executor/protocol";
-import { RawJson } from "../../src/worker/executor/protocol";
-import { FunctionCodeView } from "../../src/worker/function-code/function-code-view";
-import { ChainRouter } from "../../src/worker/backends/router/chain-router";
-import { BackendRegistry, type Backend } from "../../src/worker/io/backend-registry";
-import { blockdbBackend } from "../../src/worker/io/blockdb-backend";
-import { metaBackend } from "../../src/worker/io/meta-backend";
-import { routerBackend } from "../../src/worker/io/router-backend";
-import { rpcBackend } from "../../src/worker/io/rpc-backend";
+import type { JsonValue } from "../../src/runtime/executor/protocol";
+import { RawJson } from "../../src/runtime/executor/protocol";
+import { FunctionCodeView } from "../../src/runtime/functions/function-code-view";
+import { ChainRouter } from "../../src/runtime/chains/router/chain-router";
+import { BackendRegistry, type Backend } from "../../src/runtime/io/backends/backend-registry";
+import { blockdbBackend } from "../../src/runtime/io/backends/blockdb-backend";
+import { metaBackend } from "../../src/runtime/io/backends/meta-backend";
+import { routerBackend } from "../../src/runtime/io/backends/router-backend";
+import { rpcBackend } from "../../src/runtime/io/backends/rpc-backend";
 import { GanacheNode, TRANSFER_TOPIC } from "../support/ganache";
 
 let node: GanacheNode;

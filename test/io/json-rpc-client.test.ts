@@ -3,10 +3,10 @@
  * errors, 5xx/429, slow replies and garbage, and against a port where nothing listens.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import type { JsonRpcClientOptions } from "../../src/worker/backends/rpc/json-rpc-client";
-import { JsonRpcClient } from "../../src/worker/backends/rpc/json-rpc-client";
-import { JsonRpcError } from "../../src/worker/backends/rpc/json-rpc-error";
-import { BackendError } from "../../src/worker/io/backend-registry";
+import type { JsonRpcClientOptions } from "../../src/runtime/chains/rpc/json-rpc-client";
+import { JsonRpcClient } from "../../src/runtime/chains/rpc/json-rpc-client";
+import { JsonRpcError } from "../../src/runtime/chains/rpc/json-rpc-error";
+import { BackendError } from "../../src/runtime/io/backends/backend-registry";
 import { freePort } from "../support/ports";
 
 type Req = { jsonrpc: string; id: number; method: string; params: unknown[] };

@@ -1,5 +1,5 @@
 import { Database } from "bun:sqlite";
-import { SyntheticChain } from "../../src/worker/backends/localtestservice/synthetic-chain";
+import { SyntheticChain } from "../../src/runtime/chains/localtestservice/synthetic-chain";
 import type { SoakRow, SoakTable } from "./soak-functions";
 
 export const SOAK_CHAIN = "ethereum";

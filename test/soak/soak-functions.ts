@@ -1,4 +1,4 @@
-import { SyntheticChain, TRANSFER_TOPIC } from "../../src/worker/backends/localtestservice/synthetic-chain";
+import { SyntheticChain, TRANSFER_TOPIC } from "../../src/runtime/chains/localtestservice/synthetic-chain";
 
 /** A row as the checker compares it: user columns only. */
 export type SoakRow = Record<string, string | number>;

@@ -5,11 +5,11 @@
  */
 import { Database } from "bun:sqlite";
 import { afterEach, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FunctionCallConfig, Task, TaskState } from "../../src/gen/worker/v1/worker";
-import { SyntheticChain } from "../../src/worker/backends/localtestservice/synthetic-chain";
+import { SyntheticChain } from "../../src/runtime/chains/localtestservice/synthetic-chain";
 import { RawTableReader } from "../support/raw-table-reader";
 import { BLOCKX_BINARY, BlockxProcess } from "../support/blockx-process";
 import { NO_HOST_RED_LINES, reserve, waitFor } from "../support/coordinator-client";
@@ -339,5 +339,51 @@ describe("a backfill over the local test chain", () => {
     expect(again.state).toBe(TaskState.SUCCEEDED);
     expect(rows()).toEqual(expected(3000, 3399));
     store.close();
+  }, 90_000);
+
+  test("a sub-call whose executor dies is retried like a call, not turned into the parent's error", async () => {
+    const fnDir = mkdtempSync(join(tmpdir(), "blockx-fns-"));
+    Bun.spawnSync(["chmod", "777", fnDir]); // executors may run as nobody: they write markers here
+    cleanups.push(() => rmSync(fnDir, { recursive: true, force: true }));
+    // The first try of each block's sub-call kills its own executor process.
+    writeFileSync(
+      join(fnDir, "dies_once.py"),
+      ["import os", "def main(ctx, n):", `    marker = os.path.join(${JSON.stringify(fnDir)}, f"tried-{n}")`, "    if not os.path.exists(marker):", "        open(marker, 'w').close()", "        os._exit(3)", "    return n * 2"].join("\n"),
+    );
+    writeFileSync(join(fnDir, "parent.py"), "def main(ctx, input):\n    return [{'block': input['blockNumber'], 'double': ctx.call('dies_once', input['blockNumber'])}]\n");
+    // One parent at a time on two executors: its sub-call goes to the other, idle executor, so the
+    // death hits the sub-call alone (the parent keeps running and waits for it).
+    const s = await setup("worker", { FUNCTIONS_DIR: fnDir, TASK_MAX_INFLIGHT_CALLS: "1" });
+    const last = await runTask(s, blockTask("sub-dies", { name: "parent" }, 100, 104, "sub_dies"));
+    expect(last).toMatchObject({ state: TaskState.SUCCEEDED, callsSucceeded: 5 });
+    expect(last.callsRetried).toBeGreaterThanOrEqual(5);
+    const store = new RawTableReader(join(s.dir, "tables.sqlite"));
+    expect(store.query("sub_dies", "ORDER BY block").map((r) => [r.block, r.double])).toEqual([100, 101, 102, 103, 104].map((n) => [n, 2 * n]));
+    store.close();
+    await s.worker.waitForLog((l) => l.msg === "sub-call failed retryably; retrying" && String(l.callId).startsWith("sub-dies/") && String(l.callId).includes("/sub-"));
+  }, 90_000);
+
+  test("cancelling a task stops the sub-calls its calls are waiting for", async () => {
+    const fnDir = mkdtempSync(join(tmpdir(), "blockx-fns-"));
+    Bun.spawnSync(["chmod", "777", fnDir]);
+    cleanups.push(() => rmSync(fnDir, { recursive: true, force: true }));
+    // A sub-call that marks its start, waits until it is stopped, and marks its end.
+    writeFileSync(
+      join(fnDir, "waits.py"),
+      ["import os, time", "def main(ctx, n):", `    d = ${JSON.stringify(fnDir)}`, "    open(os.path.join(d, f'started-{n}'), 'w').close()", "    try:", "        while True:", "            time.sleep(0.01)", "    finally:", "        open(os.path.join(d, f'stopped-{n}'), 'w').close()"].join("\n"),
+    );
+    writeFileSync(join(fnDir, "parent.py"), "def main(ctx, input):\n    return [{'block': input['blockNumber'], 'v': ctx.call('waits', input['blockNumber'])}]\n");
+    const s = await setup("worker", { FUNCTIONS_DIR: fnDir, TASK_MAX_INFLIGHT_CALLS: "2", EXECUTOR_WALL_CLOCK_CEILING_MS: "600000" });
+    const slot = await waitFor(() => reserve(s.coordAddr, "sub-cancel"), (o) => o.ok);
+    await s.client.submitTask(blockTask("sub-cancel", { name: "parent" }, 0, 99, "sub_cancel"), slot.ok ? slot.res.slotId : "");
+    const markers = (prefix: string) => readdirSync(fnDir).filter((f) => f.startsWith(prefix)).sort();
+    // Two calls run, each waiting in its sub-call; the window holds the rest back.
+    await waitFor(async () => markers("started-"), (m) => m.length === 2, 30_000);
+    const cancelled = await s.client.cancelTask("sub-cancel", "enough");
+    expect(cancelled.ok && cancelled.value.state).toBe(TaskState.CANCELLED);
+    // Both sub-calls are stopped in their executors (their finally ran), and no call started after.
+    await waitFor(async () => markers("stopped-"), (m) => m.length === 2, 30_000);
+    expect(markers("stopped-")).toEqual(markers("started-").map((m) => m.replace("started-", "stopped-")));
+    expect(markers("started-")).toHaveLength(2);
   }, 90_000);
 });

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { digestOf, FunctionCodeView } from "../../worker/function-code/function-code-view";
+import { digestOf, FunctionCodeView } from "../../runtime/functions/function-code-view";
 import { SyncInvokerErrorCode } from "../core/sync-invoker-error";
 import { budgetOf, parseArgs, resolveFunction } from "./invoke-request";
 

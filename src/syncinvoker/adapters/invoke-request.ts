@@ -1,6 +1,6 @@
 import type { FunctionRef } from "../../gen/worker/v1/worker";
-import { digestOf, type FunctionSnapshot } from "../../worker/function-code/function-code-view";
-import type { JsonValue } from "../../worker/executor/protocol";
+import { digestOf, type FunctionSnapshot } from "../../runtime/functions/function-code-view";
+import type { JsonValue } from "../../runtime/executor/protocol";
 import { SyncInvokerError, SyncInvokerErrorCode } from "../core/sync-invoker-error";
 
 /** The largest timeout_ms a request may ask for (and the largest default): 10 minutes. */

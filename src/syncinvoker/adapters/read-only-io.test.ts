@@ -1,12 +1,12 @@
 import { describe, expect, test } from "bun:test";
 import { loadEnvConfig } from "../../common/config/env-config";
 import { silentLogger } from "../../common/logging/logger";
-import type { RawJson } from "../../worker/executor/protocol";
-import { BackendRegistry } from "../../worker/io/backend-registry";
-import { ioConfigFrom, ioVars } from "../../worker/io/io-config";
-import { FaultInjector } from "../../worker/io/fault-injection";
-import { IoSubsystem } from "../../worker/io/io-subsystem";
-import { localtestserviceBackend } from "../../worker/io/localtestservice-backend";
+import type { RawJson } from "../../runtime/executor/protocol";
+import { BackendRegistry } from "../../runtime/io/backends/backend-registry";
+import { ioConfigFrom, ioVars } from "../../runtime/io/io-config";
+import { FaultInjector } from "../../runtime/io/fault-injection";
+import { IoSubsystem } from "../../runtime/io/io-subsystem";
+import { localtestserviceBackend } from "../../runtime/io/backends/localtestservice-backend";
 import { ReadOnlyIo } from "./read-only-io";
 
 /** The defaults of the IO variables, read-only as the Sync Invoker runs them. */

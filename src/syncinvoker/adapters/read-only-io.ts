@@ -1,6 +1,6 @@
-import type { IoAnswer } from "../../worker/executor/call";
-import type { SuspensionRequest } from "../../worker/executor/protocol";
-import type { IoSubsystem, IoTraceEntry as SubsystemTraceEntry } from "../../worker/io/io-subsystem";
+import type { IoAnswer } from "../../runtime/calls/call";
+import type { SuspensionRequest } from "../../runtime/executor/protocol";
+import type { IoSubsystem, IoTraceEntry as SubsystemTraceEntry } from "../../runtime/io/io-subsystem";
 
 /** IoTraceEntry is one IO request of a call, as DebugInvoke reports it: the subsystem's entry, with the error as `Type: message` (empty when it succeeded). */
 export type IoTraceEntry = Omit<SubsystemTraceEntry, "error"> & { readonly error: string };

@@ -11,10 +11,10 @@ import {
   type PrecheckRequest,
   type SyncInvokerServiceServer,
 } from "../../gen/syncinvoker/v1/sync_invoker";
-import type { CallOutcome, CallOwner } from "../../worker/executor/call";
-import type { ExecutorPool } from "../../worker/executor/executor-pool";
-import type { ResumeResult } from "../../worker/executor/protocol";
-import type { FunctionSnapshot } from "../../worker/function-code/function-code-view";
+import type { CallOutcome, CallOwner } from "../../runtime/calls/call";
+import type { ExecutorPool } from "../../runtime/executor/executor-pool";
+import type { ResumeResult } from "../../runtime/executor/protocol";
+import type { FunctionSnapshot } from "../../runtime/functions/function-code-view";
 import { attributeDurations, type InvokeDurations } from "../core/durations";
 import { SyncInvokerError, SyncInvokerErrorCode } from "../core/sync-invoker-error";
 import { AdmissionGate } from "./admission-gate";

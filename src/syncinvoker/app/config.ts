@@ -1,10 +1,10 @@
 import { commonVars } from "../../common/config/common-vars";
 import { envVar, intSchema, listenAddrSchema, loadEnvConfig, stringSchema, type EnvValues } from "../../common/config/env-config";
 import type { ChainsConfig } from "../../common/config/chains-config";
-import { executorPoolConfigFrom, executorPoolVars, type ExecutorPoolConfig } from "../../worker/executor/executor-pool-config";
-import type { Faults } from "../../worker/io/fault-injection";
-import { ioSettingsFrom, ioVars } from "../../worker/io/io-config";
-import type { IoConfig } from "../../worker/io/io-subsystem";
+import { executorPoolConfigFrom, executorPoolVars, type ExecutorPoolConfig } from "../../runtime/executor/executor-pool-config";
+import type { Faults } from "../../runtime/io/fault-injection";
+import { ioSettingsFrom, ioVars } from "../../runtime/io/io-config";
+import type { IoConfig } from "../../runtime/io/io-subsystem";
 import { MAX_TIMEOUT_MS } from "../adapters/invoke-request";
 
 /** syncInvokerVars lists every variable `blockx syncinvoker` reads (the Worker's IO and executor pool variables included). */

@@ -1,12 +1,12 @@
 import type { Logger } from "../../common/logging/logger";
 import type { CallError, TableWriteSummary } from "../../gen/worker/v1/worker";
-import type { IoSubsystem, TaskIo } from "../io/io-subsystem";
+import type { IoSubsystem, TaskIo } from "../../runtime/io/io-subsystem";
 import type { TableStore } from "../writers/table-store";
 import { WriteRejected, type Writer } from "../writers/writer";
 import { createWriters, WriterSetupError } from "../writers/writers";
-import { CallErrorCode, type CallOutcome, type CallOwner } from "../executor/call";
-import type { ExecutorPool } from "../executor/executor-pool";
-import type { JsonValue, ResumeResult } from "../executor/protocol";
+import { CallErrorCode, type CallOutcome, type CallOwner } from "../../runtime/calls/call";
+import type { ExecutorPool } from "../../runtime/executor/executor-pool";
+import type { JsonValue, ResumeResult } from "../../runtime/executor/protocol";
 import { DispatcherCore, type DispatchedCall, type DispatcherConfig } from "../core/dispatcher-core";
 import type { TaskPlan } from "./task-plan";
 
@@ -27,6 +27,9 @@ interface RunningTask {
   /** One writer plugin per output of the task, in the task's order. */
   readonly writers: readonly Writer[];
   readonly inflight: Map<string, DispatchedCall<JsonValue>>;
+  /** Sub-calls running now; each id starts with its parent's call id and "/". */
+  readonly subCalls: Set<string>;
+  subCallSeq: number;
   succeeded: number;
   failed: number;
   retried: number;
@@ -62,7 +65,6 @@ export class TaskExecutor {
    */
   onCallFinished: (systemFailure: boolean) => void = () => {};
   private pumping = false;
-  private subCallSeq = 0;
 
   constructor(
     private readonly pool: ExecutorPool,
@@ -86,7 +88,7 @@ export class TaskExecutor {
       this.report({ type: "failed", taskId: plan.taskId, code: CallErrorCode.Internal, message: e.message });
       return;
     }
-    const t: RunningTask = { plan, io: this.io.forTask(plan.taskId), writers, inflight: new Map(), succeeded: 0, failed: 0, retried: 0, firstError: undefined, countsDirty: true, countsFlushQueued: false };
+    const t: RunningTask = { plan, io: this.io.forTask(plan.taskId), writers, inflight: new Map(), subCalls: new Set(), subCallSeq: 0, succeeded: 0, failed: 0, retried: 0, firstError: undefined, countsDirty: true, countsFlushQueued: false };
     this.tasks.set(plan.taskId, t);
     this.dispatcher.addTask(plan.taskId, plan.calls.source());
     this.report({ type: "phase", taskId: plan.taskId, phase: "EXECUTE" });
@@ -119,8 +121,10 @@ export class TaskExecutor {
   private finishTask(t: RunningTask): void {
     this.tasks.delete(t.plan.taskId);
     this.dispatcher.removeTask(t.plan.taskId);
-    for (const callId of t.inflight.keys()) this.pool.cancel(callId, "task ended");
+    // The whole tree: the task's calls and every sub-call they started.
+    for (const callId of [...t.inflight.keys(), ...t.subCalls]) this.pool.cancel(callId, "task ended");
     t.inflight.clear();
+    t.subCalls.clear();
     t.io.end(); // nothing of the task stays in the IO subsystem
   }
 
@@ -151,9 +155,9 @@ export class TaskExecutor {
   }
 
   private onCallDone(t: RunningTask, callId: string, d: DispatchedCall<JsonValue>, result: CallOutcome): void {
-    // A backend that is down or overloaded says nothing about this Worker's health.
-    this.onCallFinished(!result.ok && result.error.code !== CallErrorCode.BackendRetryable && (result.error.retryable || result.error.code === CallErrorCode.Internal));
+    this.onCallFinished(isSystemFailure(result));
     if (!t.inflight.delete(callId) || this.tasks.get(t.plan.taskId) !== t) return; // the task ended meanwhile
+    this.cancelSubCallsOf(t, callId); // a parent that ended (its executor died) no longer waits for them
     // Each writer takes the call's value as it finishes; a value it cannot write fails the call (not retryable).
     const outcome = result.ok ? this.write(t, d, result) : result;
     const decision = this.dispatcher.callFinished(d, outcome.ok ? { ok: true } : { ok: false, retryable: outcome.error.retryable }, Date.now());
@@ -241,12 +245,18 @@ export class TaskExecutor {
     return outcome;
   }
 
-  /** owner serves a call's IO (through the task's IO handle) and sub-calls (depth-limited; names from the task's pinned snapshot). */
+  /**
+   * owner serves a call's IO (through the task's IO handle) and its sub-calls. A sub-call is a call
+   * like any other: depth-limited, resolved by name in the task's pinned snapshot, run with the
+   * call budget, counted in the task's window, retried with backoff when its executor dies (crash,
+   * OOM, hang) instead of failing the parent, and cancelled with its task. Its id carries the
+   * parent's: `<task>/<index>/<attempt>/sub-<n>[/sub-<m>...]`.
+   */
   private owner(t: RunningTask, depth: number): CallOwner {
     const plan = t.plan;
     return {
       io: (req) => t.io.call(req.backend, req.op, req.params).then((r) => r.answer),
-      subCall: async (req): Promise<ResumeResult> => {
+      subCall: async (req, parentCallId): Promise<ResumeResult> => {
         if (depth + 1 > MAX_SUB_CALL_DEPTH) return { ok: false, error: { type: "DEPTH_EXCEEDED", message: `sub-calls nest deeper than ${MAX_SUB_CALL_DEPTH}` } };
         let fn: { source: string; entry: string; digest?: string };
         if ("name" in req.function) {
@@ -256,11 +266,49 @@ export class TaskExecutor {
         } else {
           fn = { source: req.function.source, entry: req.function.entry ?? "main" };
         }
-        const out = await this.pool.execute({ callId: `sub-${++this.subCallSeq}`, fn, args: req.args }, this.owner(t, depth + 1));
-        return out.ok ? { ok: true, value: out.value } : { ok: false, error: { type: out.error.code, message: out.error.message, traceback: out.error.traceback } };
+        const taskId = plan.taskId;
+        for (let attempt = 1; ; attempt++) {
+          if (this.tasks.get(taskId) !== t) return { ok: false, error: { type: CallErrorCode.Cancelled, message: "the task ended" } };
+          const callId = `${parentCallId}/sub-${++t.subCallSeq}`;
+          t.subCalls.add(callId);
+          this.dispatcher.subCallStarted(taskId);
+          const out = await this.pool.execute({ callId, fn, args: req.args, ...(this.callBudgetMs ? { budgetMs: this.callBudgetMs } : {}) }, this.owner(t, depth + 1));
+          t.subCalls.delete(callId);
+          this.onCallFinished(isSystemFailure(out));
+          const decision = this.dispatcher.subCallFinished(taskId, attempt, out.ok ? { ok: true } : { ok: false, retryable: out.error.retryable }, Date.now());
+          if (out.ok) return { ok: true, value: out.value };
+          if (decision.kind !== "retryScheduled" || this.tasks.get(taskId) !== t) {
+            const after = decision.kind === "failed" && decision.reason === "attempts_exhausted" ? ` (after ${attempt} attempts)` : "";
+            return { ok: false, error: { type: out.error.code, message: `${out.error.message}${after}`, traceback: out.error.traceback } };
+          }
+          t.retried++;
+          t.countsDirty = true;
+          this.scheduleCountsFlush(t);
+          this.log.info({ taskId, callId, code: out.error.code, nextAttempt: decision.attempt }, "sub-call failed retryably; retrying");
+          await Bun.sleep(Math.max(0, decision.atMs - Date.now()));
+        }
       },
     };
   }
+
+  /** cancelSubCallsOf cancels every sub-call below a call (ids carry their ancestors' ids). */
+  private cancelSubCallsOf(t: RunningTask, callId: string): void {
+    for (const id of t.subCalls) {
+      if (!id.startsWith(`${callId}/`)) continue;
+      this.pool.cancel(id, "parent call ended");
+      t.subCalls.delete(id);
+    }
+  }
+
+}
+
+/**
+ * isSystemFailure: the call failed for a reason of this Worker's own (an executor died, hung, ran
+ * out of memory; an internal error). A user's error, an over-budget call or a backend that is down
+ * or overloaded says nothing about the Worker's health.
+ */
+function isSystemFailure(o: CallOutcome): boolean {
+  return !o.ok && o.error.code !== CallErrorCode.BackendRetryable && (o.error.retryable || o.error.code === CallErrorCode.Internal);
 }
 
 function summaries(t: RunningTask): TableWriteSummary[] {

@@ -1,12 +1,12 @@
 import { createHash } from "node:crypto";
 import { ErrorCode } from "../../common/error-code";
 import type { Task } from "../../gen/worker/v1/worker";
-import type { CallFunction } from "../executor/call";
+import type { CallFunction } from "../../runtime/calls/call";
 import { blockBundleCalls, blockTableCalls, inputCalls, type BlockCallInput, type BundleCallInput, type CallPlan } from "../core/call-builder";
-import type { FunctionSnapshot } from "../function-code/function-code-view";
+import type { FunctionSnapshot } from "../../runtime/functions/function-code-view";
 import type { BlockScope } from "../writers/table-store";
 import type { OutputSpec } from "../writers/writers";
-import type { JsonValue } from "../executor/protocol";
+import type { JsonValue } from "../../runtime/executor/protocol";
 import type { WorkerProfile } from "../app/profile";
 import { WorkerError } from "../core/worker-error";
 import { MAX_TASK_TIMEOUT_MS } from "../core/config";

@@ -11,7 +11,7 @@ import {
   type WorkerServiceServer,
 } from "../../gen/worker/v1/worker";
 import type { WorkerProfile } from "../app/profile";
-import type { FunctionSnapshot } from "../function-code/function-code-view";
+import type { FunctionSnapshot } from "../../runtime/functions/function-code-view";
 import type { WorkerEvent } from "../core/worker-core-events";
 import type { SnapshotReply, WorkerDecision } from "../core/worker-core-instructions";
 import type { WorkerCore } from "../core/worker-core";

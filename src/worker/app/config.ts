@@ -2,10 +2,10 @@ import type { ChainsConfig } from "../../common/config/chains-config";
 import { commonVars } from "../../common/config/common-vars";
 import { ConfigError, envVar, intSchema, listenAddrSchema, listSchema, loadEnvConfig, stringSchema, type EnvValues } from "../../common/config/env-config";
 import { parseRegistryPrefix } from "../../common/registry/registry-prefix";
-import { executorPoolConfigFrom, executorPoolVars, type ExecutorPoolConfig } from "../executor/executor-pool-config";
-import type { Faults } from "../io/fault-injection";
-import { ioSettingsFrom, ioVars, type IoSettings } from "../io/io-config";
-import type { IoConfig } from "../io/io-subsystem";
+import { executorPoolConfigFrom, executorPoolVars, type ExecutorPoolConfig } from "../../runtime/executor/executor-pool-config";
+import type { Faults } from "../../runtime/io/fault-injection";
+import { ioSettingsFrom, ioVars, type IoSettings } from "../../runtime/io/io-config";
+import type { IoConfig } from "../../runtime/io/io-subsystem";
 import type { WorkerProfile } from "./profile";
 
 const MAX_MS = 24 * 3600 * 1000;

@@ -16,13 +16,13 @@ import { ErrorRateWindow } from "../adapters/error-rate-window";
 import { HeartbeatPublisher } from "../adapters/heartbeat-publisher";
 import { HostMetrics } from "../adapters/host-metrics";
 import { TaskExecutor } from "../adapters/task-executor";
-import { BlockTextStore } from "../backends/localtestservice/block-text-store";
+import { BlockTextStore } from "../../runtime/chains/localtestservice/block-text-store";
 import { WorkerService } from "../adapters/worker-service";
 import { WorkerCore } from "../core/worker-core";
-import { ExecutorPool } from "../executor/executor-pool";
-import { functionsFromDir } from "../function-code/functions-dir";
-import { FaultInjector } from "../io/fault-injection";
-import { buildBackendSet, buildIoSubsystem } from "../io/io-assembly";
+import { ExecutorPool } from "../../runtime/executor/executor-pool";
+import { functionsFromDir } from "../../runtime/functions/functions-dir";
+import { FaultInjector } from "../../runtime/io/fault-injection";
+import { buildBackendSet, buildIoSubsystem } from "../../runtime/io/io-assembly";
 import { SqliteTableStore } from "../writers/table-store";
 import type { WorkerRuntimeConfig } from "./config";
 

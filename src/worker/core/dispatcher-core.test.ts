@@ -127,4 +127,29 @@ describe("DispatcherCore", () => {
       expect(seen.size).toBe(sizes.reduce((a, b) => a + b, 0));
     }
   });
+
+  test("sub-calls take places in the task's window and the Worker's, are never held back, and retry by the same rules", () => {
+    const d = new DispatcherCore<number>(config({ taskMaxInflightCalls: 4, maxInflightCalls: 6 }));
+    d.addTask("t", range(100));
+    const running = d.next(0);
+    expect(running).toHaveLength(4);
+    // Each running call starts a sub-call: the window is over-full, so no new call starts ...
+    for (let i = 0; i < 4; i++) d.subCallStarted("t");
+    expect(d.taskInflight("t")).toBe(8);
+    expect(d.inflightCalls).toBe(8);
+    d.callFinished(running[0]!, { ok: true }, 0);
+    expect(d.next(0)).toEqual([]);
+    // ... until the sub-calls end.
+    expect(d.subCallFinished("t", 1, { ok: true }, 0)).toEqual({ kind: "done" });
+    expect(d.subCallFinished("t", 1, { ok: false, retryable: true }, 1_000)).toEqual({ kind: "retryScheduled", attempt: 2, atMs: 1_100 });
+    expect(d.subCallFinished("t", 3, { ok: false, retryable: true }, 0)).toEqual({ kind: "failed", reason: "attempts_exhausted" });
+    expect(d.subCallFinished("t", 1, { ok: false, retryable: false }, 0)).toEqual({ kind: "failed", reason: "not_retryable" });
+    expect(d.taskInflight("t")).toBe(3);
+    expect(d.next(0).map((c) => c.index)).toEqual([4]);
+    // A sub-call of a task that ended counts nowhere.
+    d.removeTask("t");
+    d.subCallStarted("t");
+    expect(d.subCallFinished("t", 1, { ok: true }, 0)).toEqual({ kind: "done" });
+    expect(d.inflightCalls).toBe(0);
+  });
 });

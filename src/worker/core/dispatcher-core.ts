@@ -130,22 +130,54 @@ export class DispatcherCore<C> {
 
   /** callFinished records a result and says what happens to the call. */
   callFinished(d: DispatchedCall<C>, result: CallResult, nowMs: number): CallDecision {
-    const t = this.tasks.get(d.taskId);
+    const t = this.release(d.taskId);
+    const decision = this.retryDecision(d.attempt, result, nowMs);
+    if (t && decision.kind === "retryScheduled") {
+      const retry = { index: d.index, attempt: decision.attempt, call: d.call, atMs: decision.atMs };
+      const pos = t.retries.findIndex((x) => x.atMs > retry.atMs);
+      if (pos < 0) t.retries.push(retry);
+      else t.retries.splice(pos, 0, retry);
+    }
+    return decision;
+  }
+
+  /**
+   * subCallStarted counts a sub-call (a running call's ctx.call) in its task's window and the
+   * Worker's: new calls of the task wait while its sub-calls fill the window. A sub-call itself is
+   * never held back: its parent is running and waits for it, so holding it could deadlock the task.
+   */
+  subCallStarted(taskId: string): void {
+    const t = this.tasks.get(taskId);
+    if (!t) return;
+    t.inflight++;
+    this.inflight++;
+  }
+
+  /**
+   * subCallFinished releases a sub-call's place and decides, by the same rules as for calls,
+   * whether its owner tries it again (after `atMs`) or hands the failure to the parent.
+   */
+  subCallFinished(taskId: string, attempt: number, result: CallResult, nowMs: number): CallDecision {
+    this.release(taskId);
+    return this.retryDecision(attempt, result, nowMs);
+  }
+
+  private release(taskId: string): TaskQueue<C> | undefined {
+    const t = this.tasks.get(taskId);
     if (t) {
       t.inflight--;
       this.inflight--;
     }
+    return t;
+  }
+
+  /** retryDecision: a retryable failure is tried again after an exponential backoff, up to maxAttempts. */
+  private retryDecision(attempt: number, result: CallResult, nowMs: number): CallDecision {
     if (result.ok) return { kind: "done" };
     if (!result.retryable) return { kind: "failed", reason: "not_retryable" };
-    if (d.attempt >= this.config.maxAttempts) return { kind: "failed", reason: "attempts_exhausted" };
-    const atMs = nowMs + Math.min(this.config.retryBackoffMaxMs, this.config.retryBackoffBaseMs * 2 ** (d.attempt - 1));
-    if (t) {
-      const retry = { index: d.index, attempt: d.attempt + 1, call: d.call, atMs };
-      const pos = t.retries.findIndex((x) => x.atMs > atMs);
-      if (pos < 0) t.retries.push(retry);
-      else t.retries.splice(pos, 0, retry);
-    }
-    return { kind: "retryScheduled", attempt: d.attempt + 1, atMs };
+    if (attempt >= this.config.maxAttempts) return { kind: "failed", reason: "attempts_exhausted" };
+    const atMs = nowMs + Math.min(this.config.retryBackoffMaxMs, this.config.retryBackoffBaseMs * 2 ** (attempt - 1));
+    return { kind: "retryScheduled", attempt: attempt + 1, atMs };
   }
 
   /** isTaskDrained: every call of the task has been handed out and finished, none waits for a retry. */

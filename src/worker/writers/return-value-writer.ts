@@ -1,4 +1,4 @@
-import type { JsonValue } from "../executor/protocol";
+import type { JsonValue } from "../../runtime/executor/protocol";
 import type { WrittenCall, Writer } from "./writer";
 
 /**

@@ -1,5 +1,5 @@
-import { CallErrorCode } from "../executor/call";
-import type { JsonValue } from "../executor/protocol";
+import { CallErrorCode } from "../../runtime/calls/call";
+import type { JsonValue } from "../../runtime/executor/protocol";
 import { type Row, TableStoreError } from "./table-store";
 import { WriteRejected } from "./writer";
 

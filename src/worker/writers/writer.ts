@@ -1,6 +1,6 @@
 import type { TableWriteSummary } from "../../gen/worker/v1/worker";
-import type { CallErrorCode } from "../executor/call";
-import type { JsonValue } from "../executor/protocol";
+import type { CallErrorCode } from "../../runtime/calls/call";
+import type { JsonValue } from "../../runtime/executor/protocol";
 
 /** A finished call as a writer sees it: its index in the task, its input and the function's value. */
 export interface WrittenCall {

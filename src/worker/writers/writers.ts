@@ -1,5 +1,5 @@
 import type { Logger } from "../../common/logging/logger";
-import type { JsonValue } from "../executor/protocol";
+import type { JsonValue } from "../../runtime/executor/protocol";
 import { BlockTableWriter } from "./block-table-writer";
 import { NormalTableWriter } from "./normal-table-writer";
 import { ReturnValueWriter } from "./return-value-writer";

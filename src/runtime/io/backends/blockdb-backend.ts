@@ -1,6 +1,6 @@
-import { RawJson, type JsonValue } from "../executor/protocol";
-import { BlockReader, type LogQuery } from "../backends/blockdb/block-reader";
-import type { ChainRouter } from "../backends/router/chain-router";
+import { RawJson, type JsonValue } from "../../executor/protocol";
+import { BlockReader, type LogQuery } from "../../chains/blockdb/block-reader";
+import type { ChainRouter } from "../../chains/router/chain-router";
 import { BackendError, type Backend, type CacheDeclaration } from "./backend-registry";
 import { blockNumberParam, blockRefParam, chainParam, paramsObject, type Params } from "./backend-params";
 

@@ -4,9 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
 import { createLogger } from "../../common/logging/logger";
-import { BackendRegistry } from "./backend-registry";
+import { BackendRegistry } from "./backends/backend-registry";
 import { FaultInjector } from "./fault-injection";
-import { localtestserviceBackend } from "./localtestservice-backend";
+import { localtestserviceBackend } from "./backends/localtestservice-backend";
 
 const log = createLogger("fatal", { role: "test" });
 const cleanups: (() => void)[] = [];

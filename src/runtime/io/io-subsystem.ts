@@ -1,7 +1,7 @@
-import type { IoAnswer } from "../executor/call";
+import type { IoAnswer } from "../calls/call";
 import { RawJson, type JsonValue } from "../executor/protocol";
 import { AdmissionLimiter, type AdmissionConfig } from "./admission-limiter";
-import { BackendError, errorOf, type Backend, type BackendRegistry, type CacheDeclaration, type ResolvedOp } from "./backend-registry";
+import { BackendError, errorOf, type Backend, type BackendRegistry, type CacheDeclaration, type ResolvedOp } from "./backends/backend-registry";
 import { HeadCache } from "./head-cache";
 import { IoWindow } from "./io-window";
 import { isFinal, ReadCache } from "./read-cache";

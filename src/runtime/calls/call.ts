@@ -1,4 +1,4 @@
-import type { JsonValue, LogLine, ResumeResult, SuspensionRequest } from "./protocol";
+import type { JsonValue, LogLine, ResumeResult, SuspensionRequest } from "../executor/protocol";
 
 /**
  * CallErrorCode classifies a failed call. User failures and system failures never share a

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { RawJson, type JsonValue } from "../executor/protocol";
-import { BackendError, BackendRegistry, type Backend } from "./backend-registry";
+import { BackendError, BackendRegistry, type Backend } from "./backends/backend-registry";
 import { IoSubsystem, type IoConfig, type IoResult } from "./io-subsystem";
-import { localtestserviceBackend } from "./localtestservice-backend";
+import { localtestserviceBackend } from "./backends/localtestservice-backend";
 
 const CONFIG: IoConfig = {
   cacheMaxBytes: 1 << 20,

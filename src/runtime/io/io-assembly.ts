@@ -1,17 +1,17 @@
 import type { ChainsConfig } from "../../common/config/chains-config";
 import type { MetricsRegistry } from "../../common/metrics/metrics";
-import type { BlockTextStore } from "../backends/localtestservice/block-text-store";
-import { ChainRouter } from "../backends/router/chain-router";
-import type { FunctionSnapshot } from "../function-code/function-code-view";
-import { BackendRegistry } from "./backend-registry";
-import { blockdbBackend } from "./blockdb-backend";
+import type { BlockTextStore } from "../chains/localtestservice/block-text-store";
+import { ChainRouter } from "../chains/router/chain-router";
+import type { FunctionSnapshot } from "../functions/function-code-view";
+import { BackendRegistry } from "./backends/backend-registry";
+import { blockdbBackend } from "./backends/blockdb-backend";
 import type { FaultInjector } from "./fault-injection";
 import { registerIoMetrics } from "./io-metrics";
 import { IoSubsystem, type IoConfig } from "./io-subsystem";
-import { localtestserviceBackend } from "./localtestservice-backend";
-import { metaBackend } from "./meta-backend";
-import { routerBackend } from "./router-backend";
-import { rpcBackend } from "./rpc-backend";
+import { localtestserviceBackend } from "./backends/localtestservice-backend";
+import { metaBackend } from "./backends/meta-backend";
+import { routerBackend } from "./backends/router-backend";
+import { rpcBackend } from "./backends/rpc-backend";
 
 export interface BackendSetOptions {
   readonly chains: ChainsConfig;

@@ -1,6 +1,6 @@
-import type { JsonValue } from "../executor/protocol";
-import type { BlockTextStore } from "../backends/localtestservice/block-text-store";
-import { SyntheticChain } from "../backends/localtestservice/synthetic-chain";
+import type { JsonValue } from "../../executor/protocol";
+import type { BlockTextStore } from "../../chains/localtestservice/block-text-store";
+import { SyntheticChain } from "../../chains/localtestservice/synthetic-chain";
 import { BackendError, type Backend } from "./backend-registry";
 import { blockNumberParam, chainParam as chainName, paramsObject as obj } from "./backend-params";
 

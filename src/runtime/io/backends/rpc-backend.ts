@@ -1,5 +1,5 @@
-import { RawJson, type JsonValue } from "../executor/protocol";
-import type { ChainRouter } from "../backends/router/chain-router";
+import { RawJson, type JsonValue } from "../../executor/protocol";
+import type { ChainRouter } from "../../chains/router/chain-router";
 import { BackendError, type Backend, type CacheDeclaration } from "./backend-registry";
 import { chainParam, paramsObject, type Params } from "./backend-params";
 

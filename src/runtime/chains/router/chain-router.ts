@@ -1,5 +1,5 @@
 import type { ChainsConfig } from "../../../common/config/chains-config";
-import { BackendError } from "../../io/backend-registry";
+import { BackendError } from "../../io/backends/backend-registry";
 import { LocalChainSource } from "../localtestservice/local-chain-source";
 import { JsonRpcClient } from "../rpc/json-rpc-client";
 import type { ChainSource } from "./chain-source";

@@ -1,4 +1,4 @@
-import { BackendError } from "../../io/backend-registry";
+import { BackendError } from "../../io/backends/backend-registry";
 
 /**
  * JsonRpcError: the node answered the request with a JSON-RPC error object. Never retried (the

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from "
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { RawJson } from "../../executor/protocol";
-import { localtestserviceBackend } from "../../io/localtestservice-backend";
+import { localtestserviceBackend } from "../../io/backends/localtestservice-backend";
 import { BlockStoreError, BlockTextStore, writeBlockStore } from "./block-text-store";
 import { SyntheticChain } from "./synthetic-chain";
 

@@ -1,4 +1,4 @@
-import type { JsonValue } from "../executor/protocol";
+import type { JsonValue } from "../../executor/protocol";
 import { BackendError } from "./backend-registry";
 
 /** Parameter readers shared by the backends: each failure is an InvalidParams naming the op and field. */

@@ -1,5 +1,5 @@
-import type { IoAnswer } from "../executor/call";
-import type { JsonValue, RawJson } from "../executor/protocol";
+import type { IoAnswer } from "../../calls/call";
+import type { JsonValue, RawJson } from "../../executor/protocol";
 
 /**
  * CacheDeclaration says that an op's answer is immutable once `block <= head(chain) -

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import type { Socket, UnixSocketListener } from "bun";
 import type { Logger } from "../../common/logging/logger";
 import { forEachLine } from "../../common/streams/for-each-line";
-import { CallErrorCode, isRetryable, type CallFailure, type CallOutcome, type CallOwner, type CallRequest } from "./call";
+import { CallErrorCode, isRetryable, type CallFailure, type CallOutcome, type CallOwner, type CallRequest } from "../calls/call";
 import { executorPythonPath } from "./executor-assets";
 import { ExecutorPoolCore } from "./executor-pool-core";
 import type { ExecutorPoolConfig } from "./executor-pool-config";

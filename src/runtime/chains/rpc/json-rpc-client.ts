@@ -1,6 +1,6 @@
 import type { RpcChainConfig } from "../../../common/config/chains-config";
 import type { JsonValue } from "../../executor/protocol";
-import { BackendError } from "../../io/backend-registry";
+import { BackendError } from "../../io/backends/backend-registry";
 import type { ChainSource } from "../router/chain-source";
 import { JsonRpcError } from "./json-rpc-error";
 

@@ -1,4 +1,4 @@
-import type { FunctionSnapshot } from "../function-code/function-code-view";
+import type { FunctionSnapshot } from "../../functions/function-code-view";
 import { BackendError, type Backend } from "./backend-registry";
 import { paramsObject } from "./backend-params";
 

@@ -1,4 +1,4 @@
-import type { ChainRouter } from "../backends/router/chain-router";
+import type { ChainRouter } from "../../chains/router/chain-router";
 import type { Backend } from "./backend-registry";
 import { chainParam, paramsObject } from "./backend-params";
 
