@@ -73,7 +73,7 @@ export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise
     for (const instruction of core.handle(event, performance.now())) carryOut(instruction);
   };
   const carryOut = (i: SupervisorInstruction) => {
-    switch (i.kind) {
+    switch (i.type) {
       case "spawnChild": {
         const launch = launchFor(i.child, {
           layout,
@@ -93,11 +93,11 @@ export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise
           echo,
           onReady: (endpoint) => {
             endpoints.set(i.child.id, endpoint);
-            apply({ kind: "childReady", id: i.child.id, endpoint });
+            apply({ type: "childReady", id: i.child.id, endpoint });
           },
         });
         children.set(i.child.id, child);
-        void child.exited.then(({ code, signal }) => apply({ kind: "childExited", id: i.child.id, code, signal }));
+        void child.exited.then(({ code, signal }) => apply({ type: "childExited", id: i.child.id, code, signal }));
         break;
       }
       case "signalChild":
@@ -126,10 +126,10 @@ export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise
     process.stdout.write(JSON.stringify({ msg: "dev ready", dir: layout.dir, envFile: layout.envFilePath, endpoints: Object.fromEntries(ready) }) + "\n");
   };
 
-  const onSignal = (signal: NodeJS.Signals) => apply({ kind: "stopRequested", signal });
+  const onSignal = (signal: NodeJS.Signals) => apply({ type: "stopRequested", signal });
   for (const s of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(s, onSignal);
-  const ticker = setInterval(() => apply({ kind: "tick" }), TICK_MS);
-  apply({ kind: "started" });
+  const ticker = setInterval(() => apply({ type: "tick" }), TICK_MS);
+  apply({ type: "started" });
   const code = await finished;
   clearInterval(ticker);
   for (const s of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.off(s, onSignal);

@@ -70,7 +70,7 @@ export class SupervisorCore {
   /** handle applies one event at `nowMs` and returns what the adapters must do. */
   handle(event: SupervisorEvent, nowMs: number): SupervisorInstruction[] {
     const out: SupervisorInstruction[] = [];
-    switch (event.kind) {
+    switch (event.type) {
       case "started":
         if (this.state !== "IDLE") throw new SupervisorError(`started twice (state ${this.state})`);
         this.state = "STARTING";
@@ -112,7 +112,7 @@ export class SupervisorCore {
     for (const c of this.children) {
       if (c.spec.stage !== stage) continue;
       c.status = "SPAWNED";
-      out.push({ kind: "spawnChild", child: c.spec });
+      out.push({ type: "spawnChild", child: c.spec });
     }
   }
 
@@ -130,7 +130,7 @@ export class SupervisorCore {
       return;
     }
     this.state = "RUNNING";
-    out.push({ kind: "announceReady", endpoints: this.children.map((x) => [x.spec.id, x.endpoint] as const) });
+    out.push({ type: "announceReady", endpoints: this.children.map((x) => [x.spec.id, x.endpoint] as const) });
   }
 
   private onExited(id: string, code: number | null, signal: string | null, nowMs: number, out: SupervisorInstruction[]): void {
@@ -139,12 +139,12 @@ export class SupervisorCore {
     c.status = "EXITED";
     const how = signal ? `signal ${signal}` : `code ${code}`;
     if (this.state === "STARTING" || this.state === "RUNNING") {
-      out.push({ kind: "report", level: "error", message: `${id} exited unexpectedly (${how}); stopping everything (its log: ${id}.log)` });
+      out.push({ type: "report", level: "error", message: `${id} exited unexpectedly (${how}); stopping everything (its log: ${id}.log)` });
       this.beginStop(1, nowMs, out);
       return;
     }
     if (this.state === "STOPPING") {
-      out.push({ kind: "report", level: "info", message: `${id} stopped (${how})` });
+      out.push({ type: "report", level: "info", message: `${id} stopped (${how})` });
       this.advanceStop(nowMs, out);
     }
   }
@@ -152,11 +152,11 @@ export class SupervisorCore {
   private onStopRequested(signal: string, nowMs: number, out: SupervisorInstruction[]): void {
     if (this.state === "STOPPED") return;
     if (this.state === "STOPPING") {
-      out.push({ kind: "report", level: "warn", message: `second ${signal}: killing every child now` });
-      for (const c of this.live()) out.push({ kind: "signalChild", id: c.spec.id, signal: "SIGKILL" });
+      out.push({ type: "report", level: "warn", message: `second ${signal}: killing every child now` });
+      for (const c of this.live()) out.push({ type: "signalChild", id: c.spec.id, signal: "SIGKILL" });
       return;
     }
-    out.push({ kind: "report", level: "info", message: `${signal}: stopping every child` });
+    out.push({ type: "report", level: "info", message: `${signal}: stopping every child` });
     this.beginStop(0, nowMs, out);
   }
 
@@ -164,7 +164,7 @@ export class SupervisorCore {
     if (this.state === "STARTING" && nowMs >= this.readyDeadlineMs) {
       const waiting = this.children.filter((c) => c.spec.stage === this.startStage && c.status === "SPAWNED").map((c) => c.spec.id);
       out.push({
-        kind: "report",
+        type: "report",
         level: "error",
         message: `${waiting.join(", ")} not ready within ${this.config.readyTimeoutMs} ms; stopping everything (see their log files)`,
       });
@@ -175,8 +175,8 @@ export class SupervisorCore {
       this.stopStageKilled = true;
       for (const c of this.live()) {
         if (c.spec.stage !== this.stopStage) continue;
-        out.push({ kind: "report", level: "warn", message: `${c.spec.id} still running ${this.config.stopGraceMs} ms after SIGTERM: SIGKILL` });
-        out.push({ kind: "signalChild", id: c.spec.id, signal: "SIGKILL" });
+        out.push({ type: "report", level: "warn", message: `${c.spec.id} still running ${this.config.stopGraceMs} ms after SIGTERM: SIGKILL` });
+        out.push({ type: "signalChild", id: c.spec.id, signal: "SIGKILL" });
       }
     }
   }
@@ -192,7 +192,7 @@ export class SupervisorCore {
     const live = this.live();
     if (live.length === 0) {
       this.state = "STOPPED";
-      out.push({ kind: "exit", code: this.exitCode });
+      out.push({ type: "exit", code: this.exitCode });
       return;
     }
     const stage = Math.max(...live.map((c) => c.spec.stage));
@@ -200,7 +200,7 @@ export class SupervisorCore {
     this.stopStage = stage;
     this.stopDeadlineMs = nowMs + this.config.stopGraceMs;
     this.stopStageKilled = false;
-    for (const c of live) if (c.spec.stage === stage) out.push({ kind: "signalChild", id: c.spec.id, signal: "SIGTERM" });
+    for (const c of live) if (c.spec.stage === stage) out.push({ type: "signalChild", id: c.spec.id, signal: "SIGTERM" });
   }
 
   /** validate checks the invariants the tests run after every step. */

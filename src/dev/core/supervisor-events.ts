@@ -1,12 +1,12 @@
 /** SupervisorEvent: facts the dev adapters feed into SupervisorCore, each at a `nowMs`. */
 export type SupervisorEvent =
   /** The supervisor was asked to start the plan. */
-  | { readonly kind: "started" }
+  | { readonly type: "started" }
   /** A child is serving; `endpoint` is what clients use (host:port or a socket path). */
-  | { readonly kind: "childReady"; readonly id: string; readonly endpoint: string }
+  | { readonly type: "childReady"; readonly id: string; readonly endpoint: string }
   /** A child process ended (code null when a signal ended it). */
-  | { readonly kind: "childExited"; readonly id: string; readonly code: number | null; readonly signal: string | null }
+  | { readonly type: "childExited"; readonly id: string; readonly code: number | null; readonly signal: string | null }
   /** The operator asked to stop (Ctrl-C or SIGTERM). */
-  | { readonly kind: "stopRequested"; readonly signal: string }
+  | { readonly type: "stopRequested"; readonly signal: string }
   /** Time passed: deadlines (readiness, stop grace) are checked. */
-  | { readonly kind: "tick" };
+  | { readonly type: "tick" };
