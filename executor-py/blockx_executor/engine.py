@@ -496,7 +496,8 @@ class Engine:
         unit = self._cache.get(digest, source)
         if unit is None:
             call.compiled = True
-            unit = self._load(w, call, digest, source, entry)
+            name = msg.get("filename")
+            unit = self._load(w, call, digest, source, entry, name if isinstance(name, str) else "")
             if unit is None:
                 return
         if unit.error is not None:
@@ -515,10 +516,10 @@ class Engine:
             ok, value = self._run_step(w, call, _invoke_sync, fn, SyncContext(call, self.suspend_sync, default_chain(msg.get("args"))), msg.get("args"))
             self._settle(w, call, ok, value)
 
-    def _load(self, w: _Worker, call: Call, digest: str, source: str, entry: str):
+    def _load(self, w: _Worker, call: Call, digest: str, source: str, entry: str, name: str = ""):
         """_load compiles a source and runs its module body (both as steps of the call that
         needs it) and caches the unit; None when the call already has its answer."""
-        filename = user_filename(entry, digest)
+        filename = user_filename(entry, digest, name)
         ok, code = self._run_step(w, call, compile, source, filename, "exec", 0, True)
         if call.finished:
             return None

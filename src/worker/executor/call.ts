@@ -43,6 +43,8 @@ export interface CallFunction {
   readonly entry: string;
   /** sha256 hex of source; computed by the pool when absent. */
   readonly digest?: string;
+  /** The file the source came from (`fn.py`), named in tracebacks instead of `<blockx:main@digest>`. */
+  readonly filename?: string;
 }
 
 export interface CallRequest {

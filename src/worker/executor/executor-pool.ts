@@ -521,6 +521,7 @@ export class ExecutorPool {
       digest: call.digest,
       source: call.req.fn.source,
       entry: call.req.fn.entry,
+      ...(call.req.fn.filename ? { filename: call.req.fn.filename } : {}),
       args: call.req.args,
       budgetMs: call.req.budgetMs ?? this.config.callBudgetMs,
     });

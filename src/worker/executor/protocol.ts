@@ -75,6 +75,6 @@ export type ExecutorMessage =
 
 export type PoolMessage =
   | { type: "Ping"; seq: number }
-  | { type: "ExecuteCall"; callId: string; digest: string; source: string; entry: string; args: JsonValue; budgetMs: number }
+  | { type: "ExecuteCall"; callId: string; digest: string; source: string; entry: string; args: JsonValue; budgetMs: number; filename?: string }
   | { type: "ResumeCall"; callId: string; results: ResumeResult[]; ioMs: number }
   | { type: "CancelCall"; callId: string; reason: string };
