@@ -96,6 +96,17 @@ def _invoke_sync(fn, ctx, args) -> str:
     return _encode_result(fn(ctx, args))
 
 
+def _split_output(call: Call) -> dict:
+    """_split_output: stdout and stderr apart, only when the call wrote to stderr."""
+    split = call.split_output()
+    return {} if split is None else {"stdout": split[0], "stderr": split[1]}
+
+
+def _split_output_json(call: Call) -> str:
+    split = call.split_output()
+    return "" if split is None else ',"stdout":' + _dumps(split[0]) + ',"stderr":' + _dumps(split[1])
+
+
 def _ms(seconds: float) -> float:
     return round(seconds * 1000.0, 3)
 
@@ -344,6 +355,7 @@ class Engine:
             + repr(_ms(call.cpu))
             + ',"output":'
             + _dumps(call.output())
+            + _split_output_json(call)
             + ',"logs":'
             + (_dumps(call.logs) if call.logs else "[]")
             + (',"compiled":true}' if call.compiled else ',"compiled":false}')
@@ -363,6 +375,7 @@ class Engine:
             "error": error,
             "cpuMs": _ms(call.cpu if cpu < 0 else cpu),
             "output": call.output(),
+            **_split_output(call),
             "logs": call.logs,
             "compiled": call.compiled,
         }

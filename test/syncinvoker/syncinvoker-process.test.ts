@@ -211,7 +211,7 @@ describe("other clients and faults", () => {
 });
 
 describe("DebugInvoke", () => {
-  test("returns the result plus captured output, ctx.log lines, the IO trace and the durations", async () => {
+  test("returns the result plus stdout and stderr apart, ctx.log lines, the IO trace and the durations", async () => {
     const source = [
       "import sys",
       "def main(ctx, x):",
@@ -229,7 +229,9 @@ describe("DebugInvoke", () => {
     if (!r.ok) throw new Error(r.details);
     expect(JSON.parse(r.value.result.toString())).toBe("0x2a");
     expect(r.value.error).toBeUndefined();
-    expect(r.value.stdout).toBe("hello from stdout\nand stderr\n");
+    // stdout and stderr apart (issue 14: stderr was always empty, merged into stdout).
+    expect(r.value.stdout).toBe("hello from stdout\n");
+    expect(r.value.stderr).toBe("and stderr\n");
     expect(r.value.logs.map((l) => [l.level, l.message])).toEqual([
       ["info", "fetching"],
       ["warning", "bad block: InvalidParams"],

@@ -228,9 +228,9 @@ function toDebugResponse(inv: Invocation): DebugInvokeResponse {
     result: resultBytes(inv.outcome),
     error: errorOf(inv.outcome),
     durations: inv.durations,
-    // The executor captures stdout and stderr into one stream, in the order they were written.
-    stdout: inv.outcome.output,
-    stderr: "",
+    // The executor captures both streams in the order written, and each apart when stderr was used.
+    stdout: inv.outcome.stdout ?? inv.outcome.output,
+    stderr: inv.outcome.stderr ?? "",
     logs: inv.outcome.logs.map((l) => ({ timeMs: l.timeMs, level: l.level, message: l.message })),
     ioTrace: inv.io.trace.map((t) => ({ ...t })),
     traceback: inv.outcome.ok ? "" : inv.outcome.error.traceback,

@@ -87,7 +87,11 @@ interface OutcomeCommon {
   /** Time waiting for an executor, before the call first ran. */
   readonly queueMs: number;
   readonly totalMs: number;
+  /** What the call printed: stdout and stderr interleaved in the order written. */
   readonly output: string;
+  /** stdout and stderr apart; present only when the call wrote to stderr (else stdout is `output`). */
+  readonly stdout?: string;
+  readonly stderr?: string;
   readonly logs: readonly LogLine[];
   readonly executorId: string;
   /** Whether this call compiled the source (false: compile cache hit). */

@@ -328,7 +328,7 @@ export class ExecutorPool {
         const call = this.calls.get(m.callId);
         if (!call || call.executor !== e) return;
         call.cpuMs = m.cpuMs;
-        const extra = { output: m.output, logs: m.logs, compiled: m.compiled };
+        const extra = { output: m.output, stdout: m.stdout, stderr: m.stderr, logs: m.logs, compiled: m.compiled };
         if (m.type === "CallCompleted") this.finish(call, { ok: true, value: m.result }, extra);
         else this.finish(call, { ok: false, error: { ...m.error, retryable: isRetryable(m.error.code) } }, extra);
         return;
@@ -531,7 +531,7 @@ export class ExecutorPool {
     while (this.queue.length > 0 && this.core.pickExecutor() !== null) this.dispatch(this.queue.shift()!);
   }
 
-  private finish(call: ActiveCall, result: CallResult, extra: { output?: string; logs?: LogLine[]; compiled?: boolean } = {}): void {
+  private finish(call: ActiveCall, result: CallResult, extra: { output?: string; stdout?: string; stderr?: string; logs?: LogLine[]; compiled?: boolean } = {}): void {
     if (this.calls.get(call.req.callId) === call) this.calls.delete(call.req.callId);
     if (call.executor && !call.executor.dead) this.core.callFinished(call.executor.index);
     call.resolve(this.outcome(call, result, extra));
@@ -541,7 +541,7 @@ export class ExecutorPool {
   private outcome(
     call: ActiveCall,
     result: CallResult,
-    extra: { output?: string; logs?: LogLine[]; compiled?: boolean } = {},
+    extra: { output?: string; stdout?: string; stderr?: string; logs?: LogLine[]; compiled?: boolean } = {},
   ): CallOutcome {
     const end = performance.now();
     const common = {
@@ -551,6 +551,7 @@ export class ExecutorPool {
       queueMs: (call.firstSentMs ?? end) - call.createdMs,
       totalMs: end - call.createdMs,
       output: extra.output ?? "",
+      ...(extra.stderr !== undefined ? { stdout: extra.stdout ?? "", stderr: extra.stderr } : {}),
       logs: extra.logs ?? [],
       executorId: call.executor?.id ?? "",
       compiled: extra.compiled,

@@ -70,8 +70,8 @@ export type ExecutorMessage =
   | { type: "Hello"; protocol: number; executorId: string; token: string; pid: number; python: string }
   | { type: "Pong"; seq: number }
   | { type: "CallWaiting"; callId: string; requests: SuspensionRequest[]; cpuMs: number }
-  | { type: "CallCompleted"; callId: string; result: JsonValue; cpuMs: number; output: string; logs: LogLine[]; compiled?: boolean }
-  | { type: "CallFailed"; callId: string; error: ExecutorCallError; cpuMs: number; output: string; logs: LogLine[]; compiled?: boolean };
+  | { type: "CallCompleted"; callId: string; result: JsonValue; cpuMs: number; output: string; stdout?: string; stderr?: string; logs: LogLine[]; compiled?: boolean }
+  | { type: "CallFailed"; callId: string; error: ExecutorCallError; cpuMs: number; output: string; stdout?: string; stderr?: string; logs: LogLine[]; compiled?: boolean };
 
 export type PoolMessage =
   | { type: "Ping"; seq: number }
