@@ -61,6 +61,7 @@ beforeAll(async () => {
   mkdirSync(functionsDir);
   writeFileSync(join(functionsDir, "block_stats.py"), BLOCK_STATS);
   writeFileSync(join(functionsDir, "hold.py"), HOLD);
+  writeFileSync(join(functionsDir, "divide.py"), "def main(ctx, x):\n    return 1 / x\n");
   proc = BlockxProcess.spawn(["syncinvoker"], {
     SYNCINVOKER_LISTEN: "127.0.0.1:0",
     SYNCINVOKER_QUEUE_MAX: "2",
@@ -254,6 +255,14 @@ describe("DebugInvoke", () => {
     expect(r.value.stdout).toBe("before\n");
     checkDurations(r.value.durations);
   });
+
+  test("a function by name: its traceback names <name>.py, not <blockx:main@digest>", async () => {
+    const r = await client.debugInvoke({ name: "divide", args: "0" });
+    if (!r.ok) throw new Error(r.details);
+    expect(r.value.error).toMatchObject({ code: "USER_ERROR", message: "ZeroDivisionError: division by zero" });
+    expect(r.value.traceback).toContain('File "divide.py", line 2, in main');
+    expect(r.value.traceback).not.toContain("<blockx:");
+  });
 });
 
 describe("IO: the Worker's IO subsystem, read-only, with the chain backends", () => {
@@ -293,7 +302,7 @@ describe("IO: the Worker's IO subsystem, read-only, with the chain backends", ()
     const r = await client.debugInvoke({ source, args: "4321" });
     if (!r.ok) throw new Error(r.details);
     expect(r.value.error).toBeUndefined();
-    expect(JSON.parse(r.value.result.toString())).toEqual({ number: "0x10e1", same: true, receipts: true, names: ["block_stats", "hold"] });
+    expect(JSON.parse(r.value.result.toString())).toEqual({ number: "0x10e1", same: true, receipts: true, names: ["block_stats", "divide", "hold"] });
     expect(r.value.ioTrace.map((t) => `${t.backend}.${t.op}`)).toEqual(["blockdb.block", "blockdb.receipts", "rpc.call", "meta.listFunctions"]);
   });
 

@@ -13,6 +13,8 @@ export interface ResolvedFunction {
   readonly digest: string;
   /** The name in FUNCTIONS_DIR, or "" for inline source. */
   readonly name: string;
+  /** `<name>.py` for a function by name: tracebacks name that file. */
+  readonly filename?: string;
 }
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -42,7 +44,7 @@ export function resolveFunction(ref: FunctionRef | undefined, functions: Functio
     const list = have.length > 20 ? `${have.slice(0, 20).join(", ")}, ...` : have.join(", ") || "none";
     throw new SyncInvokerError(SyncInvokerErrorCode.FunctionNotFound, `no function ${JSON.stringify(ref.name)} in FUNCTIONS_DIR (epoch ${functions.epoch} has: ${list})`);
   }
-  return { source: code.source, entry, digest: code.digest, name: code.name };
+  return { source: code.source, entry, digest: code.digest, name: code.name, filename: `${code.name}.py` };
 }
 
 /** parseArgs reads the JSON-encoded argument; empty bytes mean null. */

@@ -63,7 +63,7 @@ export function planTask(task: Task | undefined, profile: WorkerProfile, functio
           : "task.function_call_config.function.name: this Worker has no FUNCTIONS_DIR; send source",
       );
     }
-    fn = { source: code.source, entry, digest: code.digest };
+    fn = { source: code.source, entry, digest: code.digest, filename: `${f.name}.py` };
   } else {
     fn = { source: f.source, entry, digest: createHash("sha256").update(f.source).digest("hex") };
   }
