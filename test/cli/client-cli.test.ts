@@ -107,6 +107,9 @@ describe("client CLI", () => {
     const human = await blockx(["result", "cli-fails", "--worker", workerAddr]);
     expect(human.stdout).toContain("first error  USER_ERROR: ValueError: bad input 7");
     expect(human.stdout).toContain("Traceback");
+    // The file given to --function is named in the traceback (issue 14), not <blockx:main@digest>.
+    expect(human.stdout).toContain('File "raises.py", line 2, in main');
+    expect(human.stdout).not.toContain("<blockx:");
   }, 60_000);
 
   test("cancel: a long task is cancelled; its result then says CANCELLED and exits 1", async () => {

@@ -56,6 +56,7 @@ describe("invoke and precheck", () => {
     const bad = await blockx(["invoke", "--function", "raises.py", "--args", "1"]);
     expect(bad.code).toBe(1);
     expect(bad.stdout).toContain("KeyError");
+    expect(bad.stdout).toContain('File "raises.py", line 2, in main');
     const pre = await blockx(["precheck", "--function", "broken.py"]);
     expect(pre.code).toBe(1);
     expect(pre.stdout).toMatch(/^1:\d+: error: /m);

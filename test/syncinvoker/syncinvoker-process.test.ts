@@ -203,7 +203,7 @@ describe("other clients and faults", () => {
   test("a caller that cancels its running call stops it in the executor", async () => {
     // Spins on CPU with a 60 s budget: only the cancel can end it before the wait below gives up.
     const source = "def main(ctx, x):\n    while True:\n        sum(range(1000))\n";
-    const call = client.client.invoke({ function: { name: "", source, entry: "" }, args: Buffer.from("null"), timeoutMs: 60_000 }, () => {});
+    const call = client.client.invoke({ function: { name: "", source, entry: "", filename: "" }, args: Buffer.from("null"), timeoutMs: 60_000 }, () => {});
     await until("the call runs", async () => (await metric("blockx_syncinvoker_running_calls ")).endsWith(" 1"));
     call.cancel();
     await until("the executor is free again", async () => (await metric("blockx_syncinvoker_running_calls ")).endsWith(" 0"));

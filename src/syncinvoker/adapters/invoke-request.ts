@@ -1,6 +1,7 @@
 import type { FunctionRef } from "../../gen/worker/v1/worker";
 import { digestOf, type FunctionSnapshot } from "../../worker/function-code/function-code-view";
 import type { JsonValue } from "../../worker/executor/protocol";
+import { traceFilename } from "../../worker/executor/call";
 import { SyncInvokerError, SyncInvokerErrorCode } from "../core/sync-invoker-error";
 
 /** The largest timeout_ms a request may ask for (and the largest default): 10 minutes. */
@@ -34,7 +35,10 @@ export function resolveFunction(ref: FunctionRef | undefined, functions: Functio
   if (ref.name === "" && ref.source === "") throw invalid("function: name or source is required");
   const entry = ref.entry || "main";
   if (!IDENTIFIER.test(entry)) throw invalid(`function.entry: not a Python identifier: ${JSON.stringify(entry)}`);
-  if (ref.source !== "") return { source: ref.source, entry, digest: digestOf(ref.source), name: "" };
+  if (ref.source !== "") {
+    const filename = traceFilename(ref.filename);
+    return { source: ref.source, entry, digest: digestOf(ref.source), name: "", ...(filename ? { filename } : {}) };
+  }
   if (!functions) {
     throw new SyncInvokerError(SyncInvokerErrorCode.FunctionNotFound, `no function ${JSON.stringify(ref.name)}: this Sync Invoker has no FUNCTIONS_DIR; send the source inline`);
   }

@@ -180,7 +180,7 @@ export class SyncInvokerService {
         if (depth + 1 > MAX_SUB_CALL_DEPTH) return { ok: false, error: { type: "DEPTH_EXCEEDED", message: `sub-calls nest deeper than ${MAX_SUB_CALL_DEPTH}` } };
         let fn: ResolvedFunction;
         try {
-          fn = "name" in req.function ? resolveFunction({ name: req.function.name, source: "", entry: "" }, functions) : resolveFunction({ name: "", source: req.function.source, entry: req.function.entry ?? "" }, functions);
+          fn = "name" in req.function ? resolveFunction({ name: req.function.name, source: "", entry: "", filename: "" }, functions) : resolveFunction({ name: "", source: req.function.source, entry: req.function.entry ?? "", filename: "" }, functions);
         } catch (e) {
           return { ok: false, error: { type: (e as SyncInvokerError).code ?? "INVALID_ARGUMENT", message: (e as SyncInvokerError).rawMessage ?? String(e) } };
         }

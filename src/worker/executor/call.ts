@@ -37,6 +37,15 @@ export function isRetryable(code: string): boolean {
   return RETRYABLE.has(code);
 }
 
+/**
+ * traceFilename turns a client's file name into what tracebacks show: its last path part,
+ * letters, digits, `.`, `_` and `-` only, at most 100 characters; undefined when nothing is left.
+ */
+export function traceFilename(name: string | undefined): string | undefined {
+  const base = (name ?? "").split(/[/\\]/).pop()!.replace(/[^A-Za-z0-9._-]/g, "").slice(0, 100);
+  return base === "" ? undefined : base;
+}
+
 /** The function to run: inline source addressed by its sha256 digest. */
 export interface CallFunction {
   readonly source: string;
