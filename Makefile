@@ -11,11 +11,14 @@ SYSTEMD_STAMP := $(CACHE)/systemd-analyze.stamp
 DEPS_STAMP := node_modules/.blockx-deps-stamp
 SOURCES := $(shell find src -name '*.ts' -not -name '*.test.ts') $(shell find executor-py/blockx_executor -name '*.py') package.json
 COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+# What the binary was built from; test/support/source-digest.ts computes the same over the same files
+# and the process tests refuse a binary whose digest differs (a stale dist/blockx).
+SOURCE_DIGEST = $(shell sha256sum $(sort $(SOURCES)) | sha256sum | cut -c1-16)
 
 export PATH := $(abspath $(CACHE)/bun/node_modules/.bin):$(PATH)
 export BLOCKX_ETCD_BIN := $(abspath $(ETCD))
 
-.PHONY: deps build test typecheck proto bench clean run demo soak
+.PHONY: deps build test typecheck proto bench clean run demo soak source-digest mutants
 .DEFAULT_GOAL := build
 
 deps: $(BUN) $(DEPS_STAMP) $(ETCD) $(GRPCIO_STAMP) $(GANACHE_STAMP) $(SYSTEMD_STAMP)
@@ -69,12 +72,18 @@ dist/blockx: $(SOURCES) $(DEPS_STAMP) | $(BUN)
 	$(BUN) build --compile --minify --bytecode --format=esm \
 	  --no-compile-autoload-dotenv --no-compile-autoload-bunfig \
 	  --define 'BLOCKX_BUILD_COMMIT="$(COMMIT)"' \
+	  --define 'BLOCKX_SOURCE_DIGEST="$(SOURCE_DIGEST)"' \
 	  --asset executor-py/blockx_executor \
 	  src/cli/main.ts --outfile dist/blockx
 	@./dist/blockx version
 
-test: deps build
+# The type check first: some tests are types only (they hold only if they compile).
+test: deps build typecheck
 	./scripts/run-tests.sh
+
+# The digest `make build` embeds (the tests compare it with the tree's).
+source-digest:
+	@echo $(SOURCE_DIGEST)
 
 typecheck: $(DEPS_STAMP)
 	node_modules/.bin/tsc --noEmit -p .
@@ -99,6 +108,10 @@ SEED ?= 1
 MINUTES ?= 10
 soak: deps build
 	SEED=$(SEED) MINUTES=$(MINUTES) $(BUN) test/soak/main.ts
+
+# Each test/mutants/*.patch breaks a promise on purpose; its tests must fail (scripts/mutants.sh).
+mutants: deps build
+	./scripts/mutants.sh
 
 clean:
 	rm -rf dist

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test with bun test and ends with the plain "N passed, N failed" line CI reads.
-# Keeps bun's exit code. Extra arguments go to bun test (e.g. a path filter).
+# Runs every test with bun test and ends with the plain "N passed, N failed, N skipped" line CI
+# reads (skips and todos are counted, never hidden). Keeps bun's exit code. Extra arguments go to
+# bun test (e.g. a path filter).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.cache/bun/node_modules/.bin:$PATH"
@@ -10,7 +11,9 @@ bun test --timeout 120000 "$@" 2>&1 | tee "$log"
 code=${PIPESTATUS[0]}
 passed=$(grep -E '^ *[0-9]+ pass$' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
 failed=$(grep -E '^ *[0-9]+ fail$' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
+skipped=$(grep -E '^ *[0-9]+ skip$' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
+todo=$(grep -E '^ *[0-9]+ todo$' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
 rm -f "$log"
 if [ "$code" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
-echo "${passed} passed, ${failed} failed"
+echo "${passed} passed, ${failed} failed, $((skipped + todo)) skipped"
 exit "$code"

@@ -14,10 +14,10 @@ import { ExecutorStartError } from "../worker/executor/executor-start-error";
 
 const versionCommand: Command = {
   name: "version",
-  summary: "print version, commit and Bun version",
+  summary: "print version, commit, Bun version and the digest of the sources built",
   vars: {},
   async run() {
-    console.log(`blockx ${buildInfo.version} (commit ${buildInfo.commit}, bun ${buildInfo.bunVersion})`);
+    console.log(`blockx ${buildInfo.version} (commit ${buildInfo.commit}, bun ${buildInfo.bunVersion}, sources ${buildInfo.sourceDigest})`);
   },
 };
 

@@ -1,4 +1,5 @@
 import * as grpc from "@grpc/grpc-js";
+import { TERMINAL_TASK_STATES } from "../common/terminal-task-states";
 import type { ReserveWorkerSlotResponse } from "../gen/coordinator/v1/coordinator";
 import type { DebugInvokeResponse, InvokeResponse, PrecheckResponse } from "../gen/syncinvoker/v1/sync_invoker";
 import {
@@ -86,7 +87,6 @@ const systemClock: ClientClock = {
   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
 };
 
-const TERMINAL = new Set([TaskState.SUCCEEDED, TaskState.FAILED, TaskState.TIMED_OUT, TaskState.CANCELLED]);
 const DEFAULT_TASK_TIMEOUT_MS = 300_000;
 const RUN_MARGIN_MS = 60_000;
 const POLL_INTERVAL_MS = 500;
@@ -328,7 +328,7 @@ export class BlockxClient {
         const { err, silentSinceMs } = await this.stream(w, ref.taskId, deadlineMs, (s) => {
           unreachableSinceMs = undefined;
           seen(s);
-          if (TERMINAL.has(s.state)) terminalSeen = true;
+          if (TERMINAL_TASK_STATES.has(s.state)) terminalSeen = true;
         });
         if (err) {
           emit({ kind: "watchFailed", workerAddr: ref.workerAddr, code: grpc.status[err.code] ?? String(err.code), details: err.details });
@@ -341,7 +341,7 @@ export class BlockxClient {
       try {
         const result = await unary(w.client.getTaskResult.bind(w.client), { taskId: ref.taskId }, w.metadata(), this.rpcDeadline(deadlineMs));
         unreachableSinceMs = undefined;
-        if (result.snapshot && TERMINAL.has(result.snapshot.state)) {
+        if (result.snapshot && TERMINAL_TASK_STATES.has(result.snapshot.state)) {
           if (!terminalSeen) seen(result.snapshot);
           return { kind: "terminal", result };
         }
@@ -392,7 +392,7 @@ export class BlockxClient {
             probing = false;
             heardMs = this.clock.now();
             // A terminal state the stream missed: let the caller read the result.
-            if (res.snapshot && TERMINAL.has(res.snapshot.state)) finish({});
+            if (res.snapshot && TERMINAL_TASK_STATES.has(res.snapshot.state)) finish({});
           },
           (e: unknown) => {
             probing = false;
@@ -458,5 +458,5 @@ export function stateName(state: TaskState | undefined): TaskStateName {
 }
 
 export function isTerminal(state: TaskState): boolean {
-  return TERMINAL.has(state);
+  return TERMINAL_TASK_STATES.has(state);
 }

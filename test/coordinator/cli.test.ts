@@ -48,7 +48,7 @@ describe("blockx command line", () => {
   test("version prints version, commit and Bun version", async () => {
     const { code, out } = await output(["version"]);
     expect(code).toBe(0);
-    expect(out).toMatch(/^blockx \d+\.\d+\.\d+ \(commit (?:[0-9a-f]+|unknown), bun \d+\.\d+\.\d+\)/);
+    expect(out).toMatch(/^blockx \d+\.\d+\.\d+ \(commit (?:[0-9a-f]+|unknown), bun \d+\.\d+\.\d+, sources [0-9a-f]{16}\)/);
   });
 
   test("an unknown command exits 2 and says so", async () => {

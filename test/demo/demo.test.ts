@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SyntheticChain } from "../../src/worker/backends/localtestservice/synthetic-chain";
-import { SqliteTableStore } from "../../src/worker/writers/table-store";
+import { RawTableReader } from "../support/raw-table-reader";
 import { processesMentioning } from "../support/proc-scan";
 
 const REPO = join(import.meta.dir, "..", "..");
@@ -28,7 +28,7 @@ test("make demo's script: dev up, the example over 500 blocks, first rows printe
   expect(out).toContain("18000000");
   expect(out).toContain("== done");
   expect(err).toContain("SIGINT: stopping every child");
-  const store = new SqliteTableStore(join(dir, "tables.sqlite"));
+  const store = new RawTableReader(join(dir, "tables.sqlite"));
   const rows = store.query("block_stats", "ORDER BY block");
   store.close();
   const chain = new SyntheticChain("ethereum");

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Task, TaskState } from "../../src/gen/worker/v1/worker";
 import { SyntheticChain, TRANSFER_TOPIC } from "../../src/worker/backends/localtestservice/synthetic-chain";
-import { SqliteTableStore } from "../../src/worker/writers/table-store";
+import { RawTableReader } from "../support/raw-table-reader";
 import { BlockxProcess } from "../support/blockx-process";
 import { randomLanePrefix } from "../support/worker-double";
 import { WorkerClient } from "../support/worker-client";
@@ -77,7 +77,7 @@ async function run(w: { client: WorkerClient }, task: Task) {
 }
 
 function rowsOf(table: string, columns: string[], order: string) {
-  const store = new SqliteTableStore(join(dir, "tables.sqlite"));
+  const store = new RawTableReader(join(dir, "tables.sqlite"));
   try {
     return store.query(table, `ORDER BY ${order}`).map((r) => Object.fromEntries(columns.map((c) => [c, r[c]])));
   } finally {

@@ -7,7 +7,7 @@
 import { afterEach, expect, test } from "bun:test";
 import { FunctionCallConfig, Task } from "../../src/gen/worker/v1/worker";
 import { BlockxClient } from "../../src/sdk/blockx-client";
-import { SqliteTableStore } from "../../src/worker/writers/table-store";
+import { RawTableReader } from "../support/raw-table-reader";
 import { TestCluster } from "../support/cluster";
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
@@ -54,7 +54,7 @@ test("a Worker stopped mid-task (not dead) is declared lost; runTask reruns the 
   expect(run.workers[1]).not.toBe(run.workers[0]);
   const lost = run.events.find((e) => e.kind === "workerLost");
   expect(lost).toMatchObject({ kind: "workerLost", resubmit: true });
-  const store = new SqliteTableStore(cluster.tableStorePath);
+  const store = new RawTableReader(cluster.tableStorePath);
   const rows = store.query("after_hang", "ORDER BY block").map(({ block, double }) => ({ block, double }));
   store.close();
   expect(rows).toEqual(Array.from({ length: 60 }, (_, i) => ({ block: 300 + i, double: 2 * (300 + i) })));

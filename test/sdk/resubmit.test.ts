@@ -8,7 +8,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { FunctionCallConfig, Task } from "../../src/gen/worker/v1/worker";
 import { BlockxClient } from "../../src/sdk/blockx-client";
 import { BlockxError } from "../../src/sdk/sdk-error";
-import { SqliteTableStore } from "../../src/worker/writers/table-store";
+import { RawTableReader } from "../support/raw-table-reader";
 import { TestCluster } from "../support/cluster";
 import { freePort } from "../support/ports";
 
@@ -69,7 +69,7 @@ describe("resubmission after a lost Worker", () => {
     expect(run.workers[0]).toBe(killer.killed());
     expect(run.workers[1]).not.toBe(killer.killed());
     expect(run.events.some((e) => e.kind === "workerLost" && e.resubmit)).toBe(true);
-    const store = new SqliteTableStore(cluster.tableStorePath);
+    const store = new RawTableReader(cluster.tableStorePath);
     const rows = store.query("resubmitted", "ORDER BY block").map(({ block, double }) => ({ block, double }));
     store.close();
     expect(rows).toEqual(Array.from({ length: 60 }, (_, i) => ({ block: 100 + i, double: 2 * (100 + i) })));
@@ -104,7 +104,7 @@ describe("resubmission after a lost Worker", () => {
     });
     expect(run).toMatchObject({ state: "SUCCEEDED", attempts: 2, workers: [listen, listen] });
     expect(run.events.find((e) => e.kind === "workerLost")).toMatchObject({ reason: expect.stringContaining("no longer knows the task") });
-    const store = new SqliteTableStore(cluster.tableStorePath);
+    const store = new RawTableReader(cluster.tableStorePath);
     expect(store.query("resubmitted", "ORDER BY block").map((r) => r.block)).toEqual(Array.from({ length: 40 }, (_, i) => i));
     store.close();
   }, 90_000);
@@ -127,7 +127,7 @@ describe("resubmission after a lost Worker", () => {
     const resubmitted = entries.filter((e) => e.ok && e.run.attempts > 1);
     expect(resubmitted.length).toBeGreaterThanOrEqual(1);
     for (const e of resubmitted) if (e.ok) expect(e.run.workers[0]).toBe(killed);
-    const store = new SqliteTableStore(cluster.tableStorePath);
+    const store = new RawTableReader(cluster.tableStorePath);
     const blocks = store.query("resubmitted", "ORDER BY block").map((r) => r.block);
     store.close();
     expect(blocks).toEqual(Array.from({ length: 80 }, (_, i) => 1000 + i));
@@ -153,10 +153,10 @@ describe("resubmission after a lost Worker", () => {
       },
     });
     expect(stopped).not.toBe(0);
-    expect(run.state).toBe("SUCCEEDED");
+    expect({ state: run.state, firstError: run.result.firstError }).toEqual({ state: "SUCCEEDED", firstError: undefined });
     expect(run.attempts).toBe(2);
     expect(run.workers[1]).not.toBe(run.workers[0]);
-    const store = new SqliteTableStore(cluster.tableStorePath);
+    const store = new RawTableReader(cluster.tableStorePath);
     expect(store.query("resubmitted", "ORDER BY block").map((r) => r.block)).toEqual(Array.from({ length: 60 }, (_, i) => 300 + i));
     store.close();
   }, 90_000);

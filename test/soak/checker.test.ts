@@ -59,6 +59,31 @@ describe("soak checker", () => {
     expect(c.problems).toContain("soak_block_stats block 110: 1 rows expected, 0 found (1 missing, 0 duplicated, 0 unexpected)");
   });
 
+  test("every row of the file counts: another table, another chain, a wide scope and a block outside every range are each unexpected", () => {
+    const path = storeWith([BLOCK_STATS, ERC20_TRANSFERS], 100, 119);
+    const chain = new SyntheticChain(SOAK_CHAIN);
+    const store = new SqliteTableStore(path);
+    const right = BLOCK_STATS.expectedRows(chain, 130);
+    store.replaceBlockRows(BLOCK_STATS.table, { chain: SOAK_CHAIN, fromBlock: 130, toBlock: 130 }, right); // right values, outside the ranges
+    store.replaceBlockRows(BLOCK_STATS.table, { chain: "base", fromBlock: 105, toBlock: 105 }, BLOCK_STATS.expectedRows(chain, 105)); // another chain
+    store.replaceBlockRows(BLOCK_STATS.table, { chain: SOAK_CHAIN, fromBlock: 140, toBlock: 141 }, right); // a scope of two blocks
+    store.appendRows("stray_table", [{ x: 1 }]);
+    store.close();
+    const c = checkTables(path, ranges(100, 119));
+    expect(c).toMatchObject({ missingRows: 0, duplicatedRows: 0, unexpectedRows: 4 });
+    expect(checkPassed(c)).toBe(false);
+    expect(c.problems).toContain("soak_block_stats block 130: 1 rows outside every checked range");
+    expect(c.problems.filter((p) => p.includes("a row outside every checked range (chain base, scope 105..105"))).toHaveLength(1);
+    expect(c.problems.filter((p) => p.includes("scope 140..141"))).toHaveLength(1);
+    expect(c.problems.filter((p) => p.startsWith("stray_table: a row outside every checked range (chain undefined"))).toHaveLength(1);
+  });
+
+  test("a rerun range counts its blocks once; its rows are checked like any other", () => {
+    const path = storeWith([BLOCK_STATS], 100, 119);
+    const c = checkTables(path, [...ranges(100, 119).slice(0, 1), { table: BLOCK_STATS, fromBlock: 110, toBlock: 119 }]);
+    expect(c).toMatchObject({ blocks: 20, expectedRows: 20, foundRows: 20, missingRows: 0, duplicatedRows: 0, unexpectedRows: 0 });
+  });
+
   test("a table never written counts every row as missing", () => {
     const path = storeWith([BLOCK_STATS], 1, 5);
     const c = checkTables(path, ranges(1, 5));

@@ -2,11 +2,17 @@ import type { FaultEvent, FaultKind } from "./fault-schedule";
 import { childPids } from "../support/proc-scan";
 import type { Member, SoakCluster } from "./soak-cluster";
 
+/** What one injection did: `effective` is false when it hit nothing (no executor to kill, a process already gone). */
+export interface FaultEffect {
+  readonly what: string;
+  readonly effective: boolean;
+}
+
 /** Fault: one kind of failure, injected into the cluster and recovered from (restart, resume, heal). */
 export interface Fault {
   readonly kind: FaultKind;
   /** inject applies the fault, waits its duration, and undoes it; resolves with what it hit. */
-  inject(e: FaultEvent): Promise<string>;
+  inject(e: FaultEvent): Promise<FaultEffect>;
 }
 
 /** A Worker or a Coordinator crashes (SIGKILL: no drain) and is started again at the same address. */
@@ -15,12 +21,13 @@ class ProcessCrash implements Fault {
     readonly kind: "workerKill" | "coordinatorRestart",
     private readonly members: readonly Member[],
   ) {}
-  async inject(e: FaultEvent): Promise<string> {
+  async inject(e: FaultEvent): Promise<FaultEffect> {
     const m = this.members[e.target]!;
+    const wasRunning = m.pid !== undefined;
     await m.kill();
     await Bun.sleep(e.durationMs);
     await m.restart();
-    return `${m.name} killed, restarted after ${e.durationMs} ms`;
+    return { what: `${m.name} ${wasRunning ? "killed" : "was not running"}, restarted after ${e.durationMs} ms`, effective: wasRunning };
   }
 }
 
@@ -28,17 +35,19 @@ class ProcessCrash implements Fault {
 class ExecutorKill implements Fault {
   readonly kind = "executorKill";
   constructor(private readonly c: SoakCluster) {}
-  async inject(e: FaultEvent): Promise<string> {
+  async inject(e: FaultEvent): Promise<FaultEffect> {
     const w = this.c.workers[e.target]!;
     const pids = w.pid === undefined ? [] : childPids(w.pid);
+    let killed = 0;
     for (const pid of pids) {
       try {
         process.kill(pid, "SIGKILL");
+        killed++;
       } catch {
         // already gone
       }
     }
-    return `${pids.length} executors of ${w.name} killed`;
+    return { what: `${killed} executors of ${w.name} killed`, effective: killed > 0 };
   }
 }
 
@@ -46,17 +55,17 @@ class ExecutorKill implements Fault {
 class WorkerHang implements Fault {
   readonly kind = "workerHang";
   constructor(private readonly c: SoakCluster) {}
-  async inject(e: FaultEvent): Promise<string> {
+  async inject(e: FaultEvent): Promise<FaultEffect> {
     const w = this.c.workers[e.target]!;
     const pid = w.pid;
-    if (pid === undefined) return `${w.name} not running`;
+    if (pid === undefined) return { what: `${w.name} not running`, effective: false };
     process.kill(pid, "SIGSTOP");
     try {
       await Bun.sleep(e.durationMs);
     } finally {
       process.kill(pid, "SIGCONT");
     }
-    return `${w.name} hung for ${e.durationMs} ms`;
+    return { what: `${w.name} hung for ${e.durationMs} ms`, effective: true };
   }
 }
 
@@ -64,11 +73,12 @@ class WorkerHang implements Fault {
 class EtcdRestart implements Fault {
   readonly kind = "etcdRestart";
   constructor(private readonly c: SoakCluster) {}
-  async inject(e: FaultEvent): Promise<string> {
+  async inject(e: FaultEvent): Promise<FaultEffect> {
+    const wasRunning = this.c.etcd.pid !== undefined;
     await this.c.etcd.stop();
     await Bun.sleep(e.durationMs);
     await this.c.etcd.start();
-    return `etcd down for ${e.durationMs} ms`;
+    return { what: `etcd ${wasRunning ? "down" : "was not running; started"} for ${e.durationMs} ms`, effective: wasRunning };
   }
 }
 
@@ -76,14 +86,15 @@ class EtcdRestart implements Fault {
 class BackendDegrade implements Fault {
   readonly kind = "backendDegrade";
   constructor(private readonly c: SoakCluster) {}
-  async inject(e: FaultEvent): Promise<string> {
+  async inject(e: FaultEvent): Promise<FaultEffect> {
     this.c.setBackendFaults({ latencyMs: e.latencyMs, errorRate: e.errorRate });
     try {
       await Bun.sleep(e.durationMs);
     } finally {
       this.c.setBackendFaults({ latencyMs: 0, errorRate: 0 });
     }
-    return `backend +${e.latencyMs} ms, ${Math.round(e.errorRate * 100)}% errors for ${e.durationMs} ms`;
+    // The Workers re-read the faults file every 200 ms; a degradation shorter than two reads may not be seen.
+    return { what: `backend +${e.latencyMs} ms, ${Math.round(e.errorRate * 100)}% errors for ${e.durationMs} ms`, effective: e.durationMs >= 400 && (e.latencyMs > 0 || e.errorRate > 0) };
   }
 }
 

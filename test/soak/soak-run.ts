@@ -45,12 +45,36 @@ export interface TaskOutcome {
   workers: string[];
   /** Why a run did not succeed, one entry per failed run. */
   failures: string[];
+  /** Failures no fault explains (see RERUN_MAY_FOLLOW): each fails the soak, and the task is not rerun. */
+  disallowed: string[];
+  /** The task this one reruns over the same, already written blocks (a user's rerun), if any. */
+  rerunOf?: string;
 }
+
+/**
+ * The failures a rerun may follow: what the injected faults can cause once the Worker's own retries
+ * and the SDK's resubmissions are used up. Anything else (a user error, a row mismatch, INTERNAL, a
+ * TIMED_OUT or CANCELLED task, the harness's own deadline) is a bug, and fails the soak.
+ */
+export const RERUN_MAY_FOLLOW = {
+  /** A FAILED task's first failing call. */
+  callCodes: new Set(["EXECUTOR_CRASHED", "EXECUTOR_HUNG", "OOM_KILLED", "POOL_CLOSED", "BACKEND_RETRYABLE"]),
+  /** BlockxError codes from the SDK. */
+  sdkCodes: new Set(["UNREACHABLE", "NO_CAPACITY", "WORKER_LOST"]),
+} as const;
+
+function newOutcome(taskId: string, table: string, fromBlock: number, toBlock: number): TaskOutcome {
+  return { taskId, table, fromBlock, toBlock, succeeded: false, runs: 0, resubmissions: 0, workers: [], failures: [], disallowed: [] };
+}
+
+const tableOf = (name: string): SoakTable => (name === ERC20_TRANSFERS.table ? ERC20_TRANSFERS : BLOCK_STATS);
 
 export interface InjectedFault {
   readonly event: FaultEvent;
   readonly startedMs: number;
   readonly what: string;
+  /** False when the fault hit nothing (no executor to kill, a process already down): not counted. */
+  readonly effective: boolean;
 }
 
 export interface SoakReport {
@@ -58,6 +82,7 @@ export interface SoakReport {
   readonly wallSeconds: number;
   readonly backfillSeconds: number;
   readonly faults: InjectedFault[];
+  /** Faults that took effect, by kind. */
   readonly faultsByKind: Record<FaultKind, number>;
   readonly tasks: TaskOutcome[];
   readonly blocks: number;
@@ -67,6 +92,10 @@ export interface SoakReport {
   readonly baselineBlocksPerSecond: number | undefined;
   readonly peakRssMb: Record<string, number>;
   readonly check: CheckResult;
+  /** Resubmissions the SDK made after a lost Worker, over all tasks. */
+  readonly resubmissions: number;
+  /** Succeeded reruns of ranges already written (the replace path under faults). */
+  readonly rewrites: number;
   readonly passed: boolean;
 }
 
@@ -81,9 +110,15 @@ function taskFor(taskId: string, table: SoakTable, fromBlock: number, toBlock: n
   });
 }
 
-function failureOf(run: RunResult): string {
+function failureOf(run: RunResult): { text: string; allowed: boolean } {
   const e = run.result.firstError;
-  return `${run.state}${e ? `: ${e.code}: ${e.message}` : ""}`;
+  const allowed = run.state === "FAILED" && e !== undefined && RERUN_MAY_FOLLOW.callCodes.has(e.code);
+  return { text: `${run.state}${e ? `: ${e.code}: ${e.message}` : ""}`, allowed };
+}
+
+function sdkFailureOf(e: unknown): { text: string; allowed: boolean } {
+  if (e instanceof BlockxError) return { text: e.message, allowed: RERUN_MAY_FOLLOW.sdkCodes.has(e.code) };
+  return { text: String(e), allowed: false };
 }
 
 /**
@@ -111,7 +146,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     const tasks: TaskOutcome[] = [];
     let nextRange = 0;
     const runOne = async (t: TaskOutcome, table: SoakTable) => {
-      while (!t.succeeded && t.runs < maxRuns) {
+      while (!t.succeeded && t.runs < maxRuns && t.disallowed.length === 0) {
         t.runs++;
         const taskId = t.runs === 1 ? t.taskId : `${t.taskId}-run${t.runs}`;
         try {
@@ -122,24 +157,42 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
           t.resubmissions += run.attempts - 1;
           t.workers.push(...run.workers);
           if (run.succeeded) t.succeeded = true;
-          else t.failures.push(failureOf(run));
+          else {
+            const f = failureOf(run);
+            t.failures.push(f.text);
+            if (!f.allowed) t.disallowed.push(f.text);
+          }
         } catch (e) {
-          t.failures.push(e instanceof BlockxError ? `${e.code}: ${e.message}` : String(e));
+          const f = sdkFailureOf(e);
+          t.failures.push(f.text);
+          if (!f.allowed) t.disallowed.push(f.text);
           await Bun.sleep(1_000);
         }
         if (!t.succeeded) log(`task ${taskId} run ${t.runs} did not succeed: ${t.failures.at(-1)}`);
       }
     };
+    const rerunDone = new Set<string>();
+    let laneSteps = 0;
     /** backfill keeps `concurrency` tasks in flight for periodMs, then lets them finish. */
     const backfill = async (periodMs: number): Promise<{ blocks: number; seconds: number }> => {
       const since = performance.now();
       const first = tasks.length;
       const lane = async () => {
         while (performance.now() - since < periodMs) {
+          // Every eighth task reruns a range already written (a user's rerun, under the same faults):
+          // the replace path is then exercised for sure, so "no row twice" is not vacuous.
+          const earlier = ++laneSteps % 8 === 0 ? tasks.find((e) => e.succeeded && !e.rerunOf && !rerunDone.has(e.taskId)) : undefined;
+          if (earlier) {
+            rerunDone.add(earlier.taskId);
+            const t: TaskOutcome = { ...newOutcome(`${earlier.taskId}-rerun`, earlier.table, earlier.fromBlock, earlier.toBlock), rerunOf: earlier.taskId };
+            tasks.push(t);
+            await runOne(t, tableOf(earlier.table));
+            continue;
+          }
           const i = nextRange++;
           const table = i % 3 === 2 ? ERC20_TRANSFERS : BLOCK_STATS;
           const from = firstBlock + Math.floor(i / 3) * blocksPerTask * 3 + (i % 3) * blocksPerTask;
-          const t: TaskOutcome = { taskId: `soak-${o.seed}-${i}`, table: table.table, fromBlock: from, toBlock: from + blocksPerTask - 1, succeeded: false, runs: 0, resubmissions: 0, workers: [], failures: [] };
+          const t = newOutcome(`soak-${o.seed}-${i}`, table.table, from, from + blocksPerTask - 1);
           tasks.push(t);
           await runOne(t, table);
         }
@@ -161,9 +214,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
       for (const e of schedule) {
         if (e.atMs > elapsed()) await Bun.sleep(e.atMs - elapsed());
         const startedMs = Math.round(elapsed());
-        const what = await faults[e.kind].inject(e);
-        injected.push({ event: e, startedMs, what });
-        log(`[${(startedMs / 1000).toFixed(1)} s] fault ${e.kind}: ${what}`);
+        const { what, effective } = await faults[e.kind].inject(e);
+        injected.push({ event: e, startedMs, what, effective });
+        log(`[${(startedMs / 1000).toFixed(1)} s] fault ${e.kind}: ${what}${effective ? "" : " (hit nothing: not counted)"}`);
       }
     })();
 
@@ -171,7 +224,6 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     await driver;
     sampler.stop();
 
-    const tableOf = (name: string) => (name === ERC20_TRANSFERS.table ? ERC20_TRANSFERS : BLOCK_STATS);
     const check = checkTables(
       cluster.tableStorePath,
       tasks.map((t) => ({ table: tableOf(t.table), fromBlock: t.fromBlock, toBlock: t.toBlock })),
@@ -181,14 +233,16 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
       wallSeconds: (performance.now() - started) / 1000,
       backfillSeconds: faulted.seconds,
       faults: injected,
-      faultsByKind: countByKind(injected.map((f) => f.event)),
+      faultsByKind: countByKind(injected.filter((f) => f.effective).map((f) => f.event)),
       tasks,
       blocks: faulted.blocks,
       blocksPerSecond: faulted.blocks / faulted.seconds,
       baselineBlocksPerSecond: baseline ? baseline.blocks / baseline.seconds : undefined,
       peakRssMb: Object.fromEntries([...sampler.peakKb].map(([k, v]) => [k, Math.round(v / 102.4) / 10])),
       check,
-      passed: checkPassed(check) && tasks.every((t) => t.succeeded),
+      resubmissions: tasks.reduce((sum, t) => sum + t.resubmissions, 0),
+      rewrites: tasks.filter((t) => t.rerunOf && t.succeeded).length,
+      passed: checkPassed(check) && tasks.every((t) => t.succeeded && t.disallowed.length === 0),
     };
   } finally {
     sampler.stop();
@@ -205,13 +259,15 @@ export function formatReport(r: SoakReport): string {
     `BlockX soak, seed ${r.seed}: ${r.passed ? "PASSED" : "FAILED"}`,
     `wall ${r.wallSeconds.toFixed(1)} s, backfill under faults ${r.backfillSeconds.toFixed(1)} s`,
     "",
-    "faults injected by kind:",
+    "faults that took effect, by kind:",
     ...Object.entries(r.faultsByKind).map(([k, n]) => `  ${k.padEnd(20)} ${n}`),
-    `  ${"total".padEnd(20)} ${r.faults.length}`,
+    `  ${"total".padEnd(20)} ${r.faults.filter((f) => f.effective).length} (${r.faults.filter((f) => !f.effective).length} more hit nothing)`,
     "",
     `tasks: ${r.tasks.length} (${r.tasks.filter((t) => t.succeeded).length} succeeded, ${r.tasks.filter((t) => !t.succeeded).length} failed)`,
     `  resubmitted by the SDK after a lost Worker: ${resubmitted.length} tasks, ${resubmitted.reduce((s, t) => s + t.resubmissions, 0)} resubmissions`,
     `  rerun by the client after FAILED or an SDK error: ${retried.length} tasks, ${retried.reduce((s, t) => s + t.runs - 1, 0)} reruns`,
+    `  ranges already written, rerun on purpose: ${r.rewrites} succeeded`,
+    ...r.tasks.filter((t) => t.disallowed.length > 0).map((t) => `  NOT A FAULT'S DOING: ${t.taskId}: ${t.disallowed.join(" | ").slice(0, 300)}`),
     ...retried.slice(0, 10).map((t) => `    ${t.taskId} (${t.table} ${t.fromBlock}-${t.toBlock}): ${t.failures.join(" | ").slice(0, 300)}`),
     "",
     `blocks: ${r.blocks} in ${r.backfillSeconds.toFixed(1)} s = ${r.blocksPerSecond.toFixed(0)} blocks/s under faults` +

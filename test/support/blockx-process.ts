@@ -2,9 +2,19 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { forEachLine } from "../../src/common/streams/for-each-line";
+import { binaryDigest, sourceDigest } from "./source-digest";
 
 const REPO = join(import.meta.dir, "..", "..");
 export const BLOCKX_BINARY = join(REPO, "dist", "blockx");
+
+// A process test of a binary built from other sources tests nothing of this tree: refuse it.
+{
+  const built = binaryDigest(BLOCKX_BINARY);
+  const tree = sourceDigest(REPO);
+  if (built !== tree) {
+    throw new Error(`dist/blockx was built from other sources (digest ${built}; the tree's is ${tree}): run \`make build\` (make test does)`);
+  }
+}
 
 export interface LogLine {
   level: string;

@@ -3,13 +3,14 @@
  * chain, the function reading blocks through the Worker's IO path, rows in the SQLite table
  * store, checked against values recomputed independently from the same synthetic chain.
  */
+import { Database } from "bun:sqlite";
 import { afterEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FunctionCallConfig, Task, TaskState } from "../../src/gen/worker/v1/worker";
 import { SyntheticChain } from "../../src/worker/backends/localtestservice/synthetic-chain";
-import { SqliteTableStore } from "../../src/worker/writers/table-store";
+import { RawTableReader } from "../support/raw-table-reader";
 import { BLOCKX_BINARY, BlockxProcess } from "../support/blockx-process";
 import { NO_HOST_RED_LINES, reserve, waitFor } from "../support/coordinator-client";
 import { randomLanePrefix } from "../support/worker-double";
@@ -24,6 +25,15 @@ const BLOCK_STATS = [
   "def main(ctx, input):",
   "    b = ctx.io('localtestservice', 'eth_getBlockByNumber', {'chain': input['chain'], 'number': input['blockNumber']})",
   "    return [{'block': int(b['number'], 16), 'tx_count': len(b['transactions']), 'gas_used': int(b['gasUsed'], 16)}]",
+].join("\n");
+
+const BUNDLE_STATS = [
+  "def main(ctx, input):",
+  "    rows = []",
+  "    for n in range(input['fromBlock'], input['toBlock'] + 1):",
+  "        b = ctx.io('localtestservice', 'eth_getBlockByNumber', {'chain': input['chain'], 'number': n, 'full': False})",
+  "        rows.append({'block': n, 'tx_count': len(b['transactions']), 'gas_used': int(b['gasUsed'], 16)})",
+  "    return rows",
 ].join("\n");
 
 function blockTask(taskId: string, fn: { source?: string; name?: string }, from: number, to: number, table: string, bundleSize = 0): Task {
@@ -78,7 +88,7 @@ describe("a backfill over the local test chain", () => {
     const s = await setup("worker");
     const first = await runTask(s, blockTask("bf-1", { source: BLOCK_STATS }, 1000, 1999, "block_stats"));
     expect(first).toMatchObject({ state: TaskState.SUCCEEDED, callsTotal: 1000, callsSucceeded: 1000 });
-    const store = new SqliteTableStore(join(s.dir, "tables.sqlite"));
+    const store = new RawTableReader(join(s.dir, "tables.sqlite"));
     const rowsOf = () => store.query("block_stats", "ORDER BY block").map(({ block, tx_count, gas_used }) => ({ block, tx_count, gas_used }));
     expect(rowsOf()).toEqual(expected(1000, 1999));
     // An overlapping range run again replaces the overlap instead of duplicating it.
@@ -103,7 +113,7 @@ describe("a backfill over the local test chain", () => {
     await s.worker.waitForLog((l) => l.msg === "local test chain block store opened");
     const last = await runTask(s, blockTask("st-1", { source: BLOCK_STATS }, 3100, 3299, "block_stats"));
     expect(last).toMatchObject({ state: TaskState.SUCCEEDED, callsSucceeded: 200 });
-    const store = new SqliteTableStore(join(s.dir, "tables.sqlite"));
+    const store = new RawTableReader(join(s.dir, "tables.sqlite"));
     expect(store.query("block_stats", "ORDER BY block").map(({ block, tx_count, gas_used }) => ({ block, tx_count, gas_used }))).toEqual(expected(3100, 3299));
     store.close();
 
@@ -121,25 +131,52 @@ describe("a backfill over the local test chain", () => {
   test("the bundle cluster writes per bundle, and a function by name comes from FUNCTIONS_DIR", async () => {
     const fnDir = mkdtempSync(join(tmpdir(), "blockx-fns-"));
     cleanups.push(() => rmSync(fnDir, { recursive: true, force: true }));
-    writeFileSync(
-      join(fnDir, "bundle_stats.py"),
-      [
-        "def main(ctx, input):",
-        "    rows = []",
-        "    for n in range(input['fromBlock'], input['toBlock'] + 1):",
-        "        b = ctx.io('localtestservice', 'eth_getBlockByNumber', {'chain': input['chain'], 'number': n, 'full': False})",
-        "        rows.append({'block': n, 'tx_count': len(b['transactions']), 'gas_used': int(b['gasUsed'], 16)})",
-        "    return rows",
-      ].join("\n"),
-    );
+    writeFileSync(join(fnDir, "bundle_stats.py"), BUNDLE_STATS);
     const s = await setup("bundle-worker", { FUNCTIONS_DIR: fnDir });
     const last = await runTask(s, blockTask("bundle-1", { name: "bundle_stats" }, 500, 574, "bundle_stats", 10));
     expect(last).toMatchObject({ state: TaskState.SUCCEEDED, callsTotal: 8 });
     await runTask(s, blockTask("bundle-2", { name: "bundle_stats" }, 500, 574, "bundle_stats", 10)); // a rerun replaces, never duplicates
-    const store = new SqliteTableStore(join(s.dir, "tables.sqlite"));
+    const store = new RawTableReader(join(s.dir, "tables.sqlite"));
     const rows = store.query("bundle_stats", "ORDER BY block").map(({ block, tx_count, gas_used }) => ({ block, tx_count, gas_used }));
     store.close();
     expect(rows).toEqual(expected(500, 574));
+  }, 90_000);
+
+  test("reruns with another start, another bundle size, and over part of one bundle: the whole table is one row per block, as the chain gives", async () => {
+    const fnDir = mkdtempSync(join(tmpdir(), "blockx-fns-"));
+    cleanups.push(() => rmSync(fnDir, { recursive: true, force: true }));
+    writeFileSync(join(fnDir, "bundle_stats.py"), BUNDLE_STATS);
+    const s = await setup("bundle-worker", { FUNCTIONS_DIR: fnDir });
+    const dbFile = join(s.dir, "tables.sqlite");
+    let n = 0;
+    const run = async (from: number, to: number, size: number) => {
+      const last = await runTask(s, blockTask(`realign-${++n}`, { name: "bundle_stats" }, from, to, "realigned", size));
+      expect(last.state).toBe(TaskState.SUCCEEDED);
+    };
+    // Every row of the table, read with plain SQL: nothing outside the blocks expected, nothing twice.
+    const table = () => {
+      const db = new Database(dbFile, { readonly: true });
+      try {
+        return db.query(`SELECT block, tx_count, gas_used FROM realigned ORDER BY block, rowid`).all();
+      } finally {
+        db.close();
+      }
+    };
+    const blocks = (...ranges: [number, number][]) => ranges.flatMap(([a, b]) => expected(a, b));
+    await run(500, 574, 10);
+    expect(table()).toEqual(blocks([500, 574]));
+    await run(505, 574, 10); // another start: the first bundle 500..509 is replaced whole
+    expect(table()).toEqual(blocks([505, 574]));
+    // Bundle 500..509 can only have been replaced by 505..514 (510..519 by it or by 515..524: calls run at once).
+    const warned = await s.worker.waitForLog((l) => l.msg.includes("were replaced by scope 505..514"));
+    expect(warned).toMatchObject({ level: "warn", taskId: "realign-2", table: "realigned" });
+    expect(String(warned.replacedScopes)).toStartWith("500..509");
+    await run(500, 574, 15); // another bundle size
+    expect(table()).toEqual(blocks([500, 574]));
+    await run(517, 521, 10); // part of the earlier bundle 515..529: its other blocks lose their rows
+    expect(table()).toEqual(blocks([500, 514], [517, 521], [530, 574]));
+    await run(500, 574, 10);
+    expect(table()).toEqual(blocks([500, 574]));
   }, 90_000);
 
   test("a row that does not fit the table fails the task with a clear error", async () => {
@@ -160,7 +197,7 @@ describe("a backfill over the local test chain", () => {
     if (!result.ok) throw new Error(result.details);
     expect(result.value.firstError).toMatchObject({ code: "USER_ERROR", callInput: '{"chain":"ethereum","blockNumber":205}', message: "RuntimeError: cannot decode block 205" });
     expect(result.value.firstError!.traceback).toContain("line 4, in main");
-    const store = new SqliteTableStore(join(s.dir, "tables.sqlite"));
+    const store = new RawTableReader(join(s.dir, "tables.sqlite"));
     const blocks = store.query("partial").map((r) => r.block);
     store.close();
     expect(blocks).not.toContain(205);
@@ -175,7 +212,7 @@ describe("a backfill over the local test chain", () => {
     const cancelled = await s.client.cancelTask("cancel-bf", "enough");
     expect(cancelled.ok && cancelled.value.state).toBe(TaskState.CANCELLED);
     const countRows = () => {
-      const store = new SqliteTableStore(join(s.dir, "tables.sqlite"));
+      const store = new RawTableReader(join(s.dir, "tables.sqlite"));
       const n = store.query("cancelled_rows").length;
       store.close();
       return n;
@@ -230,13 +267,13 @@ describe("a backfill over the local test chain", () => {
     writeFileSync(join(fnDir, "versioned.py"), v1.replace("'version': 1", "'version': 2"));
     const last = (await s.client.watch(["pinned"])).snapshots.at(-1)!;
     expect(last.state).toBe(TaskState.SUCCEEDED);
-    const store = new SqliteTableStore(join(s.dir, "tables.sqlite"));
+    const store = new RawTableReader(join(s.dir, "tables.sqlite"));
     expect(new Set(store.query("versions").map((r) => r.version))).toEqual(new Set([1]));
     store.close();
     // A task started after the edit runs the new code (the directory is re-read every second).
     await Bun.sleep(1_500);
     await runTask(s, blockTask("after-edit", { name: "versioned" }, 1000, 1000, "versions"));
-    const store2 = new SqliteTableStore(join(s.dir, "tables.sqlite"));
+    const store2 = new RawTableReader(join(s.dir, "tables.sqlite"));
     expect(store2.query("versions", "WHERE block = 1000").map((r) => r.version)).toEqual([2]);
     store2.close();
   }, 60_000);
@@ -268,9 +305,14 @@ describe("a backfill over the local test chain", () => {
     const last = (await watching).snapshots.at(-1)!;
     expect(last.state).toBe(TaskState.SUCCEEDED);
     expect(last.callsRetried).toBeGreaterThan(0);
-    const store = new SqliteTableStore(join(s.dir, "tables.sqlite"));
-    const rows = store.query("survivor_rows", "ORDER BY block").map(({ block, tx_count, gas_used }) => ({ block, tx_count, gas_used }));
+    const store = new RawTableReader(join(s.dir, "tables.sqlite"));
+    const rows = () => store.query("survivor_rows", "ORDER BY block").map(({ block, tx_count, gas_used }) => ({ block, tx_count, gas_used }));
+    expect(rows()).toEqual(expected(3000, 3399));
+    // Retried calls write only once they succeed, so the retries alone cannot show a duplicate:
+    // the same range run again over its written rows must still leave one row per block.
+    const again = await runTask(s, blockTask("survivor-rerun", { name: "stats_via_sub_call" }, 3000, 3399, "survivor_rows"));
+    expect(again.state).toBe(TaskState.SUCCEEDED);
+    expect(rows()).toEqual(expected(3000, 3399));
     store.close();
-    expect(rows).toEqual(expected(3000, 3399));
   }, 90_000);
 });

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { TaskState, type Task } from "../../src/gen/worker/v1/worker";
-import { SqliteTableStore } from "../../src/worker/writers/table-store";
+import { RawTableReader } from "../support/raw-table-reader";
 import { BlockxProcess } from "../support/blockx-process";
 import { blockTableTask } from "../support/block-table-task";
 import { randomLanePrefix } from "../support/worker-double";
@@ -112,7 +112,7 @@ describe("IO admission under a backend slowing down tenfold", () => {
 
     expect(phase).toBe("recovered");
     expect(last).toMatchObject({ state: TaskState.SUCCEEDED, callsTotal: 1_500, callsSucceeded: 1_500 });
-    const store = new SqliteTableStore(join(dir, "tables.sqlite"));
+    const store = new RawTableReader(join(dir, "tables.sqlite"));
     const rows = store.query("io_rows") as { block: number }[];
     store.close();
     expect(rows.length).toBe(1_500);
@@ -153,7 +153,7 @@ describe("IO admission under a backend slowing down tenfold", () => {
     const ok = await run(client, backfill("flaky", 100, 299, "flaky_rows"));
     expect(ok).toMatchObject({ state: TaskState.SUCCEEDED, callsSucceeded: 200 });
     expect(ok.callsRetried).toBeGreaterThan(0);
-    const store = new SqliteTableStore(join(dir, "tables.sqlite"));
+    const store = new RawTableReader(join(dir, "tables.sqlite"));
     expect(store.query("flaky_rows").length).toBe(200);
     store.close();
 

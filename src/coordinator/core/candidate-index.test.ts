@@ -9,8 +9,18 @@ interface Entry extends RankedEntry {
   workerAddr: string;
 }
 
-
-const byRank = (a: Entry, b: Entry) => (entryRanksBefore(a, b) ? -1 : entryRanksBefore(b, a) ? 1 : 0);
+/**
+ * The reference order, written from the seed (coordinator.zh.md, candidateRanksBefore) and not
+ * from the module: FreeCapacity larger first, then LastHeartbeatMs newer, Penalty smaller, and
+ * WorkerAddr in byte (dictionary) order. Each entry becomes a key compared field by field.
+ */
+const rankKey = (e: Entry): (number | string)[] => [-e.free, -e.lastHeartbeatMs, e.penalty, e.workerAddr];
+function byRank(a: Entry, b: Entry): number {
+  const ka = rankKey(a);
+  const kb = rankKey(b);
+  for (let i = 0; i < ka.length; i++) if (ka[i] !== kb[i]) return ka[i]! < kb[i]! ? -1 : 1;
+  return 0;
+}
 
 function expectConsistent(index: CandidateIndex<Entry>, model: Set<Entry>): void {
   expect(index.checkInvariants()).toEqual([]);
@@ -18,6 +28,24 @@ function expectConsistent(index: CandidateIndex<Entry>, model: Set<Entry>): void
   expect([...index.entries()].map((e) => e.workerAddr)).toEqual([...model].sort(byRank).map((e) => e.workerAddr));
   expect(index.first()?.workerAddr).toBe([...model].sort(byRank)[0]?.workerAddr);
 }
+
+describe("entryRanksBefore, one tie-break at a time (the seed's order)", () => {
+  const base: Entry = { free: 2, lastHeartbeatMs: 100, penalty: 1, workerAddr: "b:1" };
+  test.each([
+    ["more free capacity wins over everything after it", { free: 3, lastHeartbeatMs: 1, penalty: 9, workerAddr: "z" }],
+    ["at equal capacity, the newer heartbeat", { lastHeartbeatMs: 101, penalty: 9, workerAddr: "z" }],
+    ["then the smaller penalty", { penalty: 0, workerAddr: "z" }],
+    ["then the smaller address", { workerAddr: "a:1" }],
+  ])("%s", (_why, better) => {
+    const winner: Entry = { ...base, ...better };
+    expect(entryRanksBefore(winner, base)).toBe(true);
+    expect(entryRanksBefore(base, winner)).toBe(false);
+    expect(byRank(winner, base)).toBe(-1);
+  });
+  test("an entry does not rank before itself", () => {
+    expect(entryRanksBefore(base, { ...base })).toBe(false);
+  });
+});
 
 describe("CandidateIndex", () => {
   test("a fleet that grows, churns and shrinks stays in rank order through chunk splits and merges", () => {

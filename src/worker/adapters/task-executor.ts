@@ -214,20 +214,30 @@ export class TaskExecutor {
   private writeRows(t: RunningTask, d: DispatchedCall<JsonValue>, outcome: Extract<CallOutcome, { ok: true }>): CallOutcome {
     const { blockTables, normalTables, scopeOf } = t.plan;
     if (blockTables.length === 0 && normalTables.length === 0) return outcome;
-    const fail = (code: string, message: string): CallOutcome => ({
+    const fail = (code: CallErrorCode, message: string): CallOutcome => ({
       ...outcome,
       ok: false,
       error: { code, message, traceback: "", line: 0, column: 0, retryable: false },
     });
     const value = outcome.value;
     if (!Array.isArray(value) || value.some((r) => r === null || typeof r !== "object" || Array.isArray(r))) {
-      return fail("RESULT_NOT_ROWS", "a function writing to a table must return a list of rows (dicts of column -> value)");
+      return fail(CallErrorCode.ResultNotRows, "a function writing to a table must return a list of rows (dicts of column -> value)");
     }
     if (!this.tables) return fail(CallErrorCode.Internal, "this Worker has no table store");
     const rows = value as Row[];
     try {
       for (const table of blockTables) {
-        this.tables.replaceBlockRows(table, scopeOf!(d.call), rows);
+        const scope = scopeOf!(d.call);
+        const replaced = this.tables.replaceBlockRows(table, scope, rows);
+        if (replaced.uncovered.length > 0) {
+          // An earlier call's scope reached past this one: its rows went whole, so those blocks
+          // outside this call's range have none now. Said once per write, with the blocks.
+          const blocks = replaced.uncovered.map((u) => `${u.fromBlock}..${u.toBlock}`).join(", ");
+          this.log.warn(
+            { taskId: t.plan.taskId, table, chain: scope.chain, scope: `${scope.fromBlock}..${scope.toBlock}`, replacedScopes: blocks },
+            `block table ${table}: rows of earlier scopes ${blocks} were replaced by scope ${scope.fromBlock}..${scope.toBlock}; blocks of those scopes outside it have no rows until a task covers them again`,
+          );
+        }
         bump(t, table, "block_table_write", rows.length);
       }
       for (const table of normalTables) {
@@ -235,7 +245,7 @@ export class TaskExecutor {
         bump(t, table, "normal_table_write", rows.length);
       }
     } catch (e) {
-      if (e instanceof TableStoreError) return fail("ROW_MISMATCH", e.message);
+      if (e instanceof TableStoreError) return fail(CallErrorCode.RowMismatch, e.message);
       return fail(CallErrorCode.Internal, `writing rows failed: ${(e as Error).message}`);
     }
     return outcome;

@@ -1,4 +1,5 @@
 import * as grpc from "@grpc/grpc-js";
+import { TERMINAL_TASK_STATES } from "../../common/terminal-task-states";
 import { ErrorCode } from "../../common/error-code";
 import { grpcError } from "../../common/grpc/grpc-server";
 import type { Logger } from "../../common/logging/logger";
@@ -19,7 +20,6 @@ import type { TaskExecutor, TaskReport } from "./task-executor";
 import { planTask, type TaskPlan } from "./task-plan";
 import { workerCodeToGRPC } from "./worker-code-to-grpc";
 
-const TERMINAL: ReadonlySet<TaskState> = new Set([TaskState.SUCCEEDED, TaskState.FAILED, TaskState.TIMED_OUT, TaskState.CANCELLED]);
 const MAX_WATCHED_TASKS = 10_000;
 
 /** A monotonic clock in whole epoch milliseconds (snapshot timestamps are int64): WorkerCore's clock. */
@@ -154,7 +154,7 @@ export class WorkerService {
     }
     const w: Watch = { call, ids: new Set(ids), open: true };
     for (const s of current) call.write(s);
-    for (const s of current) if (TERMINAL.has(s.state)) w.ids.delete(s.taskId);
+    for (const s of current) if (TERMINAL_TASK_STATES.has(s.state)) w.ids.delete(s.taskId);
     if (w.ids.size === 0) {
       call.end();
       return;
@@ -192,7 +192,7 @@ export class WorkerService {
     for (const w of this.watches) {
       if (!w.open || !w.ids.has(snapshot.taskId)) continue;
       w.call.write(snapshot);
-      if (TERMINAL.has(snapshot.state)) {
+      if (TERMINAL_TASK_STATES.has(snapshot.state)) {
         w.ids.delete(snapshot.taskId);
         if (w.ids.size === 0) {
           w.open = false;
@@ -234,7 +234,7 @@ export class WorkerService {
     for (const ins of decision.instructions) {
       switch (ins.type) {
         case "publishSnapshot":
-          if (TERMINAL.has(ins.snapshot.state) && !this.ended.has(ins.snapshot.taskId)) {
+          if (TERMINAL_TASK_STATES.has(ins.snapshot.state) && !this.ended.has(ins.snapshot.taskId)) {
             this.ended.add(ins.snapshot.taskId);
             this.onTaskEnded(ins.snapshot.state);
           }

@@ -21,6 +21,10 @@ export const CallErrorCode = {
   PoolClosed: "POOL_CLOSED",
   /** A retryable BackendError (backend down or overloaded) escaped the function: retry the call later. */
   BackendRetryable: "BACKEND_RETRYABLE",
+  /** A function writing to a table returned something other than a list of row objects. */
+  ResultNotRows: "RESULT_NOT_ROWS",
+  /** A row did not fit its table (an unknown column, a value of another kind). */
+  RowMismatch: "ROW_MISMATCH",
   Internal: "INTERNAL",
 } as const;
 export type CallErrorCode = (typeof CallErrorCode)[keyof typeof CallErrorCode];

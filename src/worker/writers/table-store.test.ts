@@ -2,6 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Database } from "bun:sqlite";
 import { SqliteTableStore, TableStoreError } from "./table-store";
 
 const dirs: string[] = [];
@@ -13,6 +14,16 @@ function dbPath(): string {
   const d = mkdtempSync(join(tmpdir(), "blockx-tables-"));
   dirs.push(d);
   return join(d, "tables.sqlite");
+}
+
+/** rawRows reads a table with plain SQL, not through the store under test, in insertion order. */
+function rawRows(path: string, table: string): Record<string, unknown>[] {
+  const db = new Database(path, { readonly: true });
+  try {
+    return db.query(`SELECT * FROM "${table}" ORDER BY rowid`).all() as Record<string, unknown>[];
+  } finally {
+    db.close();
+  }
 }
 
 describe("SqliteTableStore", () => {
@@ -56,6 +67,56 @@ describe("SqliteTableStore", () => {
     store.replaceBlockRows("stats", { chain: "eth", fromBlock: 10, toBlock: 19 }, [{ block: 10 }]);
     store.replaceBlockRows("stats", { chain: "eth", fromBlock: 0, toBlock: 9 }, [{ block: 1 }]);
     expect(store.query("stats", "ORDER BY block").map((r) => r.block)).toEqual([1, 10]);
+  });
+
+  test("a rerun with another start or bundle size replaces every overlapping scope: one row per block, never two (issue: 145 rows for 75 blocks)", () => {
+    const path = dbPath();
+    const store = new SqliteTableStore(path);
+    const bundles = (from: number, to: number, size: number) => {
+      for (let f = from; f <= to; f += size) {
+        const t = Math.min(to, f + size - 1);
+        store.replaceBlockRows("per_block", { chain: "eth", fromBlock: f, toBlock: t }, Array.from({ length: t - f + 1 }, (_, i) => ({ block: f + i })));
+      }
+    };
+    const blocks = () => rawRows(path, "per_block").map((r) => r.block as number).sort((a, b) => a - b);
+    const range = (a: number, b: number) => Array.from({ length: b - a + 1 }, (_, i) => a + i);
+    bundles(500, 574, 10);
+    bundles(505, 574, 10); // another start: 500..509 overlaps 505..514, so its rows go whole
+    expect(blocks()).toEqual(range(505, 574));
+    bundles(500, 574, 15); // another bundle size
+    expect(blocks()).toEqual(range(500, 574));
+    // Part of one earlier bundle (515..529): that bundle's other blocks lose their rows, and the
+    // write says which scopes reached past it.
+    const out = store.replaceBlockRows("per_block", { chain: "eth", fromBlock: 517, toBlock: 521 }, range(517, 521).map((block) => ({ block })));
+    expect(out).toEqual({ replacedScopes: 1, uncovered: [{ chain: "eth", fromBlock: 515, toBlock: 529 }] });
+    expect(blocks()).toEqual([...range(500, 514), ...range(517, 521), ...range(530, 574)]);
+    // Another chain's rows in the same range are not touched.
+    store.replaceBlockRows("per_block", { chain: "base", fromBlock: 0, toBlock: 1000 }, [{ block: -1 }]);
+    bundles(500, 574, 10);
+    expect(blocks()).toEqual([-1, ...range(500, 574)]);
+    expect(() => store.replaceBlockRows("per_block", { chain: "eth", fromBlock: 9, toBlock: 8 }, [])).toThrow("block scope 9..8 is not a range of block numbers");
+    store.close();
+  });
+
+  test("overlap replacement matches a model written from the rule (random scopes, widths 1..40, two connections)", () => {
+    const path = dbPath();
+    const stores = [new SqliteTableStore(path), new SqliteTableStore(path)];
+    // The model: a list of written scopes; a write drops every scope with a block in common.
+    let model: { from: number; to: number; id: number }[] = [];
+    let seed = 7;
+    const rand = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    for (let id = 1; id <= 400; id++) {
+      const from = rand(300);
+      const to = from + rand(rand(4) === 0 ? 40 : 3);
+      stores[id % 2]!.replaceBlockRows("m", { chain: "eth", fromBlock: from, toBlock: to }, [{ id }, { id: -id }]);
+      model = model.filter((s) => s.to < from || s.from > to).concat({ from, to, id });
+      const want = model.flatMap((s) => [s.id, -s.id]).sort((a, b) => a - b);
+      expect(rawRows(path, "m").map((r) => r.id as number).sort((a, b) => a - b)).toEqual(want);
+    }
+    for (const s of stores) s.close();
   });
 
   test("normal tables append", () => {

@@ -14,9 +14,23 @@ export interface BlockScope {
  * TableStore is where Writer Plugins put rows. The embedded default is SQLite; the interface
  * lets a shared database back a multi-host cluster.
  */
+/**
+ * What a block-table write replaced. `uncovered` lists the earlier scopes that reached past the
+ * new call's range: their rows were removed whole (rows carry no block of their own), so the
+ * blocks of those scopes outside the new range have no rows until a call covers them again.
+ */
+export interface ReplaceOutcome {
+  readonly replacedScopes: number;
+  readonly uncovered: readonly BlockScope[];
+}
+
 export interface TableStore {
-  /** replaceBlockRows deletes the scope's rows and inserts `rows`, in one transaction. */
-  replaceBlockRows(table: string, scope: BlockScope, rows: readonly Row[]): void;
+  /**
+   * replaceBlockRows deletes every row of the scope's chain whose recorded scope overlaps the
+   * scope's block range and inserts `rows` under the scope, in one transaction: a retried call,
+   * a rerun, or a rerun with another start or bundle size never leaves two rows for a block.
+   */
+  replaceBlockRows(table: string, scope: BlockScope, rows: readonly Row[]): ReplaceOutcome;
   /** appendRows inserts rows, in one transaction. */
   appendRows(table: string, rows: readonly Row[]): void;
   close(): void;
@@ -56,7 +70,9 @@ interface TableInfo {
  * written to it (column kinds INTEGER, REAL, TEXT or JSON, inferred from the values); later
  * rows must fit: an unknown column or a value of another kind fails the write with a message
  * naming the table, the column and both kinds. Block tables carry the writing call's scope in
- * hidden columns, which is what makes a replacement exact.
+ * hidden columns, which is what makes a replacement exact; the widest scope written to each table
+ * is kept in _blockx_scope_spans, so finding the scopes that overlap a range is an index range
+ * scan (scopes starting at most that span before the range) rather than a scan of the table.
  */
 export class SqliteTableStore implements TableStore {
   private readonly db: Database;
@@ -69,15 +85,29 @@ export class SqliteTableStore implements TableStore {
     this.db.exec("PRAGMA busy_timeout = 10000; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;");
   }
 
-  replaceBlockRows(table: string, scope: BlockScope, rows: readonly Row[]): void {
+  replaceBlockRows(table: string, scope: BlockScope, rows: readonly Row[]): ReplaceOutcome {
+    if (!Number.isSafeInteger(scope.fromBlock) || !Number.isSafeInteger(scope.toBlock) || scope.fromBlock < 0 || scope.toBlock < scope.fromBlock) {
+      throw new TableStoreError(`block scope ${scope.fromBlock}..${scope.toBlock} is not a range of block numbers`);
+    }
     const info = this.ensureTable(table, rows, true);
     // A block without rows before any block had some: no table yet, so nothing to replace.
-    if (rows.length === 0 && !this.loadTable(table)) return;
+    if (rows.length === 0 && !this.loadTable(table)) return { replacedScopes: 0, uncovered: [] };
+    let outcome: ReplaceOutcome = { replacedScopes: 0, uncovered: [] };
     const tx = this.db.transaction(() => {
-      this.db.query(`DELETE FROM "${table}" WHERE _chain = ? AND _scope_from = ? AND _scope_to = ?`).run(scope.chain, scope.fromBlock, scope.toBlock);
+      const span = this.maxScopeSpan(table);
+      // Overlap: from <= scope.to and to >= scope.from; a scope is at most `span` wide, so its
+      // start lies in [scope.from - span, scope.to] (the index's range).
+      const overlap = `_chain = ? AND _scope_from >= ? AND _scope_from <= ? AND _scope_to >= ?`;
+      const params = [scope.chain, scope.fromBlock - span, scope.toBlock, scope.fromBlock] as const;
+      const scopes = this.db.query(`SELECT DISTINCT _scope_from AS f, _scope_to AS t FROM "${table}" WHERE ${overlap}`).all(...params) as { f: number; t: number }[];
+      if (scopes.length > 0) this.db.query(`DELETE FROM "${table}" WHERE ${overlap}`).run(...params);
       this.insert(table, info, rows, [scope.chain, scope.fromBlock, scope.toBlock]);
+      this.recordScopeSpan(table, scope.toBlock - scope.fromBlock);
+      const uncovered = scopes.filter((o) => o.f < scope.fromBlock || o.t > scope.toBlock).map((o) => ({ chain: scope.chain, fromBlock: o.f, toBlock: o.t }));
+      outcome = { replacedScopes: scopes.length, uncovered };
     });
     tx.immediate();
+    return outcome;
   }
 
   appendRows(table: string, rows: readonly Row[]): void {
@@ -160,6 +190,23 @@ export class SqliteTableStore implements TableStore {
     }).immediate();
     this.tables.delete(table);
     return this.loadTable(table)!;
+  }
+
+  /**
+   * maxScopeSpan is the widest `_scope_to - _scope_from` ever written to a block table. A table
+   * written before spans were kept gets its span computed once from its rows.
+   */
+  private maxScopeSpan(table: string): number {
+    this.db.exec(`CREATE TABLE IF NOT EXISTS _blockx_scope_spans (name TEXT PRIMARY KEY, max_span INTEGER NOT NULL)`);
+    const kept = this.db.query(`SELECT max_span FROM _blockx_scope_spans WHERE name = ?`).get(table) as { max_span: number } | null;
+    if (kept) return kept.max_span;
+    const found = this.db.query(`SELECT COALESCE(MAX(_scope_to - _scope_from), 0) AS span FROM "${table}"`).get() as { span: number };
+    this.db.query(`INSERT INTO _blockx_scope_spans (name, max_span) VALUES (?, ?)`).run(table, found.span);
+    return found.span;
+  }
+
+  private recordScopeSpan(table: string, span: number): void {
+    this.db.query(`UPDATE _blockx_scope_spans SET max_span = ? WHERE name = ? AND max_span < ?`).run(span, table, span);
   }
 
   /** loadTable reads the table's column kinds (another process may have created it). */

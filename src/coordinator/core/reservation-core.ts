@@ -1,0 +1,203 @@
+import { ErrorCode } from "../../common/error-code";
+import type { ReserveWorkerSlotResponse } from "../../gen/coordinator/v1/coordinator";
+import type { SlotReservation, SlotError } from "./slot-reservation";
+import type { CoordinatorCore } from "./coordinator-core";
+import { CoordinatorError } from "./coordinator-error";
+import { validateReserveRequest } from "./validate";
+
+/**
+ * ReservationEvent is everything that happens to one ReserveWorkerSlot call, as the adapter sees
+ * it: the request, the answer to the one RequestTaskSlot it has outstanding, and the client going
+ * away. Each reservation has at most one request outstanding, so every event gets exactly one
+ * instruction back.
+ */
+export type ReservationEvent = ReservationRequested | WorkerAnswered | ClientCancelled;
+
+/** A client called ReserveWorkerSlot{task_id}. `reservationId` is the adapter's, unique per call. */
+export interface ReservationRequested {
+  readonly type: "reservationRequested";
+  readonly reservationId: number;
+  readonly taskId: string;
+}
+
+/** The Worker answered the reservation's outstanding RequestTaskSlot (or its deadline passed: an uncertain SlotError). */
+export interface WorkerAnswered {
+  readonly type: "workerAnswered";
+  readonly reservationId: number;
+  readonly answer: SlotReservation;
+}
+
+/** The client cancelled the call before the next request went out. */
+export interface ClientCancelled {
+  readonly type: "clientCancelled";
+  readonly reservationId: number;
+}
+
+/** ReservationInstruction: ask one Worker for a slot, or answer the client (the reservation is then over). */
+export type ReservationInstruction = RequestSlot | Reply;
+
+export interface RequestSlot {
+  readonly type: "requestSlot";
+  readonly reservationId: number;
+  readonly workerAddr: string;
+  readonly taskId: string;
+  readonly ttlMs: number;
+  /** Deadline of this one RPC; past it the adapter reports an uncertain answer. */
+  readonly timeoutMs: number;
+}
+
+/** Outcome labels of blockx_coordinator_reservations_total. */
+export type ReservationOutcome = "reserved" | "invalid_argument" | "unavailable" | "no_executable_slot" | "all_rejected" | "uncertain" | "cancelled";
+
+export interface Reply {
+  readonly type: "reply";
+  readonly reservationId: number;
+  readonly result: { readonly ok: true; readonly response: ReserveWorkerSlotResponse } | { readonly ok: false; readonly err: CoordinatorError };
+  readonly outcome: ReservationOutcome;
+}
+
+export interface ReservationCoreConfig {
+  /** Candidates tried one after another (COORDINATOR_MAX_CANDIDATES). */
+  readonly maxCandidates: number;
+  /** Retries on the same Worker after an uncertain answer (0 allowed). */
+  readonly maxTimeoutRetries: number;
+  /** Deadline of one RequestTaskSlot. */
+  readonly workerRpcTimeoutMs: number;
+  /** ttl_ms sent with every RequestTaskSlot. */
+  readonly slotTtlMs: number;
+}
+
+export const CLIENT_CANCELLED = "client cancelled the reservation";
+
+interface Reservation {
+  readonly taskId: string;
+  readonly exclude: Set<string>;
+  readonly rejections: string[];
+  /** Candidates tried so far. */
+  candidates: number;
+  workerAddr: string;
+  /** RequestTaskSlot calls sent to workerAddr so far. */
+  tries: number;
+}
+
+/**
+ * ReservationCore is the seed's ReserveWorkerSlot orchestration loop as a pure state machine:
+ * validate, readiness, then up to maxCandidates candidates tried one after another. An explicit
+ * rejection moves to the next candidate (recorded as backpressure or a rejection); an uncertain
+ * answer is retried on the same Worker with the same task id up to maxTimeoutRetries times and
+ * then answered with ErrSlotUncertain (ABORTED), never with a switch of Workers. Each candidate
+ * is selected afresh from the CoordinatorCore when it is needed, so no decision is held across
+ * a Worker's answer. The adapter (CoordinatorServer) only sends requests and replies.
+ */
+export class ReservationCore {
+  private readonly open = new Map<number, Reservation>();
+
+  constructor(
+    private readonly coordinator: CoordinatorCore,
+    private readonly config: ReservationCoreConfig,
+  ) {}
+
+  /** handle: a cancelled client always gets its reply at once; any other event may send another request. */
+  handle(event: ClientCancelled, nowMs: number): Reply;
+  handle(event: ReservationEvent, nowMs: number): ReservationInstruction;
+  handle(event: ReservationEvent, nowMs: number): ReservationInstruction {
+    switch (event.type) {
+      case "reservationRequested":
+        return this.requested(event, nowMs);
+      case "workerAnswered":
+        return this.answered(event, nowMs);
+      case "clientCancelled":
+        return this.reply(event.reservationId, { ok: false, err: new CoordinatorError(ErrorCode.ErrSlotUncertain, CLIENT_CANCELLED) }, "cancelled");
+    }
+  }
+
+  /** openReservations: reservations waiting for a Worker's answer (tests and the simulation check this drains). */
+  get openReservations(): number {
+    return this.open.size;
+  }
+
+  private requested(e: ReservationRequested, nowMs: number): ReservationInstruction {
+    if (this.open.has(e.reservationId)) throw new Error(`reservation ${e.reservationId} is already open`);
+    const invalid = validateReserveRequest(e.taskId);
+    if (invalid) return this.fail(e.reservationId, invalid);
+    const notReady = this.coordinator.readinessError(nowMs);
+    if (notReady) return this.fail(e.reservationId, notReady);
+    const r: Reservation = { taskId: e.taskId, exclude: new Set(), rejections: [], candidates: 0, workerAddr: "", tries: 0 };
+    this.open.set(e.reservationId, r);
+    return this.nextCandidate(e.reservationId, r, nowMs);
+  }
+
+  private answered(e: WorkerAnswered, nowMs: number): ReservationInstruction {
+    const r = this.open.get(e.reservationId);
+    if (!r) throw new Error(`no open reservation ${e.reservationId}`);
+    const a = e.answer;
+    if (a.snapshot?.slotId) {
+      this.coordinator.recordSlotSuccess(r.workerAddr, nowMs);
+      return this.reply(e.reservationId, { ok: true, response: { taskId: r.taskId, workerAddr: r.workerAddr, slotId: a.snapshot.slotId } }, "reserved");
+    }
+    // A success without a slot id proves nothing: treat it as uncertain.
+    const err: SlotError = a.err ?? { code: ErrorCode.ErrSlotUncertain, message: "worker answered without a slot id", mayHaveAllocated: true };
+    if (err.mayHaveAllocated) {
+      if (r.tries <= this.config.maxTimeoutRetries) return this.request(e.reservationId, r);
+      this.coordinator.recordSlotTimeout(r.workerAddr, nowMs);
+      return this.fail(
+        e.reservationId,
+        new CoordinatorError(
+          ErrorCode.ErrSlotUncertain,
+          `unable to confirm slot reservation on ${r.workerAddr} after ${this.config.maxTimeoutRetries + 1} attempts ` +
+            `(${err.message || err.code}); a slot may be held for up to ${this.config.slotTtlMs} ms: wait that long, then retry`,
+        ),
+      );
+    }
+    if (err.code === ErrorCode.ErrNoSlot) this.coordinator.recordSlotBackpressure(r.workerAddr, nowMs);
+    else this.coordinator.recordSlotRejection(r.workerAddr, nowMs);
+    r.rejections.push(`${r.workerAddr}: ${err.code}${err.message ? ` (${err.message})` : ""}`);
+    r.exclude.add(r.workerAddr);
+    return this.nextCandidate(e.reservationId, r, nowMs);
+  }
+
+  private nextCandidate(id: number, r: Reservation, nowMs: number): ReservationInstruction {
+    if (r.candidates < this.config.maxCandidates) {
+      const candidate = this.coordinator.selectCandidate(r.taskId, r.exclude, nowMs);
+      if (!candidate.err) {
+        r.candidates++;
+        r.workerAddr = candidate.workerAddr;
+        r.tries = 0;
+        return this.request(id, r);
+      }
+      // Nothing tried yet: the core's reason is the answer. Otherwise every Worker we could try
+      // has rejected us (unless the view became untrusted meanwhile).
+      if (r.candidates === 0 || candidate.err.code === ErrorCode.ErrUnavailable) return this.fail(id, candidate.err);
+    }
+    return this.fail(id, new CoordinatorError(ErrorCode.ErrNoSlot, `all candidates rejected: ${r.rejections.join("; ")}`));
+  }
+
+  private request(id: number, r: Reservation): RequestSlot {
+    r.tries++;
+    return { type: "requestSlot", reservationId: id, workerAddr: r.workerAddr, taskId: r.taskId, ttlMs: this.config.slotTtlMs, timeoutMs: this.config.workerRpcTimeoutMs };
+  }
+
+  private fail(id: number, err: CoordinatorError): Reply {
+    return this.reply(id, { ok: false, err }, outcomeOf(err));
+  }
+
+  private reply(id: number, result: Reply["result"], outcome: ReservationOutcome): Reply {
+    this.open.delete(id);
+    return { type: "reply", reservationId: id, result, outcome };
+  }
+}
+
+function outcomeOf(e: CoordinatorError): ReservationOutcome {
+  switch (e.code) {
+    case ErrorCode.ErrInvalidArgument:
+      return "invalid_argument";
+    case ErrorCode.ErrUnavailable:
+      return "unavailable";
+    case ErrorCode.ErrNoExecutableSlot:
+      return "no_executable_slot";
+    case ErrorCode.ErrNoSlot:
+      return "all_rejected";
+    default:
+      return "uncertain";
+  }
+}
