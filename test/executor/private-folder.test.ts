@@ -9,7 +9,7 @@ import { afterAll, expect, test } from "bun:test";
 import { copyFileSync, cpSync, mkdtempSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BLOCKX_BINARY } from "../support/blockx-process";
+import { BLOCKX_BINARY, BlockxProcess } from "../support/blockx-process";
 
 const REPO = join(import.meta.dir, "..", "..");
 const isRoot = process.getuid?.() === 0;
@@ -69,3 +69,26 @@ test.if(isRoot)("as root, BLOCKX_CACHE_DIR inside a 0700 folder stops exec at on
   expect(r.err).toContain(`${dir} is mode 0700 owned by 0:0`);
   expect(r.err).not.toContain("did not start within");
 }, 60_000);
+
+test("blockx dev with its directory inside a 0700 folder runs a task on its Workers' executors", async () => {
+  // DEV_DIR under a private folder: dev opens DEV_DIR itself (0755), but not the folders above it,
+  // so the Workers' TMPDIR (<dev dir>/tmp) is out of nobody's reach when root.
+  const outer = privateFolder();
+  writeFileSync(join(outer, "fn.py"), "def main(ctx, input):\n    return [{'block': input['blockNumber'], 'txs': len(ctx.blockdb.block(input['blockNumber'], full=False)['transactions'])}]\n");
+  const dev = BlockxProcess.spawn(["dev"], {
+    ETCD_BIN: process.env.BLOCKX_ETCD_BIN!,
+    DEV_DIR: join(outer, "dev"),
+    DEV_WORKERS: "1",
+    DEV_BUNDLE_WORKERS: "1",
+    EXECUTOR_COUNT: "1",
+    DEV_TERMINAL_LOG_LEVEL: "error",
+  });
+  try {
+    const ready = (await dev.waitForLog((l) => l.msg === "dev ready", 90_000)) as unknown as { envFile: string };
+    const r = await run(["bash", "-ec", `source '${ready.envFile}'; '${BLOCKX_BINARY}' submit --function fn.py --blocks 1..3 --table private_dev --watch`], outer);
+    if (r.code !== 0) throw new Error(`submit exited ${r.code}:\n${r.out}\n${r.err}\n--- dev stderr\n${dev.stderr}`);
+    expect(r.out).toMatch(/^state\s+SUCCEEDED$/m);
+  } finally {
+    await dev.stop("SIGINT");
+  }
+}, 150_000);
