@@ -116,9 +116,11 @@ mutants: deps build
 clean:
 	rm -rf dist
 
-# The main job on embedded defaults: a local etcd and the block Coordinator (Ctrl-C stops both).
-run: deps build
-	./scripts/run-local.sh
+# The whole system on this machine: `blockx dev` (etcd, Coordinators, Workers, Sync Invoker, proxy;
+# Ctrl-C stops everything). Its arguments go in ARGS, e.g. `make run ARGS=--keep`.
+ARGS ?=
+run: $(BUN) $(DEPS_STAMP) $(ETCD) build
+	./dist/blockx dev $(ARGS)
 
 # The two-command demo: blockx dev, the block-statistics example with progress, its first rows, stop.
 # Needs only what runs the system (Bun, npm packages, etcd): no root when apt lists are present.

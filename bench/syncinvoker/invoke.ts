@@ -59,7 +59,7 @@ async function latencyAfterIdle(call: () => Promise<unknown>, n: number, gapUs: 
 
 function invoker(addr: string) {
   const client = new SyncInvokerServiceClient(addr, grpc.credentials.createInsecure());
-  const request: InvokeRequest = { function: { name: "", source: SOURCE, entry: "" }, args: Buffer.from("1"), timeoutMs: 0 };
+  const request: InvokeRequest = { function: { name: "", source: SOURCE, entry: "", filename: "" }, args: Buffer.from("1"), timeoutMs: 0 };
   const call = () =>
     new Promise<InvokeResponse>((resolve, reject) => client.invoke(request, (e, r) => (e ? reject(e) : r.error ? reject(new Error(r.error.message)) : resolve(r))));
   return { client, call };

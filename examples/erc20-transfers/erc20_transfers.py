@@ -1,8 +1,9 @@
 """ERC-20 Transfer events decoded from logs: one row per Transfer into a block table.
 
 Run once per bundle of blocks (a block_bundle call config): input = {"chain", "fromBlock",
-"toBlock"}. One eth_getLogs request per bundle, filtered on the Transfer topic, is far cheaper
-than a request per block.
+"toBlock"}. One logs request per bundle (eth_getLogs on a node), filtered on the Transfer topic,
+is far cheaper than a request per block. ctx.blockdb reads the local test chain or a real node
+(CHAINS_CONFIG), with the same code.
 """
 
 TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
@@ -14,16 +15,7 @@ def address_of(topic):
 
 
 def main(ctx, input):
-    logs = ctx.io(
-        "localtestservice",
-        "eth_getLogs",
-        {
-            "chain": input["chain"],
-            "fromBlock": input["fromBlock"],
-            "toBlock": input["toBlock"],
-            "topics": [TRANSFER_TOPIC],
-        },
-    )
+    logs = ctx.blockdb.logs(input["fromBlock"], input["toBlock"], topics=[TRANSFER_TOPIC])
     rows = []
     for log in logs:
         # Transfer(address indexed from, address indexed to, uint256 value). ERC-721 transfers

@@ -21,6 +21,7 @@ class Call:
         "io_ms",
         "out",
         "out_len",
+        "err_parts",
         "logs",
         "logs_truncated",
         "compiled",
@@ -40,6 +41,7 @@ class Call:
         self.io_ms = 0.0
         self.out = []
         self.out_len = 0
+        self.err_parts = None  # indices into out of what was written to stderr; None: nothing was
         self.logs = []
         self.logs_truncated = False
         self.compiled = False
@@ -51,10 +53,14 @@ class Call:
         self.parked = None
         self.resume = None
 
-    def write_output(self, s: str) -> None:
+    def write_output(self, s: str, stderr: bool = False) -> None:
         used = self.out_len
         if used >= OUTPUT_CAP_CHARS:
             return
+        if stderr:
+            if self.err_parts is None:
+                self.err_parts = set()
+            self.err_parts.add(len(self.out))
         n = len(s)
         if used + n <= OUTPUT_CAP_CHARS:
             self.out.append(s)
@@ -65,10 +71,20 @@ class Call:
             self.out_len = OUTPUT_CAP_CHARS
 
     def output(self) -> str:
+        """output: stdout and stderr interleaved in the order written (capped at 1 MiB together)."""
         out = self.out
         if not out:
             return ""
         return "".join(out)
+
+    def split_output(self):
+        """split_output: (stdout, stderr) apart, or None when nothing went to stderr (then
+        stdout is output())."""
+        err = self.err_parts
+        if err is None:
+            return None
+        out = self.out
+        return "".join(s for i, s in enumerate(out) if i not in err), "".join(s for i, s in enumerate(out) if i in err)
 
     def add_log(self, time_ms: int, level: str, message: str) -> None:
         if len(message) > LOG_MESSAGE_CAP_CHARS:

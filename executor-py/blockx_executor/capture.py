@@ -48,6 +48,7 @@ class CallStream(io.TextIOBase):
     def __init__(self, name: str) -> None:
         super().__init__()
         self._name = name
+        self._is_stderr = name == "<stderr>"
         self.buffer = _BinaryStream(self)
 
     @property
@@ -79,7 +80,7 @@ class CallStream(io.TextIOBase):
             if stream is not None:
                 stream.write(s)
             return len(s)
-        call.write_output(s)
+        call.write_output(s, self._is_stderr)
         return len(s)
 
     def flush(self) -> None:

@@ -96,6 +96,17 @@ def _invoke_sync(fn, ctx, args) -> str:
     return _encode_result(fn(ctx, args))
 
 
+def _split_output(call: Call) -> dict:
+    """_split_output: stdout and stderr apart, only when the call wrote to stderr."""
+    split = call.split_output()
+    return {} if split is None else {"stdout": split[0], "stderr": split[1]}
+
+
+def _split_output_json(call: Call) -> str:
+    split = call.split_output()
+    return "" if split is None else ',"stdout":' + _dumps(split[0]) + ',"stderr":' + _dumps(split[1])
+
+
 def _ms(seconds: float) -> float:
     return round(seconds * 1000.0, 3)
 
@@ -344,6 +355,7 @@ class Engine:
             + repr(_ms(call.cpu))
             + ',"output":'
             + _dumps(call.output())
+            + _split_output_json(call)
             + ',"logs":'
             + (_dumps(call.logs) if call.logs else "[]")
             + (',"compiled":true}' if call.compiled else ',"compiled":false}')
@@ -363,6 +375,7 @@ class Engine:
             "error": error,
             "cpuMs": _ms(call.cpu if cpu < 0 else cpu),
             "output": call.output(),
+            **_split_output(call),
             "logs": call.logs,
             "compiled": call.compiled,
         }
@@ -496,7 +509,8 @@ class Engine:
         unit = self._cache.get(digest, source)
         if unit is None:
             call.compiled = True
-            unit = self._load(w, call, digest, source, entry)
+            name = msg.get("filename")
+            unit = self._load(w, call, digest, source, entry, name if isinstance(name, str) else "")
             if unit is None:
                 return
         if unit.error is not None:
@@ -515,10 +529,10 @@ class Engine:
             ok, value = self._run_step(w, call, _invoke_sync, fn, SyncContext(call, self.suspend_sync, default_chain(msg.get("args"))), msg.get("args"))
             self._settle(w, call, ok, value)
 
-    def _load(self, w: _Worker, call: Call, digest: str, source: str, entry: str):
+    def _load(self, w: _Worker, call: Call, digest: str, source: str, entry: str, name: str = ""):
         """_load compiles a source and runs its module body (both as steps of the call that
         needs it) and caches the unit; None when the call already has its answer."""
-        filename = user_filename(entry, digest)
+        filename = user_filename(entry, digest, name)
         ok, code = self._run_step(w, call, compile, source, filename, "exec", 0, True)
         if call.finished:
             return None

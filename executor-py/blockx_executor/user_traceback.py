@@ -7,10 +7,21 @@ import traceback as _tb
 USER_FILENAME_PREFIX = "<blockx:"
 
 
-def user_filename(entry: str, digest: str) -> str:
-    """user_filename names compiled user code: tracebacks, linecache and the frame filter
-    all key on it."""
-    return f"<blockx:{entry}@{digest[:12]}>"
+def user_filename(entry: str, digest: str, name: str = "") -> str:
+    """user_filename names compiled user code: linecache and the frame filter key on it. With
+    the name of the file the source came from (``fn.py``), tracebacks show that name (see
+    display_filename)."""
+    return f"<blockx:{name or entry}@{digest[:12]}>"
+
+
+def display_filename(filename: str) -> str:
+    """display_filename is what a user reads for a compiled unit: ``fn.py`` for
+    ``<blockx:fn.py@71bec89d7b04>``; a unit without a file name keeps its ``<blockx:...>`` name."""
+    if filename.startswith(USER_FILENAME_PREFIX) and filename.endswith(">") and "@" in filename:
+        label = filename[len(USER_FILENAME_PREFIX):filename.rindex("@")]
+        if label.endswith(".py"):
+            return label
+    return filename
 
 
 def _safe_str(exc: BaseException) -> str:
@@ -32,7 +43,11 @@ def _keep_user_frames(te, seen: set) -> None:
     if te is None or id(te) in seen:
         return
     seen.add(id(te))
-    te.stack = _tb.StackSummary.from_list([f for f in te.stack if f.filename.startswith(USER_FILENAME_PREFIX)])
+    kept = [f for f in te.stack if f.filename.startswith(USER_FILENAME_PREFIX)]
+    for f in kept:
+        _ = f.line  # read from linecache under the compiled name before it is renamed
+        f.filename = display_filename(f.filename)
+    te.stack = _tb.StackSummary.from_list(kept)
     _keep_user_frames(te.__cause__, seen)
     _keep_user_frames(te.__context__, seen)
     for sub in getattr(te, "exceptions", None) or ():
@@ -64,6 +79,8 @@ def describe_compile_error(exc: BaseException) -> dict:
         line = exc.lineno or 0
         column = exc.offset or 0
         message = f"{exc.msg} (line {line}, column {column})"
+        if isinstance(exc.filename, str):
+            exc.filename = display_filename(exc.filename)
         try:
             text = "".join(_tb.format_exception_only(type(exc), exc))
         except Exception:

@@ -1,27 +1,46 @@
 import { existsSync, readFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
-import { loadEnvConfig } from "../common/config/env-config";
+import { basename, dirname, join, resolve } from "node:path";
 import { commonVars } from "../common/config/common-vars";
+import { envVar, intSchema, loadEnvConfig } from "../common/config/env-config";
 import { createLogger } from "../common/logging/logger";
+import { MetricsRegistry } from "../common/metrics/metrics";
 import type { CallOutcome, CallOwner } from "../runtime/calls/call";
 import { executorPoolConfigFrom, executorPoolVars } from "../runtime/executor/executor-pool-config";
 import type { JsonValue, ResumeResult } from "../runtime/executor/protocol";
+import { ioSettingsFrom, ioVars } from "../runtime/io/io-config";
 import type { Command } from "./command";
 
 /** Sub-calls deeper than this fail, so that a function calling itself cannot run away. */
 const MAX_SUB_CALL_DEPTH = 8;
 
-const vars = { ...executorPoolVars, logLevel: commonVars.logLevel };
+const vars = {
+  ...executorPoolVars,
+  ...ioVars,
+  localTestChainHead: envVar("LOCALTESTSERVICE_HEAD", "20000000", "an integer from 0 to 1000000000", "highest block of the synthetic local test chain", intSchema(0, 1_000_000_000)),
+  logLevel: commonVars.logLevel,
+};
+
+const USAGE = `usage: blockx exec FILE [INPUT_JSON] [--entry NAME] [--flags]
+
+  FILE        a Python file defining the entry, called as entry(ctx, input)
+  INPUT_JSON  the call's input as JSON (default null), e.g. '{"chain": "ethereum", "blockNumber": 1}'
+  --entry     the function to call (default main)
+
+Prints the outcome as JSON on stdout (value, cpuMs, output, logs, or the error with its traceback);
+log lines go to stderr. Exit 0 when the call succeeded, 1 when it failed, 2 on a usage error.`;
 
 /**
  * `blockx exec FILE [INPUT_JSON]` runs one call of FILE's `main(ctx, input)` through a real
  * executor pool on this machine, with no cluster: the quickest way to try a function, and the
- * proof that the binary carries its executor. Sub-calls by name load `<name>.py` beside FILE.
- * There are no IO backends here: an IO request fails with a clear error.
+ * proof that the binary carries its executor. IO is the Worker's IO subsystem over the same
+ * backends (the local synthetic chain by default, the chains of CHAINS_CONFIG when set), read
+ * only as in the Sync Invoker; sub-calls by name load `<name>.py` beside FILE. stdout carries
+ * only the outcome; logs go to stderr.
  */
 export const execCommand: Command = {
   name: "exec",
-  summary: "run one call of a Python function locally through an executor pool: exec FILE [INPUT_JSON] [--entry NAME]",
+  summary: "run one call of a Python function locally through an executor pool and the local chain (or CHAINS_CONFIG): exec FILE [INPUT_JSON] [--entry NAME]",
+  usage: USAGE,
   vars,
   async run(argv) {
     const positional: string[] = [];
@@ -46,16 +65,26 @@ export const execCommand: Command = {
       }
     }
     const v = loadEnvConfig(vars, process.env, flags);
-    const log = createLogger(v.logLevel, { role: "exec" });
-    const { ExecutorPool } = await import("../runtime/executor/executor-pool");
+    const settings = ioSettingsFrom(v);
+    const log = createLogger(v.logLevel, { role: "exec" }, 2);
+    const [{ ExecutorPool }, { FaultInjector }, { buildBackendSet, buildIoSubsystem }] = await Promise.all([
+      import("../runtime/executor/executor-pool"),
+      import("../runtime/io/fault-injection"),
+      import("../runtime/io/io-assembly"),
+    ]);
+    const faults = new FaultInjector(settings.localTestFaults, settings.localTestFaultsFile, log.child({ component: "localtestservice" })).start();
+    const { registry: backends } = buildBackendSet({ chains: settings.chains, localTestChainHead: v.localTestChainHead, faults, functions: () => null });
+    const io = buildIoSubsystem(backends, { ...settings.io, readOnly: true }, new MetricsRegistry());
+    const taskIo = io.forTask("exec");
     const pool = await ExecutorPool.start(executorPoolConfigFrom({ ...v, executorCount: Math.min(v.executorCount, 2) }), log);
     const dir = dirname(resolve(file));
     let seq = 0;
     const ownerAt = (depth: number): CallOwner => ({
+      io: (req) => taskIo.call(req.backend, req.op, req.params).then((r) => r.answer),
       async subCall(req): Promise<ResumeResult> {
         if (depth >= MAX_SUB_CALL_DEPTH) return { ok: false, error: { type: "DEPTH_EXCEEDED", message: `sub-calls nest deeper than ${MAX_SUB_CALL_DEPTH}` } };
         const fn = "name" in req.function
-          ? { source: readFileSync(join(dir, `${req.function.name}.py`), "utf8"), entry: "main" }
+          ? { source: readFileSync(join(dir, `${req.function.name}.py`), "utf8"), entry: "main", filename: `${req.function.name}.py` }
           : { source: req.function.source, entry: req.function.entry ?? "main" };
         const out = await pool.execute({ callId: `exec-${++seq}`, fn, args: req.args }, ownerAt(depth + 1));
         return out.ok ? { ok: true, value: out.value } : { ok: false, error: { type: out.error.code, message: out.error.message, traceback: out.error.traceback } };
@@ -63,8 +92,10 @@ export const execCommand: Command = {
     });
     let outcome: CallOutcome;
     try {
-      outcome = await pool.execute({ callId: "exec-0", fn: { source: readFileSync(file, "utf8"), entry }, args: input }, ownerAt(0));
+      outcome = await pool.execute({ callId: "exec-0", fn: { source: readFileSync(file, "utf8"), entry, filename: basename(file) }, args: input }, ownerAt(0));
     } finally {
+      taskIo.end();
+      faults.stop();
       await pool.close();
     }
     console.log(JSON.stringify(outcome, null, 2));

@@ -10,6 +10,7 @@ import { execCommand, UsageError } from "./exec-command";
 import { localchainCommand } from "./localchain-command";
 import { syncInvokerCommand } from "./syncinvoker-command";
 import { workerCommands } from "./worker-commands";
+import { ExecutorStartError } from "../runtime/executor/executor-start-error";
 
 const versionCommand: Command = {
   name: "version",
@@ -72,6 +73,11 @@ export async function main(argv: readonly string[]): Promise<void> {
     if (e instanceof UsageError) {
       console.error(`blockx ${command.name}: ${e.message}`);
       process.exit(2);
+    }
+    if (e instanceof ExecutorStartError) {
+      // The executors could not start: the message names the path or carries their stderr.
+      console.error(`blockx ${command.name}: executors cannot start: ${e.message}`);
+      process.exit(1);
     }
     throw e;
   }

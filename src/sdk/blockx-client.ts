@@ -36,7 +36,7 @@ export interface TaskHandle extends TaskRef {
 export type ClientEvent =
   | { readonly kind: "reserveRefused"; readonly failure: RetryableFailure; readonly coordinator: string; readonly details: string; readonly delayMs: number }
   | { readonly kind: "submitRefused"; readonly code: string; readonly workerAddr: string; readonly details: string }
-  | { readonly kind: "submitted"; readonly attempt: number; readonly workerAddr: string; readonly slotId: string; readonly coordinator: string }
+  | { readonly kind: "submitted"; readonly attempt: number; readonly taskId: string; readonly workerAddr: string; readonly slotId: string; readonly coordinator: string }
   | { readonly kind: "watchFailed"; readonly workerAddr: string; readonly code: string; readonly details: string }
   | { readonly kind: "workerLost"; readonly attempt: number; readonly workerAddr: string; readonly reason: string; readonly resubmit: boolean };
 
@@ -289,7 +289,7 @@ export class BlockxClient {
       const w = this.transport.worker(slot.workerAddr);
       try {
         const snapshot = await unary(w.client.submitTask.bind(w.client), { task, slotId: slot.slotId }, w.metadata(), this.rpcDeadline(deadlineMs));
-        emit({ kind: "submitted", attempt, workerAddr: slot.workerAddr, slotId: slot.slotId, coordinator: reserver.label });
+        emit({ kind: "submitted", attempt, taskId: task.taskId, workerAddr: slot.workerAddr, slotId: slot.slotId, coordinator: reserver.label });
         return { taskId: task.taskId, workerAddr: slot.workerAddr, slotId: slot.slotId, cluster, coordinator: reserver.label, snapshot };
       } catch (e) {
         if (!isServiceError(e)) throw e;

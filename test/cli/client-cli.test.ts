@@ -107,6 +107,9 @@ describe("client CLI", () => {
     const human = await blockx(["result", "cli-fails", "--worker", workerAddr]);
     expect(human.stdout).toContain("first error  USER_ERROR: ValueError: bad input 7");
     expect(human.stdout).toContain("Traceback");
+    // The file given to --function is named in the traceback (issue 14), not <blockx:main@digest>.
+    expect(human.stdout).toContain('File "raises.py", line 2, in main');
+    expect(human.stdout).not.toContain("<blockx:");
   }, 60_000);
 
   test("cancel: a long task is cancelled; its result then says CANCELLED and exits 1", async () => {
@@ -117,6 +120,61 @@ describe("client CLI", () => {
     expect(cancel.stdout.trim()).toBe("task cli-cancel: CANCELLED");
     expect((await blockx(["result", "cli-cancel", "--worker", workerAddr])).code).toBe(1);
   }, 60_000);
+
+  test("submit --watch says `task <id> on <worker>` before the bar; Ctrl-C says how to watch or cancel it, and the task keeps running", async () => {
+    const proc = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", BLOCKX_BINARY, "submit", "--function", "sleeps.py", "--inputs", "[3]", "--return", "--watch", "--task-id", "cli-ctrl-c"], {
+      cwd: cluster.dir,
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const stdout = new Response(proc.stdout).text();
+    let stderr = "";
+    const decoder = new TextDecoder();
+    const reader = (proc.stderr as ReadableStream<Uint8Array>).getReader();
+    const announced = `task cli-ctrl-c on ${workerAddr}\n`;
+    while (!stderr.includes(announced)) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`submit ended without announcing the task:\n${stderr}`);
+      stderr += decoder.decode(value);
+    }
+    proc.kill("SIGINT");
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      stderr += decoder.decode(value);
+    }
+    expect(await proc.exited).toBe(130);
+    expect(await stdout).toBe("");
+    // The id and the Worker come first: nothing of the progress display precedes them.
+    expect(stderr.startsWith(announced)).toBe(true);
+    expect(stderr).toContain(`interrupted: task cli-ctrl-c keeps running on ${workerAddr}\n`);
+    expect(stderr).toContain(`  follow it: blockx watch cli-ctrl-c --worker ${workerAddr}\n`);
+    expect(stderr).toContain(`  cancel it: blockx cancel cli-ctrl-c --worker ${workerAddr}\n`);
+    // The task was not cancelled by the interrupted CLI: following it as told ends SUCCEEDED.
+    const watched = await blockx(["watch", "cli-ctrl-c", "--worker", workerAddr, "--json"]);
+    expect(watched.code).toBe(0);
+    expect(json(watched.stdout)).toMatchObject({ state: "SUCCEEDED", returnValues: [null] });
+  }, 60_000);
+
+  test("each client command's --help lists only the variables that command reads", async () => {
+    const listed = async (cmd: string) => {
+      const help = await blockx([cmd, "--help"]);
+      expect(help.code).toBe(0);
+      return [...help.stdout.matchAll(/^ {2}([A-Z][A-Z0-9_]+) /gm)].map((m) => m[1]).sort();
+    };
+    const dial = ["BLOCKX_KEEPALIVE_TIME_MS", "BLOCKX_RPC_TIMEOUT_MS", "PROXY_SOCKET_PATH"];
+    expect(await listed("table")).toEqual(["TABLE_STORE_PATH"]);
+    expect(await listed("workers")).toEqual(["BLOCKX_RPC_TIMEOUT_MS", "ETCD_ENDPOINTS"]);
+    expect(await listed("invoke")).toEqual(["BLOCKX_SYNCINVOKER_ADDR", ...dial].sort());
+    expect(await listed("precheck")).toEqual(["BLOCKX_SYNCINVOKER_ADDR", ...dial].sort());
+    expect(await listed("result")).toEqual(dial);
+    expect(await listed("cancel")).toEqual(dial);
+    expect(await listed("watch")).toEqual([...dial, "BLOCKX_WORKER_LOST_AFTER_MS"].sort());
+    expect(await listed("submit")).toEqual(
+      ["BLOCKX_BUNDLE_COORDINATOR_ADDRS", "BLOCKX_COORDINATOR_ADDRS", "BLOCKX_MAX_ATTEMPTS", "BLOCKX_SLOT_TTL_MS", "BLOCKX_WORKER_LOST_AFTER_MS", ...dial].sort(),
+    );
+  }, 30_000);
 
   test("exit codes: 2 for usage and configuration errors, 3 for an unreachable cluster, 1 for an unknown task", async () => {
     const noFn = await blockx(["submit", "--blocks", "1..2", "--table", "t"]);

@@ -5,11 +5,15 @@
  * isolation of user code (network, processes).
  */
 import { afterEach, describe, expect, test } from "bun:test";
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { silentLogger } from "../../src/common/logging/logger";
 import type { CallOutcome, CallOwner, IoAnswer } from "../../src/runtime/calls/call";
 import { defaultExecutorPoolConfig, type ExecutorPoolConfig } from "../../src/runtime/executor/executor-pool-config";
 import { ExecutorPool } from "../../src/runtime/executor/executor-pool";
+import { ExecutorStartError } from "../../src/runtime/executor/executor-start-error";
 import type { JsonValue, ResumeResult } from "../../src/runtime/executor/protocol";
 
 const pools: ExecutorPool[] = [];
@@ -338,5 +342,61 @@ describe("isolation", () => {
     const [cwd, content] = expectOk(await run(pool, src)) as [string, string];
     expect(cwd).toContain("blockx-pool-");
     expect(content).toBe("hi");
+  });
+});
+
+describe("start-up", () => {
+  const isRoot = process.getuid?.() === 0;
+
+  test("executors that die at start fail the start at once with their own stderr and the likely cause", async () => {
+    // A damaged executor copy: the unpacked app.py imports a module that does not exist, so
+    // every executor exits with ModuleNotFoundError before its Hello.
+    const cache = mkdtempSync(join(tmpdir(), "blockx-pool-cache-"));
+    chmodSync(cache, 0o755);
+    try {
+      const good = await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: 1, cacheDir: cache }), silentLogger());
+      const app = join(good.pythonPath, "blockx_executor", "app.py");
+      await good.close();
+      writeFileSync(app, "import blockx_gone_module\n" + readFileSync(app, "utf8"));
+      let error: unknown = null;
+      try {
+        const p = await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: 2, cacheDir: cache }), silentLogger(), { waitForAll: true });
+        pools.push(p);
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(ExecutorStartError);
+      const e = error as ExecutorStartError;
+      expect(e.code).toBe("EXECUTORS_DIED_AT_START");
+      expect(e.message).toContain("ModuleNotFoundError: No module named 'blockx_gone_module'");
+      expect(e.message).toContain("exited with code 1");
+      expect(e.message).toContain(`likely cause: the module blockx_gone_module is missing: a damaged executor copy at ${good.pythonPath}`);
+    } finally {
+      rmSync(cache, { recursive: true, force: true });
+    }
+  }, 20_000);
+
+  test("executor code is copied out of the checkout into a folder of its own, world-readable", async () => {
+    const pool = await startPool({ executorCount: 1 });
+    expect(pool.pythonPath).not.toContain(join(import.meta.dir, "..", ".."));
+    expect(readdirSync(join(pool.pythonPath, "blockx_executor"))).toContain("__main__.py");
+    expect(expectOk(await run(pool, "def main(ctx, x):\n    return x * 2\n", 21))).toBe(42);
+  });
+
+  test.if(isRoot)("as root, a BLOCKX_CACHE_DIR that EXECUTOR_USER cannot reach stops the start, naming the folder", async () => {
+    const secret = mkdtempSync(join(tmpdir(), "blockx-private-")); // mode 0700, like /root
+    try {
+      let error: unknown = null;
+      await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: 1, cacheDir: join(secret, "cache") }), silentLogger()).then(
+        (p) => pools.push(p),
+        (e) => (error = e),
+      );
+      expect(error).toBeInstanceOf(ExecutorStartError);
+      expect((error as ExecutorStartError).code).toBe("EXECUTOR_CODE_UNREADABLE");
+      expect((error as Error).message).toContain(`BLOCKX_CACHE_DIR ${join(secret, "cache")} is not readable by EXECUTOR_USER nobody`);
+      expect((error as Error).message).toContain(`${secret} is mode 0700`);
+    } finally {
+      rmSync(secret, { recursive: true, force: true });
+    }
   });
 });

@@ -61,6 +61,7 @@ beforeAll(async () => {
   mkdirSync(functionsDir);
   writeFileSync(join(functionsDir, "block_stats.py"), BLOCK_STATS);
   writeFileSync(join(functionsDir, "hold.py"), HOLD);
+  writeFileSync(join(functionsDir, "divide.py"), "def main(ctx, x):\n    return 1 / x\n");
   proc = BlockxProcess.spawn(["syncinvoker"], {
     SYNCINVOKER_LISTEN: "127.0.0.1:0",
     SYNCINVOKER_QUEUE_MAX: "2",
@@ -217,7 +218,7 @@ describe("other clients and faults", () => {
       "    finally:",
       "        mark(path)",
     ].join("\n");
-    const call = client.client.invoke({ function: { name: "", source, entry: "" }, args: Buffer.from(JSON.stringify(stopped)), timeoutMs: 60_000 }, () => {});
+    const call = client.client.invoke({ function: { name: "", source, entry: "", filename: "" }, args: Buffer.from(JSON.stringify(stopped)), timeoutMs: 60_000 }, () => {});
     await until("the call runs", async () => (await metric("blockx_syncinvoker_running_calls ")).endsWith(" 1"));
     expect(existsSync(stopped)).toBe(false);
     call.cancel();
@@ -228,7 +229,7 @@ describe("other clients and faults", () => {
 });
 
 describe("DebugInvoke", () => {
-  test("returns the result plus captured output, ctx.log lines, the IO trace and the durations", async () => {
+  test("returns the result plus stdout and stderr apart, ctx.log lines, the IO trace and the durations", async () => {
     const source = [
       "import sys",
       "def main(ctx, x):",
@@ -246,7 +247,9 @@ describe("DebugInvoke", () => {
     if (!r.ok) throw new Error(r.details);
     expect(JSON.parse(r.value.result.toString())).toBe("0x2a");
     expect(r.value.error).toBeUndefined();
-    expect(r.value.stdout).toBe("hello from stdout\nand stderr\n");
+    // stdout and stderr apart (issue 14: stderr was always empty, merged into stdout).
+    expect(r.value.stdout).toBe("hello from stdout\n");
+    expect(r.value.stderr).toBe("and stderr\n");
     expect(r.value.logs.map((l) => [l.level, l.message])).toEqual([
       ["info", "fetching"],
       ["warning", "bad block: InvalidParams"],
@@ -268,6 +271,14 @@ describe("DebugInvoke", () => {
     expect(r.value.traceback).toBe(r.value.error!.traceback);
     expect(r.value.stdout).toBe("before\n");
     checkDurations(r.value.durations);
+  });
+
+  test("a function by name: its traceback names <name>.py, not <blockx:main@digest>", async () => {
+    const r = await client.debugInvoke({ name: "divide", args: "0" });
+    if (!r.ok) throw new Error(r.details);
+    expect(r.value.error).toMatchObject({ code: "USER_ERROR", message: "ZeroDivisionError: division by zero" });
+    expect(r.value.traceback).toContain('File "divide.py", line 2, in main');
+    expect(r.value.traceback).not.toContain("<blockx:");
   });
 });
 
@@ -308,7 +319,7 @@ describe("IO: the Worker's IO subsystem, read-only, with the chain backends", ()
     const r = await client.debugInvoke({ source, args: "4321" });
     if (!r.ok) throw new Error(r.details);
     expect(r.value.error).toBeUndefined();
-    expect(JSON.parse(r.value.result.toString())).toEqual({ number: "0x10e1", same: true, receipts: true, names: ["block_stats", "hold"] });
+    expect(JSON.parse(r.value.result.toString())).toEqual({ number: "0x10e1", same: true, receipts: true, names: ["block_stats", "divide", "hold"] });
     expect(r.value.ioTrace.map((t) => `${t.backend}.${t.op}`)).toEqual(["blockdb.block", "blockdb.receipts", "rpc.call", "meta.listFunctions"]);
   });
 

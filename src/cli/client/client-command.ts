@@ -12,6 +12,15 @@ export interface ClientCommandMeta {
   /** Usage lines and the command's own flags, printed by --help above the configuration. */
   readonly usage: string;
   readonly flags: Readonly<Record<string, FlagKind>>;
+  /** The client variables this command reads: its --help lists these and no others. */
+  readonly reads: readonly ClientVarKey[];
+}
+
+export type ClientVarKey = keyof typeof clientVars;
+
+/** varsOf picks the command's own variables out of clientVars, in clientVars' order. */
+export function varsOf(reads: readonly ClientVarKey[]): Partial<typeof clientVars> {
+  return Object.fromEntries(Object.entries(clientVars).filter(([k]) => reads.includes(k as ClientVarKey))) as Partial<typeof clientVars>;
 }
 
 /** ClientCommandRun returns the exit code. */
@@ -26,7 +35,7 @@ export function clientCommand(spec: ClientCommandMeta, load: () => Promise<Clien
     name: spec.name,
     summary: spec.summary,
     usage: spec.usage,
-    vars: clientVars,
+    vars: varsOf(spec.reads),
     async run(argv) {
       const args = parseArgs(argv, { json: "bool", ...spec.flags });
       const config = loadClientConfig(process.env, args.configArgv);

@@ -1,5 +1,8 @@
 import { TASK_FLAGS, TASK_FLAGS_HELP } from "./task-flags";
-import type { ClientCommandMeta } from "./client-command";
+import type { ClientCommandMeta, ClientVarKey } from "./client-command";
+
+/** What every command that dials a server reads: the proxy socket, keepalive and the RPC deadline. */
+const DIAL: ClientVarKey[] = ["proxySocketPath", "rpcTimeoutMs", "keepaliveTimeMs"];
 
 /** What `--help` shows for each client command, kept apart from the code so that help loads nothing heavy. */
 export const invokeMeta: ClientCommandMeta = {
@@ -10,6 +13,7 @@ export const invokeMeta: ClientCommandMeta = {
     "  --debug   DebugInvoke: also captured output, ctx.log lines, the IO trace and the traceback",
   ].join("\n"),
   flags: { function: "value", entry: "value", args: "value", "timeout-ms": "value", debug: "bool" },
+  reads: ["syncInvokerAddr", ...DIAL],
 };
 
 export const precheckMeta: ClientCommandMeta = {
@@ -17,6 +21,7 @@ export const precheckMeta: ClientCommandMeta = {
   summary: "check a function without running it (syntax, entry, signature) on the Sync Invoker",
   usage: "usage: blockx precheck --function FILE|NAME [--entry NAME] [--json]",
   flags: { function: "value", entry: "value" },
+  reads: ["syncInvokerAddr", ...DIAL],
 };
 
 export const submitMeta: ClientCommandMeta = {
@@ -35,6 +40,7 @@ export const submitMeta: ClientCommandMeta = {
     "  --json                 one JSON object on stdout (the handle, or with --watch the result)",
   ].join("\n"),
   flags: { ...TASK_FLAGS, cluster: "value", watch: "bool", resubmit: "bool", "no-resubmit": "bool", "deadline-ms": "value" },
+  reads: ["coordinatorAddrs", "bundleCoordinatorAddrs", ...DIAL, "slotTtlMs", "workerLostAfterMs", "maxAttempts"],
 };
 
 export const tableMeta: ClientCommandMeta = {
@@ -45,25 +51,28 @@ export const tableMeta: ClientCommandMeta = {
     "  reads TABLE_STORE_PATH (the Workers' table store on this host); --limit default 20, 0 = all",
   ].join("\n"),
   flags: { limit: "value", order: "value" },
+  reads: ["tableStorePath"],
 };
 
 /** The commands that address one task on its Worker share their shape. */
-function taskRefMeta(name: string, what: string, extraUsage = "", extraFlags: ClientCommandMeta["flags"] = {}): ClientCommandMeta {
+function taskRefMeta(name: string, what: string, reads: ClientVarKey[], extraUsage = "", extraFlags: ClientCommandMeta["flags"] = {}): ClientCommandMeta {
   return {
     name,
     summary: `${what}: ${name} TASK_ID --worker ADDR`,
     usage: `usage: blockx ${name} TASK_ID --worker HOST:PORT${extraUsage} [--json]`,
     flags: { worker: "value", ...extraFlags },
+    reads,
   };
 }
 
-export const watchMeta = taskRefMeta("watch", "follow a task until it ends, with a progress bar");
-export const resultMeta = taskRefMeta("result", "print a task's result (a table, or --json)");
-export const cancelMeta = taskRefMeta("cancel", "cancel a task", " [--reason TEXT]", { reason: "value" });
+export const watchMeta = taskRefMeta("watch", "follow a task until it ends, with a progress bar", [...DIAL, "workerLostAfterMs"]);
+export const resultMeta = taskRefMeta("result", "print a task's result (a table, or --json)", DIAL);
+export const cancelMeta = taskRefMeta("cancel", "cancel a task", DIAL, " [--reason TEXT]", { reason: "value" });
 
 export const workersMeta: ClientCommandMeta = {
   name: "workers",
   summary: "list the live Workers from the etcd registry: address, cluster, free slots, CPU, memory, heartbeat age",
   usage: "usage: blockx workers [--cluster block|bundle] [--json]",
   flags: { cluster: "value" },
+  reads: ["etcdEndpoints", "rpcTimeoutMs"],
 };

@@ -18,6 +18,7 @@ export const EXIT_CODES_HELP = [
   "  1  the task failed, timed out or was cancelled, its Worker was lost, or the call returned an error",
   "  2  usage or configuration error, or a request the server rejected as invalid",
   "  3  cluster unreachable, or no capacity before the deadline",
+  "  130  submit --watch or watch interrupted by Ctrl-C: the task keeps running (the message says how to watch or cancel it)",
 ].join("\n");
 
 export function exitCodeOfError(code: BlockxErrorCode): number {

@@ -4,7 +4,7 @@ import { UsageError } from "../exec-command";
 import { flagValue, intFlag, type ParsedArgs } from "./args";
 import type { ClientCommandRun } from "./client-command";
 import { EXIT } from "./exit-codes";
-import { progressHandlers } from "./progress-handlers";
+import { onInterrupt, progressHandlers } from "./progress-handlers";
 import { printResult } from "./result-format";
 import { taskFromArgs } from "./task-from-args";
 
@@ -28,8 +28,12 @@ async function submit(args: ParsedArgs, client: BlockxClient): Promise<number> {
     return EXIT.OK;
   }
   const resubmit = args.flags.has("resubmit") ? true : args.flags.has("no-resubmit") ? false : undefined;
-  const handlers = progressHandlers(args.flags.has("json"));
-  const run = await client.runTask(task, { cluster, timeoutMs, resubmit, onProgress: handlers.onProgress, onEvent: handlers.onEvent }).finally(() => handlers.display.finish());
+  const handlers = progressHandlers();
+  const removeInterrupt = onInterrupt(handlers);
+  const run = await client.runTask(task, { cluster, timeoutMs, resubmit, onProgress: handlers.onProgress, onEvent: handlers.onEvent }).finally(() => {
+    removeInterrupt();
+    handlers.display.finish();
+  });
   return printResult(args.flags.has("json"), run.result, run);
 }
 

@@ -4,7 +4,7 @@ import { UsageError } from "../exec-command";
 import { flagValue, type ParsedArgs } from "./args";
 import type { ClientCommandRun } from "./client-command";
 import { EXIT } from "./exit-codes";
-import { progressHandlers } from "./progress-handlers";
+import { onInterrupt, progressHandlers } from "./progress-handlers";
 import { printResult } from "./result-format";
 
 function taskRef(args: ParsedArgs, name: string): TaskRef {
@@ -16,8 +16,12 @@ function taskRef(args: ParsedArgs, name: string): TaskRef {
 
 export const watchRun: ClientCommandRun = async (args, client) => {
   const ref = taskRef(args, "watch");
-  const handlers = progressHandlers(args.flags.has("json"));
-  const result = await client.watch(ref, { onProgress: handlers.onProgress }).finally(() => handlers.display.finish());
+  const handlers = progressHandlers(ref);
+  const removeInterrupt = onInterrupt(handlers);
+  const result = await client.watch(ref, { onProgress: handlers.onProgress }).finally(() => {
+    removeInterrupt();
+    handlers.display.finish();
+  });
   return printResult(args.flags.has("json"), result);
 };
 

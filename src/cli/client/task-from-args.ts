@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from "node:fs";
+import { basename } from "node:path";
 import { z } from "zod";
 import { FunctionRef, Task, type Output } from "../../gen/worker/v1/worker";
 import { UsageError } from "../exec-command";
@@ -9,7 +10,7 @@ import { flagValue, intFlag, type ParsedArgs } from "./args";
  * is sent inline), otherwise a name from the Workers' Function Code View.
  */
 export function functionRefFrom(spec: string, entry: string): FunctionRef {
-  if (existsSync(spec)) return FunctionRef.fromPartial({ source: readFileSync(spec, "utf8"), entry });
+  if (existsSync(spec)) return FunctionRef.fromPartial({ source: readFileSync(spec, "utf8"), entry, filename: basename(spec) });
   if (/[/\\]|\.py$/.test(spec)) throw new UsageError(`--function ${spec}: no such file (a name from FUNCTIONS_DIR has no slash and no .py)`);
   return FunctionRef.fromPartial({ name: spec, entry });
 }

@@ -4,12 +4,13 @@ export type Logger = pino.Logger;
 export type LogLevel = "trace" | "debug" | "info" | "warn" | "error" | "fatal";
 
 /**
- * createLogger writes one JSON line per event to stdout, synchronously: pino transports run
+ * createLogger writes one JSON line per event to stdout (servers; `fd` 2: stderr, for commands
+ * whose stdout is their output), synchronously: pino transports run
  * in worker threads that look for files on the build machine and crash a compiled binary.
  * Keys are stable: time (ms), level (a word), msg, component, and the ids of what the line
  * is about (taskId, slotId, workerAddr, callId).
  */
-export function createLogger(level: LogLevel, base: Record<string, unknown> = {}): Logger {
+export function createLogger(level: LogLevel, base: Record<string, unknown> = {}, fd: 1 | 2 = 1): Logger {
   return pino(
     {
       level,
@@ -17,7 +18,7 @@ export function createLogger(level: LogLevel, base: Record<string, unknown> = {}
       formatters: { level: (label) => ({ level: label }) },
       serializers: { err: pino.stdSerializers.err },
     },
-    pino.destination({ fd: 1, sync: true }),
+    pino.destination({ fd, sync: true }),
   );
 }
 

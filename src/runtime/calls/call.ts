@@ -41,12 +41,23 @@ export function isRetryable(code: string): boolean {
   return RETRYABLE.has(code);
 }
 
+/**
+ * traceFilename turns a client's file name into what tracebacks show: its last path part,
+ * letters, digits, `.`, `_` and `-` only, at most 100 characters; undefined when nothing is left.
+ */
+export function traceFilename(name: string | undefined): string | undefined {
+  const base = (name ?? "").split(/[/\\]/).pop()!.replace(/[^A-Za-z0-9._-]/g, "").slice(0, 100);
+  return base === "" ? undefined : base;
+}
+
 /** The function to run: inline source addressed by its sha256 digest. */
 export interface CallFunction {
   readonly source: string;
   readonly entry: string;
   /** sha256 hex of source; computed by the pool when absent. */
   readonly digest?: string;
+  /** The file the source came from (`fn.py`), named in tracebacks instead of `<blockx:main@digest>`. */
+  readonly filename?: string;
 }
 
 export interface CallRequest {
@@ -89,7 +100,11 @@ interface OutcomeCommon {
   /** Time waiting for an executor, before the call first ran. */
   readonly queueMs: number;
   readonly totalMs: number;
+  /** What the call printed: stdout and stderr interleaved in the order written. */
   readonly output: string;
+  /** stdout and stderr apart; present only when the call wrote to stderr (else stdout is `output`). */
+  readonly stdout?: string;
+  readonly stderr?: string;
   readonly logs: readonly LogLine[];
   readonly executorId: string;
   /** Whether this call compiled the source (false: compile cache hit). */

@@ -1,42 +1,89 @@
 import { createHash } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
+import { ExecutorStartError } from "./executor-start-error";
+import { blockingFolder, describeBlock, type Identity } from "./path-access";
 
 const REPO_EXECUTOR_DIR = join(import.meta.dir, "..", "..", "..", "executor-py");
 /** Embedded by `bun build --asset executor-py/blockx_executor`, under this name prefix. */
 const EMBEDDED_PACKAGE = /^blockx_executor\/[A-Za-z0-9_/]+\.py$/;
+/** The system's own temporary folder: the fallback home when TMPDIR is private. */
+const SYSTEM_TMP = "/tmp";
+
+interface PackageFile {
+  readonly name: string;
+  readonly content: Uint8Array;
+}
+
+/** The blockx_executor files: embedded in the compiled binary, or read from the checkout. */
+async function packageFiles(): Promise<PackageFile[]> {
+  if (Bun.isStandaloneExecutable) {
+    const files = Bun.embeddedFiles
+      .map((blob) => ({ name: (blob as Blob & { name: string }).name, blob }))
+      .filter((f) => EMBEDDED_PACKAGE.test(f.name));
+    if (!files.some((f) => f.name === "blockx_executor/__main__.py")) {
+      throw new ExecutorStartError("EXECUTOR_CODE_MISSING", "this blockx binary carries no executor files (built without --asset executor-py/blockx_executor)");
+    }
+    return Promise.all(files.map(async (f) => ({ name: f.name, content: new Uint8Array(await f.blob.arrayBuffer()) })));
+  }
+  const pkg = join(REPO_EXECUTOR_DIR, "blockx_executor");
+  return (readdirSync(pkg, { recursive: true }) as string[])
+    .map((rel) => `blockx_executor/${rel}`)
+    .filter((name) => EMBEDDED_PACKAGE.test(name) && !name.includes("__pycache__"))
+    .map((name) => ({ name, content: new Uint8Array(readFileSync(join(REPO_EXECUTOR_DIR, name))) }));
+}
 
 /**
  * executorPythonPath returns a directory to put on PYTHONPATH that holds the blockx_executor
- * package. From source, that is the checkout's executor-py/. In the compiled binary, the .py
- * files are embedded and unpacked once into `<cacheDir>/executor-<sha256 of the files>`,
- * written to a temporary folder and renamed, so concurrent starts are safe and a changed
- * binary never reuses stale files. The folder is world-readable: executors may run as an
- * unprivileged user (which must be able to reach cacheDir).
+ * package, always a copy made for executors: the files (embedded in the compiled binary, or the
+ * checkout's executor-py/ when run from source) are unpacked once into
+ * `<home>/executor-<sha256 of the files>`, written to a temporary folder and renamed, so
+ * concurrent starts are safe and a changed binary or checkout never reuses stale files. The copy
+ * is world-readable, so that executors running as `runAs` (EXECUTOR_USER) import it wherever the
+ * clone or the binary lives (a `mktemp -d` folder and /root are mode 0700).
+ *
+ * The home is BLOCKX_CACHE_DIR when set; it must be reachable by `runAs`, else an
+ * ExecutorStartError names the folder that blocks it. Unset, it is `<tmpdir>/blockx-cache`, or
+ * `/tmp/blockx-cache` when TMPDIR itself is out of `runAs`'s reach.
  */
-export async function executorPythonPath(cacheDir: string): Promise<string> {
-  if (!Bun.isStandaloneExecutable) return REPO_EXECUTOR_DIR;
-  const files = Bun.embeddedFiles
-    .map((blob) => ({ name: (blob as Blob & { name: string }).name, blob }))
-    .filter((f) => EMBEDDED_PACKAGE.test(f.name))
-    .sort((a, b) => (a.name < b.name ? -1 : 1));
-  if (!files.some((f) => f.name === "blockx_executor/__main__.py")) {
-    throw new Error("this blockx binary carries no executor files (built without --asset executor-py/blockx_executor)");
-  }
-  const contents = await Promise.all(files.map(async (f) => new Uint8Array(await f.blob.arrayBuffer())));
+export async function executorPythonPath(cacheDir: string, runAs: Identity | null = null): Promise<string> {
+  const files = (await packageFiles()).sort((a, b) => (a.name < b.name ? -1 : 1));
   const hash = createHash("sha256");
-  files.forEach((f, i) => hash.update(f.name).update("\0").update(contents[i]!).update("\0"));
-  const root = cacheDir || join(tmpdir(), "blockx-cache");
-  const target = join(root, `executor-${hash.digest("hex").slice(0, 16)}`);
-  if (existsSync(join(target, "blockx_executor", "__main__.py"))) return target;
+  for (const f of files) hash.update(f.name).update("\0").update(f.content).update("\0");
+  const leaf = `executor-${hash.digest("hex").slice(0, 16)}`;
+
+  const homes = cacheDir
+    ? [{ root: resolve(cacheDir), what: `BLOCKX_CACHE_DIR ${resolve(cacheDir)}` }]
+    : [...new Set([join(tmpdir(), "blockx-cache"), join(SYSTEM_TMP, "blockx-cache")])].map((root) => ({ root: resolve(root), what: `the executor code folder ${resolve(root)}` }));
+  let lastProblem = "";
+  for (const { root, what } of homes) {
+    const target = join(root, leaf);
+    unpack(files, root, target, !cacheDir);
+    const blocked = runAs ? blockingFolder(join(target, "blockx_executor", "__main__.py"), runAs) : null;
+    if (!blocked) return target;
+    lastProblem = `${what} is not readable by EXECUTOR_USER ${runAs!.name} (uid ${runAs!.uid}): ${describeBlock(blocked)}`;
+  }
+  throw new ExecutorStartError(
+    "EXECUTOR_CODE_UNREADABLE",
+    `${lastProblem}. Executors run as ${runAs!.name} and import their code from there: set BLOCKX_CACHE_DIR to a folder ` +
+      `${runAs!.name} can read (e.g. /var/cache/blockx), or EXECUTOR_USER= to run executors as this user`,
+  );
+}
+
+function unpack(files: readonly PackageFile[], root: string, target: string, ownHome: boolean): void {
+  if (existsSync(join(target, "blockx_executor", "__main__.py"))) return;
+  const existed = existsSync(root);
   mkdirSync(root, { recursive: true, mode: 0o755 });
+  // A home this process made (or the default one) is opened to executors whatever the umask.
+  if (!existed || (ownHome && statSync(root).uid === process.getuid?.())) chmodSync(root, 0o755);
   const staging = `${target}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
-  files.forEach((f, i) => {
+  for (const f of files) {
     const dest = join(staging, f.name);
     mkdirSync(dirname(dest), { recursive: true, mode: 0o755 });
-    writeFileSync(dest, contents[i]!, { mode: 0o644 });
-  });
+    writeFileSync(dest, f.content, { mode: 0o644 });
+    chmodSync(dest, 0o644);
+  }
   for (const d of new Set(files.map((f) => dirname(join(staging, f.name))))) chmodSync(d, 0o755);
   chmodSync(staging, 0o755);
   try {
@@ -45,5 +92,4 @@ export async function executorPythonPath(cacheDir: string): Promise<string> {
     // Another process unpacked the same files first.
     rmSync(staging, { recursive: true, force: true });
   }
-  return target;
 }

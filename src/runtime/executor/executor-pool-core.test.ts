@@ -96,4 +96,22 @@ describe("ExecutorPoolCore", () => {
     core.callFinished(0);
     expect(core.slots[0]!.inflight).toBe(0);
   });
+
+  test("a start is hopeless once every executor that is not ready has died before its Hello", () => {
+    // Three executors start from one interpreter and one PYTHONPATH; two die at start, one is slow.
+    const core = new ExecutorPoolCore(3, timing);
+    for (const i of [0, 1, 2]) core.starting(i, 0);
+    core.died(0, 100);
+    core.died(1, 120);
+    expect(core.startHopeless(1)).toBe(false); // executor 2 may still say Hello
+    expect(core.startHopeless(3)).toBe(true); // waiting for all three cannot succeed
+    core.died(2, 150);
+    expect(core.startHopeless(1)).toBe(true);
+    // A slot that later comes up clears its start death; a death after Hello is no start death.
+    core.starting(0, 300);
+    core.ready(0, 350);
+    expect(core.startHopeless(1)).toBe(false);
+    core.died(0, 400);
+    expect(core.slots[0]!.diedAtStart).toBe(false);
+  });
 });

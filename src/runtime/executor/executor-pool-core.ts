@@ -21,6 +21,8 @@ export interface ExecutorSlot {
   recentDeaths: number;
   /** When a DEAD slot may start again. */
   restartAtMs: number;
+  /** Its last incarnation died before saying Hello (a bad interpreter, unreadable code, ...). */
+  diedAtStart: boolean;
 }
 
 export interface PoolCoreTiming {
@@ -60,6 +62,7 @@ export class ExecutorPoolCore {
       lastPingMs: 0,
       recentDeaths: 0,
       restartAtMs: 0,
+      diedAtStart: false,
     }));
   }
 
@@ -100,6 +103,7 @@ export class ExecutorPoolCore {
   ready(index: number, nowMs: number): void {
     const s = this.slots[index]!;
     s.state = "READY";
+    s.diedAtStart = false;
     s.readyAtMs = nowMs;
     s.lastPongMs = nowMs;
   }
@@ -119,6 +123,7 @@ export class ExecutorPoolCore {
     if (s.state === "DEAD") return s.restartAtMs;
     const healthy = s.state === "READY" && nowMs - s.readyAtMs >= this.timing.healthyAfterMs;
     s.recentDeaths = healthy ? 1 : s.recentDeaths + 1;
+    s.diedAtStart = s.state === "STARTING";
     s.state = "DEAD";
     s.inflight = 0;
     const backoff = Math.min(this.timing.backoffMaxMs, this.timing.backoffBaseMs * 2 ** (s.recentDeaths - 1));
@@ -144,6 +149,17 @@ export class ExecutorPoolCore {
       }
     }
     return { ping, hung, start };
+  }
+
+  /**
+   * startHopeless says whether `needed` READY executors can no longer come from this start:
+   * every slot that is not READY has died before saying Hello. Executors of one pool start
+   * from the same interpreter and code, so such a death repeats; the pool's start fails at
+   * once with the executor's own words instead of waiting out its timeout.
+   */
+  startHopeless(needed: number): boolean {
+    const possible = this.slots.filter((s) => s.state === "READY" || !s.diedAtStart).length;
+    return possible < needed;
   }
 
   readyCount(): number {

@@ -7,6 +7,9 @@ import type { Logger } from "../../common/logging/logger";
 import { forEachLine } from "../../common/streams/for-each-line";
 import { CallErrorCode, isRetryable, type CallFailure, type CallOutcome, type CallOwner, type CallRequest } from "../calls/call";
 import { executorPythonPath } from "./executor-assets";
+import { ExecutorStartError } from "./executor-start-error";
+import { likelyStartCause } from "./start-failure";
+import { blockingFolder, describeBlock } from "./path-access";
 import { ExecutorPoolCore } from "./executor-pool-core";
 import type { ExecutorPoolConfig } from "./executor-pool-config";
 import { encodeFrame, FrameDecoder } from "./frame-codec";
@@ -37,7 +40,15 @@ interface Executor {
   /** Why the pool killed it, when it did: decides how its calls fail. */
   killReason: { code: CallErrorCode; message: string; offendingCallId?: string } | null;
   dead: boolean;
+  /** Its stderr lines before Hello (the last ones): why an executor dies at start. */
+  readonly startStderr: string[];
+  /** Resolves when its stderr has been read to the end. */
+  stderrDone: Promise<void>;
+  exit: { code: number | null; signal: string | null } | null;
 }
+
+/** Lines of an executor's stderr kept for a failed start. */
+const START_STDERR_LINES = 40;
 
 interface ActiveCall {
   readonly req: CallRequest;
@@ -94,7 +105,10 @@ export class ExecutorPool {
   private constructor(
     private readonly config: ExecutorPoolConfig,
     private readonly log: Logger,
-    private readonly pythonPath: string,
+    /** The PYTHONPATH of executors: the blockx_executor package, readable by EXECUTOR_USER. */
+    readonly pythonPath: string,
+    python: string,
+    isolation: Isolation,
   ) {
     this.core = new ExecutorPoolCore(config.executorCount, {
       pingIntervalMs: config.pingIntervalMs,
@@ -106,22 +120,33 @@ export class ExecutorPool {
       maxInflightPerExecutor: 512,
     });
     this.executors = Array.from({ length: config.executorCount }, () => null);
-    this.python = resolvePython(config.python);
-    this.isolation = resolveIsolation(config);
+    this.python = python;
+    this.isolation = isolation;
     for (const w of this.isolation.warnings) log.warn({ component: "executor-pool" }, `isolation: ${w}`);
-    this.runtimeDir = mkdtempSync(join(tmpdir(), "blockx-pool-"));
-    chmodSync(this.runtimeDir, 0o711);
+    this.runtimeDir = makeRuntimeDir(isolation);
     this.socketPath = join(this.runtimeDir, "executors.sock");
   }
 
-  /** start spawns every executor and resolves once at least one is ready (all, with waitForAll). */
+  /**
+   * start spawns every executor and resolves once at least one is ready (all, with waitForAll).
+   * It fails with an ExecutorStartError naming the cause: executor code or the socket folder
+   * out of EXECUTOR_USER's reach (before anything is spawned), or executors that die before
+   * saying Hello (at once, with their own stderr and the likely cause), or the 30 s timeout.
+   */
   static async start(config: ExecutorPoolConfig, log: Logger, opts: { waitForAll?: boolean } = {}): Promise<ExecutorPool> {
-    const pool = new ExecutorPool(config, log, await executorPythonPath(config.cacheDir));
+    const python = resolvePython(config.python);
+    const isolation = resolveIsolation(config);
+    const pool = new ExecutorPool(config, log, await executorPythonPath(config.cacheDir, isolation.runAs), python, isolation);
     pool.listen();
     const now = Date.now();
     for (let i = 0; i < config.executorCount; i++) pool.spawn(i, now);
     pool.timer = setInterval(() => pool.tick(), TICK_MS);
-    await pool.waitReady(opts.waitForAll ? config.executorCount : 1, 30_000);
+    try {
+      await pool.waitReady(opts.waitForAll ? config.executorCount : 1, 30_000);
+    } catch (e) {
+      await pool.close();
+      throw e;
+    }
     return pool;
   }
 
@@ -242,13 +267,21 @@ export class ExecutorPool {
       stdout: "pipe",
       stderr: "pipe",
     });
-    const e: Executor = { index, id, proc, conn: null, killReason: null, dead: false };
+    const e: Executor = { index, id, proc, conn: null, killReason: null, dead: false, startStderr: [], stderrDone: Promise.resolve(), exit: null };
     this.executors[index] = e;
     // Executors write nothing on stdout (user output is captured per call); stderr carries warnings.
-    for (const [name, stream] of [["stdout", proc.stdout], ["stderr", proc.stderr]] as const) {
-      void forEachLine(stream as ReadableStream<Uint8Array>, (line) => this.log.warn({ component: "executor", executorId: id, stream: name }, line));
-    }
-    void proc.exited.then((code) => this.onExit(e, code, proc.signalCode === null ? null : String(proc.signalCode)));
+    void forEachLine(proc.stdout as ReadableStream<Uint8Array>, (line) => this.log.warn({ component: "executor", executorId: id, stream: "stdout" }, line));
+    e.stderrDone = forEachLine(proc.stderr as ReadableStream<Uint8Array>, (line) => {
+      if (!e.conn) {
+        e.startStderr.push(line);
+        if (e.startStderr.length > START_STDERR_LINES) e.startStderr.shift();
+      }
+      this.log.warn({ component: "executor", executorId: id, stream: "stderr" }, line);
+    }).catch(() => {});
+    void proc.exited.then((code) => {
+      e.exit = { code, signal: proc.signalCode === null ? null : String(proc.signalCode) };
+      this.onExit(e, code, e.exit.signal);
+    });
   }
 
   private onData(conn: Conn, chunk: Uint8Array): void {
@@ -295,7 +328,7 @@ export class ExecutorPool {
         const call = this.calls.get(m.callId);
         if (!call || call.executor !== e) return;
         call.cpuMs = m.cpuMs;
-        const extra = { output: m.output, logs: m.logs, compiled: m.compiled };
+        const extra = { output: m.output, stdout: m.stdout, stderr: m.stderr, logs: m.logs, compiled: m.compiled };
         if (m.type === "CallCompleted") this.finish(call, { ok: true, value: m.result }, extra);
         else this.finish(call, { ok: false, error: { ...m.error, retryable: isRetryable(m.error.code) } }, extra);
         return;
@@ -378,6 +411,8 @@ export class ExecutorPool {
     if (this.closed) return;
     const restartAt = this.core.died(e.index, Date.now());
     this.log.warn({ component: "executor-pool", executorId: e.id, reason: reason.code, restartInMs: restartAt - Date.now() }, "executor down; restart scheduled");
+    // A start waiting for executors re-checks whether any can still come up.
+    for (const w of this.readyWaiters.splice(0)) w();
   }
 
   private killExecutor(e: Executor, reason: NonNullable<Executor["killReason"]>): void {
@@ -445,6 +480,27 @@ export class ExecutorPool {
     }
   }
 
+  /** startFailure describes executors that died before their Hello: exit, stderr, likely cause. */
+  private async startFailure(): Promise<ExecutorStartError> {
+    const dead = this.executors.filter((e): e is Executor => e !== null && e.dead && !e.conn);
+    // The process has exited: its stderr ends within moments (bounded, should a grandchild hold it).
+    await Promise.race([Promise.all(dead.map((e) => e.stderrDone)), Bun.sleep(1000)]);
+    const first = dead.find((e) => e.startStderr.length > 0) ?? dead[0];
+    const how = first?.exit
+      ? first.exit.signal
+        ? `was killed by ${first.exit.signal}`
+        : `exited with code ${first.exit.code}`
+      : (first?.killReason?.message ?? "died");
+    const stderr = first && first.startStderr.length > 0 ? first.startStderr.map((l) => `    ${l}`).join("\n") : "    (nothing)";
+    const user = this.isolation.runAs?.name ?? `this process's user (uid ${process.getuid?.()})`;
+    const cause = likelyStartCause(first?.startStderr ?? [], { python: this.python, pythonPath: this.pythonPath, user, exitCode: first?.exit?.code ?? null });
+    return new ExecutorStartError(
+      "EXECUTORS_DIED_AT_START",
+      `${dead.length} of ${this.config.executorCount} executors died before starting; executor ${first?.id ?? "?"} ${how}. Its stderr:\n${stderr}\n` +
+        `likely cause: ${cause}`,
+    );
+  }
+
   // --- calls -----------------------------------------------------------------------------
 
   private dispatch(call: ActiveCall): void {
@@ -465,6 +521,7 @@ export class ExecutorPool {
       digest: call.digest,
       source: call.req.fn.source,
       entry: call.req.fn.entry,
+      ...(call.req.fn.filename ? { filename: call.req.fn.filename } : {}),
       args: call.req.args,
       budgetMs: call.req.budgetMs ?? this.config.callBudgetMs,
     });
@@ -474,7 +531,7 @@ export class ExecutorPool {
     while (this.queue.length > 0 && this.core.pickExecutor() !== null) this.dispatch(this.queue.shift()!);
   }
 
-  private finish(call: ActiveCall, result: CallResult, extra: { output?: string; logs?: LogLine[]; compiled?: boolean } = {}): void {
+  private finish(call: ActiveCall, result: CallResult, extra: { output?: string; stdout?: string; stderr?: string; logs?: LogLine[]; compiled?: boolean } = {}): void {
     if (this.calls.get(call.req.callId) === call) this.calls.delete(call.req.callId);
     if (call.executor && !call.executor.dead) this.core.callFinished(call.executor.index);
     call.resolve(this.outcome(call, result, extra));
@@ -484,7 +541,7 @@ export class ExecutorPool {
   private outcome(
     call: ActiveCall,
     result: CallResult,
-    extra: { output?: string; logs?: LogLine[]; compiled?: boolean } = {},
+    extra: { output?: string; stdout?: string; stderr?: string; logs?: LogLine[]; compiled?: boolean } = {},
   ): CallOutcome {
     const end = performance.now();
     const common = {
@@ -494,6 +551,7 @@ export class ExecutorPool {
       queueMs: (call.firstSentMs ?? end) - call.createdMs,
       totalMs: end - call.createdMs,
       output: extra.output ?? "",
+      ...(extra.stderr !== undefined ? { stdout: extra.stdout ?? "", stderr: extra.stderr } : {}),
       logs: extra.logs ?? [],
       executorId: call.executor?.id ?? "",
       compiled: extra.compiled,
@@ -557,8 +615,12 @@ export class ExecutorPool {
   private async waitReady(count: number, timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (this.core.readyCount() < count) {
+      if (this.core.startHopeless(count)) throw await this.startFailure();
       if (Date.now() > deadline) {
-        throw new Error(`executors did not start within ${timeoutMs} ms (python ${this.python}, PYTHONPATH ${this.pythonPath})`);
+        throw new ExecutorStartError(
+          "EXECUTORS_START_TIMEOUT",
+          `executors did not start within ${timeoutMs} ms (python ${this.python}, PYTHONPATH ${this.pythonPath})`,
+        );
       }
       await new Promise<void>((resolve) => {
         this.readyWaiters.push(resolve);
@@ -566,4 +628,22 @@ export class ExecutorPool {
       });
     }
   }
+}
+
+/**
+ * makeRuntimeDir makes the folder of the pool's socket and scratch folders under TMPDIR, or
+ * under /tmp when TMPDIR is out of EXECUTOR_USER's reach (executors connect to the socket as
+ * that user); neither reachable: an ExecutorStartError naming the folder that blocks.
+ */
+function makeRuntimeDir(isolation: Isolation): string {
+  let problem = "";
+  for (const parent of [...new Set([tmpdir(), "/tmp"])]) {
+    const dir = mkdtempSync(join(parent, "blockx-pool-"));
+    chmodSync(dir, 0o711);
+    const blocked = isolation.runAs ? blockingFolder(dir, isolation.runAs, "search") : null;
+    if (!blocked) return dir;
+    rmSync(dir, { recursive: true, force: true });
+    problem ||= `the executors' socket folder ${dir} is out of reach of EXECUTOR_USER ${isolation.runAs!.name}: ${describeBlock(blocked)}`;
+  }
+  throw new ExecutorStartError("EXECUTOR_CODE_UNREADABLE", `${problem}; set TMPDIR to a folder ${isolation.runAs!.name} can pass through`);
 }

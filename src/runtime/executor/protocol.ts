@@ -70,11 +70,11 @@ export type ExecutorMessage =
   | { type: "Hello"; protocol: number; executorId: string; token: string; pid: number; python: string }
   | { type: "Pong"; seq: number }
   | { type: "CallWaiting"; callId: string; requests: SuspensionRequest[]; cpuMs: number }
-  | { type: "CallCompleted"; callId: string; result: JsonValue; cpuMs: number; output: string; logs: LogLine[]; compiled?: boolean }
-  | { type: "CallFailed"; callId: string; error: ExecutorCallError; cpuMs: number; output: string; logs: LogLine[]; compiled?: boolean };
+  | { type: "CallCompleted"; callId: string; result: JsonValue; cpuMs: number; output: string; stdout?: string; stderr?: string; logs: LogLine[]; compiled?: boolean }
+  | { type: "CallFailed"; callId: string; error: ExecutorCallError; cpuMs: number; output: string; stdout?: string; stderr?: string; logs: LogLine[]; compiled?: boolean };
 
 export type PoolMessage =
   | { type: "Ping"; seq: number }
-  | { type: "ExecuteCall"; callId: string; digest: string; source: string; entry: string; args: JsonValue; budgetMs: number }
+  | { type: "ExecuteCall"; callId: string; digest: string; source: string; entry: string; args: JsonValue; budgetMs: number; filename?: string }
   | { type: "ResumeCall"; callId: string; results: ResumeResult[]; ioMs: number }
   | { type: "CancelCall"; callId: string; reason: string };

@@ -68,7 +68,12 @@ export class FunctionsDirPoller {
 
 /** FunctionsSource: the current snapshot of functions by name (null when none are configured). */
 export interface FunctionsSource {
-  current(): FunctionSnapshot | null;
+  /**
+   * current returns the snapshot. With `mustHave`, a snapshot lacking that name is first
+   * refreshed from the directory: a file copied in just before a submit is found at once
+   * instead of after the next poll (`cp f.py "$FUNCTIONS_DIR"/ && blockx submit ...` works).
+   */
+  current(mustHave?: string): FunctionSnapshot | null;
   stop(): void;
 }
 
@@ -81,5 +86,11 @@ export function functionsFromDir(dir: string, log: Logger): FunctionsSource {
   const view = new FunctionCodeView();
   const poller = new FunctionsDirPoller(dir, view, log);
   poller.start();
-  return { current: () => view.current(), stop: () => poller.stop() };
+  return {
+    current: (mustHave) => {
+      if (mustHave !== undefined && !view.current().get(mustHave)) poller.refresh();
+      return view.current();
+    },
+    stop: () => poller.stop(),
+  };
 }

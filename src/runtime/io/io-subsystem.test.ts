@@ -314,6 +314,41 @@ describe("IoSubsystem: IO window, admission, budget", () => {
     expect(rb.trace.durationMs - rb.answer.ioMs).toBeGreaterThanOrEqual(55);
   });
 
+  test("an async backend that works synchronously on this thread (the local chain behind blockdb) is not charged for other requests' work", async () => {
+    // Two calls' requests start in one tick; each handler spends its time generating data on
+    // this thread before its promise resolves. Without care the first request's answer is
+    // settled only after the second handler ran, and it is charged for both (the erc20 example
+    // through ctx.blockdb exceeded its 5 s budget that way under load).
+    const spans: Record<string, number> = {};
+    const busy: Backend = {
+      name: "busy",
+      ops: {
+        work: {
+          kind: "read",
+          handle: async (p) => {
+            const { id, ms } = p as { id: string; ms: number };
+            const t0 = performance.now();
+            while (performance.now() - t0 < ms) {
+              // synchronous generation
+            }
+            spans[id] = performance.now() - t0;
+            return id;
+          },
+        },
+      },
+    };
+    const io = new IoSubsystem(new BackendRegistry().register(busy), CONFIG);
+    const a = io.forTask("a").call("busy", "work", { id: "a", ms: 60 });
+    const b = io.forTask("b").call("busy", "work", { id: "b", ms: 60 });
+    const [ra, rb] = await Promise.all([a, b]);
+    expect([value(ra), value(rb)]).toEqual(['"a"', '"b"']);
+    // Each is charged at least its own work and less than its own plus the other's.
+    expect(ra.answer.ioMs).toBeGreaterThanOrEqual(spans.a!);
+    expect(ra.answer.ioMs).toBeLessThan(spans.a! + spans.b!);
+    expect(rb.answer.ioMs).toBeGreaterThanOrEqual(spans.b!);
+    expect(rb.answer.ioMs).toBeLessThan(spans.a! + spans.b!);
+  });
+
   test("read-only mode rejects writes with PermissionDenied naming backend.op; reads still work", async () => {
     const { io, pending } = await setup({ readOnly: true });
     const r = await io.forTask("t").call("gated", "put", { v: 1 });

@@ -85,6 +85,9 @@ interface Request {
   /** Set when the op declared the request cacheable: it enters the cache if final when answered. */
   readonly cacheable: Cacheable | null;
   startedAt: number;
+  /** syncBusyMs of the subsystem when this request started, and its own handler's synchronous part. */
+  busyAtStart: number;
+  ownSyncMs: number;
   holdsWindow: boolean;
 }
 
@@ -133,6 +136,12 @@ export class IoSubsystem {
   private readonly observer: IoObserver;
   private unshared = 0;
   private evictedAtLastCollect = 0;
+  /**
+   * Time spent inside backend handlers' synchronous parts (the local chain generates blocks on
+   * this thread), summed. A request is not charged for the time other requests' handlers held
+   * the thread while it was in flight: that is this process's CPU, not its backend's latency.
+   */
+  private syncBusyMs = 0;
 
   constructor(
     readonly backends: BackendRegistry,
@@ -201,7 +210,7 @@ export class IoSubsystem {
     return new Promise<IoResult>((resolve) => {
       const { flight, lead } = this.flights.join(flightKey, task.taskId, { resolve, joinedAt, backend, op });
       if (!lead) return;
-      const req: Request = { task, flight, backend, op, resolved, params, cacheable, startedAt: NaN, holdsWindow: false };
+      const req: Request = { task, flight, backend, op, resolved, params, cacheable, startedAt: NaN, busyAtStart: 0, ownSyncMs: 0, holdsWindow: false };
       const go = (viaWindow: boolean) => {
         req.holdsWindow = viaWindow;
         this.admit(req);
@@ -301,11 +310,15 @@ export class IoSubsystem {
       return this.releaseWindow(req);
     }
     req.startedAt = performance.now();
+    req.busyAtStart = this.syncBusyMs;
     let out: ReturnType<ResolvedOp["op"]["handle"]>;
     try {
       out = req.resolved.op.handle(req.params);
     } catch (e) {
       return this.finish(req, limiter, null, e);
+    } finally {
+      req.ownSyncMs = performance.now() - req.startedAt;
+      this.syncBusyMs += req.ownSyncMs;
     }
     if (out instanceof Promise) out.then((v) => this.finish(req, limiter, v, undefined), (e: unknown) => this.finish(req, limiter, null, e ?? new Error("rejected")));
     else this.finish(req, limiter, out, undefined);
@@ -313,7 +326,7 @@ export class IoSubsystem {
 
   private finish(req: Request, limiter: AdmissionLimiter<() => void>, value: JsonValue | RawJson, thrown: unknown): void {
     const now = performance.now();
-    const ms = now - req.startedAt;
+    const ms = this.backendMs(req, now);
     const ok = thrown === undefined;
     this.observer.backendCalled(req.backend, req.op, ok, ms);
     this.grant(limiter.release({ rttMs: ms, overloaded: !ok && thrown instanceof BackendError && thrown.retryable }, now));
@@ -324,6 +337,16 @@ export class IoSubsystem {
     // Final is decided again at the answer: the head may have arrived (or moved) meanwhile.
     if (req.cacheable !== null && this.cache.enabled) this.cacheIfFinal(req.cacheable, raw);
     this.settle(req, { ok: true, value: raw }, "backend");
+  }
+
+  /**
+   * backendMs: how long the request's backend took, from its start to `now`, less the time other
+   * requests' handlers held this thread meanwhile (their synchronous parts), never less than its
+   * own synchronous part.
+   */
+  private backendMs(req: Request, now: number): number {
+    const others = this.syncBusyMs - req.busyAtStart - req.ownSyncMs;
+    return Math.max(req.ownSyncMs, now - req.startedAt - Math.max(0, others));
   }
 
   /** Waiters released from a queue start on a fresh stack: a run of synchronous backends must not recurse. */
@@ -347,7 +370,7 @@ export class IoSubsystem {
       // The leader is the first waiter of its own task; the others shared its flight.
       this.observer.answered(req.backend, req.op, first || via !== "backend" ? via : "shared");
       first = false;
-      const ioMs = Number.isNaN(req.startedAt) ? 0 : now - Math.max(w.joinedAt, req.startedAt);
+      const ioMs = Number.isNaN(req.startedAt) ? 0 : Math.max(0, this.backendMs(req, now) - Math.max(0, w.joinedAt - req.startedAt));
       w.resolve({ answer: { ...s, ioMs }, trace: { backend: req.backend, op: req.op, durationMs: now - w.joinedAt, cacheHit: false, bytes, error } });
     }
   }

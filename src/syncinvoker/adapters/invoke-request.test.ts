@@ -3,7 +3,7 @@ import { digestOf, FunctionCodeView } from "../../runtime/functions/function-cod
 import { SyncInvokerErrorCode } from "../core/sync-invoker-error";
 import { budgetOf, parseArgs, resolveFunction } from "./invoke-request";
 
-const ref = (o: { name?: string; source?: string; entry?: string }) => ({ name: o.name ?? "", source: o.source ?? "", entry: o.entry ?? "" });
+const ref = (o: { name?: string; source?: string; entry?: string; filename?: string }) => ({ name: o.name ?? "", source: o.source ?? "", entry: o.entry ?? "", filename: o.filename ?? "" });
 const codeOf = (f: () => unknown) => {
   try {
     f();
@@ -20,6 +20,9 @@ describe("resolveFunction", () => {
   test("a name resolves in the snapshot with its digest; inline source gets its digest; entry defaults to main", () => {
     expect(resolveFunction(ref({ name: "stats", entry: "run" }), view.current())).toMatchObject({ name: "stats", entry: "run", digest: view.current().get("stats")!.digest });
     expect(resolveFunction(ref({ source: "x = 1" }), null)).toEqual({ source: "x = 1", entry: "main", digest: digestOf("x = 1"), name: "" });
+    // The client's file name (tracebacks show it) keeps its last path part and safe characters only.
+    expect(resolveFunction(ref({ source: "x = 1", filename: "../dir/my fn<1>.py" }), null)).toEqual({ source: "x = 1", entry: "main", digest: digestOf("x = 1"), name: "", filename: "myfn1.py" });
+    expect(resolveFunction(ref({ name: "stats" }), view.current())).toMatchObject({ filename: "stats.py" });
   });
 
   test("unknown names are FUNCTION_NOT_FOUND, with or without FUNCTIONS_DIR", () => {

@@ -1,6 +1,7 @@
 import type { FunctionRef } from "../../gen/worker/v1/worker";
 import { digestOf, type FunctionSnapshot } from "../../runtime/functions/function-code-view";
 import type { JsonValue } from "../../runtime/executor/protocol";
+import { traceFilename } from "../../runtime/calls/call";
 import { SyncInvokerError, SyncInvokerErrorCode } from "../core/sync-invoker-error";
 
 /** The largest timeout_ms a request may ask for (and the largest default): 10 minutes. */
@@ -13,6 +14,8 @@ export interface ResolvedFunction {
   readonly digest: string;
   /** The name in FUNCTIONS_DIR, or "" for inline source. */
   readonly name: string;
+  /** `<name>.py` for a function by name: tracebacks name that file. */
+  readonly filename?: string;
 }
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -32,7 +35,10 @@ export function resolveFunction(ref: FunctionRef | undefined, functions: Functio
   if (ref.name === "" && ref.source === "") throw invalid("function: name or source is required");
   const entry = ref.entry || "main";
   if (!IDENTIFIER.test(entry)) throw invalid(`function.entry: not a Python identifier: ${JSON.stringify(entry)}`);
-  if (ref.source !== "") return { source: ref.source, entry, digest: digestOf(ref.source), name: "" };
+  if (ref.source !== "") {
+    const filename = traceFilename(ref.filename);
+    return { source: ref.source, entry, digest: digestOf(ref.source), name: "", ...(filename ? { filename } : {}) };
+  }
   if (!functions) {
     throw new SyncInvokerError(SyncInvokerErrorCode.FunctionNotFound, `no function ${JSON.stringify(ref.name)}: this Sync Invoker has no FUNCTIONS_DIR; send the source inline`);
   }
@@ -42,7 +48,7 @@ export function resolveFunction(ref: FunctionRef | undefined, functions: Functio
     const list = have.length > 20 ? `${have.slice(0, 20).join(", ")}, ...` : have.join(", ") || "none";
     throw new SyncInvokerError(SyncInvokerErrorCode.FunctionNotFound, `no function ${JSON.stringify(ref.name)} in FUNCTIONS_DIR (epoch ${functions.epoch} has: ${list})`);
   }
-  return { source: code.source, entry, digest: code.digest, name: code.name };
+  return { source: code.source, entry, digest: code.digest, name: code.name, filename: `${code.name}.py` };
 }
 
 /** parseArgs reads the JSON-encoded argument; empty bytes mean null. */

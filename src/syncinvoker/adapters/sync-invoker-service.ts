@@ -180,7 +180,7 @@ export class SyncInvokerService {
         if (depth + 1 > MAX_SUB_CALL_DEPTH) return { ok: false, error: { type: "DEPTH_EXCEEDED", message: `sub-calls nest deeper than ${MAX_SUB_CALL_DEPTH}` } };
         let fn: ResolvedFunction;
         try {
-          fn = "name" in req.function ? resolveFunction({ name: req.function.name, source: "", entry: "" }, functions) : resolveFunction({ name: "", source: req.function.source, entry: req.function.entry ?? "" }, functions);
+          fn = "name" in req.function ? resolveFunction({ name: req.function.name, source: "", entry: "", filename: "" }, functions) : resolveFunction({ name: "", source: req.function.source, entry: req.function.entry ?? "", filename: "" }, functions);
         } catch (e) {
           return { ok: false, error: { type: (e as SyncInvokerError).code ?? "INVALID_ARGUMENT", message: (e as SyncInvokerError).rawMessage ?? String(e) } };
         }
@@ -228,9 +228,9 @@ function toDebugResponse(inv: Invocation): DebugInvokeResponse {
     result: resultBytes(inv.outcome),
     error: errorOf(inv.outcome),
     durations: inv.durations,
-    // The executor captures stdout and stderr into one stream, in the order they were written.
-    stdout: inv.outcome.output,
-    stderr: "",
+    // The executor captures both streams in the order written, and each apart when stderr was used.
+    stdout: inv.outcome.stdout ?? inv.outcome.output,
+    stderr: inv.outcome.stderr ?? "",
     logs: inv.outcome.logs.map((l) => ({ timeMs: l.timeMs, level: l.level, message: l.message })),
     ioTrace: inv.io.trace.map((t) => ({ ...t })),
     traceback: inv.outcome.ok ? "" : inv.outcome.error.traceback,

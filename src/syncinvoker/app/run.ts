@@ -8,7 +8,6 @@ import { startMetricsServer } from "../../common/metrics/metrics-server";
 import { MetricsRegistry } from "../../common/metrics/metrics";
 import { registerProcessMetrics } from "../../common/metrics/process-metrics";
 import { SyncInvokerServiceService } from "../../gen/syncinvoker/v1/sync_invoker";
-import { executorPythonPath } from "../../runtime/executor/executor-assets";
 import { ExecutorPool } from "../../runtime/executor/executor-pool";
 import { resolvePython } from "../../runtime/executor/isolation";
 import { functionsFromDir } from "../../runtime/functions/functions-dir";
@@ -47,7 +46,7 @@ export async function runSyncInvoker(config: SyncInvokerConfig): Promise<void> {
   const io = buildIoSubsystem(backends, config.io, registry);
   const precheck = new PrecheckRunner({
     python: resolvePython(config.pool.python),
-    pythonPath: await executorPythonPath(config.pool.cacheDir),
+    pythonPath: pool.pythonPath,
     maxConcurrent: Math.max(2, config.pool.executorCount),
     timeoutMs: PRECHECK_TIMEOUT_MS,
   });

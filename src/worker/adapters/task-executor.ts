@@ -258,11 +258,11 @@ export class TaskExecutor {
       io: (req) => t.io.call(req.backend, req.op, req.params).then((r) => r.answer),
       subCall: async (req, parentCallId): Promise<ResumeResult> => {
         if (depth + 1 > MAX_SUB_CALL_DEPTH) return { ok: false, error: { type: "DEPTH_EXCEEDED", message: `sub-calls nest deeper than ${MAX_SUB_CALL_DEPTH}` } };
-        let fn: { source: string; entry: string; digest?: string };
+        let fn: { source: string; entry: string; digest?: string; filename?: string };
         if ("name" in req.function) {
           const code = plan.functions?.get(req.function.name);
           if (!code) return { ok: false, error: { type: "FUNCTION_NOT_FOUND", message: `no function ${JSON.stringify(req.function.name)} in this task's function snapshot` } };
-          fn = { source: code.source, entry: "main", digest: code.digest };
+          fn = { source: code.source, entry: "main", digest: code.digest, filename: `${req.function.name}.py` };
         } else {
           fn = { source: req.function.source, entry: req.function.entry ?? "main" };
         }

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { ErrorCode } from "../../common/error-code";
 import type { Task } from "../../gen/worker/v1/worker";
-import type { CallFunction } from "../../runtime/calls/call";
+import { traceFilename, type CallFunction } from "../../runtime/calls/call";
 import { blockBundleCalls, blockTableCalls, inputCalls, type BlockCallInput, type BundleCallInput, type CallPlan } from "../core/call-builder";
 import type { FunctionSnapshot } from "../../runtime/functions/function-code-view";
 import type { BlockScope } from "../writers/table-store";
@@ -63,9 +63,10 @@ export function planTask(task: Task | undefined, profile: WorkerProfile, functio
           : "task.function_call_config.function.name: this Worker has no FUNCTIONS_DIR; send source",
       );
     }
-    fn = { source: code.source, entry, digest: code.digest };
+    fn = { source: code.source, entry, digest: code.digest, filename: `${f.name}.py` };
   } else {
-    fn = { source: f.source, entry, digest: createHash("sha256").update(f.source).digest("hex") };
+    const filename = traceFilename(f.filename);
+    fn = { source: f.source, entry, digest: createHash("sha256").update(f.source).digest("hex"), ...(filename ? { filename } : {}) };
   }
 
   const config = fcc.config;

@@ -53,7 +53,8 @@ export class WorkerService {
     private readonly profile: WorkerProfile,
     private readonly log: Logger,
     /** The function snapshot current now: a task pins it at activation. */
-    private readonly functions: () => FunctionSnapshot | null = () => null,
+    /** Functions by name; `mustHave`: the name the task asks for (a miss re-reads FUNCTIONS_DIR). */
+    private readonly functions: (mustHave?: string) => FunctionSnapshot | null = () => null,
     private readonly nowMs: () => number = monotonicNowMs,
   ) {}
 
@@ -100,7 +101,8 @@ export class WorkerService {
       submitTask: (call, callback) => {
         let plan: TaskPlan;
         try {
-          plan = planTask(call.request.task, this.profile, this.functions());
+          const named = call.request.task?.functionCallConfig?.function?.name;
+          plan = planTask(call.request.task, this.profile, this.functions(named || undefined));
         } catch (e) {
           return this.fail(callback, e);
         }

@@ -92,7 +92,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   });
   const io = buildIoSubsystem(backends, config.io, registry);
   const tableStore = new SqliteTableStore(config.tableStorePath);
-  const svc: WorkerService = new WorkerService(core, (): TaskExecutor => executor, config.profile, log.child({ component: "worker-service" }), () => functions.current());
+  const svc: WorkerService = new WorkerService(core, (): TaskExecutor => executor, config.profile, log.child({ component: "worker-service" }), (mustHave) => functions.current(mustHave));
   const executor: TaskExecutor = new TaskExecutor(
     pool,
     {

@@ -142,6 +142,11 @@ export interface FunctionRef {
   source: string;
   /** Entry function inside source (or inside the named module); default "main". */
   entry: string;
+  /**
+   * With source: the name of the file it came from (e.g. "fn.py"), shown in tracebacks instead
+   * of "<blockx:main@digest>". Informational only: it never changes what runs.
+   */
+  filename: string;
 }
 
 /** BlockTableCallConfig: one call per block, from_block..to_block inclusive. */
@@ -280,7 +285,7 @@ export interface CancelTaskRequest {
 }
 
 function createBaseFunctionRef(): FunctionRef {
-  return { name: "", source: "", entry: "" };
+  return { name: "", source: "", entry: "", filename: "" };
 }
 
 export const FunctionRef: MessageFns<FunctionRef> = {
@@ -293,6 +298,9 @@ export const FunctionRef: MessageFns<FunctionRef> = {
     }
     if (message.entry !== "") {
       writer.uint32(26).string(message.entry);
+    }
+    if (message.filename !== "") {
+      writer.uint32(34).string(message.filename);
     }
     return writer;
   },
@@ -334,6 +342,14 @@ export const FunctionRef: MessageFns<FunctionRef> = {
             message.entry = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.filename = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -351,6 +367,7 @@ export const FunctionRef: MessageFns<FunctionRef> = {
       name: isSet(object.name) ? globalThis.String(object.name) : "",
       source: isSet(object.source) ? globalThis.String(object.source) : "",
       entry: isSet(object.entry) ? globalThis.String(object.entry) : "",
+      filename: isSet(object.filename) ? globalThis.String(object.filename) : "",
     };
   },
 
@@ -365,6 +382,9 @@ export const FunctionRef: MessageFns<FunctionRef> = {
     if (message.entry !== "") {
       obj.entry = message.entry;
     }
+    if (message.filename !== "") {
+      obj.filename = message.filename;
+    }
     return obj;
   },
 
@@ -376,6 +396,7 @@ export const FunctionRef: MessageFns<FunctionRef> = {
     message.name = object.name ?? "";
     message.source = object.source ?? "";
     message.entry = object.entry ?? "";
+    message.filename = object.filename ?? "";
     return message;
   },
 };

@@ -1,0 +1,24 @@
+/**
+ * ExecutorStartError: an executor pool that cannot start, with a code and a message that names
+ * the cause (a path, the executor's own stderr). Commands print the message and exit 1 instead
+ * of a stack trace.
+ */
+export type ExecutorStartCode =
+  /** The binary carries no executor files. */
+  | "EXECUTOR_CODE_MISSING"
+  /** The executor code or the pool's socket folder is out of EXECUTOR_USER's reach. */
+  | "EXECUTOR_CODE_UNREADABLE"
+  /** Every executor that could have become ready died before saying Hello. */
+  | "EXECUTORS_DIED_AT_START"
+  /** Executors neither said Hello nor died within the start timeout. */
+  | "EXECUTORS_START_TIMEOUT";
+
+export class ExecutorStartError extends Error {
+  constructor(
+    readonly code: ExecutorStartCode,
+    message: string,
+  ) {
+    super(`${code}: ${message}`);
+    this.name = "ExecutorStartError";
+  }
+}
