@@ -6,11 +6,10 @@
         rows = run("block_stats.py", {"chain": "ethereum", "blockNumber": 5})
         assert rows[0]["block"] == 5
 
-``run`` executes one call with ``blockx exec`` (a real executor pool on this machine) and
-returns the value, or raises CallFailed with the user's traceback. ``blockx exec`` has no IO
-backends yet: a ``ctx.io``/``ctx.blockdb`` request raises ``BackendError: NoBackend`` inside the
-function (try IO through a cluster's Sync Invoker: ``Client.debug_invoke``). ``chain`` is put
-into a dict input that has none. The binary is ``BLOCKX_BIN``, else ``blockx`` on PATH.
+``run`` executes one call with ``blockx exec``: a real executor pool on this machine, with
+read-only IO over the local test chain (or the chains of ``CHAINS_CONFIG`` in ``env`` or the
+environment), and returns the value, or raises CallFailed with the user's traceback. ``chain``
+is put into a dict input that has none. The binary is ``BLOCKX_BIN``, else ``blockx`` on PATH.
 """
 from __future__ import annotations
 

@@ -37,3 +37,22 @@ def test_run_bad_input(tmp_path, monkeypatch):
     fn.write_text("def main(ctx, x):\n    return x\n")
     with pytest.raises(BlockxError, match="input is not JSON"):
         run(str(fn), {1, 2})
+
+
+def test_run_reads_the_local_chain_and_refuses_writes(tmp_path, monkeypatch):
+    monkeypatch.setenv("BLOCKX_BIN", BINARY)
+    fn = tmp_path / "stats.py"
+    fn.write_text(
+        "def main(ctx, input):\n"
+        "    n = input['blockNumber']\n"
+        "    b = ctx.blockdb.block(n, full=False)\n"
+        "    same = ctx.io('localtestservice', 'eth_getBlockByNumber', {'chain': input['chain'], 'number': n, 'full': False})\n"
+        "    return {'number': int(b['number'], 16), 'hash': b['hash'], 'same': same['hash'] == b['hash'], 'head': ctx.blockdb.head()}\n")
+    v = run(str(fn), {"blockNumber": 1234}, chain="ethereum", env={"LOCALTESTSERVICE_HEAD": "5000"})
+    assert v["number"] == 1234 and v["same"] is True and v["head"] == 5000
+    assert v["hash"].startswith("0x") and len(v["hash"]) == 66
+    w = tmp_path / "write.py"
+    w.write_text("def main(ctx, input):\n    return ctx.io('localtestservice', 'eth_sendRawTransaction', {'chain': 'ethereum', 'tx': '0x00'})\n")
+    with pytest.raises(CallFailed) as ei:
+        run(str(w), 1)
+    assert "PermissionDenied" in ei.value.error_message and "read-only" in ei.value.error_message
