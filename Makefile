@@ -42,16 +42,20 @@ $(ETCD):
 
 # Debian's Python packages: python3-grpcio (a gRPC client that is not grpc-js, for the interop
 # tests) and python3-protobuf (both blockx-py's dependencies), python3-pytest (client-py/tests) and
-# python3-tqdm (blockx-py's progress bar). Installs only what is missing (root then), so it is
+# python3-tqdm (blockx-py's progress bar), and protoc 3.21 + grpc_python_plugin 1.51 (a test checks
+# that blockx-py's committed stubs are what `make py-stubs` makes). Installs only what is missing (root then), so it is
 # idempotent and needs no root on a machine that has them.
 PY_DEBS := grpc:python3-grpcio google.protobuf:python3-protobuf pytest:python3-pytest tqdm:python3-tqdm
 $(GRPCIO_STAMP):
 	@mkdir -p $(CACHE)
 	missing=""; for m in $(PY_DEBS); do /usr/bin/python3 -c "import $${m%%:*}" 2>/dev/null || missing="$$missing $${m#*:}"; done; \
+	command -v protoc >/dev/null || missing="$$missing protobuf-compiler"; \
+	command -v grpc_python_plugin >/dev/null || missing="$$missing protobuf-compiler-grpc"; \
 	if [ -n "$$missing" ]; then \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing || \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing); fi
 	/usr/bin/python3 -c 'import grpc, google.protobuf, pytest, tqdm; print("python3-grpcio", grpc.__version__, "python3-protobuf", google.protobuf.__version__, "pytest", pytest.__version__, "tqdm", tqdm.__version__)'
+	protoc --version
 	@touch $@
 
 # ganache 7 from the npm registry: the real Ethereum JSON-RPC node of test/io and bench/io

@@ -47,7 +47,6 @@ def test_block_table_backfill_with_progress(client, dev, mode, capsys):
 
 
 def test_progress_uses_tqdm_when_installed(client, mode, capsys):
-    pytest.importorskip  # tqdm is a declared test dependency (make deps installs python3-tqdm)
     import tqdm  # noqa: F401  - fails the test if the package is missing
     run = client.run_task(source=DOUBLE, inputs=list(range(20)), progress=True)
     assert run.result() == [x * 2 for x in range(20)]
