@@ -66,12 +66,13 @@ def test_bundle_task(client, dev, mode):
 
 
 def test_return_values_over_inputs_in_input_order(client, mode):
-    # (A null input is left out: the Worker's GetTaskResult fails with INTERNAL "Error serializing
-    # response" for it; reported, not a client matter.)
-    inputs = [5, {"a": 1}, "x", [1, 2], 2 ** 40, True]
+    # null is a call like any other (it once read as the end of the task's calls).
+    inputs = [5, {"a": 1}, "x", [1, 2], None, 2 ** 40, True]
     run = client.run_task(source="def main(ctx, x):\n    return [x, type(x).__name__]\n", inputs=inputs)
     assert run.cluster == "block"  # anything returning values goes to the block cluster
+    assert run.snapshot.calls_succeeded == len(inputs)
     assert run.result() == [[x, type(x).__name__] for x in inputs]
+    assert client.run_task(source="def main(ctx, x):\n    return None\n", inputs=[None]).result() == [None]
 
 
 def test_task_dict_like_a_task_file(client, mode):
