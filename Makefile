@@ -5,7 +5,7 @@ BUN_VERSION := 1.4.4
 CACHE := .cache
 BUN := $(CACHE)/bun/node_modules/.bin/bun
 ETCD := $(CACHE)/etcd/root/usr/bin/etcd
-GRPCIO_STAMP := $(CACHE)/python3-grpcio.stamp
+GRPCIO_STAMP := $(CACHE)/python3-debs.stamp
 GANACHE_STAMP := $(CACHE)/ganache.stamp
 SYSTEMD_STAMP := $(CACHE)/systemd-analyze.stamp
 DEPS_STAMP := node_modules/.blockx-deps-stamp
@@ -18,7 +18,7 @@ SOURCE_DIGEST = $(shell sha256sum $(sort $(SOURCES)) | sha256sum | cut -c1-16)
 export PATH := $(abspath $(CACHE)/bun/node_modules/.bin):$(PATH)
 export BLOCKX_ETCD_BIN := $(abspath $(ETCD))
 
-.PHONY: deps build test typecheck proto bench clean run demo soak source-digest mutants
+.PHONY: deps build test typecheck proto py-stubs bench clean run demo soak source-digest mutants
 .DEFAULT_GOAL := build
 
 deps: $(BUN) $(DEPS_STAMP) $(ETCD) $(GRPCIO_STAMP) $(GANACHE_STAMP) $(SYSTEMD_STAMP)
@@ -40,13 +40,22 @@ $(ETCD):
 	dpkg -x $(CACHE)/etcd/etcd-server_*.deb $(CACHE)/etcd/root
 	@$(ETCD) --version | head -1
 
-# Debian's python3-grpcio: a gRPC client that is not grpc-js, for the interop tests.
+# Debian's Python packages: python3-grpcio (a gRPC client that is not grpc-js, for the interop
+# tests) and python3-protobuf (both blockx-py's dependencies), python3-pytest (client-py/tests) and
+# python3-tqdm (blockx-py's progress bar), and protoc 3.21 + grpc_python_plugin 1.51 (a test checks
+# that blockx-py's committed stubs are what `make py-stubs` makes). Installs only what is missing (root then), so it is
+# idempotent and needs no root on a machine that has them.
+PY_DEBS := grpc:python3-grpcio google.protobuf:python3-protobuf pytest:python3-pytest tqdm:python3-tqdm
 $(GRPCIO_STAMP):
 	@mkdir -p $(CACHE)
-	/usr/bin/python3 -c 'import grpc' 2>/dev/null || \
-	  (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-grpcio || \
-	   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-grpcio))
-	/usr/bin/python3 -c 'import grpc; print("python3-grpcio", grpc.__version__)'
+	missing=""; for m in $(PY_DEBS); do /usr/bin/python3 -c "import $${m%%:*}" 2>/dev/null || missing="$$missing $${m#*:}"; done; \
+	command -v protoc >/dev/null || missing="$$missing protobuf-compiler"; \
+	command -v grpc_python_plugin >/dev/null || missing="$$missing protobuf-compiler-grpc"; \
+	if [ -n "$$missing" ]; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing); fi
+	/usr/bin/python3 -c 'import grpc, google.protobuf, pytest, tqdm; print("python3-grpcio", grpc.__version__, "python3-protobuf", google.protobuf.__version__, "pytest", pytest.__version__, "tqdm", tqdm.__version__)'
+	protoc --version
 	@touch $@
 
 # ganache 7 from the npm registry: the real Ethereum JSON-RPC node of test/io and bench/io
@@ -93,6 +102,14 @@ proto: $(DEPS_STAMP)
 	node_modules/.bin/buf generate
 	node_modules/.bin/buf lint || true
 
+# Regenerates client-py/blockx/_gen (blockx-py's stubs, committed) from proto/ with Debian's protoc
+# 3.21 and grpc_python_plugin 1.51, the versions of python3-protobuf and python3-grpcio
+# (client-py/scripts/gen-stubs.sh says why not python3-grpc-tools).
+py-stubs:
+	command -v protoc >/dev/null && command -v grpc_python_plugin >/dev/null || \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends protobuf-compiler protobuf-compiler-grpc
+	./client-py/scripts/gen-stubs.sh
+
 bench: deps build
 	$(BUN) bench/coordinator/selection.ts
 	$(BUN) bench/coordinator/reserve.ts
@@ -102,6 +119,7 @@ bench: deps build
 	$(BUN) bench/io/ganache-backfill.ts
 	$(BUN) bench/io/cache.ts
 	$(BUN) bench/proxy/pass-through.ts
+	$(BUN) bench/client-py/tiny-task.ts
 
 # The long soak: a cluster under seeded faults for MINUTES, then every row checked (README "Soak").
 SEED ?= 1

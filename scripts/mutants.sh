@@ -23,7 +23,14 @@ for name in "${names[@]}"; do
     echo "   BROKEN: the patch no longer applies (update it to the code)"; broken=$((broken + 1))
   else
     log="$tree/mutant.log"
-    if git -C "$tree" diff --name-only | grep -qE '^(src/|executor-py/blockx_executor/|package.json)'; then
+    # The worktree has no dist/: a mutant of the binary's sources is built; any other gets the
+    # current binary when it was built from these same sources (else built too), so that its
+    # process tests fail for the mutant, not for a missing binary.
+    want="$(make -C "$tree" -s --no-print-directory source-digest 2>/dev/null)"
+    if ! git -C "$tree" diff --name-only | grep -qE '^(src/|executor-py/blockx_executor/|package.json)' \
+       && [ -x "$repo/dist/blockx" ] && "$repo/dist/blockx" version 2>/dev/null | grep -q "sources $want"; then
+      mkdir -p "$tree/dist" && cp "$repo/dist/blockx" "$tree/dist/blockx"
+    else
       make -C "$tree" -s -o node_modules/.blockx-deps-stamp build >"$log" 2>&1 || { echo "   BROKEN: the mutant does not build"; broken=$((broken + 1)); }
     fi
     # shellcheck disable=SC2086

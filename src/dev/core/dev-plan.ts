@@ -1,8 +1,9 @@
 /**
  * DevPlan: which children `blockx dev` runs and in which stage each starts. A stage starts
  * only when every child of the stage before it is ready, because it needs their endpoints:
- * etcd first, then the Coordinators and Workers (they need etcd), then the Sync Invoker and
- * the proxy (they need the Coordinators). Stopping runs the stages backwards.
+ * etcd first, then the Coordinators and Workers (they need etcd), then the Sync Invoker, then
+ * the proxy (it routes to the Coordinators and the Sync Invoker, so it must know their
+ * addresses when it starts). Stopping runs the stages backwards.
  */
 export type ChildRole = "etcd" | "coordinator" | "bundle-coordinator" | "worker" | "bundle-worker" | "syncinvoker" | "proxy";
 
@@ -27,6 +28,6 @@ export function planChildren(o: DevPlanOptions): ChildSpec[] {
   for (let i = 1; i <= o.workers; i++) out.push({ id: `worker-${i}`, role: "worker", stage: 1 });
   for (let i = 1; i <= o.bundleWorkers; i++) out.push({ id: `bundle-worker-${i}`, role: "bundle-worker", stage: 1 });
   if (o.syncInvoker) out.push({ id: "syncinvoker", role: "syncinvoker", stage: 2 });
-  if (o.proxy) out.push({ id: "proxy", role: "proxy", stage: 2 });
+  if (o.proxy) out.push({ id: "proxy", role: "proxy", stage: o.syncInvoker ? 3 : 2 });
   return out;
 }

@@ -31,7 +31,7 @@ function startAll(core: SupervisorCore, now = 0): SupervisorInstruction[] {
 }
 
 describe("planChildren", () => {
-  test("etcd alone first, Coordinators and Workers next, the Sync Invoker and proxy last; roles numbered from 1", () => {
+  test("etcd alone first, Coordinators and Workers next, then the Sync Invoker, the proxy last (it routes to the Sync Invoker); roles numbered from 1", () => {
     expect(plan().map((c) => `${c.stage}:${c.id}`)).toEqual([
       "0:etcd",
       "1:coordinator",
@@ -40,7 +40,7 @@ describe("planChildren", () => {
       "1:worker-2",
       "1:bundle-worker-1",
       "2:syncinvoker",
-      "2:proxy",
+      "3:proxy",
     ]);
   });
 
@@ -56,8 +56,8 @@ describe("starting", () => {
     expect(spawned(step(core, { type: "started" }, 0))).toEqual(["etcd"]);
     expect(spawned(step(core, { type: "childReady", id: "etcd", endpoint: "127.0.0.1:2379" }, 10))).toEqual(STAGE1);
     for (const id of STAGE1.slice(0, -1)) expect(step(core, { type: "childReady", id, endpoint: `h:${id}` }, 20)).toEqual([]);
-    expect(spawned(step(core, { type: "childReady", id: "bundle-worker-1", endpoint: "h:bw" }, 30))).toEqual(["syncinvoker", "proxy"]);
-    expect(step(core, { type: "childReady", id: "syncinvoker", endpoint: "h:si" }, 40)).toEqual([]);
+    expect(spawned(step(core, { type: "childReady", id: "bundle-worker-1", endpoint: "h:bw" }, 30))).toEqual(["syncinvoker"]);
+    expect(spawned(step(core, { type: "childReady", id: "syncinvoker", endpoint: "h:si" }, 40))).toEqual(["proxy"]);
     const last = step(core, { type: "childReady", id: "proxy", endpoint: "/d/proxy.sock" }, 50);
     expect(last).toEqual([
       {
@@ -116,9 +116,9 @@ describe("a child dying while dev runs", () => {
     startAll(core);
     const out = step(core, { type: "childExited", id: "worker-2", code: null, signal: "SIGKILL" }, 5_000);
     expect(out[0]).toEqual({ type: "report", level: "error", message: "worker-2 exited unexpectedly (signal SIGKILL); stopping everything (its log: worker-2.log)" });
-    expect(signalled(out, "SIGTERM")).toEqual(["syncinvoker", "proxy"]);
-    step(core, { type: "childExited", id: "syncinvoker", code: 0, signal: null }, 5_100);
-    const stage1 = step(core, { type: "childExited", id: "proxy", code: 0, signal: null }, 5_200);
+    expect(signalled(out, "SIGTERM")).toEqual(["proxy"]);
+    expect(signalled(step(core, { type: "childExited", id: "proxy", code: 0, signal: null }, 5_100), "SIGTERM")).toEqual(["syncinvoker"]);
+    const stage1 = step(core, { type: "childExited", id: "syncinvoker", code: 0, signal: null }, 5_200);
     expect(signalled(stage1, "SIGTERM")).toEqual(STAGE1.filter((x) => x !== "worker-2"));
     let last: SupervisorInstruction[] = [];
     for (const id of STAGE1.filter((x) => x !== "worker-2")) last = step(core, { type: "childExited", id, code: 0, signal: null }, 6_000);
@@ -134,8 +134,8 @@ describe("stopping on Ctrl-C", () => {
     startAll(core);
     const first = step(core, { type: "stopRequested", signal: "SIGINT" }, 1_000);
     expect(first[0]).toEqual({ type: "report", level: "info", message: "SIGINT: stopping every child" });
-    expect(signalled(first, "SIGTERM")).toEqual(["syncinvoker", "proxy"]);
-    step(core, { type: "childExited", id: "proxy", code: 0, signal: null }, 1_100);
+    expect(signalled(first, "SIGTERM")).toEqual(["proxy"]);
+    expect(signalled(step(core, { type: "childExited", id: "proxy", code: 0, signal: null }, 1_100), "SIGTERM")).toEqual(["syncinvoker"]);
     expect(signalled(step(core, { type: "childExited", id: "syncinvoker", code: 0, signal: null }, 1_200), "SIGTERM")).toEqual(STAGE1);
     let out: SupervisorInstruction[] = [];
     for (const id of STAGE1) out = step(core, { type: "childExited", id, code: 0, signal: null }, 2_000);

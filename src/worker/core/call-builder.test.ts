@@ -1,9 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { blockBundleCalls, blockTableCalls, inputCalls } from "./call-builder";
 
-function drain<C>(s: { next(): C | null }, limit = Infinity): C[] {
+function drain<C>(s: { next(): { call: C } | null }, limit = Infinity): C[] {
   const out: C[] = [];
-  for (let c = s.next(); c !== null && out.length < limit; c = s.next()) out.push(c);
+  for (let c = s.next(); c !== null && out.length < limit; c = s.next()) out.push(c.call);
   return out;
 }
 
@@ -27,7 +27,7 @@ describe("Call Builder", () => {
     const s = plan.source();
     let last = null;
     for (let i = 0; i < 1_000_000; i++) last = s.next();
-    expect(last).toEqual({ chain: "eth", blockNumber: 10_999_999 });
+    expect(last).toEqual({ call: { chain: "eth", blockNumber: 10_999_999 } });
     // A million calls walked, nothing kept: the heap did not grow by anything like a list of them.
     expect(process.memoryUsage().heapUsed - heapBefore).toBeLessThan(50 * 1024 * 1024);
   });
@@ -61,9 +61,13 @@ describe("Call Builder", () => {
   test("inputs give one call per input in order, and sources are independent", () => {
     const plan = inputCalls(["a", "b"]);
     const s1 = plan.source();
-    expect(s1.next()).toBe("a");
+    expect(s1.next()).toEqual({ call: "a" });
     expect(drain(plan.source())).toEqual(["a", "b"]);
-    expect(s1.next()).toBe("b");
+    expect(s1.next()).toEqual({ call: "b" });
     expect(s1.next()).toBeNull();
+  });
+
+  test("an input null is a call, not the end of the calls", () => {
+    expect(drain(inputCalls([1, null, 3]).source())).toEqual([1, null, 3]);
   });
 });

@@ -29,7 +29,7 @@ function planOf<C>(total: number, at: (index: number) => C): CallPlan<C> {
     at,
     source() {
       let i = 0;
-      return { next: () => (i < total ? at(i++) : null) };
+      return { next: () => (i < total ? { call: at(i++) } : null) };
     },
   };
 }

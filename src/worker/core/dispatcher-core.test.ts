@@ -4,9 +4,9 @@ import { DispatcherCore, type CallSource, type DispatcherConfig } from "./dispat
 function range(n: number): CallSource<number> & { pulled: number } {
   const s = {
     pulled: 0,
-    next(): number | null {
+    next(): { call: number } | null {
       if (s.pulled >= n) return null;
-      return s.pulled++;
+      return { call: s.pulled++ };
     },
   };
   return s;

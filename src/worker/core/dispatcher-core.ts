@@ -22,9 +22,13 @@ export function defaultDispatcherConfig(): DispatcherConfig {
   return { taskMaxInflightCalls: 1024, maxInflightCalls: 2048, maxAttempts: 4, retryBackoffBaseMs: 100, retryBackoffMaxMs: 5_000 };
 }
 
-/** CallSource yields a task's calls in index order, lazily; null when there are no more. */
+/**
+ * CallSource yields a task's calls in index order, lazily, each boxed as `{ call }`; null when
+ * there are no more. The box keeps a call whose value is itself null (an input `null`) from
+ * reading as the end of the task's calls.
+ */
 export interface CallSource<C> {
-  next(): C | null;
+  next(): { readonly call: C } | null;
 }
 
 export interface DispatchedCall<C> {
@@ -120,12 +124,12 @@ export class DispatcherCore<C> {
       return { taskId: t.taskId, index: r.index, attempt: r.attempt, call: r.call };
     }
     if (t.sourceDone) return null;
-    const call = t.source.next();
-    if (call === null) {
+    const next = t.source.next();
+    if (next === null) {
       t.sourceDone = true;
       return null;
     }
-    return { taskId: t.taskId, index: t.nextIndex++, attempt: 1, call };
+    return { taskId: t.taskId, index: t.nextIndex++, attempt: 1, call: next.call };
   }
 
   /** callFinished records a result and says what happens to the call. */

@@ -1,0 +1,230 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+ALLOCATED: TaskState
+BUILD: TaskPhase
+CANCELLED: TaskState
+DESCRIPTOR: _descriptor.FileDescriptor
+EXECUTE: TaskPhase
+FAILED: TaskState
+RUNNING: TaskState
+SUCCEEDED: TaskState
+TASK_PHASE_UNSPECIFIED: TaskPhase
+TASK_STATE_UNSPECIFIED: TaskState
+TIMED_OUT: TaskState
+WRITE: TaskPhase
+
+class BlockBundleCallConfig(_message.Message):
+    __slots__ = ["bundle_size", "chain", "from_block", "to_block"]
+    BUNDLE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    CHAIN_FIELD_NUMBER: _ClassVar[int]
+    FROM_BLOCK_FIELD_NUMBER: _ClassVar[int]
+    TO_BLOCK_FIELD_NUMBER: _ClassVar[int]
+    bundle_size: int
+    chain: str
+    from_block: int
+    to_block: int
+    def __init__(self, chain: _Optional[str] = ..., from_block: _Optional[int] = ..., to_block: _Optional[int] = ..., bundle_size: _Optional[int] = ...) -> None: ...
+
+class BlockTableCallConfig(_message.Message):
+    __slots__ = ["chain", "from_block", "to_block"]
+    CHAIN_FIELD_NUMBER: _ClassVar[int]
+    FROM_BLOCK_FIELD_NUMBER: _ClassVar[int]
+    TO_BLOCK_FIELD_NUMBER: _ClassVar[int]
+    chain: str
+    from_block: int
+    to_block: int
+    def __init__(self, chain: _Optional[str] = ..., from_block: _Optional[int] = ..., to_block: _Optional[int] = ...) -> None: ...
+
+class BlockTableWriteHandler(_message.Message):
+    __slots__ = ["table"]
+    TABLE_FIELD_NUMBER: _ClassVar[int]
+    table: str
+    def __init__(self, table: _Optional[str] = ...) -> None: ...
+
+class CallError(_message.Message):
+    __slots__ = ["call_id", "call_index", "call_input", "code", "message", "traceback"]
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    CALL_INDEX_FIELD_NUMBER: _ClassVar[int]
+    CALL_INPUT_FIELD_NUMBER: _ClassVar[int]
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    TRACEBACK_FIELD_NUMBER: _ClassVar[int]
+    call_id: str
+    call_index: int
+    call_input: str
+    code: str
+    message: str
+    traceback: str
+    def __init__(self, code: _Optional[str] = ..., message: _Optional[str] = ..., call_id: _Optional[str] = ..., traceback: _Optional[str] = ..., call_index: _Optional[int] = ..., call_input: _Optional[str] = ...) -> None: ...
+
+class CancelTaskRequest(_message.Message):
+    __slots__ = ["reason", "task_id"]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    reason: str
+    task_id: str
+    def __init__(self, task_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class FunctionCallConfig(_message.Message):
+    __slots__ = ["block_bundle", "block_table", "function", "inputs"]
+    BLOCK_BUNDLE_FIELD_NUMBER: _ClassVar[int]
+    BLOCK_TABLE_FIELD_NUMBER: _ClassVar[int]
+    FUNCTION_FIELD_NUMBER: _ClassVar[int]
+    INPUTS_FIELD_NUMBER: _ClassVar[int]
+    block_bundle: BlockBundleCallConfig
+    block_table: BlockTableCallConfig
+    function: FunctionRef
+    inputs: InputsCallConfig
+    def __init__(self, function: _Optional[_Union[FunctionRef, _Mapping]] = ..., block_table: _Optional[_Union[BlockTableCallConfig, _Mapping]] = ..., inputs: _Optional[_Union[InputsCallConfig, _Mapping]] = ..., block_bundle: _Optional[_Union[BlockBundleCallConfig, _Mapping]] = ...) -> None: ...
+
+class FunctionRef(_message.Message):
+    __slots__ = ["entry", "name", "source"]
+    ENTRY_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    entry: str
+    name: str
+    source: str
+    def __init__(self, name: _Optional[str] = ..., source: _Optional[str] = ..., entry: _Optional[str] = ...) -> None: ...
+
+class GetTaskResultRequest(_message.Message):
+    __slots__ = ["task_id"]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    def __init__(self, task_id: _Optional[str] = ...) -> None: ...
+
+class InputsCallConfig(_message.Message):
+    __slots__ = ["inputs"]
+    INPUTS_FIELD_NUMBER: _ClassVar[int]
+    inputs: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, inputs: _Optional[_Iterable[bytes]] = ...) -> None: ...
+
+class NormalTableWriteHandler(_message.Message):
+    __slots__ = ["table"]
+    TABLE_FIELD_NUMBER: _ClassVar[int]
+    table: str
+    def __init__(self, table: _Optional[str] = ...) -> None: ...
+
+class Output(_message.Message):
+    __slots__ = ["block_table_write", "normal_table_write", "return_value"]
+    BLOCK_TABLE_WRITE_FIELD_NUMBER: _ClassVar[int]
+    NORMAL_TABLE_WRITE_FIELD_NUMBER: _ClassVar[int]
+    RETURN_VALUE_FIELD_NUMBER: _ClassVar[int]
+    block_table_write: BlockTableWriteHandler
+    normal_table_write: NormalTableWriteHandler
+    return_value: ReturnValueHandler
+    def __init__(self, block_table_write: _Optional[_Union[BlockTableWriteHandler, _Mapping]] = ..., normal_table_write: _Optional[_Union[NormalTableWriteHandler, _Mapping]] = ..., return_value: _Optional[_Union[ReturnValueHandler, _Mapping]] = ...) -> None: ...
+
+class RequestTaskSlotRequest(_message.Message):
+    __slots__ = ["task_id", "ttl_ms"]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    ttl_ms: int
+    def __init__(self, task_id: _Optional[str] = ..., ttl_ms: _Optional[int] = ...) -> None: ...
+
+class ReturnValueHandler(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class SubmitTaskRequest(_message.Message):
+    __slots__ = ["slot_id", "task"]
+    SLOT_ID_FIELD_NUMBER: _ClassVar[int]
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    slot_id: str
+    task: Task
+    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ..., slot_id: _Optional[str] = ...) -> None: ...
+
+class TableWriteSummary(_message.Message):
+    __slots__ = ["calls_written", "handler", "rows_written", "table"]
+    CALLS_WRITTEN_FIELD_NUMBER: _ClassVar[int]
+    HANDLER_FIELD_NUMBER: _ClassVar[int]
+    ROWS_WRITTEN_FIELD_NUMBER: _ClassVar[int]
+    TABLE_FIELD_NUMBER: _ClassVar[int]
+    calls_written: int
+    handler: str
+    rows_written: int
+    table: str
+    def __init__(self, table: _Optional[str] = ..., handler: _Optional[str] = ..., rows_written: _Optional[int] = ..., calls_written: _Optional[int] = ...) -> None: ...
+
+class Task(_message.Message):
+    __slots__ = ["function_call_config", "outputs", "task_id", "task_timeout_ms"]
+    FUNCTION_CALL_CONFIG_FIELD_NUMBER: _ClassVar[int]
+    OUTPUTS_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    TASK_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    function_call_config: FunctionCallConfig
+    outputs: _containers.RepeatedCompositeFieldContainer[Output]
+    task_id: str
+    task_timeout_ms: int
+    def __init__(self, task_id: _Optional[str] = ..., function_call_config: _Optional[_Union[FunctionCallConfig, _Mapping]] = ..., outputs: _Optional[_Iterable[_Union[Output, _Mapping]]] = ..., task_timeout_ms: _Optional[int] = ...) -> None: ...
+
+class TaskError(_message.Message):
+    __slots__ = ["code", "message"]
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    code: str
+    message: str
+    def __init__(self, code: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class TaskResult(_message.Message):
+    __slots__ = ["first_error", "return_values", "snapshot", "writes"]
+    FIRST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    RETURN_VALUES_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    WRITES_FIELD_NUMBER: _ClassVar[int]
+    first_error: CallError
+    return_values: _containers.RepeatedScalarFieldContainer[bytes]
+    snapshot: TaskSnapshot
+    writes: _containers.RepeatedCompositeFieldContainer[TableWriteSummary]
+    def __init__(self, snapshot: _Optional[_Union[TaskSnapshot, _Mapping]] = ..., return_values: _Optional[_Iterable[bytes]] = ..., writes: _Optional[_Iterable[_Union[TableWriteSummary, _Mapping]]] = ..., first_error: _Optional[_Union[CallError, _Mapping]] = ...) -> None: ...
+
+class TaskSnapshot(_message.Message):
+    __slots__ = ["accepted_at_ms", "allocated_at_ms", "calls_failed", "calls_retried", "calls_succeeded", "calls_total", "deadline_ms", "error", "finished_at_ms", "phase", "slot_id", "state", "task_id", "updated_at_ms", "worker_addr"]
+    ACCEPTED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FAILED_FIELD_NUMBER: _ClassVar[int]
+    CALLS_RETRIED_FIELD_NUMBER: _ClassVar[int]
+    CALLS_SUCCEEDED_FIELD_NUMBER: _ClassVar[int]
+    CALLS_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_MS_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    FINISHED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    SLOT_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    WORKER_ADDR_FIELD_NUMBER: _ClassVar[int]
+    accepted_at_ms: int
+    allocated_at_ms: int
+    calls_failed: int
+    calls_retried: int
+    calls_succeeded: int
+    calls_total: int
+    deadline_ms: int
+    error: TaskError
+    finished_at_ms: int
+    phase: TaskPhase
+    slot_id: str
+    state: TaskState
+    task_id: str
+    updated_at_ms: int
+    worker_addr: str
+    def __init__(self, task_id: _Optional[str] = ..., slot_id: _Optional[str] = ..., worker_addr: _Optional[str] = ..., state: _Optional[_Union[TaskState, str]] = ..., phase: _Optional[_Union[TaskPhase, str]] = ..., calls_total: _Optional[int] = ..., calls_succeeded: _Optional[int] = ..., calls_failed: _Optional[int] = ..., error: _Optional[_Union[TaskError, _Mapping]] = ..., allocated_at_ms: _Optional[int] = ..., accepted_at_ms: _Optional[int] = ..., finished_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., calls_retried: _Optional[int] = ..., deadline_ms: _Optional[int] = ...) -> None: ...
+
+class WatchTasksRequest(_message.Message):
+    __slots__ = ["task_ids"]
+    TASK_IDS_FIELD_NUMBER: _ClassVar[int]
+    task_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, task_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class TaskState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class TaskPhase(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
