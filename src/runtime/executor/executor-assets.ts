@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { ExecutorStartError } from "./executor-start-error";
@@ -58,8 +58,19 @@ export async function executorPythonPath(cacheDir: string, runAs: Identity | nul
     : [...new Set([join(tmpdir(), "blockx-cache"), join(SYSTEM_TMP, "blockx-cache")])].map((root) => ({ root: resolve(root), what: `the executor code folder ${resolve(root)}` }));
   let lastProblem = "";
   for (const { root, what } of homes) {
-    const target = join(root, leaf);
+    let target = join(root, leaf);
     unpack(files, root, target, !cacheDir);
+    // A copy someone else could have made or can change (another user in a shared /tmp) is never
+    // imported: the executors would run their code. Unpack into a fresh folder of our own instead.
+    const distrust = untrustedCopy(target, files);
+    if (distrust) {
+      const own = mkdtempSync(join(SYSTEM_TMP, `blockx-${leaf}-`));
+      writeFiles(files, own);
+      const still = untrustedCopy(own, files);
+      if (still) throw new ExecutorStartError("EXECUTOR_CODE_UNTRUSTED", `the executor code copy ${own} cannot be trusted: ${still}`);
+      process.emitWarning(`not using the executor code at ${target} (${distrust}); using ${own}`);
+      target = own;
+    }
     const blocked = runAs ? blockingFolder(join(target, "blockx_executor", "__main__.py"), runAs) : null;
     if (!blocked) return target;
     lastProblem = `${what} is not readable by EXECUTOR_USER ${runAs!.name} (uid ${runAs!.uid}): ${describeBlock(blocked)}`;
@@ -71,6 +82,54 @@ export async function executorPythonPath(cacheDir: string, runAs: Identity | nul
   );
 }
 
+/**
+ * untrustedCopy says why the copy at `target` must not be imported, or null when it may: every
+ * folder and file of it (and its home) belongs to this process's user or root, none is a link,
+ * none is writable by group or others, and the files are exactly ours, byte for byte.
+ */
+function untrustedCopy(target: string, files: readonly PackageFile[]): string | null {
+  const me = process.getuid?.() ?? 0;
+  const check = (path: string, kind: "dir" | "file"): string | null => {
+    let st;
+    try {
+      st = lstatSync(path);
+    } catch {
+      return `${path} is missing`;
+    }
+    if (st.isSymbolicLink()) return `${path} is a symbolic link`;
+    if (kind === "dir" ? !st.isDirectory() : !st.isFile()) return `${path} is not a ${kind === "dir" ? "folder" : "file"}`;
+    if (st.uid !== me && st.uid !== 0) return `${path} belongs to uid ${st.uid}`;
+    // A sticky folder (/tmp) lets others add entries but not replace or remove ours.
+    const sticky = kind === "dir" && (st.mode & 0o1000) !== 0;
+    if ((st.mode & 0o022) !== 0 && !sticky) return `${path} is writable by others (mode ${(st.mode & 0o777).toString(8)})`;
+    return null;
+  };
+  const dirs = new Set([dirname(target), target, ...files.map((f) => dirname(join(target, f.name)))]);
+  for (const d of dirs) {
+    const problem = check(d, "dir");
+    if (problem) return problem;
+  }
+  for (const f of files) {
+    const path = join(target, f.name);
+    const problem = check(path, "file");
+    if (problem) return problem;
+    if (!Buffer.from(readFileSync(path)).equals(Buffer.from(f.content))) return `${path} differs from this binary's executor code`;
+  }
+  return null;
+}
+
+/** writeFiles writes the package under `dir`, readable by everyone, writable by this user only. */
+function writeFiles(files: readonly PackageFile[], dir: string): void {
+  for (const f of files) {
+    const dest = join(dir, f.name);
+    mkdirSync(dirname(dest), { recursive: true, mode: 0o755 });
+    writeFileSync(dest, f.content, { mode: 0o644 });
+    chmodSync(dest, 0o644);
+  }
+  for (const d of new Set(files.map((f) => dirname(join(dir, f.name))))) chmodSync(d, 0o755);
+  chmodSync(dir, 0o755);
+}
+
 function unpack(files: readonly PackageFile[], root: string, target: string, ownHome: boolean): void {
   if (existsSync(join(target, "blockx_executor", "__main__.py"))) return;
   const existed = existsSync(root);
@@ -78,14 +137,7 @@ function unpack(files: readonly PackageFile[], root: string, target: string, own
   // A home this process made (or the default one) is opened to executors whatever the umask.
   if (!existed || (ownHome && statSync(root).uid === process.getuid?.())) chmodSync(root, 0o755);
   const staging = `${target}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
-  for (const f of files) {
-    const dest = join(staging, f.name);
-    mkdirSync(dirname(dest), { recursive: true, mode: 0o755 });
-    writeFileSync(dest, f.content, { mode: 0o644 });
-    chmodSync(dest, 0o644);
-  }
-  for (const d of new Set(files.map((f) => dirname(join(staging, f.name))))) chmodSync(d, 0o755);
-  chmodSync(staging, 0o755);
+  writeFiles(files, staging);
   try {
     renameSync(staging, target);
   } catch {

@@ -8,6 +8,8 @@ export type ExecutorStartCode =
   | "EXECUTOR_CODE_MISSING"
   /** The executor code or the pool's socket folder is out of EXECUTOR_USER's reach. */
   | "EXECUTOR_CODE_UNREADABLE"
+  /** A fresh copy of the executor code could not be made safe (another user could change it). */
+  | "EXECUTOR_CODE_UNTRUSTED"
   /** Every executor that could have become ready died before saying Hello. */
   | "EXECUTORS_DIED_AT_START"
   /** Executors neither said Hello nor died within the start timeout. */
