@@ -39,7 +39,8 @@ def function_ref(function: Optional[str] = None, source: Optional[str] = None, e
     if path.endswith(".py") or os.sep in path:
         try:
             with open(path, encoding="utf-8") as f:
-                return w.FunctionRef(source=f.read(), entry=entry)
+                # The file's name travels with its source, so a traceback names the user's file.
+                return w.FunctionRef(source=f.read(), entry=entry, filename=os.path.basename(path))
         except OSError as e:
             raise _bad(f"function={path!r}: cannot read the file: {e.strerror}") from None
     if not _NAME.match(path):

@@ -94,6 +94,14 @@ def test_failing_call_raised_with_input_and_user_traceback(client, mode):
     assert "call 1 with input 0 failed with USER_ERROR" in str(e) and "return 10 // x" in str(e)
 
 
+def test_a_function_file_is_named_in_its_traceback(client, mode, tmp_path):
+    path = tmp_path / "failing_fn.py"
+    path.write_text(FAILING)
+    with pytest.raises(CallFailed) as ei:
+        client.run_task(function=str(path), inputs=[0]).result()
+    assert 'File "failing_fn.py"' in ei.value.traceback and "return 10 // x" in ei.value.traceback
+
+
 def test_submit_watch_result_cancel(client, mode):
     h = client.submit(source="import time\ndef main(ctx, x):\n    time.sleep(0.2)\n    return x\n", inputs=list(range(6)))
     snaps = list(h.watch())

@@ -506,11 +506,14 @@ class Engine:
         digest = msg.get("digest")
         if not isinstance(digest, str) or not digest:
             digest = hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
-        unit = self._cache.get(digest, source)
+        name = msg.get("filename")
+        name = name if isinstance(name, str) else ""
+        # The same source under another file name is another unit: its tracebacks name that file.
+        key = f"{digest}\0{name}" if name else digest
+        unit = self._cache.get(key, source)
         if unit is None:
             call.compiled = True
-            name = msg.get("filename")
-            unit = self._load(w, call, digest, source, entry, name if isinstance(name, str) else "")
+            unit = self._load(w, call, digest, source, entry, name, key)
             if unit is None:
                 return
         if unit.error is not None:
@@ -529,9 +532,11 @@ class Engine:
             ok, value = self._run_step(w, call, _invoke_sync, fn, SyncContext(call, self.suspend_sync, default_chain(msg.get("args"))), msg.get("args"))
             self._settle(w, call, ok, value)
 
-    def _load(self, w: _Worker, call: Call, digest: str, source: str, entry: str, name: str = ""):
+    def _load(self, w: _Worker, call: Call, digest: str, source: str, entry: str, name: str = "", key: str = ""):
         """_load compiles a source and runs its module body (both as steps of the call that
-        needs it) and caches the unit; None when the call already has its answer."""
+        needs it) and caches the unit under ``key`` (the digest, with the file name if any);
+        None when the call already has its answer."""
+        key = key or digest
         filename = user_filename(entry, digest, name)
         ok, code = self._run_step(w, call, compile, source, filename, "exec", 0, True)
         if call.finished:
@@ -541,7 +546,7 @@ class Engine:
                 self._settle(w, call, False, code)
                 return None
             unit = cc.CompiledUnit(source, filename, error=describe_compile_error(code))
-            self._cache.put(digest, unit)
+            self._cache.put(key, unit)
             return unit
         cc.register_source(filename, source)
         namespace = cc.new_module_namespace()
@@ -550,11 +555,11 @@ class Engine:
             return None
         if not ok:
             self._settle(w, call, False, exc)
-            if self._cache.get(digest, source) is None:
+            if self._cache.get(key, source) is None:
                 cc.forget_source(filename)
             return None
         unit = cc.CompiledUnit(source, filename, namespace)
-        self._cache.put(digest, unit)
+        self._cache.put(key, unit)
         return unit
 
     # --- def calls: suspension on the call's own thread -------------------------------------

@@ -100,7 +100,7 @@ class Executor:
                 return frame
             self.held.append(frame)
 
-    def execute(self, call_id, source, args=None, entry="main", budget_ms=5000, digest=None):
+    def execute(self, call_id, source, args=None, entry="main", budget_ms=5000, digest=None, filename=None):
         self.send(
             {
                 "type": "ExecuteCall",
@@ -110,6 +110,7 @@ class Executor:
                 "entry": entry,
                 "args": args,
                 "budgetMs": budget_ms,
+                **({"filename": filename} if filename else {}),
             }
         )
 
@@ -506,6 +507,15 @@ class CacheAndOutputTest(ExecutorTest):
         f3 = self.ex.run("c3", src.replace("return next", "return 100 + next"), digest="other")
         self.assertTrue(f3["compiled"])
         self.assertEqual(f3["result"], 100)
+
+    def test_the_same_source_under_a_file_name_is_named_in_its_traceback(self):
+        # Found by blockx-py: inline first (cached without a name), then from a file.
+        src = "def main(ctx, x):\n    return 10 // x\n"
+        inline = self.ex.run("c1", src, 0, digest="same")
+        named = self.ex.run("c2", src, 0, digest="same", filename="fn.py")
+        self.assertNotIn('File "fn.py"', inline["error"]["traceback"])
+        self.assertIn('File "fn.py", line 2, in main', named["error"]["traceback"])
+        self.assertTrue(named["compiled"])
 
     def test_same_digest_with_a_different_source_is_recompiled(self):
         self.ex.run("c1", "def main(ctx, x):\n    return 1\n", digest="dup")

@@ -349,18 +349,22 @@ describe("start-up", () => {
   const isRoot = process.getuid?.() === 0;
 
   test("executors that die at start fail the start at once with their own stderr and the likely cause", async () => {
-    // A damaged executor copy: the unpacked app.py imports a module that does not exist, so
-    // every executor exits with ModuleNotFoundError before its Hello.
+    // An interpreter that answers the pool's version probe but, as an executor, dies with
+    // ModuleNotFoundError before its Hello (what a Python without the package would do).
     const cache = mkdtempSync(join(tmpdir(), "blockx-pool-cache-"));
     chmodSync(cache, 0o755);
     try {
       const good = await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: 1, cacheDir: cache }), silentLogger());
-      const app = join(good.pythonPath, "blockx_executor", "app.py");
       await good.close();
-      writeFileSync(app, "import blockx_gone_module\n" + readFileSync(app, "utf8"));
+      const python = join(cache, "python-without-the-package");
+      writeFileSync(
+        python,
+        ["#!/bin/sh", 'case "$*" in *sys.executable*) echo "$0"; echo 3.11; exit 0;; esac', 'exec /usr/bin/python3 -c "import blockx_gone_module"', ""].join("\n"),
+      );
+      chmodSync(python, 0o755);
       let error: unknown = null;
       try {
-        const p = await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: 2, cacheDir: cache }), silentLogger(), { waitForAll: true });
+        const p = await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: 2, cacheDir: cache, python }), silentLogger(), { waitForAll: true });
         pools.push(p);
       } catch (e) {
         error = e;
@@ -371,6 +375,25 @@ describe("start-up", () => {
       expect(e.message).toContain("ModuleNotFoundError: No module named 'blockx_gone_module'");
       expect(e.message).toContain("exited with code 1");
       expect(e.message).toContain(`likely cause: the module blockx_gone_module is missing: a damaged executor copy at ${good.pythonPath}`);
+    } finally {
+      rmSync(cache, { recursive: true, force: true });
+    }
+  }, 20_000);
+
+  test("a damaged executor copy in the cache is never imported: the pool starts from a fresh copy", async () => {
+    const cache = mkdtempSync(join(tmpdir(), "blockx-pool-cache-"));
+    chmodSync(cache, 0o755);
+    try {
+      const first = await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: 1, cacheDir: cache }), silentLogger());
+      const app = join(first.pythonPath, "blockx_executor", "app.py");
+      await first.close();
+      writeFileSync(app, "import blockx_gone_module\n" + readFileSync(app, "utf8"));
+      const again = await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: 1, cacheDir: cache }), silentLogger());
+      pools.push(again);
+      expect(again.pythonPath).not.toBe(first.pythonPath);
+      const out = await again.execute({ callId: "c1", fn: { source: "def main(ctx, x):\n    return x + 1\n", entry: "main" }, args: 1 }, {});
+      expect(out.ok && out.value).toBe(2);
+      rmSync(again.pythonPath, { recursive: true, force: true });
     } finally {
       rmSync(cache, { recursive: true, force: true });
     }

@@ -82,14 +82,16 @@ class FunctionCallConfig(_message.Message):
     def __init__(self, function: _Optional[_Union[FunctionRef, _Mapping]] = ..., block_table: _Optional[_Union[BlockTableCallConfig, _Mapping]] = ..., inputs: _Optional[_Union[InputsCallConfig, _Mapping]] = ..., block_bundle: _Optional[_Union[BlockBundleCallConfig, _Mapping]] = ...) -> None: ...
 
 class FunctionRef(_message.Message):
-    __slots__ = ["entry", "name", "source"]
+    __slots__ = ["entry", "filename", "name", "source"]
     ENTRY_FIELD_NUMBER: _ClassVar[int]
+    FILENAME_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     entry: str
+    filename: str
     name: str
     source: str
-    def __init__(self, name: _Optional[str] = ..., source: _Optional[str] = ..., entry: _Optional[str] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., source: _Optional[str] = ..., entry: _Optional[str] = ..., filename: _Optional[str] = ...) -> None: ...
 
 class GetTaskResultRequest(_message.Message):
     __slots__ = ["task_id"]
