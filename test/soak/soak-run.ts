@@ -165,7 +165,10 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
         } catch (e) {
           const f = sdkFailureOf(e);
           t.failures.push(f.text);
-          if (!f.allowed) t.disallowed.push(f.text);
+          if (!f.allowed) {
+            t.disallowed.push(f.text);
+            log(whatTheWorkersSaid(cluster, taskId));
+          }
           await Bun.sleep(1_000);
         }
         if (!t.succeeded) log(`task ${taskId} run ${t.runs} did not succeed: ${t.failures.at(-1)}`);
@@ -249,6 +252,21 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     client.close();
     await cluster.stop();
   }
+}
+
+/**
+ * whatTheWorkersSaid: for a run that failed for no fault's reason, each Worker's log lines about
+ * the task and its last warnings and errors (the cluster's logs are not kept after the soak).
+ */
+function whatTheWorkersSaid(cluster: SoakCluster, taskId: string): string {
+  const out = [`what the Workers logged about ${taskId}:`];
+  for (const m of cluster.workers) {
+    const lines = m.proc?.lines ?? [];
+    const about = lines.filter((l) => JSON.stringify(l).includes(taskId)).slice(-15);
+    const trouble = lines.filter((l) => l.level === "warn" || l.level === "error" || l.level === "fatal" || l.level === "raw" || l.msg === "executor ready").slice(-25);
+    out.push(`  ${m.name} (${m.addr}, ${lines.length} lines):`, ...[...about, ...trouble].map((l) => `    ${JSON.stringify(l).slice(0, 400)}`));
+  }
+  return out.join("\n");
 }
 
 /** formatReport: the report a person reads at the end of a soak. */

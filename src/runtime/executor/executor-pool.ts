@@ -300,10 +300,13 @@ export class ExecutorPool {
 
   private onMessage(conn: Conn, m: ExecutorMessage): void {
     if (conn.index === null) {
-      // The first frame must be a Hello carrying our token and the id of an executor we started.
+      // The first frame must be a Hello carrying our token and the id of an executor we started
+      // and still count alive. An executor's exit can be seen before the Hello it sent just before
+      // dying (found by the soak): accepting it would mark the slot READY with a dead executor,
+      // whose restart then never comes and whose calls wait forever.
       const index = m.type === "Hello" ? Number(m.executorId.split(".")[0]) : -1;
       const e = this.executors[index];
-      if (m.type !== "Hello" || m.token !== this.token || !e || e.id !== m.executorId || e.conn || m.protocol !== PROTOCOL_VERSION) {
+      if (m.type !== "Hello" || m.token !== this.token || !e || e.dead || e.id !== m.executorId || e.conn || m.protocol !== PROTOCOL_VERSION) {
         this.log.warn({ component: "executor-pool", type: m.type }, "rejected a connection that did not introduce itself properly");
         conn.socket.end();
         return;
