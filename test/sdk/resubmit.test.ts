@@ -4,6 +4,7 @@
  * block_table_write task is SIGKILLed mid-run; runTask reruns the task on the other Worker
  * and the table ends with exactly one set of rows per block.
  */
+import { dirname, join } from "node:path";
 import { afterEach, describe, expect, test } from "bun:test";
 import { FunctionCallConfig, Task } from "../../src/gen/worker/v1/worker";
 import { BlockxClient } from "../../src/sdk/blockx-client";
@@ -136,7 +137,11 @@ describe("resubmission after a lost Worker", () => {
   test("a Worker that hangs (SIGSTOP) mid-task is noticed by keepalive; runTask reruns the task on the other Worker", async () => {
     const cluster = new TestCluster();
     cleanups.push(() => cluster.stop());
-    const workers = [await cluster.worker(), await cluster.worker()];
+    // A table store file per Worker: a Worker stopped inside a write transaction keeps its SQLite
+    // write lock for as long as it is stopped, so a Worker sharing its file could not write at all
+    // (SQLite's limit, not the SDK's; the Postgres store removes the shared file).
+    const storeOf = (i: number) => join(dirname(cluster.tableStorePath), `worker-${i}.sqlite`);
+    const workers = [await cluster.worker({ TABLE_STORE_PATH: storeOf(0) }), await cluster.worker({ TABLE_STORE_PATH: storeOf(1) })];
     const coord = await cluster.coordinator({ COORDINATOR_WORKER_RPC_TIMEOUT_MS: "500" });
     const client = new BlockxClient(
       cluster.clientConfig({ BLOCKX_COORDINATOR_ADDRS: coord.addr, BLOCKX_KEEPALIVE_TIME_MS: "5000", BLOCKX_RPC_TIMEOUT_MS: "1000", BLOCKX_WORKER_LOST_AFTER_MS: "1500" }),
@@ -156,8 +161,18 @@ describe("resubmission after a lost Worker", () => {
     expect({ state: run.state, firstError: run.result.firstError }).toEqual({ state: "SUCCEEDED", firstError: undefined });
     expect(run.attempts).toBe(2);
     expect(run.workers[1]).not.toBe(run.workers[0]);
-    const store = new RawTableReader(cluster.tableStorePath);
-    expect(store.query("resubmitted", "ORDER BY block").map((r) => r.block)).toEqual(Array.from({ length: 60 }, (_, i) => 300 + i));
-    store.close();
+    const blocksIn = (i: number) => {
+      const store = new RawTableReader(storeOf(i));
+      try {
+        return store.query("resubmitted", "ORDER BY block").map((r) => r.block as number);
+      } finally {
+        store.close();
+      }
+    };
+    // The Worker that ran the task again wrote every block once; the stopped one wrote no block twice.
+    const rerunBy = workers.findIndex((w) => w.addr === run.workers[1]);
+    expect(blocksIn(rerunBy)).toEqual(Array.from({ length: 60 }, (_, i) => 300 + i));
+    const partial = blocksIn(1 - rerunBy);
+    expect(new Set(partial).size).toBe(partial.length);
   }, 90_000);
 });
