@@ -3,7 +3,6 @@
  * chain, the function reading blocks through the Worker's IO path, rows in the SQLite table
  * store, checked against values recomputed independently from the same synthetic chain.
  */
-import { Database } from "bun:sqlite";
 import { afterEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -155,11 +154,11 @@ describe("a backfill over the local test chain", () => {
     };
     // Every row of the table, read with plain SQL: nothing outside the blocks expected, nothing twice.
     const table = () => {
-      const db = new Database(dbFile, { readonly: true });
+      const store = new RawTableReader(dbFile);
       try {
-        return db.query(`SELECT block, tx_count, gas_used FROM realigned ORDER BY block, rowid`).all();
+        return store.query("realigned", "ORDER BY block, rowid").map(({ block, tx_count, gas_used }) => ({ block, tx_count, gas_used }));
       } finally {
-        db.close();
+        store.close();
       }
     };
     const blocks = (...ranges: [number, number][]) => ranges.flatMap(([a, b]) => expected(a, b));
@@ -208,13 +207,13 @@ describe("a backfill over the local test chain", () => {
     const src = "import time\ndef main(ctx, input):\n    time.sleep(0.05)\n    return [{'block': input['blockNumber']}]\n";
     // Rows are the side effect; counted with plain SQL (0 until the first write makes the table).
     const countRows = () => {
-      const db = new Database(join(s.dir, "tables.sqlite"), { readonly: true });
+      const store = new RawTableReader(join(s.dir, "tables.sqlite"));
       try {
-        return (db.query(`SELECT COUNT(*) AS n FROM cancelled_rows`).get() as { n: number }).n;
+        return store.query("cancelled_rows").length;
       } catch {
         return 0;
       } finally {
-        db.close();
+        store.close();
       }
     };
     const slot = await waitFor(() => reserve(s.coordAddr, "cancel-bf"), (o) => o.ok);

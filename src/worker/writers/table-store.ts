@@ -83,6 +83,8 @@ export class SqliteTableStore implements TableStore {
     // busy_timeout first: switching a fresh file to WAL takes a lock that another Worker
     // opening the same file at the same moment may hold (blockx dev starts several at once).
     this.db.exec("PRAGMA busy_timeout = 10000; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;");
+    // Once per open, not in every write transaction.
+    this.db.exec(`CREATE TABLE IF NOT EXISTS _blockx_scope_spans (name TEXT PRIMARY KEY, max_span INTEGER NOT NULL)`);
   }
 
   replaceBlockRows(table: string, scope: BlockScope, rows: readonly Row[]): ReplaceOutcome {
@@ -99,8 +101,9 @@ export class SqliteTableStore implements TableStore {
       // start lies in [scope.from - span, scope.to] (the index's range).
       const overlap = `_chain = ? AND _scope_from >= ? AND _scope_from <= ? AND _scope_to >= ?`;
       const params = [scope.chain, scope.fromBlock - span, scope.toBlock, scope.fromBlock] as const;
-      const scopes = this.db.query(`SELECT DISTINCT _scope_from AS f, _scope_to AS t FROM "${table}" WHERE ${overlap}`).all(...params) as { f: number; t: number }[];
-      if (scopes.length > 0) this.db.query(`DELETE FROM "${table}" WHERE ${overlap}`).run(...params);
+      // One pass: the delete returns the scopes it removed (a row each; distinct below).
+      const removed = this.db.query(`DELETE FROM "${table}" WHERE ${overlap} RETURNING _scope_from AS f, _scope_to AS t`).all(...params) as { f: number; t: number }[];
+      const scopes = [...new Map(removed.map((o) => [`${o.f}..${o.t}`, o])).values()];
       this.insert(table, info, rows, [scope.chain, scope.fromBlock, scope.toBlock]);
       this.recordScopeSpan(table, scope.toBlock - scope.fromBlock);
       const uncovered = scopes.filter((o) => o.f < scope.fromBlock || o.t > scope.toBlock).map((o) => ({ chain: scope.chain, fromBlock: o.f, toBlock: o.t }));
@@ -197,7 +200,6 @@ export class SqliteTableStore implements TableStore {
    * written before spans were kept gets its span computed once from its rows.
    */
   private maxScopeSpan(table: string): number {
-    this.db.exec(`CREATE TABLE IF NOT EXISTS _blockx_scope_spans (name TEXT PRIMARY KEY, max_span INTEGER NOT NULL)`);
     const kept = this.db.query(`SELECT max_span FROM _blockx_scope_spans WHERE name = ?`).get(table) as { max_span: number } | null;
     if (kept) return kept.max_span;
     const found = this.db.query(`SELECT COALESCE(MAX(_scope_to - _scope_from), 0) AS span FROM "${table}"`).get() as { span: number };
