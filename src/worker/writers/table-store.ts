@@ -103,7 +103,7 @@ export class SqliteTableStore implements TableStore {
       const params = [scope.chain, scope.fromBlock - span, scope.toBlock, scope.fromBlock] as const;
       // One pass: the delete returns the scopes it removed (a row each; distinct below).
       const removed = this.db.query(`DELETE FROM "${table}" WHERE ${overlap} RETURNING _scope_from AS f, _scope_to AS t`).all(...params) as { f: number; t: number }[];
-      const scopes = [...new Map(removed.map((o) => [`${o.f}..${o.t}`, o])).values()];
+      const scopes = [...new Map(removed.map((o) => [`${o.f}..${o.t}`, o])).values()].sort((a, b) => a.f - b.f || a.t - b.t);
       this.insert(table, info, rows, [scope.chain, scope.fromBlock, scope.toBlock]);
       this.recordScopeSpan(table, scope.toBlock - scope.fromBlock);
       const uncovered = scopes.filter((o) => o.f < scope.fromBlock || o.t > scope.toBlock).map((o) => ({ chain: scope.chain, fromBlock: o.f, toBlock: o.t }));
