@@ -232,14 +232,14 @@ function decodeWith(e: AbiEvent, topics: readonly `0x${string}`[], data: `0x${st
  */
 export function decodeLog(abi: ParsedAbi, log: unknown): DecodedLog {
   const l = (log !== null && typeof log === "object" && !Array.isArray(log) ? log : {}) as Record<string, unknown>;
+  const address = typeof l.address === "string" && /^0x[0-9a-fA-F]{40}$/.test(l.address) ? checksumAddress(l.address as `0x${string}`) : null;
   const base = {
-    address: typeof l.address === "string" && /^0x[0-9a-fA-F]{40}$/.test(l.address) ? checksumAddress(l.address as `0x${string}`) : null,
     blockNumber: quantity(l.blockNumber),
     transactionHash: typeof l.transactionHash === "string" ? l.transactionHash : null,
     transactionIndex: quantity(l.transactionIndex),
     logIndex: quantity(l.logIndex),
   };
-  const fail = (error: string): DecodedLog => ({ event: null, signature: null, args: null, ...base, error });
+  const fail = (error: string): DecodedLog => ({ event: null, signature: null, address, args: null, ...base, error });
   const topics = l.topics;
   if (!Array.isArray(topics) || topics.length > 4 || !topics.every((t) => typeof t === "string" && TOPIC.test(t))) return fail("topics must be a list of at most 4 32-byte 0x hashes");
   if (typeof l.data !== "string" || !HEX.test(l.data) || l.data.length > MAX_HEX_CHARS) return fail("data must be 0x-prefixed hex of whole bytes");
@@ -250,7 +250,7 @@ export function decodeLog(abi: ParsedAbi, log: unknown): DecodedLog {
   const reasons: string[] = [];
   for (const e of candidates) {
     try {
-      return { event: e.name, signature: toEventSignature(e), args: decodeWith(e, t, l.data as `0x${string}`), ...base, error: null };
+      return { event: e.name, signature: toEventSignature(e), address, args: decodeWith(e, t, l.data as `0x${string}`), ...base, error: null };
     } catch (err) {
       reasons.push(`${toEventSignature(e)}${e.anonymous ? " (anonymous)" : ""}: ${firstLine(err)}`);
     }

@@ -1,5 +1,6 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { keccak256, serializeTransaction, stringToBytes, toRlp, type Hex } from "viem";
+import { headerFields, recomputedBlockHash } from "../../../../test/support/eth-header";
 import type { EthBlock, EthLog, EthReceipt, EthTransaction } from "./eth-types";
 import {
   APPROVAL_TOPIC,
@@ -42,23 +43,6 @@ function receipts(c: SyntheticChain, n: number): EthReceipt[] {
 }
 
 const num = (hex: string): number => Number.parseInt(hex, 16);
-
-/** An RLP integer: big-endian without leading zero bytes (zero is the empty string). */
-const int = (q: string): Hex => (q === "0x0" ? "0x" : (`0x${q.length % 2 ? "0" : ""}${q.slice(2)}` as Hex));
-
-/** The Shanghai header fields in the Yellow Paper's order (London's 16 + withdrawalsRoot). */
-export function headerFields(b: EthBlock<unknown>): Hex[] {
-  const d = (x: string) => x as Hex;
-  return [
-    d(b.parentHash), d(b.sha3Uncles), d(b.miner), d(b.stateRoot), d(b.transactionsRoot), d(b.receiptsRoot), d(b.logsBloom),
-    int(b.difficulty), int(b.number), int(b.gasLimit), int(b.gasUsed), int(b.timestamp), d(b.extraData), d(b.mixHash), d(b.nonce),
-    int(b.baseFeePerGas), d(b.withdrawalsRoot),
-  ];
-}
-
-function recomputedBlockHash(b: EthBlock<unknown>): Hex {
-  return keccak256(toRlp(headerFields(b)));
-}
 
 /** Ethereum's bloom, written here from the Yellow Paper: 3 bits of 2048 from the first 6 bytes of keccak256(item). */
 function bloomOf(items: string[]): string {
