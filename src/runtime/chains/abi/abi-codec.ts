@@ -80,12 +80,15 @@ export class ParsedAbi {
   readonly functionsByName = new Map<string, AbiFunction[]>();
   readonly functionsBySignature = new Map<string, AbiFunction>();
   readonly events: AbiEvent[] = [];
+  /** Each event's canonical signature, computed once (a backfill decodes thousands of logs per ABI). */
+  readonly signatures = new Map<AbiEvent, string>();
 
   constructor(items: readonly (AbiEvent | AbiFunction | { type: string })[]) {
     for (const item of items) {
       if (item.type === "event") {
         const e = item as AbiEvent;
         this.events.push(e);
+        this.signatures.set(e, toEventSignature(e));
         if (e.anonymous) this.anonymousEvents.push(e);
         else push(this.eventsByTopic, toEventSelector(e), e);
       } else if (item.type === "function") {
@@ -204,10 +207,10 @@ function quantity(v: unknown): number | null {
 }
 
 /** decodeWith decodes a log as one event; it throws (a plain Error with the reason) when the log does not fit it. */
-function decodeWith(e: AbiEvent, topics: readonly `0x${string}`[], data: `0x${string}`): { [k: string]: AbiValue } {
+function decodeWith(e: AbiEvent, signature: string, topics: readonly `0x${string}`[], data: `0x${string}`): { [k: string]: AbiValue } {
   const indexed = e.inputs.filter((p) => p.indexed);
   const first = e.anonymous ? 0 : 1;
-  if (topics.length !== first + indexed.length) throw new Error(`${toEventSignature(e)} has ${indexed.length} indexed argument(s), so ${first + indexed.length} topics; the log has ${topics.length}`);
+  if (topics.length !== first + indexed.length) throw new Error(`${signature} has ${indexed.length} indexed argument(s), so ${first + indexed.length} topics; the log has ${topics.length}`);
   const plain = e.inputs.filter((p) => !p.indexed);
   const plainValues = decodeAbiParameters(plain, data) as readonly AbiValue[];
   const args: { [k: string]: AbiValue } = {};
@@ -216,7 +219,7 @@ function decodeWith(e: AbiEvent, topics: readonly `0x${string}`[], data: `0x${st
   e.inputs.forEach((p, i) => {
     if (p.indexed) {
       const topic = topics[ti++]!;
-      args[argName(p, i)] = isDynamic(p) ? topic.toLowerCase() : (decodeAbiParameters([p], topic)[0] as AbiValue);
+      args[argName(p, i)] = isDynamic(p) ? topic.toLowerCase() : p.type === "address" && /^0x0{24}/.test(topic) ? checksumAddress(`0x${topic.slice(26)}`) : (decodeAbiParameters([p], topic)[0] as AbiValue);
     } else {
       args[argName(p, i)] = plainValues[pi++]!;
     }
@@ -249,10 +252,11 @@ export function decodeLog(abi: ParsedAbi, log: unknown): DecodedLog {
   if (candidates.length === 0) return fail(t.length === 0 ? "the log has no topics and the ABI has no anonymous event" : `no event of the ABI has topic0 ${t[0]!.toLowerCase()}`);
   const reasons: string[] = [];
   for (const e of candidates) {
+    const signature = abi.signatures.get(e)!;
     try {
-      return { event: e.name, signature: toEventSignature(e), address, args: decodeWith(e, t, l.data as `0x${string}`), ...base, error: null };
+      return { event: e.name, signature, address, args: decodeWith(e, signature, t, l.data as `0x${string}`), ...base, error: null };
     } catch (err) {
-      reasons.push(`${toEventSignature(e)}${e.anonymous ? " (anonymous)" : ""}: ${firstLine(err)}`);
+      reasons.push(`${signature}${e.anonymous ? " (anonymous)" : ""}: ${firstLine(err)}`);
     }
   }
   return fail(byTopic.length === 0 ? `no event of the ABI has topic0 ${t[0]?.toLowerCase() ?? "(none)"}; ${reasons.join("; ")}` : reasons.join("; "));
