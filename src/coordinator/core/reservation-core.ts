@@ -132,14 +132,14 @@ export class ReservationCore {
     if (!r) throw new Error(`no open reservation ${e.reservationId}`);
     const a = e.answer;
     if (a.snapshot?.slotId) {
-      this.coordinator.recordSlotSuccess(r.workerAddr, nowMs);
+      this.coordinator.handle({ type: "slotReserved", workerAddr: r.workerAddr }, nowMs);
       return this.reply(e.reservationId, { ok: true, response: { taskId: r.taskId, workerAddr: r.workerAddr, slotId: a.snapshot.slotId } }, "reserved");
     }
     // A success without a slot id proves nothing: treat it as uncertain.
     const err: SlotError = a.err ?? { code: ErrorCode.ErrSlotUncertain, message: "worker answered without a slot id", mayHaveAllocated: true };
     if (err.mayHaveAllocated) {
       if (r.tries <= this.config.maxTimeoutRetries) return this.request(e.reservationId, r);
-      this.coordinator.recordSlotTimeout(r.workerAddr, nowMs);
+      this.coordinator.handle({ type: "slotUnconfirmed", workerAddr: r.workerAddr }, nowMs);
       return this.fail(
         e.reservationId,
         new CoordinatorError(
@@ -149,8 +149,7 @@ export class ReservationCore {
         ),
       );
     }
-    if (err.code === ErrorCode.ErrNoSlot) this.coordinator.recordSlotBackpressure(r.workerAddr, nowMs);
-    else this.coordinator.recordSlotRejection(r.workerAddr, nowMs);
+    this.coordinator.handle({ type: err.code === ErrorCode.ErrNoSlot ? "workerWasFull" : "slotRejected", workerAddr: r.workerAddr }, nowMs);
     r.rejections.push(`${r.workerAddr}: ${err.code}${err.message ? ` (${err.message})` : ""}`);
     r.exclude.add(r.workerAddr);
     return this.nextCandidate(e.reservationId, r, nowMs);
@@ -158,7 +157,7 @@ export class ReservationCore {
 
   private nextCandidate(id: number, r: Reservation, nowMs: number): ReservationInstruction {
     if (r.candidates < this.config.maxCandidates) {
-      const candidate = this.coordinator.selectCandidate(r.taskId, r.exclude, nowMs);
+      const candidate = this.coordinator.handle({ type: "candidateRequested", taskId: r.taskId, excludeAddrs: r.exclude }, nowMs).reply;
       if (!candidate.err) {
         r.candidates++;
         r.workerAddr = candidate.workerAddr;
