@@ -1,4 +1,5 @@
 import type { ChainsConfig } from "../../common/config/chains-config";
+import { clockVars } from "../../common/clock/clock-vars";
 import { commonVars } from "../../common/config/common-vars";
 import { ConfigError, envVar, intSchema, listenAddrSchema, listSchema, loadEnvConfig, stringSchema, type EnvValues } from "../../common/config/env-config";
 import { parseRegistryPrefix } from "../../common/registry/registry-prefix";
@@ -55,6 +56,7 @@ export function workerVars(profile: WorkerProfile) {
     callMaxAttempts: envVar("CALL_MAX_ATTEMPTS", "4", "an integer from 1 to 100", "tries per call for retryable failures (a user's error is never retried)", intSchema(1, 100)),
     ...ioVars,
     ...executorPoolVars,
+    ...clockVars,
     ...commonVars,
   };
 }
@@ -82,6 +84,8 @@ export interface WorkerRuntimeConfig {
   readonly localTestFaults: Faults;
   readonly localTestFaultsFile: string;
   readonly pool: ExecutorPoolConfig;
+  /** CLOCK_MAX_OFFSET_MS and CLOCK_TEST_OFFSET_MS. */
+  readonly clock: { readonly maxOffsetMs: number; readonly testOffsetMs: number };
   readonly logLevel: EnvValues<ReturnType<typeof workerVars>>["logLevel"];
   readonly prometheusListenAddr: string;
   readonly prometheusPath: string;
@@ -130,6 +134,7 @@ export function loadWorkerRuntimeConfigFromEnv(
     localTestBlockStore: v.localTestBlockStore,
     ...io,
     pool: executorPoolConfigFrom(v),
+    clock: Object.freeze({ maxOffsetMs: v.clockMaxOffsetMs, testOffsetMs: v.clockTestOffsetMs }),
     logLevel: v.logLevel,
     prometheusListenAddr: v.prometheusListenAddr,
     prometheusPath: v.prometheusPath,
