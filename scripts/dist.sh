@@ -33,7 +33,7 @@ for target in "${targets[@]}"; do
   ./scripts/compile.sh "$dir/blockx" "$target" "$runtime" >/dev/null
   cp deploy/systemd/* "$dir/systemd/"
   # The README's operations part: every span between the markers, in order.
-  awk '/<!-- operations:begin -->/{on=1; next} /<!-- operations:end -->/{on=0; print ""; next} on' README.md >"$dir/README-operations.md"
+  { echo "# BlockX $version: operations (from README.md)"; echo; awk '/<!-- operations:begin -->/{on=1; next} /<!-- operations:end -->/{on=0; print ""; next} on' README.md; } >"$dir/README-operations.md"
   cp deploy/LICENSE "$dir/LICENSE"
   chmod 0755 "$dir" "$dir/systemd" "$dir/blockx"
   find "$dir" -type f ! -name blockx -exec chmod 0644 {} +
