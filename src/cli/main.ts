@@ -1,11 +1,14 @@
 #!/usr/bin/env bun
-import { buildInfo } from "../common/build-info";
+import { versionLine } from "../common/build-info";
 import { ConfigError, renderEnvHelp } from "../common/config/env-config";
 import { EXIT_CODES_HELP } from "./client/exit-codes";
 import { clientCommands } from "./client-commands";
 import type { Command } from "./command";
 import { coordinatorCommands } from "./coordinator-commands";
 import { devCommand } from "./dev-command";
+import { doctorCommand } from "./doctor/doctor-command";
+import { installCommand } from "./install/install-command";
+import { uninstallCommand } from "./install/uninstall-command";
 import { execCommand, UsageError } from "./exec-command";
 import { localchainCommand } from "./localchain-command";
 import { syncInvokerCommand } from "./syncinvoker-command";
@@ -14,14 +17,15 @@ import { ExecutorStartError } from "../runtime/executor/executor-start-error";
 
 const versionCommand: Command = {
   name: "version",
-  summary: "print version, commit, Bun version and the digest of the sources built",
+  summary: "print version, commit, build date, target, Bun version and the digest of the sources built",
   vars: {},
   async run() {
-    console.log(`blockx ${buildInfo.version} (commit ${buildInfo.commit}, bun ${buildInfo.bunVersion}, sources ${buildInfo.sourceDigest})`);
+    console.log(versionLine());
   },
 };
 
 const commands: Command[] = [...coordinatorCommands, ...workerCommands, syncInvokerCommand, ...clientCommands, execCommand, localchainCommand, versionCommand];
+commands.push(installCommand, uninstallCommand, doctorCommand);
 commands.push(devCommand(() => commands));
 
 function usage(): string {

@@ -31,6 +31,8 @@ export class HeartbeatPublisher {
     private readonly opts: HeartbeatPublisherOptions,
     private readonly sample: () => WorkerHeartbeat,
     private readonly log: Logger,
+    /** Called at the start of every cycle (the clock-offset check samples here). */
+    private readonly onCycle: () => void = () => {},
   ) {}
 
   get key(): string {
@@ -48,6 +50,7 @@ export class HeartbeatPublisher {
 
   private async beat(): Promise<void> {
     if (this.stopped) return;
+    this.onCycle();
     try {
       const lease = this.currentLease();
       await lease.put(this.key).value(JSON.stringify(this.sample()));

@@ -2,6 +2,7 @@ import * as grpc from "@grpc/grpc-js";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { ConfigError } from "../../common/config/env-config";
+import { startClockMonitor } from "../../common/clock/clock-monitor";
 import { createEtcdClient } from "../../common/etcd/etcd-client";
 import { sdNotify } from "../../common/lifecycle/sd-notify";
 import { bindGrpcServer, grpcError, GRPC_SERVER_OPTIONS, shutdownGrpcServer } from "../../common/grpc/grpc-server";
@@ -135,6 +136,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
 
   const etcd = await createEtcdClient({ endpoints: config.etcdEndpoints, dialTimeoutMs: 5_000 });
   const host = new HostMetrics();
+  const clock = startClockMonitor(registry, { etcdEndpoints: config.etcdEndpoints, ...config.clock }, log);
   const heartbeat = new HeartbeatPublisher(
     etcd,
     { prefix: config.registryPrefix, workerAddr, intervalMs: config.heartbeatIntervalMs, leaseTtlSeconds: config.leaseTtlSeconds },
@@ -153,6 +155,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
       };
     },
     log,
+    () => clock.onHeartbeatCycle(),
   );
   heartbeat.start();
   const metricsServer = startMetricsServer(registry, config.prometheusListenAddr, config.prometheusPath, log);
@@ -164,6 +167,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     // slot granted meanwhile would be a task started on a Worker that is going away.
     const drained = driver.drain().then(() => true);
     await heartbeat.stop();
+    clock.stop();
     const timedOut = new Promise<boolean>((r) => setTimeout(() => r(false), config.drainTimeoutMs));
     if (!(await Promise.race([drained, timedOut]))) log.warn({ drainTimeoutMs: config.drainTimeoutMs }, "drain deadline passed with tasks still running");
     driver.stop();
