@@ -1,4 +1,4 @@
-import { monotonicNowMs } from "../../common/time/monotonic-clock";
+import { monotonicNowMs } from "../../common/clock/monotonic-clock";
 import { createHash, randomBytes } from "node:crypto";
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

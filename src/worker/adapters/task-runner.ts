@@ -1,5 +1,5 @@
 import type { Logger } from "../../common/logging/logger";
-import type { NowMs } from "../../common/time/monotonic-clock";
+import type { NowMs } from "../../common/clock/monotonic-clock";
 import type { CallError, TableWriteSummary } from "../../gen/worker/v1/worker";
 import { CallErrorCode, type CallOutcome, type CallOwner } from "../../runtime/calls/call";
 import { createCallOwner, resumeResultOf, type CallPool, type RunSubCall } from "../../runtime/calls/call-owner";

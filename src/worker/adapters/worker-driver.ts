@@ -1,5 +1,5 @@
 import type { Logger } from "../../common/logging/logger";
-import type { NowMs } from "../../common/time/monotonic-clock";
+import type { NowMs } from "../../common/clock/monotonic-clock";
 import { TERMINAL_TASK_STATES } from "../../common/terminal-task-states";
 import type { Task, TaskSnapshot, TaskState } from "../../gen/worker/v1/worker";
 import type { TaskLogEntry } from "../core/task-log-book";

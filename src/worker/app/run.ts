@@ -13,7 +13,7 @@ import { startMetricsServer } from "../../common/metrics/metrics-server";
 import { MetricsRegistry } from "../../common/metrics/metrics";
 import { registerProcessMetrics } from "../../common/metrics/process-metrics";
 import { TaskState, WorkerServiceService, type Task, type WorkerServiceServer } from "../../gen/worker/v1/worker";
-import { monotonicNowMs } from "../../common/time/monotonic-clock";
+import { monotonicNowMs } from "../../common/clock/monotonic-clock";
 import { planTask } from "../core/task-plan";
 import { ErrorRateWindow } from "../adapters/error-rate-window";
 import { HeartbeatPublisher } from "../adapters/heartbeat-publisher";
