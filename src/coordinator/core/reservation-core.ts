@@ -1,60 +1,14 @@
 import { ErrorCode } from "../../common/error-code";
 import type { ReserveWorkerSlotResponse } from "../../gen/coordinator/v1/coordinator";
-import type { SlotReservation, SlotError } from "./slot-reservation";
+import type { ClientCancelled, ReservationEvent, ReservationRequested, WorkerAnswered } from "./reservation-core-events";
+import type { Reply, RequestSlot, ReservationInstruction, ReservationOutcome } from "./reservation-core-instructions";
+import type { SlotError } from "./slot-reservation";
 import type { CoordinatorCore } from "./coordinator-core";
 import { CoordinatorError } from "./coordinator-error";
 import { validateReserveRequest } from "./validate";
 
-/**
- * ReservationEvent is everything that happens to one ReserveWorkerSlot call, as the adapter sees
- * it: the request, the answer to the one RequestTaskSlot it has outstanding, and the client going
- * away. Each reservation has at most one request outstanding, so every event gets exactly one
- * instruction back.
- */
-export type ReservationEvent = ReservationRequested | WorkerAnswered | ClientCancelled;
-
-/** A client called ReserveWorkerSlot{task_id}. `reservationId` is the adapter's, unique per call. */
-export interface ReservationRequested {
-  readonly type: "reservationRequested";
-  readonly reservationId: number;
-  readonly taskId: string;
-}
-
-/** The Worker answered the reservation's outstanding RequestTaskSlot (or its deadline passed: an uncertain SlotError). */
-export interface WorkerAnswered {
-  readonly type: "workerAnswered";
-  readonly reservationId: number;
-  readonly answer: SlotReservation;
-}
-
-/** The client cancelled the call before the next request went out. */
-export interface ClientCancelled {
-  readonly type: "clientCancelled";
-  readonly reservationId: number;
-}
-
-/** ReservationInstruction: ask one Worker for a slot, or answer the client (the reservation is then over). */
-export type ReservationInstruction = RequestSlot | Reply;
-
-export interface RequestSlot {
-  readonly type: "requestSlot";
-  readonly reservationId: number;
-  readonly workerAddr: string;
-  readonly taskId: string;
-  readonly ttlMs: number;
-  /** Deadline of this one RPC; past it the adapter reports an uncertain answer. */
-  readonly timeoutMs: number;
-}
-
-/** Outcome labels of blockx_coordinator_reservations_total. */
-export type ReservationOutcome = "reserved" | "invalid_argument" | "unavailable" | "no_executable_slot" | "all_rejected" | "uncertain" | "cancelled";
-
-export interface Reply {
-  readonly type: "reply";
-  readonly reservationId: number;
-  readonly result: { readonly ok: true; readonly response: ReserveWorkerSlotResponse } | { readonly ok: false; readonly err: CoordinatorError };
-  readonly outcome: ReservationOutcome;
-}
+export type { ClientCancelled, ReservationEvent, ReservationRequested, WorkerAnswered } from "./reservation-core-events";
+export type { Reply, RequestSlot, ReservationInstruction, ReservationOutcome } from "./reservation-core-instructions";
 
 export interface ReservationCoreConfig {
   /** Candidates tried one after another (COORDINATOR_MAX_CANDIDATES). */
