@@ -1,7 +1,7 @@
 import type { Logger } from "../../common/logging/logger";
 import type { CallError, TableWriteSummary } from "../../gen/worker/v1/worker";
 import type { IoSubsystem, TaskIo } from "../../runtime/io/io-subsystem";
-import type { TableStore } from "../writers/table-store";
+import type { TableStore } from "../../common/tables/table-store";
 import { WriteRejected, type Writer } from "../writers/writer";
 import { createWriters, WriterSetupError } from "../writers/writers";
 import { CallErrorCode, type CallOutcome, type CallOwner } from "../../runtime/calls/call";

@@ -4,7 +4,7 @@ import type { Task } from "../../gen/worker/v1/worker";
 import { traceFilename, type CallFunction } from "../../runtime/calls/call";
 import { blockBundleCalls, blockTableCalls, inputCalls, type BlockCallInput, type BundleCallInput, type CallPlan } from "../core/call-builder";
 import type { FunctionSnapshot } from "../../runtime/functions/function-code-view";
-import type { BlockScope } from "../writers/table-store";
+import type { BlockScope } from "../../common/tables/table-store";
 import type { OutputSpec } from "../writers/writers";
 import type { JsonValue } from "../../runtime/executor/protocol";
 import type { WorkerProfile } from "../app/profile";
