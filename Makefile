@@ -83,7 +83,7 @@ dist/blockx: $(SOURCES) $(DEPS_STAMP) | $(BUN)
 	  --define 'BLOCKX_BUILD_COMMIT="$(COMMIT)"' \
 	  --define 'BLOCKX_SOURCE_DIGEST="$(SOURCE_DIGEST)"' \
 	  --asset executor-py/blockx_executor \
-	  src/cli/main.ts --outfile dist/blockx
+	  src/main.ts --outfile dist/blockx
 	@./dist/blockx version
 
 # The type check first: some tests are types only (they hold only if they compile).

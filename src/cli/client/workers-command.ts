@@ -2,8 +2,8 @@ import { createEtcdClient } from "../../common/etcd/etcd-client";
 import { parseRegistryPrefix, type WorkerKind } from "../../common/registry/registry-prefix";
 import { parseWorkerHeartbeat, type WorkerHeartbeat } from "../../common/registry/worker-heartbeat";
 import { BlockxError } from "../../sdk/sdk-error";
-import { UsageError } from "../exec-command";
-import { flagValue } from "./args";
+import { UsageError } from "../usage-error";
+import { flagValue } from "../args";
 import type { ClientCommandRun } from "./client-command";
 import { EXIT } from "./exit-codes";
 

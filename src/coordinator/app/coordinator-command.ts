@@ -1,23 +1,24 @@
-import { coordinatorVars, loadCoordinatorRuntimeConfigFromEnv } from "../coordinator/app/config";
-import { blockProfile, bundleProfile, type Profile } from "../coordinator/app/profile";
-import { maybeRunUnderCpuProfiler } from "../common/lifecycle/cpu-profile";
-import type { Command } from "./command";
+import type { Command } from "../../cli/command";
+import { maybeRunUnderCpuProfiler } from "../../common/lifecycle/cpu-profile";
+import { coordinatorVars, loadCoordinatorRuntimeConfigFromEnv } from "./config";
+import { blockProfile, bundleProfile, type Profile } from "./profile";
 
 function coordinatorCommand(name: string, summary: string, profile: Profile): Command {
   return {
     name,
     summary,
     vars: coordinatorVars(profile),
-    async run(argv) {
-      const config = loadCoordinatorRuntimeConfigFromEnv(profile, process.env, argv);
+    async run(args) {
+      const config = loadCoordinatorRuntimeConfigFromEnv(profile, process.env, args.configArgv);
       if (await maybeRunUnderCpuProfiler(config.cpuProfile)) return;
       // Imported here so that `--help` and other roles never load etcd3 and grpc.
-      const { runCoordinator } = await import("../coordinator/app/run");
+      const { runCoordinator } = await import("./run");
       await runCoordinator(config);
     },
   };
 }
 
+/** `blockx coordinator` and `blockx bundle-coordinator`: one Coordinator each, configured from env and flags. */
 export const coordinatorCommands: Command[] = [
   coordinatorCommand("coordinator", "block Coordinator: reserves Worker slots for the block cluster", blockProfile),
   coordinatorCommand("bundle-coordinator", "bundle Coordinator: reserves Worker slots for the bundle cluster", bundleProfile),

@@ -1,6 +1,6 @@
-import { devVars, loadDevConfig } from "../dev/app/config";
-import { DevError } from "../dev/core/dev-error";
-import type { Command } from "./command";
+import type { Command } from "../../cli/command";
+import { DevError } from "../core/dev-error";
+import { devVars, loadDevConfig } from "./config";
 
 /**
  * devCommand: `blockx dev`, the whole system on one machine. It looks at the other commands of
@@ -11,10 +11,11 @@ export function devCommand(allCommands: () => readonly Command[]): Command {
     name: "dev",
     summary: "the whole system on one machine: etcd, both Coordinators, Workers, syncinvoker and proxy when built in (Ctrl-C stops all)",
     vars: devVars,
-    async run(argv) {
-      const config = loadDevConfig(process.env, argv);
+    flags: { keep: "bool" },
+    async run(args) {
+      const config = loadDevConfig(process.env, args.flags.has("keep") ? [...args.configArgv, "--keep"] : args.configArgv);
       const commands = allCommands();
-      const { runDev } = await import("../dev/app/run-dev");
+      const { runDev } = await import("./run-dev");
       try {
         const code = await runDev(config, {
           commands: new Set(commands.map((c) => c.name)),
