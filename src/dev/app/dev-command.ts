@@ -1,6 +1,12 @@
+import type { ParsedArgs } from "../../cli/args";
 import type { Command } from "../../cli/command";
 import { DevError } from "../core/dev-error";
-import { devVars, loadDevConfig } from "./config";
+import { devVars, loadDevConfig, type DevConfig } from "./config";
+
+/** devConfigFrom: dev's configuration from the environment and its command line (`--keep` is DEV_KEEP=true). */
+export function devConfigFrom(args: ParsedArgs, env: Readonly<Record<string, string | undefined>>): DevConfig {
+  return loadDevConfig(env, args.flags.has("keep") ? [...args.configArgv, "--keep"] : args.configArgv);
+}
 
 /**
  * devCommand: `blockx dev`, the whole system on one machine. It looks at the other commands of
@@ -13,7 +19,7 @@ export function devCommand(allCommands: () => readonly Command[]): Command {
     vars: devVars,
     flags: { keep: "bool" },
     async run(args) {
-      const config = loadDevConfig(process.env, args.flags.has("keep") ? [...args.configArgv, "--keep"] : args.configArgv);
+      const config = devConfigFrom(args, process.env);
       const commands = allCommands();
       const { runDev } = await import("./run-dev");
       try {
