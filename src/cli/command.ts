@@ -28,3 +28,26 @@ export interface Command {
   /** Runs the command with its parsed arguments; the config loader takes `args.configArgv`. */
   run(args: ParsedArgs): Promise<void>;
 }
+
+/** RoleSpec: a server role's command, which has no flags of its own and no positional arguments. */
+export interface RoleSpec<C> {
+  readonly name: string;
+  readonly summary: string;
+  readonly vars: EnvVars;
+  /** Reads the configuration from the environment and the configuration flags (flags win); throws ConfigError. */
+  loadConfig(env: Readonly<Record<string, string | undefined>>, configArgv: readonly string[]): C;
+  /** Runs the role until it stops. Import the role here, so that `--help` and the other roles never load it. */
+  start(config: C): Promise<void>;
+}
+
+/** roleCommand: the Command of a server role: its whole configuration is checked before anything starts. */
+export function roleCommand<C>(spec: RoleSpec<C>): Command {
+  return {
+    name: spec.name,
+    summary: spec.summary,
+    vars: spec.vars,
+    async run(args) {
+      await spec.start(spec.loadConfig(process.env, args.configArgv));
+    },
+  };
+}

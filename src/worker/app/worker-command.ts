@@ -1,19 +1,15 @@
-import type { Command } from "../../cli/command";
+import { roleCommand, type Command } from "../../cli/command";
 import { loadWorkerRuntimeConfigFromEnv, workerVars } from "./config";
 import { blockWorkerProfile, bundleWorkerProfile, type WorkerProfile } from "./profile";
 
-function workerCommand(name: string, summary: string, profile: WorkerProfile): Command {
-  return {
+const workerCommand = (name: string, summary: string, profile: WorkerProfile): Command =>
+  roleCommand({
     name,
     summary,
     vars: workerVars(profile),
-    async run(args) {
-      const config = loadWorkerRuntimeConfigFromEnv(profile, process.env, args.configArgv);
-      const { runWorker } = await import("./run");
-      await runWorker(config);
-    },
-  };
-}
+    loadConfig: (env, argv) => loadWorkerRuntimeConfigFromEnv(profile, env, argv),
+    start: async (config) => (await import("./run")).runWorker(config),
+  });
 
 /** `blockx worker` and `blockx bundle-worker`: one Worker of either cluster, configured from env and flags. */
 export const workerCommands: Command[] = [
