@@ -42,8 +42,13 @@ def function_ref(function) -> dict:
             return {"source": source, "entry": entry}
         name = function.get("name")
         if isinstance(name, str) and name:
-            return {"name": name}
-    raise TypeError('ctx.call: function must be a name or {"source": ..., "entry": ...}, not ' + repr(function)[:200])
+            if "entry" not in function:
+                return {"name": name}
+            entry = function["entry"]
+            if not isinstance(entry, str) or not entry:
+                raise TypeError(f"ctx.call: entry must be a non-empty string, not {entry!r}")
+            return {"name": name, "entry": entry}
+    raise TypeError('ctx.call: function must be a name, {"name": ..., "entry": ...} or {"source": ..., "entry": ...}, not ' + repr(function)[:200])
 
 
 def call_request(function, args=None) -> dict:

@@ -1,135 +1,71 @@
 import * as grpc from "@grpc/grpc-js";
 import { TERMINAL_TASK_STATES } from "../../common/terminal-task-states";
-import { ErrorCode } from "../../common/error-code";
 import { grpcError } from "../../common/grpc/grpc-server";
 import type { Logger } from "../../common/logging/logger";
 import {
   TaskResult,
-  TaskState,
   type TaskSnapshot,
   type WatchTasksRequest,
   type WorkerServiceServer,
 } from "../../gen/worker/v1/worker";
-import type { WorkerProfile } from "../app/profile";
-import type { FunctionSnapshot } from "../../runtime/functions/function-code-view";
-import type { WorkerEvent } from "../core/worker-core-events";
-import type { SnapshotReply, WorkerDecision } from "../core/worker-core-instructions";
-import type { WorkerCore } from "../core/worker-core";
+import type { SnapshotReply } from "../core/worker-core-instructions";
 import { WorkerError } from "../core/worker-error";
-import type { TaskExecutor, TaskReport } from "./task-executor";
-import { planTask, type TaskPlan } from "./task-plan";
+import type { WorkerDriver } from "./worker-driver";
 import { workerCodeToGRPC } from "./worker-code-to-grpc";
 
 const MAX_WATCHED_TASKS = 10_000;
 
-/** A monotonic clock in whole epoch milliseconds (snapshot timestamps are int64): WorkerCore's clock. */
-export const monotonicNowMs = (): number => Math.floor(performance.timeOrigin + performance.now());
-
 type Watch = { call: grpc.ServerWritableStream<WatchTasksRequest, TaskSnapshot>; ids: Set<string>; open: boolean };
 
 /**
- * WorkerService is worker.v1.WorkerService over WorkerCore: it validates each request, feeds
- * the core one event at a time, and carries out the instructions (start and stop tasks in the
- * TaskExecutor, stream snapshots to WatchTasks, forget results). Events the executor reports
- * while instructions are being carried out are queued and applied after, because the core is
- * not re-entrant. One timer is armed at the core's next deadline.
+ * WorkerService is worker.v1.WorkerService and nothing else: it takes each request off the wire,
+ * hands it to the WorkerDriver, and turns the answer into a reply or a gRPC status
+ * (workerCodeToGRPC). It also keeps the WatchTasks streams, fed with the snapshots the driver
+ * publishes.
  */
 export class WorkerService {
-  private readonly plans = new Map<string, TaskPlan>();
   private readonly watches = new Set<Watch>();
-  private readonly queued: WorkerEvent[] = [];
-  private applying = false;
-  private timer: ReturnType<typeof setTimeout> | null = null;
-  private drainedWaiters: (() => void)[] = [];
-  private drained = false;
-  /** Tasks already counted in onTaskEnded (a terminal snapshot may be published again). */
-  private readonly ended = new Set<string>();
-  /** Called once per task that reaches a terminal state (metrics). */
-  onTaskEnded: (state: TaskState) => void = () => {};
 
   constructor(
-    private readonly core: WorkerCore,
-    private readonly executor: () => TaskExecutor,
-    private readonly profile: WorkerProfile,
+    private readonly driver: WorkerDriver,
     private readonly log: Logger,
-    /** The function snapshot current now: a task pins it at activation. */
-    /** Functions by name; `mustHave`: the name the task asks for (a miss re-reads FUNCTIONS_DIR). */
-    private readonly functions: (mustHave?: string) => FunctionSnapshot | null = () => null,
-    private readonly nowMs: () => number = monotonicNowMs,
-  ) {}
-
-  /** onTaskReport is the TaskExecutor's report callback. */
-  onTaskReport = (r: TaskReport): void => {
-    switch (r.type) {
-      case "phase":
-        return this.enqueue({ type: "taskPhaseEntered", taskId: r.taskId, phase: r.phase });
-      case "counts":
-        return this.enqueue({
-          type: "taskCallCountsChanged",
-          taskId: r.taskId,
-          callsTotal: r.callsTotal,
-          callsSucceeded: r.callsSucceeded,
-          callsFailed: r.callsFailed,
-          callsRetried: r.callsRetried,
-        });
-      case "succeeded":
-        return this.enqueue({ type: "taskSucceeded", taskId: r.taskId });
-      case "failed":
-        return this.enqueue({ type: "taskFailed", taskId: r.taskId, error: { code: r.code, message: r.message } });
-    }
-  };
-
-  /** startDraining stops taking slots; resolves when no task holds a slot any more. */
-  drain(): Promise<void> {
-    this.apply(this.core.startDraining(this.nowMs()));
-    return this.drained ? Promise.resolve() : new Promise((r) => this.drainedWaiters.push(r));
+  ) {
+    driver.onSnapshot = (s) => this.publish(s);
   }
 
   /** endWatches closes every WatchTasks stream (shutdown). */
   endWatches(): void {
     for (const w of this.watches) if (w.open) w.call.end();
     this.watches.clear();
-    if (this.timer) clearTimeout(this.timer);
   }
 
   handlers(): WorkerServiceServer {
     return {
       requestTaskSlot: (call, callback) => {
         const { taskId, ttlMs } = call.request;
-        this.reply(callback, this.apply(this.core.requestTaskSlot(taskId, ttlMs, this.nowMs())));
+        this.reply(callback, this.driver.requestTaskSlot(taskId, ttlMs));
       },
       submitTask: (call, callback) => {
-        let plan: TaskPlan;
         try {
-          const named = call.request.task?.functionCallConfig?.function?.name;
-          plan = planTask(call.request.task, this.profile, this.functions(named || undefined));
+          this.driver.submitTask(call.request.task, call.request.slotId, (r) => this.reply(callback, r));
         } catch (e) {
-          return this.fail(callback, e);
+          this.fail(callback, e);
         }
-        // Kept before the core decides, so that startTask finds it; dropped again if nothing starts.
-        const known = this.plans.has(plan.taskId);
-        if (!known) this.plans.set(plan.taskId, plan);
-        const decision = this.core.submitTask({ taskId: plan.taskId, timeoutMs: plan.timeoutMs }, call.request.slotId, this.nowMs());
-        if (!known && !decision.instructions.some((i) => i.type === "startTask")) this.plans.delete(plan.taskId);
-        // The client hears RUNNING before the task's first calls are dispatched.
-        this.reply(callback, decision.reply);
-        this.apply(decision);
       },
       cancelTask: (call, callback) => {
         const { taskId, reason } = call.request;
-        this.reply(callback, this.apply(this.core.cancelTask(taskId, reason || "cancelled by the client", this.nowMs())));
+        this.reply(callback, this.driver.cancelTask(taskId, reason || "cancelled by the client"));
       },
       getTaskResult: (call, callback) => {
-        const reply = this.apply(this.core.queryTask(call.request.taskId, this.nowMs()));
-        if (reply.err) return this.fail(callback, reply.err);
-        const out = this.executor().output(call.request.taskId);
+        const r = this.driver.result(call.request.taskId);
+        if (r.err) return this.fail(callback, r.err);
         callback(
           null,
           TaskResult.create({
-            snapshot: reply.snapshot,
-            returnValues: (out?.returnValues ?? []).map((v) => Buffer.from(JSON.stringify(v ?? null))),
-            writes: [...(out?.writes ?? [])],
-            firstError: out?.firstError,
+            snapshot: r.snapshot,
+            returnValues: (r.output?.returnValues ?? []).map((v) => Buffer.from(JSON.stringify(v ?? null))),
+            writes: [...(r.output?.writes ?? [])],
+            firstError: r.output?.firstError,
           }),
         );
       },
@@ -148,7 +84,7 @@ export class WorkerService {
     this.flushPublishes();
     const current: TaskSnapshot[] = [];
     for (const id of ids) {
-      const r = this.apply(this.core.queryTask(id, this.nowMs()));
+      const r = this.driver.queryTask(id);
       if (r.err) return void call.emit("error", grpcError(workerCodeToGRPC(r.err.code), r.err.message));
       current.push(r.snapshot);
     }
@@ -201,77 +137,6 @@ export class WorkerService {
         }
       }
     }
-  }
-
-  private enqueue(event: WorkerEvent): void {
-    this.queued.push(event);
-    if (!this.applying) this.apply(undefined);
-  }
-
-  /**
-   * apply carries out a decision's instructions in order, then any events they caused, and
-   * re-arms the timer. It returns the decision's reply.
-   */
-  private apply<R>(decision: WorkerDecision<R> | undefined): R {
-    const outer = !this.applying;
-    this.applying = true;
-    try {
-      if (decision) this.carryOut(decision);
-      if (outer) {
-        while (this.queued.length > 0) this.carryOut(this.core.handle(this.queued.shift()!, this.nowMs()));
-      }
-    } finally {
-      if (outer) {
-        this.applying = false;
-        this.armTimer();
-      }
-    }
-    return decision?.reply as R;
-  }
-
-  private carryOut(decision: WorkerDecision<unknown>): void {
-    if (decision.ignored) this.log.debug({ reason: decision.ignored.reason }, decision.ignored.message);
-    for (const ins of decision.instructions) {
-      switch (ins.type) {
-        case "publishSnapshot":
-          if (TERMINAL_TASK_STATES.has(ins.snapshot.state) && !this.ended.has(ins.snapshot.taskId)) {
-            this.ended.add(ins.snapshot.taskId);
-            this.onTaskEnded(ins.snapshot.state);
-          }
-          this.publish(ins.snapshot);
-          break;
-        case "startTask": {
-          const plan = this.plans.get(ins.taskId);
-          if (!plan) {
-            this.log.error({ taskId: ins.taskId }, "startTask for a task without a plan");
-            this.queued.push({ type: "taskFailed", taskId: ins.taskId, error: { code: ErrorCode.ErrInternal, message: "the worker lost the task's plan" } });
-            break;
-          }
-          this.log.debug({ taskId: ins.taskId, slotId: ins.slotId, calls: plan.calls.total, deadlineMs: ins.deadlineMs }, "task started");
-          this.executor().start(plan);
-          break;
-        }
-        case "stopTask":
-          this.log.info({ taskId: ins.taskId, slotId: ins.slotId, reason: ins.reason }, ins.message);
-          this.executor().stop(ins.taskId);
-          break;
-        case "forgetTask":
-          this.ended.delete(ins.taskId);
-          this.plans.delete(ins.taskId);
-          this.executor().forget(ins.taskId);
-          break;
-        case "reportDrained":
-          this.drained = true;
-          for (const w of this.drainedWaiters.splice(0)) w();
-          break;
-      }
-    }
-  }
-
-  private armTimer(): void {
-    if (this.timer) clearTimeout(this.timer);
-    const at = this.core.nextDeadlineMs();
-    this.timer = at === null ? null : setTimeout(() => this.apply(this.core.tick(this.nowMs())), Math.max(0, Math.ceil(at - this.nowMs())));
   }
 
   private reply(callback: grpc.sendUnaryData<TaskSnapshot>, r: SnapshotReply): void {

@@ -1,21 +1,20 @@
-import { createHash } from "node:crypto";
 import { ErrorCode } from "../../common/error-code";
 import type { Task } from "../../gen/worker/v1/worker";
-import { traceFilename, type CallFunction } from "../../runtime/calls/call";
-import { blockBundleCalls, blockTableCalls, inputCalls, type BlockCallInput, type BundleCallInput, type CallPlan } from "../core/call-builder";
+import { blockBundleCalls, blockTableCalls, inputCalls, type BlockCallInput, type BundleCallInput, type CallPlan } from "./call-builder";
 import type { FunctionSnapshot } from "../../runtime/functions/function-code-view";
+import { inlineFunction, lookupFunction, type ResolvedFunction } from "../../runtime/functions/function-lookup";
 import type { BlockScope } from "../../common/tables/table-store";
 import type { OutputSpec } from "../writers/writers";
 import type { JsonValue } from "../../runtime/executor/protocol";
 import type { WorkerProfile } from "../app/profile";
-import { WorkerError } from "../core/worker-error";
-import { MAX_TASK_TIMEOUT_MS } from "../core/config";
+import { WorkerError } from "./worker-error";
+import { MAX_TASK_TIMEOUT_MS } from "./config";
 
 /** TaskPlan is a validated Task: what the runner needs, nothing from the wire. */
 export interface TaskPlan {
   readonly taskId: string;
   readonly timeoutMs: number;
-  readonly fn: CallFunction & { readonly digest: string };
+  readonly fn: ResolvedFunction;
   /** The calls, built lazily (a block range is never materialised). */
   readonly calls: CallPlan<JsonValue>;
   /** The block scope of a call, for block tables; null for inputs. */
@@ -51,23 +50,11 @@ export function planTask(task: Task | undefined, profile: WorkerProfile, functio
   if (!f) throw invalid("task.function_call_config.function: required");
   if (f.name !== "" && f.source !== "") throw invalid("task.function_call_config.function: give either name or source, not both");
   if (f.name === "" && f.source === "") throw invalid("task.function_call_config.function: name or source is required");
-  const entry = f.entry || "main";
-  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(entry)) throw invalid(`task.function_call_config.function.entry: not a Python identifier: ${JSON.stringify(entry)}`);
-  let fn: TaskPlan["fn"];
-  if (f.name !== "") {
-    const code = functions?.get(f.name);
-    if (!code) {
-      throw invalid(
-        functions
-          ? `task.function_call_config.function.name: no function ${JSON.stringify(f.name)} (epoch ${functions.epoch} has: ${functions.names().join(", ") || "none"})`
-          : "task.function_call_config.function.name: this Worker has no FUNCTIONS_DIR; send source",
-      );
-    }
-    fn = { source: code.source, entry, digest: code.digest, filename: `${f.name}.py` };
-  } else {
-    const filename = traceFilename(f.filename);
-    fn = { source: f.source, entry, digest: createHash("sha256").update(f.source).digest("hex"), ...(filename ? { filename } : {}) };
+  const found = f.name !== "" ? lookupFunction(functions, f.name, f.entry, "Worker") : inlineFunction(f.source, f.entry, f.filename);
+  if (!found.ok) {
+    throw invalid(found.reason === "BAD_ENTRY" ? `task.function_call_config.function.${found.message}` : `task.function_call_config.function.name: ${found.message}`);
   }
+  const fn: TaskPlan["fn"] = found.fn;
 
   const config = fcc.config;
   if (!config) throw invalid("task.function_call_config: one of block_table, inputs, block_bundle is required");
