@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# compile.sh OUTFILE [TARGET RUNTIME]: compiles the blockx binary (src/cli/main.ts, the executor's
+# compile.sh OUTFILE [TARGET RUNTIME]: compiles the blockx binary (src/main.ts, the executor's
 # .py files embedded) to OUTFILE. TARGET (linux-x64, linux-arm64) cross-compiles with RUNTIME, the
 # target's Bun executable (`make dist` fetches it from the npm registry), instead of letting Bun
 # download it. Reads BLOCKX_COMMIT and BLOCKX_SOURCE_DIGEST; BLOCKX_BUILD_DATE defaults to now.
@@ -21,4 +21,4 @@ bun build --compile --minify --bytecode --format=esm \
   --define "BLOCKX_SOURCE_DIGEST=\"$BLOCKX_SOURCE_DIGEST\"" \
   --define "BLOCKX_BUILD_DATE=\"$date\"" \
   --asset executor-py/blockx_executor \
-  src/cli/main.ts --outfile "$out"
+  src/main.ts --outfile "$out"

@@ -1,20 +1,8 @@
-import { loadProxyConfig, proxyVars } from "../proxy/app/config";
 import { clientCommand } from "./client/client-command";
 import { cancelMeta, invokeMeta, precheckMeta, resultMeta, submitMeta, tableMeta, watchMeta, workersMeta } from "./client/command-meta";
 import type { Command } from "./command";
 
-const proxyCommand: Command = {
-  name: "proxy",
-  summary: "local UDS gRPC proxy: Coordinator calls by service, Worker calls by the x-blockx-worker-addr header",
-  vars: proxyVars,
-  async run(argv) {
-    const config = loadProxyConfig(process.env, argv);
-    const { runProxy } = await import("../proxy/app/run");
-    await runProxy(config);
-  },
-};
-
-/** The client commands (on the SDK, each loaded when run) and the proxy. */
+/** The client commands (on the SDK, each loaded when run). */
 export const clientCommands: Command[] = [
   clientCommand(submitMeta, async () => (await import("./client/submit-command")).submitRun),
   clientCommand(watchMeta, async () => (await import("./client/task-commands")).watchRun),
@@ -24,5 +12,4 @@ export const clientCommands: Command[] = [
   clientCommand(precheckMeta, async () => (await import("./client/invoke-commands")).precheckRun),
   clientCommand(workersMeta, async () => (await import("./client/workers-command")).workersRun),
   clientCommand(tableMeta, async () => (await import("./client/table-command")).tableRun),
-  proxyCommand,
 ];

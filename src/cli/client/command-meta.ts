@@ -13,6 +13,7 @@ export const invokeMeta: ClientCommandMeta = {
     "  --debug   DebugInvoke: also captured output, ctx.log lines, the IO trace and the traceback",
   ].join("\n"),
   flags: { function: "value", entry: "value", args: "value", "timeout-ms": "value", debug: "bool" },
+  positionals: { optional: ["FILE|NAME"] },
   reads: ["syncInvokerAddr", ...DIAL],
 };
 
@@ -21,6 +22,7 @@ export const precheckMeta: ClientCommandMeta = {
   summary: "check a function without running it (syntax, entry, signature) on the Sync Invoker",
   usage: "usage: blockx precheck --function FILE|NAME [--entry NAME] [--json]",
   flags: { function: "value", entry: "value" },
+  positionals: { optional: ["FILE|NAME"] },
   reads: ["syncInvokerAddr", ...DIAL],
 };
 
@@ -40,6 +42,7 @@ export const submitMeta: ClientCommandMeta = {
     "  --json                 one JSON object on stdout (the handle, or with --watch the result)",
   ].join("\n"),
   flags: { ...TASK_FLAGS, cluster: "value", watch: "bool", resubmit: "bool", "no-resubmit": "bool", "deadline-ms": "value" },
+  positionals: { optional: ["TASK.json"] },
   reads: ["coordinatorAddrs", "bundleCoordinatorAddrs", ...DIAL, "slotTtlMs", "workerLostAfterMs", "maxAttempts"],
 };
 
@@ -51,6 +54,7 @@ export const tableMeta: ClientCommandMeta = {
     "  reads TABLE_STORE_PATH (the Workers' table store on this host); --limit default 20, 0 = all",
   ].join("\n"),
   flags: { limit: "value", order: "value" },
+  positionals: { required: ["NAME"] },
   reads: ["tableStorePath"],
 };
 
@@ -61,6 +65,7 @@ function taskRefMeta(name: string, what: string, reads: ClientVarKey[], extraUsa
     summary: `${what}: ${name} TASK_ID --worker ADDR`,
     usage: `usage: blockx ${name} TASK_ID --worker HOST:PORT${extraUsage} [--json]`,
     flags: { worker: "value", ...extraFlags },
+    positionals: { required: ["TASK_ID"] },
     reads,
   };
 }

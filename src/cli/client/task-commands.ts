@@ -1,16 +1,16 @@
 import { stateName } from "../../sdk/blockx-client";
 import type { TaskRef } from "../../sdk/blockx-client";
-import { UsageError } from "../exec-command";
-import { flagValue, type ParsedArgs } from "./args";
+import { UsageError } from "../usage-error";
+import { flagValue, type ParsedArgs } from "../args";
 import type { ClientCommandRun } from "./client-command";
 import { EXIT } from "./exit-codes";
 import { onInterrupt, progressHandlers } from "./progress-handlers";
 import { printResult } from "./result-format";
 
 function taskRef(args: ParsedArgs, name: string): TaskRef {
-  const [taskId, ...extra] = args.positional;
+  const taskId = args.positional[0]!; // exactly one: taskRefMeta's positionals
   const workerAddr = flagValue(args, "worker");
-  if (!taskId || extra.length > 0 || !workerAddr) throw new UsageError(`usage: blockx ${name} TASK_ID --worker HOST:PORT (the Worker printed by submit)`);
+  if (!taskId || !workerAddr) throw new UsageError(`usage: blockx ${name} TASK_ID --worker HOST:PORT (the Worker printed by submit)`);
   return { taskId, workerAddr };
 }
 

@@ -1,7 +1,8 @@
 import { copyFileSync, chmodSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
+import { flagValue, type ParsedArgs } from "../args";
 import type { Command } from "../command";
-import { UsageError } from "../exec-command";
+import { UsageError } from "../usage-error";
 import { deployFiles, INSTALL_ROLES, type InstallRole } from "./deploy-files";
 import { installLayout, planInstall, type InstallStep } from "./install-plan";
 
@@ -13,23 +14,13 @@ export interface InstallArgs {
   readonly purge: boolean;
 }
 
-export function parseInstallArgs(argv: readonly string[], usage: string, allowPurge: boolean): InstallArgs {
-  let role: InstallRole | null = null;
-  let prefix = "/";
-  let dryRun = false;
-  let purge = false;
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (a === "--dry-run") dryRun = true;
-    else if (a === "--purge" && allowPurge) purge = true;
-    else if (a === "--prefix") prefix = argv[++i] ?? "";
-    else if (a.startsWith("--prefix=")) prefix = a.slice("--prefix=".length);
-    else if ((INSTALL_ROLES as readonly string[]).includes(a) && role === null) role = a as InstallRole;
-    else throw new UsageError(`unexpected argument ${JSON.stringify(a)}\n\n${usage}`);
-  }
-  if (role === null) throw new UsageError(`name a role (${INSTALL_ROLES.join(", ")})\n\n${usage}`);
+/** installArgs: the role (checked) and the flags of `install`/`uninstall`, parsed by the registry's parser. */
+export function installArgs(args: ParsedArgs): InstallArgs {
+  const role = args.positional[0]!;
+  if (!(INSTALL_ROLES as readonly string[]).includes(role)) throw new UsageError(`ROLE: one of ${INSTALL_ROLES.join(", ")}, got ${JSON.stringify(role)}`);
+  const prefix = flagValue(args, "prefix") ?? "/";
   if (prefix === "") throw new UsageError("--prefix needs a folder");
-  return { role, prefix: resolve(prefix), dryRun, purge };
+  return { role: role as InstallRole, prefix: resolve(prefix), dryRun: args.flags.has("dry-run"), purge: args.flags.has("purge") };
 }
 
 const readOrNull = (path: string): string | null => (existsSync(path) ? readFileSync(path, "utf8") : null);
@@ -86,8 +77,10 @@ export const installCommand: Command = {
   summary: "install this binary, a role's environment file and its systemd unit (ROLE [--prefix DIR] [--dry-run])",
   usage: INSTALL_USAGE,
   vars: {},
-  async run(argv) {
-    const args = parseInstallArgs(argv, INSTALL_USAGE, false);
+  flags: { prefix: "value", "dry-run": "bool" },
+  positionals: { required: ["ROLE"] },
+  async run(parsed) {
+    const args = installArgs(parsed);
     if (!Bun.isStandaloneExecutable) throw new UsageError("install copies the compiled binary: run it as dist/blockx or from a release archive, not from source");
     const layout = installLayout(args.prefix, args.role);
     const steps = planInstall(args.role, deployFiles[args.role], args.prefix, process.execPath, readOrNull);

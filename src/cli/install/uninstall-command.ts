@@ -1,7 +1,7 @@
 import { existsSync, rmSync } from "node:fs";
 import type { Command } from "../command";
 import { deployFiles } from "./deploy-files";
-import { installedUnits, parseInstallArgs } from "./install-command";
+import { installArgs, installedUnits } from "./install-command";
 import { installLayout } from "./install-plan";
 
 const UNINSTALL_USAGE = `usage: blockx uninstall ROLE [--prefix DIR] [--dry-run] [--purge]
@@ -16,8 +16,10 @@ export const uninstallCommand: Command = {
   summary: "remove a role's unit (and the binary when no other role remains) (ROLE [--prefix DIR] [--dry-run] [--purge])",
   usage: UNINSTALL_USAGE,
   vars: {},
-  async run(argv) {
-    const args = parseInstallArgs(argv, UNINSTALL_USAGE, true);
+  flags: { prefix: "value", "dry-run": "bool", purge: "bool" },
+  positionals: { required: ["ROLE"] },
+  async run(parsed) {
+    const args = installArgs(parsed);
     const l = installLayout(args.prefix, args.role);
     const unitName = `blockx-${args.role}.service`;
     const others = installedUnits(l.unitDir).filter((u) => u !== l.unit);

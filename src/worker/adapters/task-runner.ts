@@ -9,7 +9,7 @@ import { DispatcherCore, type CallResult, type DispatchedCall, type DispatcherCo
 import { TaskLogBook, type TaskLogCaps, type TaskLogEntry } from "../core/task-log-book";
 import type { TaskPlan } from "../core/task-plan";
 import type { WorkerEvent } from "../core/worker-core-events";
-import type { TableStore } from "../writers/table-store";
+import type { TableStore } from "../../common/tables/table-store";
 import { WriteRejected, type Writer } from "../writers/writer";
 import { createWriters, WriterSetupError } from "../writers/writers";
 

@@ -1,5 +1,5 @@
-import type { ChainsConfig } from "../../common/config/chains-config";
-import type { ExecutorPoolConfig } from "../../runtime/executor/executor-pool-config";
+import type { ChainsConfig } from "../common/config/chains-config";
+import type { ExecutorPoolConfig } from "../runtime/executor/executor-pool-config";
 
 /** The roles `blockx doctor` knows; each check says which it applies to. */
 export const DOCTOR_ROLES = ["worker", "bundle-worker", "coordinator", "bundle-coordinator", "syncinvoker", "proxy"] as const;

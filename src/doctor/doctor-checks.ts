@@ -2,10 +2,10 @@ import { Database } from "bun:sqlite";
 import { accessSync, constants, existsSync, readFileSync, rmSync, statSync } from "node:fs";
 import { createServer } from "node:net";
 import { dirname, resolve } from "node:path";
-import { etcdHttpUrl, measureEtcdClockOffset } from "../../common/clock/etcd-clock";
-import { splitListenAddr } from "../../common/net/listen-addr";
-import { executorPythonPath } from "../../runtime/executor/executor-assets";
-import { resolveIsolation, resolvePython } from "../../runtime/executor/isolation";
+import { etcdHttpUrl, measureEtcdClockOffset } from "../common/clock/etcd-clock";
+import { splitListenAddr } from "../common/net/listen-addr";
+import { executorPythonPath } from "../runtime/executor/executor-assets";
+import { resolveIsolation, resolvePython } from "../runtime/executor/isolation";
 import { fail, pass, type CheckResult, type DoctorCheck, type DoctorContext } from "./doctor-check";
 
 /** The fewest open files a role should be allowed (the units set LimitNOFILE=65536). */

@@ -1,8 +1,9 @@
 import { readFileSync } from "node:fs";
-import { clockVars } from "../../common/clock/clock-vars";
-import { ConfigError, loadEnvConfig } from "../../common/config/env-config";
-import type { Command } from "../command";
-import { UsageError } from "../exec-command";
+import { clockVars } from "../common/clock/clock-vars";
+import { ConfigError, loadEnvConfig } from "../common/config/env-config";
+import { flagValue } from "../cli/args";
+import type { Command } from "../cli/command";
+import { UsageError } from "../cli/usage-error";
 import { DOCTOR_ROLES, type DoctorContext, type DoctorRole } from "./doctor-check";
 import { runChecks } from "./doctor-checks";
 import { renderReport, type DoctorReport } from "./doctor-report";
@@ -41,7 +42,7 @@ export async function doctorContext(role: DoctorRole, env: Env): Promise<DoctorC
   const prometheus = (addr: string) => (addr ? [{ variable: "BLOCKX_PROMETHEUS_LISTEN_ADDR", addr }] : []);
   const none = { etcdEndpoints: [], listenAddrs: [], socketPath: null, pool: null, chains: null, tableStorePath: null };
   if (role === "worker" || role === "bundle-worker") {
-    const [{ loadWorkerRuntimeConfigFromEnv }, { blockWorkerProfile, bundleWorkerProfile }] = await Promise.all([import("../../worker/app/config"), import("../../worker/app/profile")]);
+    const [{ loadWorkerRuntimeConfigFromEnv }, { blockWorkerProfile, bundleWorkerProfile }] = await Promise.all([import("../worker/app/config"), import("../worker/app/profile")]);
     const w = loadWorkerRuntimeConfigFromEnv(role === "worker" ? blockWorkerProfile : bundleWorkerProfile, env);
     return {
       ...none,
@@ -55,16 +56,16 @@ export async function doctorContext(role: DoctorRole, env: Env): Promise<DoctorC
     };
   }
   if (role === "coordinator" || role === "bundle-coordinator") {
-    const [{ loadCoordinatorRuntimeConfigFromEnv }, { blockProfile, bundleProfile }] = await Promise.all([import("../../coordinator/app/config"), import("../../coordinator/app/profile")]);
+    const [{ loadCoordinatorRuntimeConfigFromEnv }, { blockProfile, bundleProfile }] = await Promise.all([import("../coordinator/app/config"), import("../coordinator/app/profile")]);
     const k = loadCoordinatorRuntimeConfigFromEnv(role === "coordinator" ? blockProfile : bundleProfile, env);
     return { ...none, role, clock, etcdEndpoints: k.watcher.endpoints, listenAddrs: [{ variable: "COORDINATOR_LISTEN", addr: k.listenAddr }, ...prometheus(k.prometheusListenAddr)] };
   }
   if (role === "syncinvoker") {
-    const { loadSyncInvokerConfig } = await import("../../syncinvoker/app/config");
+    const { loadSyncInvokerConfig } = await import("../syncinvoker/app/config");
     const s = loadSyncInvokerConfig(env);
     return { ...none, role, clock, listenAddrs: [{ variable: "SYNCINVOKER_LISTEN", addr: s.listenAddr }, ...prometheus(s.prometheusListenAddr)], pool: s.pool, chains: s.chains };
   }
-  const { loadProxyConfig } = await import("../../proxy/app/config");
+  const { loadProxyConfig } = await import("../proxy/app/config");
   const p = loadProxyConfig(env, []);
   return { ...none, role, clock, listenAddrs: prometheus(p.prometheusListenAddr), socketPath: p.socketPath };
 }
@@ -88,19 +89,15 @@ export const doctorCommand: Command = {
   summary: "check this host for a role: Python, executor isolation, etcd, clock, ports, chains, table store, limits",
   usage: USAGE,
   vars: clockVars,
-  async run(argv) {
-    let role: DoctorRole = "worker";
-    let json = false;
-    let envFile = "";
-    for (let i = 0; i < argv.length; i++) {
-      const a = argv[i]!;
-      if (a === "--json") json = true;
-      else if (a === "--env-file") envFile = argv[++i] ?? "";
-      else if (a.startsWith("--env-file=")) envFile = a.slice("--env-file=".length);
-      else if ((DOCTOR_ROLES as readonly string[]).includes(a)) role = a as DoctorRole;
-      else throw new UsageError(`unknown argument ${JSON.stringify(a)}\n\n${USAGE}`);
-    }
-    if (argv.includes("--env-file") && envFile === "") throw new UsageError("--env-file needs a file");
+  flags: { json: "bool", "env-file": "value" },
+  positionals: { optional: ["ROLE"] },
+  async run(args) {
+    const roleArg = args.positional[0] ?? "worker";
+    if (!(DOCTOR_ROLES as readonly string[]).includes(roleArg)) throw new UsageError(`ROLE: one of ${DOCTOR_ROLES.join(", ")}, got ${JSON.stringify(roleArg)}`);
+    const role = roleArg as DoctorRole;
+    const json = args.flags.has("json");
+    const envFile = flagValue(args, "env-file") ?? "";
+    if (args.flags.has("env-file") && envFile === "") throw new UsageError("--env-file needs a file");
     const env = envFile ? { ...process.env, ...readEnvFile(envFile) } : process.env;
     const report = await doctor(role, env);
     const who = process.getuid?.() === 0 ? "root" : `uid ${process.getuid?.()}`;
