@@ -6,6 +6,7 @@ import { createCallOwner, resumeResultOf, type CallPool, type RunSubCall } from 
 import type { JsonValue } from "../../runtime/executor/protocol";
 import type { TaskIo } from "../../runtime/io/io-subsystem";
 import { DispatcherCore, type CallResult, type DispatchedCall, type DispatcherConfig, type DispatcherDecision, type DispatcherEvent } from "../core/dispatcher-core";
+import { TaskLogBook, type TaskLogCaps, type TaskLogEntry } from "../core/task-log-book";
 import type { TaskPlan } from "../core/task-plan";
 import type { WorkerEvent } from "../core/worker-core-events";
 import type { TableStore } from "../../common/tables/table-store";
@@ -37,6 +38,16 @@ export interface TaskRunnerDeps {
   readonly nowMs: NowMs;
   /** Every call's budget; undefined: the pool's default. */
   readonly callBudgetMs?: number;
+  /** Bounds of each task's kept log lines (DEFAULT_TASK_LOG_CAPS when absent). */
+  readonly logCaps?: TaskLogCaps;
+}
+
+/** What ListTasks shows of a task besides its snapshot. */
+export interface TaskInfo {
+  readonly owner: string;
+  /** The function's name, or `inline:` and the first 12 hex digits of its digest. */
+  readonly function: string;
+  readonly logLinesDropped: number;
 }
 
 interface RunningTask {
@@ -69,8 +80,10 @@ interface RunningTask {
  */
 export class TaskRunner {
   private readonly dispatcher: DispatcherCore<JsonValue>;
-  /** Plans accepted and not yet forgotten (a task is started from its plan). */
-  private readonly plans = new Map<string, TaskPlan>();
+  /** Plans accepted and not yet forgotten (a task is started from its plan), with their owner label. */
+  private readonly plans = new Map<string, { readonly plan: TaskPlan; readonly owner: string }>();
+  /** What each task's calls logged and printed, bounded, until the task is forgotten. */
+  private readonly logs: TaskLogBook;
   private readonly tasks = new Map<string, RunningTask>();
   /** Ended tasks' outputs, until the Worker forgets the task. */
   private readonly outputs = new Map<string, TaskOutput>();
@@ -84,21 +97,37 @@ export class TaskRunner {
    * over-budget call or a failing backend says nothing about the Worker and counts as false.
    */
   onCallFinished: (systemFailure: boolean) => void = () => {};
+  /** New log lines of a task, as its calls end (StreamTaskLogs followers). */
+  onLogLines: (taskId: string, lines: readonly TaskLogEntry[]) => void = () => {};
 
   constructor(private readonly deps: TaskRunnerDeps) {
     this.dispatcher = new DispatcherCore(deps.dispatcher);
+    this.logs = new TaskLogBook(deps.logCaps);
   }
 
   /** accept keeps a validated plan until WorkerCore starts the task; false if the id is known already. */
-  accept(plan: TaskPlan): boolean {
+  accept(plan: TaskPlan, owner = ""): boolean {
     if (this.plans.has(plan.taskId)) return false;
-    this.plans.set(plan.taskId, plan);
+    this.plans.set(plan.taskId, { plan, owner });
     return true;
+  }
+
+  /** readLogs: the task's kept lines after `afterSeq`, or its last `tail`; null when it has none. */
+  readLogs(taskId: string, o: { afterSeq?: number; tail?: number }): ReturnType<TaskLogBook["read"]> {
+    return this.logs.read(taskId, o);
+  }
+
+  /** info: what ListTasks shows of a task the runner knows (undefined: never submitted here). */
+  info(taskId: string): TaskInfo | undefined {
+    const p = this.plans.get(taskId);
+    if (!p) return undefined;
+    const fn = p.plan.fn.name !== "" ? p.plan.fn.name : `inline:${p.plan.fn.digest.slice(0, 12)}`;
+    return { owner: p.owner, function: fn, logLinesDropped: this.logs.dropped(taskId) };
   }
 
   /** start runs an accepted task (WorkerCore's startTask): writers first, then its calls. */
   start(taskId: string): void {
-    const plan = this.plans.get(taskId);
+    const plan = this.plans.get(taskId)?.plan;
     if (!plan) {
       this.deps.log.error({ taskId }, "startTask for a task without a plan");
       this.onEvent({ type: "taskFailed", taskId, error: { code: CallErrorCode.Internal, message: "the worker lost the task's plan" } });
@@ -158,6 +187,7 @@ export class TaskRunner {
     this.stop(taskId);
     this.plans.delete(taskId);
     this.outputs.delete(taskId);
+    this.logs.forget(taskId);
   }
 
   get runningTasks(): number {
@@ -216,6 +246,7 @@ export class TaskRunner {
   private onCallDone(t: RunningTask, callId: string, d: DispatchedCall<JsonValue>, result: CallOutcome): void {
     this.onCallFinished(isSystemFailure(result));
     if (!t.inflight.delete(callId) || this.tasks.get(t.plan.taskId) !== t) return; // the task ended meanwhile
+    this.keepLogs(t, d, result);
     this.cancelSubCallsOf(t, callId); // a parent that ended (its executor died) no longer waits for them
     // Each writer takes the call's value as it finishes; a value it cannot write fails the call (not retryable).
     const outcome = result.ok ? this.write(t, d, result) : result;
@@ -267,6 +298,22 @@ export class TaskRunner {
     // A return_value output: the values, ordered by call index, are the task's result.
     const returnValues = t.writers.map((w) => w.returnValues()).find((v) => v !== undefined) ?? [];
     this.end(taskId, { returnValues, firstError: undefined, writes: summaries(t) }, { type: "taskSucceeded", taskId });
+  }
+
+  /** keepLogs files what a call logged and printed under its task, tagged with its input, and tells followers. */
+  private keepLogs(t: RunningTask, d: DispatchedCall<JsonValue>, o: CallOutcome): void {
+    const stdout = o.stderr !== undefined ? (o.stdout ?? "") : o.output;
+    if (o.logs.length === 0 && stdout === "" && !o.stderr) return;
+    const lines = this.logs.append(t.plan.taskId, {
+      callIndex: d.index,
+      attempt: d.attempt,
+      input: t.plan.inputLabel(d.call, d.index),
+      endedAtMs: Date.now(),
+      logs: o.logs,
+      stdout,
+      stderr: o.stderr ?? "",
+    });
+    if (lines.length > 0) this.onLogLines(t.plan.taskId, lines);
   }
 
   /** Counts are coalesced: one report per task per turn of the event loop. */

@@ -73,6 +73,8 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     cancelTask: (call, cb) => (impl ? impl.cancelTask(call, cb) : notReady(cb)),
     getTaskResult: (call, cb) => (impl ? impl.getTaskResult(call, cb) : notReady(cb)),
     watchTasks: (call) => (impl ? impl.watchTasks(call) : void call.emit("error", grpcError(grpc.status.UNAVAILABLE, "worker is starting"))),
+    streamTaskLogs: (call) => (impl ? impl.streamTaskLogs(call) : void call.emit("error", grpcError(grpc.status.UNAVAILABLE, "worker is starting"))),
+    listTasks: (call, cb) => (impl ? impl.listTasks(call, cb) : notReady(cb)),
   };
   const grpcServer = new grpc.Server(GRPC_SERVER_OPTIONS);
   const health = new HealthStatus(["worker.v1.WorkerService"]);
@@ -108,6 +110,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     tables: tableStore,
     log: log.child({ component: "task-runner" }),
     nowMs: monotonicNowMs,
+    logCaps: config.taskLogCaps,
   });
   // A task by name pins the function snapshot current at its submission; a miss re-reads FUNCTIONS_DIR.
   const plan = (task: Task | undefined) => planTask(task, config.profile, functions.current(task?.functionCallConfig?.function?.name || undefined));
