@@ -58,21 +58,39 @@ export const tableMeta: ClientCommandMeta = {
   reads: ["tableStorePath"],
 };
 
-/** The commands that address one task on its Worker share their shape. */
+/**
+ * The commands that address one task share their shape: the task id, and the Worker's address
+ * when known (without --worker, every Worker registered in etcd is asked which has the task).
+ */
 function taskRefMeta(name: string, what: string, reads: ClientVarKey[], extraUsage = "", extraFlags: ClientCommandMeta["flags"] = {}): ClientCommandMeta {
   return {
     name,
-    summary: `${what}: ${name} TASK_ID --worker ADDR`,
-    usage: `usage: blockx ${name} TASK_ID --worker HOST:PORT${extraUsage} [--json]`,
+    summary: `${what}: ${name} TASK_ID [--worker ADDR]`,
+    usage: `usage: blockx ${name} TASK_ID [--worker HOST:PORT]${extraUsage} [--json]\n\nWithout --worker, the Workers registered in etcd (ETCD_ENDPOINTS) are asked which one has the task.`,
     flags: { worker: "value", ...extraFlags },
     positionals: { required: ["TASK_ID"] },
-    reads,
+    reads: [...reads, "etcdEndpoints"],
   };
 }
 
 export const watchMeta = taskRefMeta("watch", "follow a task until it ends, with a progress bar", [...DIAL, "workerLostAfterMs"]);
 export const resultMeta = taskRefMeta("result", "print a task's result (a table, or --json)", DIAL);
 export const cancelMeta = taskRefMeta("cancel", "cancel a task", DIAL, " [--reason TEXT]", { reason: "value" });
+export const logsMeta = taskRefMeta(
+  "logs",
+  "print what a task's calls logged (ctx.log) and printed, tagged with each call's input; --follow until it ends",
+  DIAL,
+  " [--tail N] [--follow]",
+  { tail: "value", follow: "bool" },
+);
+
+export const tasksMeta: ClientCommandMeta = {
+  name: "tasks",
+  summary: "list tasks across the cluster (every Worker registered in etcd): state, progress, owner, function, Worker",
+  usage: "usage: blockx tasks [--limit N] [--state STATE] [--json]\n\n  --limit N      at most N tasks per Worker (default 1000)\n  --state STATE  only tasks in this state (ALLOCATED, RUNNING, SUCCEEDED, FAILED, TIMED_OUT, CANCELLED)",
+  flags: { limit: "value", state: "value" },
+  reads: [...DIAL, "etcdEndpoints"],
+};
 
 export const workersMeta: ClientCommandMeta = {
   name: "workers",
