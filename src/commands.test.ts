@@ -10,8 +10,8 @@ import { blockxCommands } from "./commands";
 
 const COMMAND_NAMES = [
   "coordinator", "bundle-coordinator", "worker", "bundle-worker", "syncinvoker",
-  "submit", "watch", "result", "cancel", "invoke", "precheck", "workers", "table",
-  "proxy", "exec", "localchain", "version", "dev",
+  "submit", "watch", "result", "cancel", "logs", "tasks", "invoke", "precheck", "workers", "table",
+  "proxy", "exec", "localchain", "version", "install", "uninstall", "doctor", "dev",
 ];
 
 async function help(argv: string[]): Promise<{ code: number | undefined; out: string; err: string }> {
