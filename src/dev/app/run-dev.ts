@@ -60,6 +60,9 @@ export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise
     syncInvoker: devEnv.commands.has("syncinvoker"),
     proxy: config.proxy && devEnv.commands.has("proxy"),
   });
+  // Every blockx child serves /metrics on a loopback port chosen now, so dev can list them before they start.
+  const metricsAddrs = new Map<string, string>();
+  for (const c of plan) if (c.role !== "etcd") metricsAddrs.set(c.id, `127.0.0.1:${await freePort()}`);
   const core = new SupervisorCore(plan, { readyTimeoutMs: config.readyTimeoutMs, stopGraceMs: config.stopGraceMs });
   const children = new Map<string, DevChild>();
   const endpoints = new Map<string, string>();
@@ -84,6 +87,7 @@ export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise
           executorsPerWorker: config.executorsPerWorker,
           logLevel: config.logLevel,
           endpoints,
+          metricsAddrs,
           declaredVars: devEnv.declaredVars,
         });
         const child = new DevChild(i.child.id, launch, {
