@@ -8,6 +8,7 @@ ETCD := $(CACHE)/etcd/root/usr/bin/etcd
 GRPCIO_STAMP := $(CACHE)/python3-debs.stamp
 GANACHE_STAMP := $(CACHE)/ganache.stamp
 SYSTEMD_STAMP := $(CACHE)/systemd-analyze.stamp
+CHROMIUM_STAMP := $(CACHE)/chromium.stamp
 DEPS_STAMP := node_modules/.blockx-deps-stamp
 SOURCES := $(shell find src -name '*.ts' -not -name '*.test.ts') $(shell find executor-py/blockx_executor -name '*.py') package.json
 COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -21,7 +22,7 @@ export BLOCKX_ETCD_BIN := $(abspath $(ETCD))
 .PHONY: deps build test typecheck proto py-stubs bench clean run demo soak source-digest mutants
 .DEFAULT_GOAL := build
 
-deps: $(BUN) $(DEPS_STAMP) $(ETCD) $(GRPCIO_STAMP) $(GANACHE_STAMP) $(SYSTEMD_STAMP)
+deps: $(BUN) $(DEPS_STAMP) $(ETCD) $(GRPCIO_STAMP) $(GANACHE_STAMP) $(SYSTEMD_STAMP) $(CHROMIUM_STAMP)
 
 # Bun from the npm registry, pinned; bun-types in package.json carries the same version.
 $(BUN):
@@ -72,6 +73,15 @@ $(SYSTEMD_STAMP):
 	  (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends systemd || \
 	   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends systemd))
 	systemd-analyze --version | head -1
+	@touch $@
+
+# Debian's chromium, headless: the dashboard's browser test drives it over the DevTools protocol.
+$(CHROMIUM_STAMP):
+	@mkdir -p $(CACHE)
+	command -v chromium >/dev/null || \
+	  (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium || \
+	   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium))
+	chromium --version | head -1
 	@touch $@
 
 build: dist/blockx

@@ -9,6 +9,7 @@ import { devCommand } from "./dev-command";
 import { execCommand, UsageError } from "./exec-command";
 import { localchainCommand } from "./localchain-command";
 import { syncInvokerCommand } from "./syncinvoker-command";
+import { uiCommand } from "./ui-command";
 import { workerCommands } from "./worker-commands";
 import { ExecutorStartError } from "../runtime/executor/executor-start-error";
 
@@ -21,7 +22,7 @@ const versionCommand: Command = {
   },
 };
 
-const commands: Command[] = [...coordinatorCommands, ...workerCommands, syncInvokerCommand, ...clientCommands, execCommand, localchainCommand, versionCommand];
+const commands: Command[] = [...coordinatorCommands, ...workerCommands, syncInvokerCommand, ...clientCommands, execCommand, localchainCommand, uiCommand, versionCommand];
 commands.push(devCommand(() => commands));
 
 function usage(): string {
