@@ -13,6 +13,7 @@ ARM64_LIBC := $(CACHE)/arm64-libc/root/usr/aarch64-linux-gnu
 BUN_TARGETS := $(CACHE)/bun-targets
 DIST_RUNTIMES := $(BUN_TARGETS)/linux-x64/bun $(BUN_TARGETS)/linux-arm64/bun
 DIST_DIR ?= dist/release
+CHROMIUM_STAMP := $(CACHE)/chromium.stamp
 DEPS_STAMP := node_modules/.blockx-deps-stamp
 SOURCES := $(shell find src -name '*.ts' -not -name '*.test.ts') $(shell find executor-py/blockx_executor -name '*.py') $(wildcard deploy/systemd/*) package.json
 COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -26,7 +27,7 @@ export BLOCKX_ETCD_BIN := $(abspath $(ETCD))
 .PHONY: deps build dist test typecheck proto py-stubs bench clean run demo soak source-digest mutants
 .DEFAULT_GOAL := build
 
-deps: $(BUN) $(DEPS_STAMP) $(ETCD) $(GRPCIO_STAMP) $(GANACHE_STAMP) $(SYSTEMD_STAMP) $(QEMU_STAMP) $(ARM64_LIBC)/lib/ld-linux-aarch64.so.1 $(DIST_RUNTIMES)
+deps: $(BUN) $(DEPS_STAMP) $(ETCD) $(GRPCIO_STAMP) $(GANACHE_STAMP) $(SYSTEMD_STAMP) $(QEMU_STAMP) $(ARM64_LIBC)/lib/ld-linux-aarch64.so.1 $(DIST_RUNTIMES) $(CHROMIUM_STAMP)
 
 # Bun from the npm registry, pinned; bun-types in package.json carries the same version.
 $(BUN):
@@ -103,6 +104,15 @@ $(BUN_TARGETS)/%/bun:
 	cd $(@D) && npm pack --silent --loglevel=error @oven/bun-$(subst arm64,aarch64,$*)@$(BUN_VERSION) >/dev/null && \
 	  tar xzf oven-bun-*.tgz --strip-components=2 package/bin/bun && rm -f oven-bun-*.tgz
 	@test -x $@
+
+# Debian's chromium, headless: the dashboard's browser test drives it over the DevTools protocol.
+$(CHROMIUM_STAMP):
+	@mkdir -p $(CACHE)
+	command -v chromium >/dev/null || \
+	  (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium || \
+	   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium))
+	chromium --version | head -1
+	@touch $@
 
 build: dist/blockx
 

@@ -4,6 +4,7 @@ import { installCommand } from "./cli/install/install-command";
 import { uninstallCommand } from "./cli/install/uninstall-command";
 import { localchainCommand } from "./cli/localchain-command";
 import { CommandRegistry } from "./cli/registry";
+import { uiCommand } from "./cli/ui-command";
 import { versionCommand } from "./cli/version-command";
 import { coordinatorCommands } from "./coordinator/app/coordinator-command";
 import { devCommand } from "./dev/app/dev-command";
@@ -26,6 +27,7 @@ export function blockxCommands(): CommandRegistry {
     proxyCommand,
     execCommand,
     localchainCommand,
+    uiCommand,
     versionCommand,
     installCommand,
     uninstallCommand,

@@ -18,6 +18,7 @@ import { planTask } from "../core/task-plan";
 import { ErrorRateWindow } from "../adapters/error-rate-window";
 import { HeartbeatPublisher } from "../adapters/heartbeat-publisher";
 import { HostMetrics } from "../adapters/host-metrics";
+import { registerWorkerMetrics } from "../adapters/worker-metrics";
 import { TaskRunner } from "../adapters/task-runner";
 import { WorkerDriver } from "../adapters/worker-driver";
 import { BlockTextStore } from "../../runtime/chains/localtestservice/block-text-store";
@@ -76,6 +77,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     watchTasks: (call) => (impl ? impl.watchTasks(call) : void call.emit("error", grpcError(grpc.status.UNAVAILABLE, "worker is starting"))),
     streamTaskLogs: (call) => (impl ? impl.streamTaskLogs(call) : void call.emit("error", grpcError(grpc.status.UNAVAILABLE, "worker is starting"))),
     listTasks: (call, cb) => (impl ? impl.listTasks(call, cb) : notReady(cb)),
+    getTaskStory: (call, cb) => (impl ? impl.getTaskStory(call, cb) : notReady(cb)),
   };
   const grpcServer = new grpc.Server(GRPC_SERVER_OPTIONS);
   const health = new HealthStatus(["worker.v1.WorkerService"]);
@@ -117,22 +119,18 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   const plan = (task: Task | undefined) => planTask(task, config.profile, functions.current(task?.functionCallConfig?.function?.name || undefined));
   const driver = new WorkerDriver(core, runner, plan, log.child({ component: "worker-driver" }), monotonicNowMs);
   const svc = new WorkerService(driver, log.child({ component: "worker-service" }));
-  const tasksEnded = registry.counter("blockx_worker_tasks_total", "Tasks that reached a terminal state, by state.", ["state"]);
-  const callsFinished = registry.counter("blockx_worker_calls_total", "Calls finished, by whether they failed for a system reason.", ["result"]);
-  driver.onTaskEnded = (state) => tasksEnded.inc({ state: TaskState[state] ?? String(state) });
-  runner.onCallFinished = (systemFailure) => {
+  const metrics = registerWorkerMetrics(registry, {
+    slotCounts: () => core.slotCounts(),
+    inflightCalls: () => runner.inflightCalls,
+    poolStats: () => pool.stats(),
+    writesOf: (taskId) => runner.result(taskId)?.writes ?? [],
+  });
+  driver.onTaskEnded = (state, snapshot) => metrics.taskEnded(state, snapshot);
+  runner.onCallFinished = (systemFailure, info) => {
     errors.record(systemFailure, Date.now());
-    callsFinished.inc({ result: systemFailure ? "system_failure" : "finished" });
+    metrics.callFinished(systemFailure, info);
   };
   impl = svc.handlers();
-
-  const slots = registry.gauge("blockx_worker_slots", "Task slots by state.", ["state"]);
-  slots.onCollect(() => {
-    const c = core.slotCounts();
-    slots.set({ state: "free" }, c.freeSlots);
-    slots.set({ state: "allocated" }, c.reservedSlots);
-    slots.set({ state: "running" }, c.runningTasks);
-  });
 
   const etcd = await createEtcdClient({ endpoints: config.etcdEndpoints, dialTimeoutMs: 5_000 });
   const host = new HostMetrics();
