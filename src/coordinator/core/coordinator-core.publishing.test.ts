@@ -51,6 +51,10 @@ type Event =
   | { atMs: number; seq: number; type: "die"; addr: string }
   | { atMs: number; seq: number; type: "leaseExpired"; addr: string };
 
+/** An Event before it gets its sequence number (Omit over each member of the union). */
+type WithoutSeq<T> = T extends unknown ? Omit<T, "seq"> : never;
+type EventInput = WithoutSeq<Event>;
+
 function sampleOf(w: TruthWorker, nowMs: number): WorkerHeartbeat {
   const failures = w.recentFailures.filter(Boolean).length;
   return {
@@ -104,8 +108,8 @@ function runSeed(seed: number): { requests: number; grants: number; refusals: nu
   const queue: Event[] = [];
   let seq = 0;
   /** push inserts in (atMs, seq) order: binary search for the first later event. */
-  const push = (e: Omit<Event, "seq"> & { atMs: number }) => {
-    const ev = { ...(e as Event), seq: seq++ };
+  const push = (e: EventInput) => {
+    const ev = { ...e, seq: seq++ } as Event;
     let lo = next;
     let hi = queue.length;
     while (lo < hi) {
