@@ -118,6 +118,7 @@ bench: deps build
 	$(BUN) bench/syncinvoker/invoke.ts
 	$(BUN) bench/io/ganache-backfill.ts
 	$(BUN) bench/io/cache.ts
+	$(BUN) bench/io/logical-types.ts
 	$(BUN) bench/proxy/pass-through.ts
 	$(BUN) bench/client-py/tiny-task.ts
 	$(BUN) bench/scale/scale.ts --quick

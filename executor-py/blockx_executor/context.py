@@ -8,7 +8,7 @@ CallWaiting, parks the coroutine and sends the ResumeCall's results back in.
 
 import time
 
-from .chain_api import BlockDb, Meta, Rpc
+from .chain_api import BlockDb, LogicalTypes, Meta, Rpc
 from .errors import SubCallError, backend_error
 
 LOG_LEVELS = frozenset(("debug", "info", "warning", "error"))
@@ -42,8 +42,13 @@ def function_ref(function) -> dict:
             return {"source": source, "entry": entry}
         name = function.get("name")
         if isinstance(name, str) and name:
-            return {"name": name}
-    raise TypeError('ctx.call: function must be a name or {"source": ..., "entry": ...}, not ' + repr(function)[:200])
+            if "entry" not in function:
+                return {"name": name}
+            entry = function["entry"]
+            if not isinstance(entry, str) or not entry:
+                raise TypeError(f"ctx.call: entry must be a non-empty string, not {entry!r}")
+            return {"name": name, "entry": entry}
+    raise TypeError('ctx.call: function must be a name, {"name": ..., "entry": ...} or {"source": ..., "entry": ...}, not ' + repr(function)[:200])
 
 
 def call_request(function, args=None) -> dict:
@@ -150,6 +155,11 @@ class _BaseContext:
     def rpc(self) -> Rpc:
         """rpc: JSON-RPC requests to the chain's node (see chain_api.Rpc)."""
         return Rpc(self, self._chain)
+
+    @property
+    def logical_types(self) -> LogicalTypes:
+        """logical_types: chain data decoded by ABI (see chain_api.LogicalTypes)."""
+        return LogicalTypes(self, self._chain)
 
     @property
     def meta(self) -> Meta:

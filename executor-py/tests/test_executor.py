@@ -240,8 +240,8 @@ class SyncCallTest(ExecutorTest):
         src = (
             "def main(ctx, x):\n"
             "    a = ctx.call('double', {'n': x})\n"
-            "    b, c = ctx.call_many([('inc', 1), ({'source': 'def f(ctx, i):\\n    return i', 'entry': 'f'}, 2)])\n"
-            "    return [a, b, c]\n"
+            "    b, c, d = ctx.call_many([('inc', 1), ({'source': 'def f(ctx, i):\\n    return i', 'entry': 'f'}, 2), ({'name': 'inc', 'entry': 'twice'}, 3)])\n"
+            "    return [a, b, c, d]\n"
         )
         self.ex.execute("c1", src, 3)
         w = self.ex.next("c1")
@@ -253,10 +253,11 @@ class SyncCallTest(ExecutorTest):
             [
                 {"kind": "call", "function": {"name": "inc"}, "args": 1},
                 {"kind": "call", "function": {"source": "def f(ctx, i):\n    return i", "entry": "f"}, "args": 2},
+                {"kind": "call", "function": {"name": "inc", "entry": "twice"}, "args": 3},
             ],
         )
-        self.ex.resume("c1", [ok(2), ok(2)])
-        self.assertCompleted(self.ex.next("c1"), [6, 2, 2])
+        self.ex.resume("c1", [ok(2), ok(2), ok(6)])
+        self.assertCompleted(self.ex.next("c1"), [6, 2, 2, 6])
 
     def test_failed_io_raises_backend_error_that_user_code_can_catch(self):
         src = (

@@ -1,17 +1,16 @@
 import { existsSync, readFileSync } from "node:fs";
-import { basename, dirname, join, resolve } from "node:path";
+import { basename, dirname, resolve } from "node:path";
 import { commonVars } from "../common/config/common-vars";
 import { envVar, intSchema, loadEnvConfig } from "../common/config/env-config";
 import { createLogger } from "../common/logging/logger";
 import { MetricsRegistry } from "../common/metrics/metrics";
-import type { CallOutcome, CallOwner } from "../runtime/calls/call";
+import type { CallOutcome } from "../runtime/calls/call";
+import { createCallOwner, runOnce } from "../runtime/calls/call-owner";
+import { siblingFunctions } from "../runtime/functions/functions-dir";
 import { executorPoolConfigFrom, executorPoolVars } from "../runtime/executor/executor-pool-config";
-import type { JsonValue, ResumeResult } from "../runtime/executor/protocol";
+import type { JsonValue } from "../runtime/executor/protocol";
 import { ioSettingsFrom, ioVars } from "../runtime/io/io-config";
 import type { Command } from "./command";
-
-/** Sub-calls deeper than this fail, so that a function calling itself cannot run away. */
-const MAX_SUB_CALL_DEPTH = 8;
 
 const vars = {
   ...executorPoolVars,
@@ -77,22 +76,16 @@ export const execCommand: Command = {
     const io = buildIoSubsystem(backends, { ...settings.io, readOnly: true }, new MetricsRegistry());
     const taskIo = io.forTask("exec");
     const pool = await ExecutorPool.start(executorPoolConfigFrom({ ...v, executorCount: Math.min(v.executorCount, 2) }), log);
-    const dir = dirname(resolve(file));
-    let seq = 0;
-    const ownerAt = (depth: number): CallOwner => ({
+    const owner = createCallOwner({
       io: (req) => taskIo.call(req.backend, req.op, req.params).then((r) => r.answer),
-      async subCall(req): Promise<ResumeResult> {
-        if (depth >= MAX_SUB_CALL_DEPTH) return { ok: false, error: { type: "DEPTH_EXCEEDED", message: `sub-calls nest deeper than ${MAX_SUB_CALL_DEPTH}` } };
-        const fn = "name" in req.function
-          ? { source: readFileSync(join(dir, `${req.function.name}.py`), "utf8"), entry: "main", filename: `${req.function.name}.py` }
-          : { source: req.function.source, entry: req.function.entry ?? "main" };
-        const out = await pool.execute({ callId: `exec-${++seq}`, fn, args: req.args }, ownerAt(depth + 1));
-        return out.ok ? { ok: true, value: out.value } : { ok: false, error: { type: out.error.code, message: out.error.message, traceback: out.error.traceback } };
-      },
+      functions: siblingFunctions(dirname(resolve(file))),
+      role: "exec",
+      budgetMs: undefined,
+      runSubCall: runOnce(pool),
     });
     let outcome: CallOutcome;
     try {
-      outcome = await pool.execute({ callId: "exec-0", fn: { source: readFileSync(file, "utf8"), entry, filename: basename(file) }, args: input }, ownerAt(0));
+      outcome = await pool.execute({ callId: "exec-0", fn: { source: readFileSync(file, "utf8"), entry, filename: basename(file) }, args: input }, owner);
     } finally {
       taskIo.end();
       faults.stop();

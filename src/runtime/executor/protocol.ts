@@ -7,7 +7,7 @@ export const PROTOCOL_VERSION = 1;
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
-export type FunctionRequestRef = { name: string } | { source: string; entry?: string };
+export type FunctionRequestRef = { name: string; entry?: string } | { source: string; entry?: string };
 
 export type SuspensionRequest =
   | { kind: "io"; backend: string; op: string; params: JsonValue }

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
 import type { Logger } from "../../common/logging/logger";
-import { FunctionCodeView, isFunctionName, type FunctionSnapshot } from "./function-code-view";
+import { digestOf, FunctionCodeView, isFunctionName, type FunctionCode, type FunctionSnapshot } from "./function-code-view";
 
 /**
  * readFunctionsDir reads every `<name>.py` file directly in `dir` (not recursively) into a
@@ -92,5 +92,32 @@ export function functionsFromDir(dir: string, log: Logger): FunctionsSource {
       return view.current();
     },
     stop: () => poller.stop(),
+  };
+}
+
+/**
+ * siblingFunctions is `blockx exec`'s function snapshot: a sub-call by name reads `<name>.py` beside
+ * the file being run when it is asked for (a one-shot run has no FUNCTIONS_DIR to poll, and reading
+ * every .py of, say, /tmp up front would be wasted work). Only identifiers are looked up, so a name
+ * cannot reach outside the folder.
+ */
+export function siblingFunctions(dir: string): FunctionSnapshot {
+  const read = new Map<string, FunctionCode | undefined>();
+  return {
+    epoch: 1,
+    get(name) {
+      if (!isFunctionName(name)) return undefined;
+      if (!read.has(name)) {
+        let source: string | undefined;
+        try {
+          source = readFileSync(join(dir, `${name}.py`), "utf8");
+        } catch {
+          source = undefined;
+        }
+        read.set(name, source === undefined ? undefined : { name, source, digest: digestOf(source) });
+      }
+      return read.get(name);
+    },
+    names: () => readFunctionsDir(dir).sources.keys().toArray(),
   };
 }

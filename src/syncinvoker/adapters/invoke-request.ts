@@ -1,24 +1,13 @@
 import type { FunctionRef } from "../../gen/worker/v1/worker";
-import { digestOf, type FunctionSnapshot } from "../../runtime/functions/function-code-view";
+import type { FunctionSnapshot } from "../../runtime/functions/function-code-view";
+import { inlineFunction, lookupFunction, type ResolvedFunction } from "../../runtime/functions/function-lookup";
 import type { JsonValue } from "../../runtime/executor/protocol";
-import { traceFilename } from "../../runtime/calls/call";
 import { SyncInvokerError, SyncInvokerErrorCode } from "../core/sync-invoker-error";
 
 /** The largest timeout_ms a request may ask for (and the largest default): 10 minutes. */
 export const MAX_TIMEOUT_MS = 600_000;
 
-/** ResolvedFunction is a FunctionRef turned into the source the executor runs. */
-export interface ResolvedFunction {
-  readonly source: string;
-  readonly entry: string;
-  readonly digest: string;
-  /** The name in FUNCTIONS_DIR, or "" for inline source. */
-  readonly name: string;
-  /** `<name>.py` for a function by name: tracebacks name that file. */
-  readonly filename?: string;
-}
-
-const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+export type { ResolvedFunction } from "../../runtime/functions/function-lookup";
 
 function invalid(message: string): SyncInvokerError {
   return new SyncInvokerError(SyncInvokerErrorCode.InvalidArgument, message);
@@ -33,22 +22,10 @@ export function resolveFunction(ref: FunctionRef | undefined, functions: Functio
   if (!ref) throw invalid("function: required (a name from FUNCTIONS_DIR or inline source)");
   if (ref.name !== "" && ref.source !== "") throw invalid("function: give either name or source, not both");
   if (ref.name === "" && ref.source === "") throw invalid("function: name or source is required");
-  const entry = ref.entry || "main";
-  if (!IDENTIFIER.test(entry)) throw invalid(`function.entry: not a Python identifier: ${JSON.stringify(entry)}`);
-  if (ref.source !== "") {
-    const filename = traceFilename(ref.filename);
-    return { source: ref.source, entry, digest: digestOf(ref.source), name: "", ...(filename ? { filename } : {}) };
-  }
-  if (!functions) {
-    throw new SyncInvokerError(SyncInvokerErrorCode.FunctionNotFound, `no function ${JSON.stringify(ref.name)}: this Sync Invoker has no FUNCTIONS_DIR; send the source inline`);
-  }
-  const code = functions.get(ref.name);
-  if (!code) {
-    const have = functions.names();
-    const list = have.length > 20 ? `${have.slice(0, 20).join(", ")}, ...` : have.join(", ") || "none";
-    throw new SyncInvokerError(SyncInvokerErrorCode.FunctionNotFound, `no function ${JSON.stringify(ref.name)} in FUNCTIONS_DIR (epoch ${functions.epoch} has: ${list})`);
-  }
-  return { source: code.source, entry, digest: code.digest, name: code.name, filename: `${code.name}.py` };
+  const found = ref.source !== "" ? inlineFunction(ref.source, ref.entry, ref.filename) : lookupFunction(functions, ref.name, ref.entry, "Sync Invoker");
+  if (found.ok) return found.fn;
+  if (found.reason === "BAD_ENTRY") throw invalid(`function.${found.message}`);
+  throw new SyncInvokerError(SyncInvokerErrorCode.FunctionNotFound, found.message);
 }
 
 /** parseArgs reads the JSON-encoded argument; empty bytes mean null. */

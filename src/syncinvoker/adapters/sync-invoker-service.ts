@@ -12,19 +12,16 @@ import {
   type SyncInvokerServiceServer,
 } from "../../gen/syncinvoker/v1/sync_invoker";
 import type { CallOutcome, CallOwner } from "../../runtime/calls/call";
+import { createCallOwner, runOnce } from "../../runtime/calls/call-owner";
 import type { ExecutorPool } from "../../runtime/executor/executor-pool";
-import type { ResumeResult } from "../../runtime/executor/protocol";
 import type { FunctionSnapshot } from "../../runtime/functions/function-code-view";
 import { attributeDurations, type InvokeDurations } from "../core/durations";
 import { SyncInvokerError, SyncInvokerErrorCode } from "../core/sync-invoker-error";
 import { AdmissionGate } from "./admission-gate";
-import { budgetOf, parseArgs, resolveFunction, type ResolvedFunction } from "./invoke-request";
+import { budgetOf, parseArgs, resolveFunction } from "./invoke-request";
 import type { PrecheckRunner } from "./precheck-runner";
 import type { CallIo, ReadOnlyIo } from "./read-only-io";
 import { syncInvokerCodeToGRPC } from "./sync-invoker-code-to-grpc";
-
-/** Sub-calls (ctx.call) nest at most this deep, as in the Worker. */
-const MAX_SUB_CALL_DEPTH = 8;
 
 export interface SyncInvokerServiceDeps {
   readonly pool: ExecutorPool;
@@ -63,7 +60,6 @@ export class SyncInvokerService {
   private readonly gate: AdmissionGate;
   private readonly invocations: Counter;
   private readonly latency: Histogram;
-  private subCallSeq = 0;
 
   constructor(private readonly deps: SyncInvokerServiceDeps) {
     this.gate = new AdmissionGate({ capacity: deps.capacity, queueMax: deps.queueMax });
@@ -147,7 +143,7 @@ export class SyncInvokerService {
     try {
       if (cancelledByCaller) throw new SyncInvokerError(SyncInvokerErrorCode.Cancelled, "the caller cancelled the request");
       io = this.deps.io.forCall({ callId, traced: debug, onWrite: () => this.deps.pool.cancel(callId, "the function attempted a write IO op") });
-      const outcome = await this.deps.pool.execute({ callId, fn, args, budgetMs }, this.owner(io, functions, budgetMs, 0));
+      const outcome = await this.deps.pool.execute({ callId, fn, args, budgetMs }, this.owner(io, functions, budgetMs));
       const durations = attributeDurations({
         queueMs: admissionQueueMs + outcome.queueMs,
         cpuMs: outcome.cpuMs,
@@ -172,22 +168,9 @@ export class SyncInvokerService {
     }
   }
 
-  /** owner serves a call's IO (read-only) and its sub-calls (in the same pool, same IO, depth-limited). */
-  private owner(io: CallIo, functions: FunctionSnapshot | null, budgetMs: number, depth: number): CallOwner {
-    return {
-      io: (req) => io.io(req),
-      subCall: async (req): Promise<ResumeResult> => {
-        if (depth + 1 > MAX_SUB_CALL_DEPTH) return { ok: false, error: { type: "DEPTH_EXCEEDED", message: `sub-calls nest deeper than ${MAX_SUB_CALL_DEPTH}` } };
-        let fn: ResolvedFunction;
-        try {
-          fn = "name" in req.function ? resolveFunction({ name: req.function.name, source: "", entry: "", filename: "" }, functions) : resolveFunction({ name: "", source: req.function.source, entry: req.function.entry ?? "", filename: "" }, functions);
-        } catch (e) {
-          return { ok: false, error: { type: (e as SyncInvokerError).code ?? "INVALID_ARGUMENT", message: (e as SyncInvokerError).rawMessage ?? String(e) } };
-        }
-        const out = await this.deps.pool.execute({ callId: `si-sub-${++this.subCallSeq}`, fn, args: req.args, budgetMs }, this.owner(io, functions, budgetMs, depth + 1));
-        return out.ok ? { ok: true, value: out.value } : { ok: false, error: { type: out.error.code, message: out.error.message, traceback: out.error.traceback } };
-      },
-    };
+  /** owner serves a call's IO (read-only) and its sub-calls (in the same pool and IO, depth-limited, the same budget). */
+  private owner(io: CallIo, functions: FunctionSnapshot | null, budgetMs: number): CallOwner {
+    return createCallOwner({ io: (req) => io.io(req), functions, role: "Sync Invoker", budgetMs, runSubCall: runOnce(this.deps.pool) });
   }
 
   private async precheck(req: PrecheckRequest): Promise<PrecheckResponse> {

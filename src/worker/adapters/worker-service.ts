@@ -1,140 +1,162 @@
 import * as grpc from "@grpc/grpc-js";
 import { TERMINAL_TASK_STATES } from "../../common/terminal-task-states";
-import { ErrorCode } from "../../common/error-code";
 import { grpcError } from "../../common/grpc/grpc-server";
 import type { Logger } from "../../common/logging/logger";
 import {
+  ListTasksResponse,
+  TaskLogLine,
   TaskResult,
-  TaskState,
+  type StreamTaskLogsRequest,
   type TaskSnapshot,
   type WatchTasksRequest,
   type WorkerServiceServer,
 } from "../../gen/worker/v1/worker";
-import type { WorkerProfile } from "../app/profile";
-import type { FunctionSnapshot } from "../../runtime/functions/function-code-view";
-import type { WorkerEvent } from "../core/worker-core-events";
-import type { SnapshotReply, WorkerDecision } from "../core/worker-core-instructions";
-import type { WorkerCore } from "../core/worker-core";
+import type { SnapshotReply } from "../core/worker-core-instructions";
 import { WorkerError } from "../core/worker-error";
-import type { TaskExecutor, TaskReport } from "./task-executor";
-import { planTask, type TaskPlan } from "./task-plan";
+import type { TaskLogEntry } from "../core/task-log-book";
+import type { WorkerDriver } from "./worker-driver";
 import { workerCodeToGRPC } from "./worker-code-to-grpc";
 
 const MAX_WATCHED_TASKS = 10_000;
-
-/** A monotonic clock in whole epoch milliseconds (snapshot timestamps are int64): WorkerCore's clock. */
-export const monotonicNowMs = (): number => Math.floor(performance.timeOrigin + performance.now());
+/** StreamTaskLogs: at most this many lines of tail, and this many following streams open at once. */
+const MAX_LOG_TAIL = 100_000;
+const MAX_LOG_FOLLOWERS = 1_000;
+/** ListTasks: the default and the largest limit. */
+const DEFAULT_LIST_LIMIT = 1_000;
+const MAX_LIST_LIMIT = 10_000;
+/** The owner label a client may send (x-blockx-owner): printable, at most this long. */
+const MAX_OWNER_LENGTH = 128;
 
 type Watch = { call: grpc.ServerWritableStream<WatchTasksRequest, TaskSnapshot>; ids: Set<string>; open: boolean };
+type LogFollower = { call: grpc.ServerWritableStream<StreamTaskLogsRequest, TaskLogLine>; taskId: string; lastSeq: number; open: boolean };
 
 /**
- * WorkerService is worker.v1.WorkerService over WorkerCore: it validates each request, feeds
- * the core one event at a time, and carries out the instructions (start and stop tasks in the
- * TaskExecutor, stream snapshots to WatchTasks, forget results). Events the executor reports
- * while instructions are being carried out are queued and applied after, because the core is
- * not re-entrant. One timer is armed at the core's next deadline.
+ * WorkerService is worker.v1.WorkerService and nothing else: it takes each request off the wire,
+ * hands it to the WorkerDriver, and turns the answer into a reply or a gRPC status
+ * (workerCodeToGRPC). It also keeps the WatchTasks streams, fed with the snapshots the driver
+ * publishes.
  */
 export class WorkerService {
-  private readonly plans = new Map<string, TaskPlan>();
   private readonly watches = new Set<Watch>();
-  private readonly queued: WorkerEvent[] = [];
-  private applying = false;
-  private timer: ReturnType<typeof setTimeout> | null = null;
-  private drainedWaiters: (() => void)[] = [];
-  private drained = false;
-  /** Tasks already counted in onTaskEnded (a terminal snapshot may be published again). */
-  private readonly ended = new Set<string>();
-  /** Called once per task that reaches a terminal state (metrics). */
-  onTaskEnded: (state: TaskState) => void = () => {};
+  private readonly followers = new Set<LogFollower>();
 
   constructor(
-    private readonly core: WorkerCore,
-    private readonly executor: () => TaskExecutor,
-    private readonly profile: WorkerProfile,
+    private readonly driver: WorkerDriver,
     private readonly log: Logger,
-    /** The function snapshot current now: a task pins it at activation. */
-    /** Functions by name; `mustHave`: the name the task asks for (a miss re-reads FUNCTIONS_DIR). */
-    private readonly functions: (mustHave?: string) => FunctionSnapshot | null = () => null,
-    private readonly nowMs: () => number = monotonicNowMs,
-  ) {}
-
-  /** onTaskReport is the TaskExecutor's report callback. */
-  onTaskReport = (r: TaskReport): void => {
-    switch (r.type) {
-      case "phase":
-        return this.enqueue({ type: "taskPhaseEntered", taskId: r.taskId, phase: r.phase });
-      case "counts":
-        return this.enqueue({
-          type: "taskCallCountsChanged",
-          taskId: r.taskId,
-          callsTotal: r.callsTotal,
-          callsSucceeded: r.callsSucceeded,
-          callsFailed: r.callsFailed,
-          callsRetried: r.callsRetried,
-        });
-      case "succeeded":
-        return this.enqueue({ type: "taskSucceeded", taskId: r.taskId });
-      case "failed":
-        return this.enqueue({ type: "taskFailed", taskId: r.taskId, error: { code: r.code, message: r.message } });
-    }
-  };
-
-  /** startDraining stops taking slots; resolves when no task holds a slot any more. */
-  drain(): Promise<void> {
-    this.apply(this.core.startDraining(this.nowMs()));
-    return this.drained ? Promise.resolve() : new Promise((r) => this.drainedWaiters.push(r));
+  ) {
+    driver.onSnapshot = (s) => {
+      this.publish(s);
+      if (TERMINAL_TASK_STATES.has(s.state)) this.endFollowers(s.taskId);
+    };
+    driver.onLogLines = (taskId, lines) => this.followLines(taskId, lines);
   }
 
-  /** endWatches closes every WatchTasks stream (shutdown). */
+  /** endWatches closes every WatchTasks and StreamTaskLogs stream (shutdown). */
   endWatches(): void {
     for (const w of this.watches) if (w.open) w.call.end();
     this.watches.clear();
-    if (this.timer) clearTimeout(this.timer);
+    for (const f of this.followers) if (f.open) f.call.end();
+    this.followers.clear();
   }
 
   handlers(): WorkerServiceServer {
     return {
       requestTaskSlot: (call, callback) => {
         const { taskId, ttlMs } = call.request;
-        this.reply(callback, this.apply(this.core.requestTaskSlot(taskId, ttlMs, this.nowMs())));
+        this.reply(callback, this.driver.requestTaskSlot(taskId, ttlMs));
       },
       submitTask: (call, callback) => {
-        let plan: TaskPlan;
         try {
-          const named = call.request.task?.functionCallConfig?.function?.name;
-          plan = planTask(call.request.task, this.profile, this.functions(named || undefined));
+          this.driver.submitTask(call.request.task, call.request.slotId, ownerOf(call.metadata), (r) => this.reply(callback, r));
         } catch (e) {
-          return this.fail(callback, e);
+          this.fail(callback, e);
         }
-        // Kept before the core decides, so that startTask finds it; dropped again if nothing starts.
-        const known = this.plans.has(plan.taskId);
-        if (!known) this.plans.set(plan.taskId, plan);
-        const decision = this.core.submitTask({ taskId: plan.taskId, timeoutMs: plan.timeoutMs }, call.request.slotId, this.nowMs());
-        if (!known && !decision.instructions.some((i) => i.type === "startTask")) this.plans.delete(plan.taskId);
-        // The client hears RUNNING before the task's first calls are dispatched.
-        this.reply(callback, decision.reply);
-        this.apply(decision);
       },
       cancelTask: (call, callback) => {
         const { taskId, reason } = call.request;
-        this.reply(callback, this.apply(this.core.cancelTask(taskId, reason || "cancelled by the client", this.nowMs())));
+        this.reply(callback, this.driver.cancelTask(taskId, reason || "cancelled by the client"));
       },
       getTaskResult: (call, callback) => {
-        const reply = this.apply(this.core.queryTask(call.request.taskId, this.nowMs()));
-        if (reply.err) return this.fail(callback, reply.err);
-        const out = this.executor().output(call.request.taskId);
+        const r = this.driver.result(call.request.taskId);
+        if (r.err) return this.fail(callback, r.err);
         callback(
           null,
           TaskResult.create({
-            snapshot: reply.snapshot,
-            returnValues: (out?.returnValues ?? []).map((v) => Buffer.from(JSON.stringify(v ?? null))),
-            writes: [...(out?.writes ?? [])],
-            firstError: out?.firstError,
+            snapshot: r.snapshot,
+            returnValues: (r.output?.returnValues ?? []).map((v) => Buffer.from(JSON.stringify(v ?? null))),
+            writes: [...(r.output?.writes ?? [])],
+            firstError: r.output?.firstError,
           }),
         );
       },
       watchTasks: (call) => this.watch(call),
+      streamTaskLogs: (call) => this.streamLogs(call),
+      listTasks: (call, callback) => {
+        const limit = call.request.limit === 0 ? DEFAULT_LIST_LIMIT : call.request.limit;
+        if (limit > MAX_LIST_LIMIT) return callback(grpcError(grpc.status.INVALID_ARGUMENT, `limit: at most ${MAX_LIST_LIMIT}, got ${limit}`));
+        const { tasks, truncated } = this.driver.listTasks(limit);
+        callback(
+          null,
+          ListTasksResponse.create({
+            tasks: tasks.map((t) => ({ snapshot: t.snapshot, owner: t.info?.owner ?? "", function: t.info?.function ?? "", logLinesDropped: t.info?.logLinesDropped ?? 0 })),
+            truncated,
+          }),
+        );
+      },
     };
+  }
+
+  /**
+   * streamLogs sends a task's kept log lines (its last `tail`, or all), then, with `follow`, each
+   * new line as its call ends, and ends when the task is terminal or the client goes away.
+   */
+  private streamLogs(call: grpc.ServerWritableStream<StreamTaskLogsRequest, TaskLogLine>): void {
+    const { taskId, tail, follow } = call.request;
+    if (taskId === "" || taskId.length > 256) return void call.emit("error", grpcError(grpc.status.INVALID_ARGUMENT, "task_id: 1 to 256 characters"));
+    if (tail > MAX_LOG_TAIL) return void call.emit("error", grpcError(grpc.status.INVALID_ARGUMENT, `tail: at most ${MAX_LOG_TAIL}, got ${tail}`));
+    const snap = this.driver.queryTask(taskId);
+    if (snap.err) return void call.emit("error", grpcError(workerCodeToGRPC(snap.err.code), snap.err.message));
+    const live = follow && !TERMINAL_TASK_STATES.has(snap.snapshot.state);
+    if (live && this.followers.size >= MAX_LOG_FOLLOWERS) {
+      return void call.emit("error", grpcError(grpc.status.RESOURCE_EXHAUSTED, `at most ${MAX_LOG_FOLLOWERS} log streams may follow tasks at once; retry later`));
+    }
+    const read = this.driver.readLogs(taskId, { tail });
+    const f: LogFollower = { call, taskId, lastSeq: 0, open: true };
+    if (read) {
+      read.entries.forEach((e, i) => this.sendLine(f, e, i === 0 ? read.droppedBefore : 0));
+      f.lastSeq = read.lastSeq;
+    }
+    if (!live) return void call.end();
+    this.followers.add(f);
+    const close = () => {
+      f.open = false;
+      this.followers.delete(f);
+    };
+    call.on("cancelled", close);
+    call.on("close", close);
+  }
+
+  private followLines(taskId: string, lines: readonly TaskLogEntry[]): void {
+    for (const f of this.followers) {
+      if (!f.open || f.taskId !== taskId) continue;
+      for (const e of lines) if (e.seq > f.lastSeq) this.sendLine(f, e, e.seq - f.lastSeq - 1);
+    }
+  }
+
+  private sendLine(f: LogFollower, e: TaskLogEntry, droppedBefore: number): void {
+    f.lastSeq = e.seq;
+    f.call.write(
+      TaskLogLine.create({ seq: e.seq, timeMs: e.timeMs, callIndex: e.callIndex, attempt: e.attempt, input: e.input, stream: e.stream, level: e.level, text: e.text, droppedBefore }),
+    );
+  }
+
+  private endFollowers(taskId: string): void {
+    for (const f of this.followers) {
+      if (f.taskId !== taskId) continue;
+      f.open = false;
+      this.followers.delete(f);
+      f.call.end();
+    }
   }
 
   private watch(call: grpc.ServerWritableStream<WatchTasksRequest, TaskSnapshot>): void {
@@ -148,7 +170,7 @@ export class WorkerService {
     this.flushPublishes();
     const current: TaskSnapshot[] = [];
     for (const id of ids) {
-      const r = this.apply(this.core.queryTask(id, this.nowMs()));
+      const r = this.driver.queryTask(id);
       if (r.err) return void call.emit("error", grpcError(workerCodeToGRPC(r.err.code), r.err.message));
       current.push(r.snapshot);
     }
@@ -203,77 +225,6 @@ export class WorkerService {
     }
   }
 
-  private enqueue(event: WorkerEvent): void {
-    this.queued.push(event);
-    if (!this.applying) this.apply(undefined);
-  }
-
-  /**
-   * apply carries out a decision's instructions in order, then any events they caused, and
-   * re-arms the timer. It returns the decision's reply.
-   */
-  private apply<R>(decision: WorkerDecision<R> | undefined): R {
-    const outer = !this.applying;
-    this.applying = true;
-    try {
-      if (decision) this.carryOut(decision);
-      if (outer) {
-        while (this.queued.length > 0) this.carryOut(this.core.handle(this.queued.shift()!, this.nowMs()));
-      }
-    } finally {
-      if (outer) {
-        this.applying = false;
-        this.armTimer();
-      }
-    }
-    return decision?.reply as R;
-  }
-
-  private carryOut(decision: WorkerDecision<unknown>): void {
-    if (decision.ignored) this.log.debug({ reason: decision.ignored.reason }, decision.ignored.message);
-    for (const ins of decision.instructions) {
-      switch (ins.type) {
-        case "publishSnapshot":
-          if (TERMINAL_TASK_STATES.has(ins.snapshot.state) && !this.ended.has(ins.snapshot.taskId)) {
-            this.ended.add(ins.snapshot.taskId);
-            this.onTaskEnded(ins.snapshot.state);
-          }
-          this.publish(ins.snapshot);
-          break;
-        case "startTask": {
-          const plan = this.plans.get(ins.taskId);
-          if (!plan) {
-            this.log.error({ taskId: ins.taskId }, "startTask for a task without a plan");
-            this.queued.push({ type: "taskFailed", taskId: ins.taskId, error: { code: ErrorCode.ErrInternal, message: "the worker lost the task's plan" } });
-            break;
-          }
-          this.log.debug({ taskId: ins.taskId, slotId: ins.slotId, calls: plan.calls.total, deadlineMs: ins.deadlineMs }, "task started");
-          this.executor().start(plan);
-          break;
-        }
-        case "stopTask":
-          this.log.info({ taskId: ins.taskId, slotId: ins.slotId, reason: ins.reason }, ins.message);
-          this.executor().stop(ins.taskId);
-          break;
-        case "forgetTask":
-          this.ended.delete(ins.taskId);
-          this.plans.delete(ins.taskId);
-          this.executor().forget(ins.taskId);
-          break;
-        case "reportDrained":
-          this.drained = true;
-          for (const w of this.drainedWaiters.splice(0)) w();
-          break;
-      }
-    }
-  }
-
-  private armTimer(): void {
-    if (this.timer) clearTimeout(this.timer);
-    const at = this.core.nextDeadlineMs();
-    this.timer = at === null ? null : setTimeout(() => this.apply(this.core.tick(this.nowMs())), Math.max(0, Math.ceil(at - this.nowMs())));
-  }
-
   private reply(callback: grpc.sendUnaryData<TaskSnapshot>, r: SnapshotReply): void {
     if (r.err) this.fail(callback, r.err);
     else callback(null, r.snapshot);
@@ -284,4 +235,13 @@ export class WorkerService {
     this.log.error({ err: e }, "worker request failed unexpectedly");
     callback(grpcError(grpc.status.INTERNAL, `internal error: ${(e as Error).message}`));
   }
+}
+
+/**
+ * ownerOf: the owner label the client sent in x-blockx-owner (the SDK and CLI send user@host), cut
+ * to printable characters; not an authenticated identity (that comes with the trust boundary).
+ */
+function ownerOf(metadata: grpc.Metadata): string {
+  const v = metadata.get("x-blockx-owner")[0];
+  return typeof v === "string" ? v.replace(/[^\x20-\x7e]/g, "").slice(0, MAX_OWNER_LENGTH) : "";
 }

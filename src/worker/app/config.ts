@@ -7,6 +7,7 @@ import type { Faults } from "../../runtime/io/fault-injection";
 import { ioSettingsFrom, ioVars, type IoSettings } from "../../runtime/io/io-config";
 import type { IoConfig } from "../../runtime/io/io-subsystem";
 import type { HeartbeatPublishMode, RedLines } from "../core/heartbeat-schedule";
+import { DEFAULT_TASK_LOG_CAPS, type TaskLogCaps } from "../core/task-log-book";
 import type { WorkerProfile } from "./profile";
 
 const MAX_MS = 24 * 3600 * 1000;
@@ -83,6 +84,9 @@ export function workerVars(profile: WorkerProfile) {
       stringSchema(),
     ),
     callMaxAttempts: envVar("CALL_MAX_ATTEMPTS", "4", "an integer from 1 to 100", "tries per call for retryable failures (a user's error is never retried)", intSchema(1, 100)),
+    taskLogMaxBytes: envVar("TASK_LOG_MAX_BYTES", "1048576", "an integer from 1024 to 1073741824", "log lines kept per task (`blockx logs`): beyond this the oldest go first, counted", intSchema(1024, 1 << 30)),
+    taskLogMaxLineBytes: envVar("TASK_LOG_MAX_LINE_BYTES", "4096", "an integer from 64 to 1048576", "a longer log line is cut, saying how much", intSchema(64, 1 << 20)),
+    taskLogMaxCallBytes: envVar("TASK_LOG_MAX_CALL_BYTES", "65536", "an integer from 64 to 1073741824", "log lines kept per call; the rest become one line saying how many", intSchema(64, 1 << 30)),
     ...ioVars,
     ...executorPoolVars,
     ...commonVars,
@@ -105,6 +109,7 @@ export interface WorkerRuntimeConfig {
   readonly drainTimeoutMs: number;
   readonly taskMaxInflightCalls: number;
   readonly callMaxAttempts: number;
+  readonly taskLogCaps: TaskLogCaps;
   readonly functionsDir: string;
   readonly tableStorePath: string;
   readonly localTestChainHead: number;
@@ -163,6 +168,7 @@ export function loadWorkerRuntimeConfigFromEnv(
     drainTimeoutMs: v.drainTimeoutMs,
     taskMaxInflightCalls: v.taskMaxInflightCalls,
     callMaxAttempts: v.callMaxAttempts,
+    taskLogCaps: { ...DEFAULT_TASK_LOG_CAPS, bytesPerTask: v.taskLogMaxBytes, bytesPerLine: v.taskLogMaxLineBytes, bytesPerCall: v.taskLogMaxCallBytes },
     functionsDir: v.functionsDir.trim(),
     tableStorePath: v.tableStorePath.trim(),
     localTestChainHead: v.localTestChainHead,

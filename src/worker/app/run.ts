@@ -11,11 +11,14 @@ import { createLogger } from "../../common/logging/logger";
 import { startMetricsServer } from "../../common/metrics/metrics-server";
 import { MetricsRegistry } from "../../common/metrics/metrics";
 import { registerProcessMetrics } from "../../common/metrics/process-metrics";
-import { TaskState, WorkerServiceService, type WorkerServiceServer } from "../../gen/worker/v1/worker";
+import { TaskState, WorkerServiceService, type Task, type WorkerServiceServer } from "../../gen/worker/v1/worker";
+import { monotonicNowMs } from "../../common/time/monotonic-clock";
+import { planTask } from "../core/task-plan";
 import { ErrorRateWindow } from "../adapters/error-rate-window";
 import { HeartbeatPublisher } from "../adapters/heartbeat-publisher";
 import { HostMetrics } from "../adapters/host-metrics";
-import { TaskExecutor } from "../adapters/task-executor";
+import { TaskRunner } from "../adapters/task-runner";
+import { WorkerDriver } from "../adapters/worker-driver";
 import { BlockTextStore } from "../../runtime/chains/localtestservice/block-text-store";
 import { WorkerService } from "../adapters/worker-service";
 import { WorkerCore } from "../core/worker-core";
@@ -36,7 +39,7 @@ function advertisedAddr(config: WorkerRuntimeConfig, boundAddr: string): string 
 
 /**
  * runWorker assembles one Worker process (block or bundle profile): the executor pool, the
- * gRPC WorkerService over WorkerCore, the TaskExecutor, the etcd heartbeat, metrics and
+ * gRPC WorkerService over the WorkerDriver (WorkerCore and the TaskRunner), the etcd heartbeat, metrics and
  * health. On SIGTERM it stops taking slots (health NOT_SERVING), revokes its lease so that
  * Coordinators drop it at once, lets running tasks finish up to WORKER_DRAIN_TIMEOUT_MS, then
  * exits.
@@ -70,6 +73,8 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     cancelTask: (call, cb) => (impl ? impl.cancelTask(call, cb) : notReady(cb)),
     getTaskResult: (call, cb) => (impl ? impl.getTaskResult(call, cb) : notReady(cb)),
     watchTasks: (call) => (impl ? impl.watchTasks(call) : void call.emit("error", grpcError(grpc.status.UNAVAILABLE, "worker is starting"))),
+    streamTaskLogs: (call) => (impl ? impl.streamTaskLogs(call) : void call.emit("error", grpcError(grpc.status.UNAVAILABLE, "worker is starting"))),
+    listTasks: (call, cb) => (impl ? impl.listTasks(call, cb) : notReady(cb)),
   };
   const grpcServer = new grpc.Server(GRPC_SERVER_OPTIONS);
   const health = new HealthStatus(["worker.v1.WorkerService"]);
@@ -92,25 +97,29 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   });
   const io = buildIoSubsystem(backends, config.io, registry);
   const tableStore = new SqliteTableStore(config.tableStorePath);
-  const svc: WorkerService = new WorkerService(core, (): TaskExecutor => executor, config.profile, log.child({ component: "worker-service" }), (mustHave) => functions.current(mustHave));
-  const executor: TaskExecutor = new TaskExecutor(
+  const runner = new TaskRunner({
     pool,
-    {
+    dispatcher: {
       taskMaxInflightCalls: config.taskMaxInflightCalls,
       maxInflightCalls: config.pool.executorCount * 256,
       maxAttempts: config.callMaxAttempts,
       retryBackoffBaseMs: 100,
       retryBackoffMaxMs: 5_000,
     },
-    svc.onTaskReport,
-    log.child({ component: "task-executor" }),
     io,
-    tableStore,
-  );
+    tables: tableStore,
+    log: log.child({ component: "task-runner" }),
+    nowMs: monotonicNowMs,
+    logCaps: config.taskLogCaps,
+  });
+  // A task by name pins the function snapshot current at its submission; a miss re-reads FUNCTIONS_DIR.
+  const plan = (task: Task | undefined) => planTask(task, config.profile, functions.current(task?.functionCallConfig?.function?.name || undefined));
+  const driver = new WorkerDriver(core, runner, plan, log.child({ component: "worker-driver" }), monotonicNowMs);
+  const svc = new WorkerService(driver, log.child({ component: "worker-service" }));
   const tasksEnded = registry.counter("blockx_worker_tasks_total", "Tasks that reached a terminal state, by state.", ["state"]);
   const callsFinished = registry.counter("blockx_worker_calls_total", "Calls finished, by whether they failed for a system reason.", ["result"]);
-  svc.onTaskEnded = (state) => tasksEnded.inc({ state: TaskState[state] ?? String(state) });
-  executor.onCallFinished = (systemFailure) => {
+  driver.onTaskEnded = (state) => tasksEnded.inc({ state: TaskState[state] ?? String(state) });
+  runner.onCallFinished = (systemFailure) => {
     errors.record(systemFailure, Date.now());
     callsFinished.inc({ result: systemFailure ? "system_failure" : "finished" });
   };
@@ -163,10 +172,11 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     health.setAll(ServingStatus.NOT_SERVING);
     // Refuse new slots at once: revoking the lease can take a while on a loaded host, and a
     // slot granted meanwhile would be a task started on a Worker that is going away.
-    const drained = svc.drain().then(() => true);
+    const drained = driver.drain().then(() => true);
     await heartbeat.stop();
     const timedOut = new Promise<boolean>((r) => setTimeout(() => r(false), config.drainTimeoutMs));
     if (!(await Promise.race([drained, timedOut]))) log.warn({ drainTimeoutMs: config.drainTimeoutMs }, "drain deadline passed with tasks still running");
+    driver.stop();
     svc.endWatches();
     await shutdownGrpcServer(grpcServer, 2_000);
     await pool.close();

@@ -1,3 +1,9 @@
+import type { CallResult, CallSource, DispatchedCall, DispatcherEvent } from "./dispatcher-core-events";
+import type { CallDecision, DispatcherDecision } from "./dispatcher-core-instructions";
+
+export type { CallResult, CallSource, DispatchedCall, DispatcherEvent } from "./dispatcher-core-events";
+export type { CallDecision, DispatcherDecision, DispatcherInstruction } from "./dispatcher-core-instructions";
+
 /**
  * DispatcherCore decides which calls run next, without IO or clocks. Each task brings a lazy
  * source of calls (a 10-million-block backfill is never materialised); the core keeps at most
@@ -22,24 +28,6 @@ export function defaultDispatcherConfig(): DispatcherConfig {
   return { taskMaxInflightCalls: 1024, maxInflightCalls: 2048, maxAttempts: 4, retryBackoffBaseMs: 100, retryBackoffMaxMs: 5_000 };
 }
 
-/**
- * CallSource yields a task's calls in index order, lazily, each boxed as `{ call }`; null when
- * there are no more. The box keeps a call whose value is itself null (an input `null`) from
- * reading as the end of the task's calls.
- */
-export interface CallSource<C> {
-  next(): { readonly call: C } | null;
-}
-
-export interface DispatchedCall<C> {
-  readonly taskId: string;
-  /** Position of the call in its task (0-based), stable across retries. */
-  readonly index: number;
-  /** 1 for the first try. */
-  readonly attempt: number;
-  readonly call: C;
-}
-
 interface Retry<C> {
   readonly index: number;
   readonly attempt: number;
@@ -57,13 +45,6 @@ interface TaskQueue<C> {
   retries: Retry<C>[];
 }
 
-export type CallResult = { readonly ok: true } | { readonly ok: false; readonly retryable: boolean };
-
-export type CallDecision =
-  | { readonly kind: "done" }
-  | { readonly kind: "retryScheduled"; readonly attempt: number; readonly atMs: number }
-  | { readonly kind: "failed"; readonly reason: "not_retryable" | "attempts_exhausted" };
-
 export class DispatcherCore<C> {
   private readonly tasks = new Map<string, TaskQueue<C>>();
   /** Round-robin order of task ids. */
@@ -73,7 +54,38 @@ export class DispatcherCore<C> {
 
   constructor(private readonly config: DispatcherConfig) {}
 
-  addTask(taskId: string, source: CallSource<C>): void {
+  /** handle applies one event at `nowMs` and returns the decision (see DispatcherDecision). */
+  handle(event: DispatcherEvent<C>, nowMs: number): DispatcherDecision<C> {
+    let reply: CallDecision | undefined;
+    let started: DispatchedCall<C>[] = [];
+    switch (event.type) {
+      case "taskAdded":
+        this.addTask(event.taskId, event.source);
+        break;
+      case "taskRemoved":
+        this.removeTask(event.taskId);
+        break;
+      case "callFinished":
+        reply = this.callFinished(event.call, event.result, nowMs);
+        break;
+      case "subCallStarted":
+        this.subCallStarted(event.taskId);
+        break;
+      case "subCallFinished":
+        reply = this.subCallFinished(event.taskId, event.attempt, event.result, nowMs);
+        break;
+      case "timeAdvanced":
+        started = this.next(nowMs);
+        break;
+      default: {
+        const never: never = event;
+        throw new Error(`unknown dispatcher event ${JSON.stringify(never)}`);
+      }
+    }
+    return { reply, instructions: started.map((call) => ({ type: "startCall", call })), wakeAtMs: this.nextWakeMs() };
+  }
+
+  private addTask(taskId: string, source: CallSource<C>): void {
     if (this.tasks.has(taskId)) throw new Error(`task ${taskId} is already dispatching`);
     this.tasks.set(taskId, { taskId, source, nextIndex: 0, sourceDone: false, inflight: 0, retries: [] });
     this.order.push(taskId);
@@ -83,7 +95,7 @@ export class DispatcherCore<C> {
    * removeTask forgets a task (finished, failed, cancelled, timed out). Its in-flight calls
    * stop counting at once; results that arrive for them later are ignored by callFinished.
    */
-  removeTask(taskId: string): void {
+  private removeTask(taskId: string): void {
     const t = this.tasks.get(taskId);
     if (!t) return;
     this.inflight -= t.inflight;
@@ -97,7 +109,7 @@ export class DispatcherCore<C> {
    * next hands out the calls that may start now: one per task per turn, round robin, while
    * both windows have room. Retries whose backoff has passed go before new calls of their task.
    */
-  next(nowMs: number): DispatchedCall<C>[] {
+  private next(nowMs: number): DispatchedCall<C>[] {
     const out: DispatchedCall<C>[] = [];
     let idleTurns = 0;
     while (this.inflight < this.config.maxInflightCalls && this.order.length > 0 && idleTurns < this.order.length) {
@@ -133,7 +145,7 @@ export class DispatcherCore<C> {
   }
 
   /** callFinished records a result and says what happens to the call. */
-  callFinished(d: DispatchedCall<C>, result: CallResult, nowMs: number): CallDecision {
+  private callFinished(d: DispatchedCall<C>, result: CallResult, nowMs: number): CallDecision {
     const t = this.release(d.taskId);
     const decision = this.retryDecision(d.attempt, result, nowMs);
     if (t && decision.kind === "retryScheduled") {
@@ -150,7 +162,7 @@ export class DispatcherCore<C> {
    * Worker's: new calls of the task wait while its sub-calls fill the window. A sub-call itself is
    * never held back: its parent is running and waits for it, so holding it could deadlock the task.
    */
-  subCallStarted(taskId: string): void {
+  private subCallStarted(taskId: string): void {
     const t = this.tasks.get(taskId);
     if (!t) return;
     t.inflight++;
@@ -161,7 +173,7 @@ export class DispatcherCore<C> {
    * subCallFinished releases a sub-call's place and decides, by the same rules as for calls,
    * whether its owner tries it again (after `atMs`) or hands the failure to the parent.
    */
-  subCallFinished(taskId: string, attempt: number, result: CallResult, nowMs: number): CallDecision {
+  private subCallFinished(taskId: string, attempt: number, result: CallResult, nowMs: number): CallDecision {
     this.release(taskId);
     return this.retryDecision(attempt, result, nowMs);
   }

@@ -1,21 +1,20 @@
-import { createHash } from "node:crypto";
 import { ErrorCode } from "../../common/error-code";
 import type { Task } from "../../gen/worker/v1/worker";
-import { traceFilename, type CallFunction } from "../../runtime/calls/call";
-import { blockBundleCalls, blockTableCalls, inputCalls, type BlockCallInput, type BundleCallInput, type CallPlan } from "../core/call-builder";
+import { blockBundleCalls, blockTableCalls, inputCalls, type BlockCallInput, type BundleCallInput, type CallPlan } from "./call-builder";
 import type { FunctionSnapshot } from "../../runtime/functions/function-code-view";
+import { inlineFunction, lookupFunction, type ResolvedFunction } from "../../runtime/functions/function-lookup";
 import type { BlockScope } from "../writers/table-store";
 import type { OutputSpec } from "../writers/writers";
 import type { JsonValue } from "../../runtime/executor/protocol";
 import type { WorkerProfile } from "../app/profile";
-import { WorkerError } from "../core/worker-error";
-import { MAX_TASK_TIMEOUT_MS } from "../core/config";
+import { WorkerError } from "./worker-error";
+import { MAX_TASK_TIMEOUT_MS } from "./config";
 
 /** TaskPlan is a validated Task: what the runner needs, nothing from the wire. */
 export interface TaskPlan {
   readonly taskId: string;
   readonly timeoutMs: number;
-  readonly fn: CallFunction & { readonly digest: string };
+  readonly fn: ResolvedFunction;
   /** The calls, built lazily (a block range is never materialised). */
   readonly calls: CallPlan<JsonValue>;
   /** The block scope of a call, for block tables; null for inputs. */
@@ -24,6 +23,8 @@ export interface TaskPlan {
   readonly outputs: readonly OutputSpec[];
   /** The function snapshot pinned at activation: sub-calls by name resolve here. */
   readonly functions: FunctionSnapshot | null;
+  /** A call's input as people name it in logs: `block 1234`, `blocks 100..199`, `input 3`. */
+  readonly inputLabel: (input: JsonValue, index: number) => string;
 }
 
 /** Block ranges at most this long per task (10 million blocks: a full backfill of a chain segment). */
@@ -51,23 +52,11 @@ export function planTask(task: Task | undefined, profile: WorkerProfile, functio
   if (!f) throw invalid("task.function_call_config.function: required");
   if (f.name !== "" && f.source !== "") throw invalid("task.function_call_config.function: give either name or source, not both");
   if (f.name === "" && f.source === "") throw invalid("task.function_call_config.function: name or source is required");
-  const entry = f.entry || "main";
-  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(entry)) throw invalid(`task.function_call_config.function.entry: not a Python identifier: ${JSON.stringify(entry)}`);
-  let fn: TaskPlan["fn"];
-  if (f.name !== "") {
-    const code = functions?.get(f.name);
-    if (!code) {
-      throw invalid(
-        functions
-          ? `task.function_call_config.function.name: no function ${JSON.stringify(f.name)} (epoch ${functions.epoch} has: ${functions.names().join(", ") || "none"})`
-          : "task.function_call_config.function.name: this Worker has no FUNCTIONS_DIR; send source",
-      );
-    }
-    fn = { source: code.source, entry, digest: code.digest, filename: `${f.name}.py` };
-  } else {
-    const filename = traceFilename(f.filename);
-    fn = { source: f.source, entry, digest: createHash("sha256").update(f.source).digest("hex"), ...(filename ? { filename } : {}) };
+  const found = f.name !== "" ? lookupFunction(functions, f.name, f.entry, "Worker") : inlineFunction(f.source, f.entry, f.filename);
+  if (!found.ok) {
+    throw invalid(found.reason === "BAD_ENTRY" ? `task.function_call_config.function.${found.message}` : `task.function_call_config.function.name: ${found.message}`);
   }
+  const fn: TaskPlan["fn"] = found.fn;
 
   const config = fcc.config;
   if (!config) throw invalid("task.function_call_config: one of block_table, inputs, block_bundle is required");
@@ -76,6 +65,7 @@ export function planTask(task: Task | undefined, profile: WorkerProfile, functio
   }
   let calls: CallPlan<JsonValue>;
   let scopeOf: TaskPlan["scopeOf"] = null;
+  let inputLabel: TaskPlan["inputLabel"] = (_input, index) => `input ${index}`;
   switch (config.$case) {
     case "inputs":
       calls = inputCalls(
@@ -96,6 +86,7 @@ export function planTask(task: Task | undefined, profile: WorkerProfile, functio
         const i = input as unknown as BlockCallInput;
         return { chain: i.chain, fromBlock: i.blockNumber, toBlock: i.blockNumber };
       };
+      inputLabel = (input) => `block ${(input as unknown as BlockCallInput).blockNumber}`;
       break;
     }
     case "blockBundle": {
@@ -104,6 +95,10 @@ export function planTask(task: Task | undefined, profile: WorkerProfile, functio
       if (bundleSize < 1 || bundleSize > 1_000_000) throw invalid(`task.function_call_config.block_bundle.bundle_size: from 1 to 1000000, got ${bundleSize}`);
       calls = blockBundleCalls(chain, fromBlock, toBlock, bundleSize) as unknown as CallPlan<JsonValue>;
       scopeOf = (input) => input as unknown as BundleCallInput;
+      inputLabel = (input) => {
+        const b = input as unknown as BundleCallInput;
+        return `blocks ${b.fromBlock}..${b.toBlock}`;
+      };
       break;
     }
   }
@@ -119,7 +114,7 @@ export function planTask(task: Task | undefined, profile: WorkerProfile, functio
     if (h.$case === "blockTableWrite" && !scopeOf) throw invalid(`task.outputs[${i}].block_table_write: needs a block_table or block_bundle call config (inputs have no block)`);
     return { kind: h.$case, table };
   });
-  return { taskId: task.taskId, timeoutMs: task.taskTimeoutMs, fn, calls, scopeOf, outputs, functions };
+  return { taskId: task.taskId, timeoutMs: task.taskTimeoutMs, fn, calls, scopeOf, outputs, functions, inputLabel };
 }
 
 function checkRange(field: string, chain: string, fromBlock: number, toBlock: number): void {

@@ -1,0 +1,51 @@
+import { traceFilename, type CallFunction } from "../calls/call";
+import { digestOf, type FunctionSnapshot } from "./function-code-view";
+
+/** ResolvedFunction is what an executor runs: source, entry, digest, and the file tracebacks name. */
+export interface ResolvedFunction extends CallFunction {
+  readonly digest: string;
+  /** The name in FUNCTIONS_DIR, or "" for inline source. */
+  readonly name: string;
+}
+
+/** Why a function could not be resolved; each caller maps it to its own error code. */
+export type LookupFailure = "BAD_ENTRY" | "NO_FUNCTIONS_DIR" | "NOT_FOUND";
+
+export type FunctionLookup = { readonly ok: true; readonly fn: ResolvedFunction } | { readonly ok: false; readonly reason: LookupFailure; readonly message: string };
+
+const PYTHON_IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** How many names a NOT_FOUND message lists before "...". */
+const NAMES_SHOWN = 20;
+
+/** checkEntry: the entry point ("" means main) must be a Python identifier. */
+export function checkEntry(entry: string | undefined): { ok: true; entry: string } | { ok: false; message: string } {
+  const e = entry || "main";
+  return PYTHON_IDENTIFIER.test(e) ? { ok: true, entry: e } : { ok: false, message: `not a Python identifier: ${JSON.stringify(e)}` };
+}
+
+/**
+ * lookupFunction resolves a function by name in a FUNCTIONS_DIR snapshot (null: the process has
+ * none), with its entry point (default main); `role` names the process in the message. It is the
+ * one lookup behind a task's function, a Sync Invoker request's and every sub-call's, so all of
+ * them answer a miss the same way.
+ */
+export function lookupFunction(functions: FunctionSnapshot | null, name: string, entry?: string, role = "process"): FunctionLookup {
+  const e = checkEntry(entry);
+  if (!e.ok) return { ok: false, reason: "BAD_ENTRY", message: `entry: ${e.message}` };
+  if (!functions) return { ok: false, reason: "NO_FUNCTIONS_DIR", message: `no function ${JSON.stringify(name)}: this ${role} has no FUNCTIONS_DIR; send the source inline` };
+  const code = functions.get(name);
+  if (!code) {
+    const have = functions.names();
+    const list = have.length > NAMES_SHOWN ? `${have.slice(0, NAMES_SHOWN).join(", ")}, ...` : have.join(", ") || "none";
+    return { ok: false, reason: "NOT_FOUND", message: `no function ${JSON.stringify(name)} in FUNCTIONS_DIR (epoch ${functions.epoch} has: ${list})` };
+  }
+  return { ok: true, fn: { source: code.source, entry: e.entry, digest: code.digest, name: code.name, filename: `${code.name}.py` } };
+}
+
+/** inlineFunction: source sent with the request, addressed by its digest; `filename` as the client named it. */
+export function inlineFunction(source: string, entry: string | undefined, filename?: string): FunctionLookup {
+  const e = checkEntry(entry);
+  if (!e.ok) return { ok: false, reason: "BAD_ENTRY", message: `entry: ${e.message}` };
+  const file = traceFilename(filename);
+  return { ok: true, fn: { source, entry: e.entry, digest: digestOf(source), name: "", ...(file ? { filename: file } : {}) } };
+}

@@ -1,0 +1,225 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createLogger } from "../../common/logging/logger";
+import type { Task } from "../../gen/worker/v1/worker";
+import { FunctionCodeView } from "../../runtime/functions/function-code-view";
+import { InMemoryPool } from "../../../test/support/in-memory-pool";
+import { blockWorkerProfile } from "../app/profile";
+import { planTask } from "../core/task-plan";
+import { SqliteTableStore } from "../writers/table-store";
+import { TaskRunner, type TaskRunnerEvent } from "./task-runner";
+
+const log = createLogger("fatal");
+
+/** A task of `inputs` calling `source`, with the given outputs (return value by default). */
+function task(id: string, inputs: unknown[], o: { source?: string; name?: string; outputs?: Task["outputs"] } = {}): Task {
+  return {
+    taskId: id,
+    taskTimeoutMs: 0,
+    functionCallConfig: {
+      function: { name: o.name ?? "", source: o.name ? "" : (o.source ?? "def main(ctx, x):\n    return x\n"), entry: "", filename: "" },
+      config: { $case: "inputs", inputs: { inputs: inputs.map((v) => Buffer.from(JSON.stringify(v))) } },
+    },
+    outputs: o.outputs ?? [{ handler: { $case: "returnValue", returnValue: {} } }],
+  };
+}
+
+interface Rig {
+  pool: InMemoryPool;
+  runner: TaskRunner;
+  events: TaskRunnerEvent[];
+  ioEnded: string[];
+  systemFailures: boolean[];
+  now: { ms: number };
+}
+
+function rig(o: { taskWindow?: number; maxAttempts?: number; tables?: SqliteTableStore; budgetMs?: number } = {}): Rig {
+  const pool = new InMemoryPool();
+  const events: TaskRunnerEvent[] = [];
+  const ioEnded: string[] = [];
+  const systemFailures: boolean[] = [];
+  const now = { ms: 1_000 };
+  const runner = new TaskRunner({
+    pool,
+    dispatcher: { taskMaxInflightCalls: o.taskWindow ?? 100, maxInflightCalls: 1000, maxAttempts: o.maxAttempts ?? 3, retryBackoffBaseMs: 1, retryBackoffMaxMs: 1 },
+    io: { forTask: (taskId) => ({ call: async () => ({ answer: { ok: true, value: null, ioMs: 0 } }) as never, end: () => void ioEnded.push(taskId) }) },
+    tables: o.tables ?? null,
+    log,
+    nowMs: () => now.ms,
+    ...(o.budgetMs ? { callBudgetMs: o.budgetMs } : {}),
+  });
+  runner.onEvent = (e) => events.push(e);
+  runner.onCallFinished = (f) => systemFailures.push(f);
+  return { pool, runner, events, ioEnded, systemFailures, now };
+}
+
+function run(r: Rig, t: Task, functions: FunctionCodeView | null = null): void {
+  expect(r.runner.accept(planTask(t, blockWorkerProfile, functions?.current() ?? null))).toBe(true);
+  r.runner.start(t.taskId);
+}
+
+/** Lets the runner see finished calls (their promises) and its coalesced counts. */
+const settle = () => new Promise((resolve) => setTimeout(resolve, 5));
+
+const ends = (r: Rig) => r.events.filter((e) => e.type === "taskSucceeded" || e.type === "taskFailed");
+
+describe("TaskRunner", () => {
+  test("runs every call, reports EXECUTE, counts, WRITE and the end in WorkerCore's events, returns values in input order", async () => {
+    const r = rig();
+    run(r, task("t1", [10, 20, 30]));
+    expect(r.pool.started).toEqual(["t1/0/1", "t1/1/1", "t1/2/1"]);
+    expect(r.events[0]).toEqual({ type: "taskPhaseEntered", taskId: "t1", phase: "EXECUTE" });
+    // Completions out of order: the values still come back by call index.
+    r.pool.call("t1/2/1").finish({ value: 3 });
+    r.pool.call("t1/0/1").finish({ value: 1 });
+    await settle();
+    expect(ends(r)).toEqual([]);
+    expect(r.runner.result("t1")).toBeUndefined(); // no output while it runs
+    r.pool.call("t1/1/1").finish({ value: 2 });
+    await settle();
+    const types = r.events.map((e) => (e.type === "taskPhaseEntered" ? `phase:${e.phase}` : e.type));
+    expect(types.indexOf("phase:WRITE")).toBeGreaterThan(types.lastIndexOf("taskCallCountsChanged"));
+    expect(types.at(-1)).toBe("taskSucceeded");
+    expect(r.events.filter((e) => e.type === "taskCallCountsChanged").at(-1)).toMatchObject({ callsTotal: 3, callsSucceeded: 3, callsFailed: 0 });
+    expect(r.runner.result("t1")).toEqual({ returnValues: [1, 2, 3], firstError: undefined, writes: [] });
+    expect(r.ioEnded).toEqual(["t1"]);
+    expect(r.systemFailures).toEqual([false, false, false]);
+  });
+
+  test("a call that fails for good fails the task at once, naming its input; the other calls are cancelled and nothing more starts", async () => {
+    const r = rig({ taskWindow: 2 });
+    run(r, task("t2", ["a", "b", "c", "d"]));
+    expect(r.pool.started).toEqual(["t2/0/1", "t2/1/1"]);
+    r.pool.call("t2/1/1").finish({ code: "USER_ERROR", message: "ValueError: bad b" });
+    await settle();
+    expect(ends(r)).toEqual([{ type: "taskFailed", taskId: "t2", error: { code: "USER_ERROR", message: 'call 1 (input "b") failed: ValueError: bad b' } }]);
+    expect(r.pool.cancelled).toEqual(["t2/0/1"]);
+    expect(r.pool.started).toEqual(["t2/0/1", "t2/1/1"]); // calls 2 and 3 never start
+    expect(r.runner.result("t2")?.firstError).toMatchObject({ code: "USER_ERROR", callIndex: 1, callInput: '"b"', callId: "t2/1/1" });
+    expect(r.systemFailures).toEqual([false, false]); // a user's error and a cancel say nothing about the Worker
+  });
+
+  test("an executor that dies is retried on a fresh attempt, counted as retried and as a system failure", async () => {
+    const r = rig();
+    run(r, task("t3", [1]));
+    r.pool.call("t3/0/1").finish({ code: "EXECUTOR_CRASHED", retryable: true });
+    await settle();
+    r.now.ms += 10;
+    await settle();
+    r.pool.call("t3/0/2").finish({ value: 7 });
+    await settle();
+    expect(ends(r)).toEqual([{ type: "taskSucceeded", taskId: "t3" }]);
+    expect(r.events.filter((e) => e.type === "taskCallCountsChanged").at(-1)).toMatchObject({ callsSucceeded: 1, callsRetried: 1 });
+    expect(r.systemFailures).toEqual([true, false]);
+  });
+
+  test("attempts run out: the task fails with the count of attempts in the message", async () => {
+    const r = rig({ maxAttempts: 2 });
+    run(r, task("t4", [1]));
+    r.pool.call("t4/0/1").finish({ code: "EXECUTOR_HUNG", retryable: true });
+    await settle();
+    expect(r.pool.running.size).toBe(0); // the retry waits for its backoff on the runner's clock
+    r.now.ms += 10;
+    await settle();
+    r.pool.call("t4/0/2").finish({ code: "EXECUTOR_HUNG", message: "no heartbeat", retryable: true });
+    await settle();
+    expect(ends(r)).toEqual([{ type: "taskFailed", taskId: "t4", error: { code: "EXECUTOR_HUNG", message: "call 0 (input 1) failed: no heartbeat (after 2 attempts)" } }]);
+  });
+
+  test("stop (cancel, timeout) cancels the task's calls and the sub-calls below them, and reports nothing", async () => {
+    const r = rig();
+    const fns = new FunctionCodeView();
+    fns.update(new Map([["child", "def main(ctx, x):\n    return x\n"]]));
+    run(r, task("t5", [1, 2]), fns);
+    const parent = r.pool.call("t5/0/1");
+    const sub = parent.owner.subCall!({ kind: "call", function: { name: "child" }, args: 1 }, parent.callId);
+    await settle();
+    expect([...r.pool.running.keys()].sort()).toEqual(["t5/0/1", "t5/0/1/sub-1", "t5/1/1"]);
+    const before = r.events.length;
+    r.runner.stop("t5");
+    expect(r.pool.cancelled.sort()).toEqual(["t5/0/1", "t5/0/1/sub-1", "t5/1/1"]);
+    expect(await sub).toMatchObject({ ok: false });
+    await settle();
+    expect(r.events.length).toBe(before);
+    expect(r.runner.result("t5")).toEqual({ returnValues: [], firstError: undefined, writes: [] });
+    expect(r.ioEnded).toEqual(["t5"]);
+  });
+
+  test("sub-calls count in the task's window, get the parent's id and budget, and are retried when their executor dies", async () => {
+    const r = rig({ taskWindow: 2, budgetMs: 1234 });
+    const fns = new FunctionCodeView();
+    fns.update(new Map([["child", "def main(ctx, x):\n    return x\n"]]));
+    run(r, task("t6", [1, 2, 3]), fns);
+    expect(r.pool.started).toEqual(["t6/0/1", "t6/1/1"]);
+    const parent = r.pool.call("t6/0/1");
+    const sub = parent.owner.subCall!({ kind: "call", function: { name: "child" }, args: 5 }, parent.callId);
+    await settle();
+    expect(r.pool.call("t6/0/1/sub-1").budgetMs).toBe(1234);
+    expect(r.pool.call("t6/0/1/sub-1").fn).toMatchObject({ entry: "main", filename: "child.py" });
+    // Call 1 finishes, but the sub-call holds call 2's place in the window.
+    r.pool.call("t6/1/1").finish({ value: 2 });
+    await settle();
+    expect(r.pool.started).not.toContain("t6/2/1");
+    // The sub-call's executor dies: a new attempt with a new id, not a failure of the parent.
+    r.pool.call("t6/0/1/sub-1").finish({ code: "OOM_KILLED", retryable: true });
+    await settle();
+    r.pool.call("t6/0/1/sub-2").finish({ value: 50 });
+    expect(await sub).toEqual({ ok: true, value: 50 });
+    await settle();
+    expect(r.pool.started).toContain("t6/2/1");
+    expect(r.events.filter((e) => e.type === "taskCallCountsChanged").at(-1)).toMatchObject({ callsRetried: 1 });
+  });
+
+  test("a sub-call by an unknown name fails the sub-call, not the Worker, and says what the snapshot has", async () => {
+    const r = rig();
+    const fns = new FunctionCodeView();
+    fns.update(new Map([["child", "def main(ctx, x):\n    return x\n"]]));
+    run(r, task("t7", [1]), fns);
+    const parent = r.pool.call("t7/0/1");
+    expect(await parent.owner.subCall!({ kind: "call", function: { name: "nope" }, args: 1 }, parent.callId)).toEqual({
+      ok: false,
+      error: { type: "FUNCTION_NOT_FOUND", message: 'no function "nope" in FUNCTIONS_DIR (epoch 1 has: child)' },
+    });
+  });
+
+  test("a task without inputs succeeds at once; a task the runner never accepted fails as INTERNAL; forget drops the output", () => {
+    const r = rig();
+    run(r, task("t8", []));
+    expect(ends(r)).toEqual([{ type: "taskSucceeded", taskId: "t8" }]);
+    r.runner.start("ghost");
+    expect(ends(r).at(-1)).toEqual({ type: "taskFailed", taskId: "ghost", error: { code: "INTERNAL", message: "the worker lost the task's plan" } });
+    expect(r.runner.result("t8")).toBeDefined();
+    r.runner.forget("t8");
+    expect(r.runner.result("t8")).toBeUndefined();
+    expect(r.runner.accept(planTask(task("t8", [1]), blockWorkerProfile))).toBe(true); // the id is free again
+  });
+
+  test("a writer that cannot be set up fails the task before any call starts", () => {
+    const r = rig(); // no table store
+    run(r, task("t9", [1], { outputs: [{ handler: { $case: "normalTableWrite", normalTableWrite: { table: "rows" } } }] }));
+    expect(r.pool.started).toEqual([]);
+    expect(ends(r)).toEqual([{ type: "taskFailed", taskId: "t9", error: { code: "INTERNAL", message: "this Worker has no table store" } }]);
+  });
+
+  describe("with a table store", () => {
+    let dir = "";
+    afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+    test("a value that is not rows fails its call as RESULT_NOT_ROWS, not retried; rows of good calls are in the table", async () => {
+      dir = mkdtempSync(join(tmpdir(), "runner-"));
+      const tables = new SqliteTableStore(join(dir, "t.sqlite"));
+      const r = rig({ tables });
+      run(r, task("t10", [1, 2], { outputs: [{ handler: { $case: "normalTableWrite", normalTableWrite: { table: "rows" } } }] }));
+      r.pool.call("t10/0/1").finish({ value: [{ n: 1 }] });
+      await settle();
+      r.pool.call("t10/1/1").finish({ value: "not rows" });
+      await settle();
+      expect(ends(r)).toEqual([expect.objectContaining({ type: "taskFailed", error: expect.objectContaining({ code: "RESULT_NOT_ROWS" }) })]);
+      expect(r.pool.started).toEqual(["t10/0/1", "t10/1/1"]);
+      expect(r.runner.result("t10")?.writes).toMatchObject([{ table: "rows" }]);
+      tables.close();
+    });
+  });
+});

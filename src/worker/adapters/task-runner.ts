@@ -1,0 +1,405 @@
+import type { Logger } from "../../common/logging/logger";
+import type { NowMs } from "../../common/time/monotonic-clock";
+import type { CallError, TableWriteSummary } from "../../gen/worker/v1/worker";
+import { CallErrorCode, type CallOutcome, type CallOwner } from "../../runtime/calls/call";
+import { createCallOwner, resumeResultOf, type CallPool, type RunSubCall } from "../../runtime/calls/call-owner";
+import type { JsonValue } from "../../runtime/executor/protocol";
+import type { TaskIo } from "../../runtime/io/io-subsystem";
+import { DispatcherCore, type CallResult, type DispatchedCall, type DispatcherConfig, type DispatcherDecision, type DispatcherEvent } from "../core/dispatcher-core";
+import { TaskLogBook, type TaskLogCaps, type TaskLogEntry } from "../core/task-log-book";
+import type { TaskPlan } from "../core/task-plan";
+import type { WorkerEvent } from "../core/worker-core-events";
+import type { TableStore } from "../writers/table-store";
+import { WriteRejected, type Writer } from "../writers/writer";
+import { createWriters, WriterSetupError } from "../writers/writers";
+
+/** The events a task runner reports to WorkerCore: a task's progress and its end. */
+export type TaskRunnerEvent = Extract<WorkerEvent, { type: "taskPhaseEntered" | "taskCallCountsChanged" | "taskSucceeded" | "taskFailed" }>;
+
+/** What a task's calls need of their IO handle: serve a request, release everything at the end. */
+export type TaskCallIo = Pick<TaskIo, "call" | "end">;
+
+/** What GetTaskResult returns besides the snapshot: values, the first error, the tables written. */
+export interface TaskOutput {
+  readonly returnValues: readonly JsonValue[];
+  readonly firstError: CallError | undefined;
+  readonly writes: readonly TableWriteSummary[];
+}
+
+export interface TaskRunnerDeps {
+  /** Where calls run: the executor pool (an in-memory one in unit tests). */
+  readonly pool: CallPool;
+  readonly dispatcher: DispatcherConfig;
+  /** The IO subsystem (a task gets its own handle: window, singleflight entries). */
+  readonly io: { forTask(taskId: string): TaskCallIo };
+  readonly tables: TableStore | null;
+  readonly log: Logger;
+  /** The Worker's one clock (the same WorkerCore is fed). */
+  readonly nowMs: NowMs;
+  /** Every call's budget; undefined: the pool's default. */
+  readonly callBudgetMs?: number;
+  /** Bounds of each task's kept log lines (DEFAULT_TASK_LOG_CAPS when absent). */
+  readonly logCaps?: TaskLogCaps;
+}
+
+/** What ListTasks shows of a task besides its snapshot. */
+export interface TaskInfo {
+  readonly owner: string;
+  /** The function's name, or `inline:` and the first 12 hex digits of its digest. */
+  readonly function: string;
+  readonly logLinesDropped: number;
+}
+
+interface RunningTask {
+  readonly plan: TaskPlan;
+  /** The task's IO handle: its window, its singleflight entries. */
+  readonly io: TaskCallIo;
+  /** One writer plugin per output of the task, in the task's order. */
+  readonly writers: readonly Writer[];
+  readonly inflight: Map<string, DispatchedCall<JsonValue>>;
+  /** Sub-calls running now; each id starts with its parent's call id and "/". */
+  readonly subCalls: Set<string>;
+  /** Serves every call's IO and sub-calls (one owner for the whole task). */
+  readonly owner: CallOwner;
+  succeeded: number;
+  failed: number;
+  retried: number;
+  countsDirty: boolean;
+  countsFlushQueued: boolean;
+}
+
+/**
+ * TaskRunner owns a task from the moment its plan is accepted to the moment the Worker forgets
+ * it: the plan, its calls (through one DispatcherCore: per-task window, fairness between tasks,
+ * retries of retryable failures), its writers and its output. It reports to WorkerCore in
+ * WorkerCore's own events: the phase (EXECUTE once writers are set up and calls start, WRITE for
+ * the writers' closing commit), coalesced call counts, and the end. A call that fails for good
+ * fails its task at once, naming the call's input and carrying the Python traceback; the task's
+ * other calls and their sub-calls are cancelled. stop() (cancel, timeout) does the same without a
+ * report: WorkerCore already ended the task.
+ */
+export class TaskRunner {
+  private readonly dispatcher: DispatcherCore<JsonValue>;
+  /** Plans accepted and not yet forgotten (a task is started from its plan), with their owner label. */
+  private readonly plans = new Map<string, { readonly plan: TaskPlan; readonly owner: string }>();
+  /** What each task's calls logged and printed, bounded, until the task is forgotten. */
+  private readonly logs: TaskLogBook;
+  private readonly tasks = new Map<string, RunningTask>();
+  /** Ended tasks' outputs, until the Worker forgets the task. */
+  private readonly outputs = new Map<string, TaskOutput>();
+  private wakeTimer: ReturnType<typeof setTimeout> | null = null;
+  private pumping = false;
+  /** Progress and ends of tasks, for WorkerCore (the driver queues them). */
+  onEvent: (e: TaskRunnerEvent) => void = () => {};
+  /**
+   * Called for every finished call: true when it failed for a system reason (executor died,
+   * hung, ran out of memory, internal error), the Worker's own health. A user's error, an
+   * over-budget call or a failing backend says nothing about the Worker and counts as false.
+   */
+  onCallFinished: (systemFailure: boolean) => void = () => {};
+  /** New log lines of a task, as its calls end (StreamTaskLogs followers). */
+  onLogLines: (taskId: string, lines: readonly TaskLogEntry[]) => void = () => {};
+
+  constructor(private readonly deps: TaskRunnerDeps) {
+    this.dispatcher = new DispatcherCore(deps.dispatcher);
+    this.logs = new TaskLogBook(deps.logCaps);
+  }
+
+  /** accept keeps a validated plan until WorkerCore starts the task; false if the id is known already. */
+  accept(plan: TaskPlan, owner = ""): boolean {
+    if (this.plans.has(plan.taskId)) return false;
+    this.plans.set(plan.taskId, { plan, owner });
+    return true;
+  }
+
+  /** readLogs: the task's kept lines after `afterSeq`, or its last `tail`; null when it has none. */
+  readLogs(taskId: string, o: { afterSeq?: number; tail?: number }): ReturnType<TaskLogBook["read"]> {
+    return this.logs.read(taskId, o);
+  }
+
+  /** info: what ListTasks shows of a task the runner knows (undefined: never submitted here). */
+  info(taskId: string): TaskInfo | undefined {
+    const p = this.plans.get(taskId);
+    if (!p) return undefined;
+    const fn = p.plan.fn.name !== "" ? p.plan.fn.name : `inline:${p.plan.fn.digest.slice(0, 12)}`;
+    return { owner: p.owner, function: fn, logLinesDropped: this.logs.dropped(taskId) };
+  }
+
+  /** start runs an accepted task (WorkerCore's startTask): writers first, then its calls. */
+  start(taskId: string): void {
+    const plan = this.plans.get(taskId)?.plan;
+    if (!plan) {
+      this.deps.log.error({ taskId }, "startTask for a task without a plan");
+      this.onEvent({ type: "taskFailed", taskId, error: { code: CallErrorCode.Internal, message: "the worker lost the task's plan" } });
+      return;
+    }
+    let writers: Writer[];
+    try {
+      writers = createWriters(plan.outputs, { taskId, totalCalls: plan.calls.total, scopeOf: plan.scopeOf, tables: this.deps.tables, log: this.deps.log });
+    } catch (e) {
+      if (!(e instanceof WriterSetupError)) throw e;
+      this.end(taskId, { returnValues: [], firstError: undefined, writes: [] }, { type: "taskFailed", taskId, error: { code: CallErrorCode.Internal, message: e.message } });
+      return;
+    }
+    const io = this.deps.io.forTask(taskId);
+    const t: RunningTask = {
+      plan,
+      io,
+      writers,
+      inflight: new Map(),
+      subCalls: new Set(),
+      owner: createCallOwner({
+        io: (req) => io.call(req.backend, req.op, req.params).then((r) => r.answer),
+        functions: plan.functions,
+        role: "Worker",
+        budgetMs: this.deps.callBudgetMs,
+        runSubCall: (call, owner) => this.runSubCall(t, call, owner),
+      }),
+      succeeded: 0,
+      failed: 0,
+      retried: 0,
+      countsDirty: true,
+      countsFlushQueued: false,
+    };
+    this.tasks.set(taskId, t);
+    this.step({ type: "taskAdded", taskId, source: plan.calls.source() });
+    this.onEvent({ type: "taskPhaseEntered", taskId, phase: "EXECUTE" });
+    this.flushCounts(t);
+    this.pump();
+    if (this.dispatcher.isTaskDrained(taskId)) this.completeTask(t); // a task without inputs
+  }
+
+  /** stop ends a task that WorkerCore stopped (cancelled, timed out): no further calls run. */
+  stop(taskId: string): void {
+    const t = this.tasks.get(taskId);
+    if (!t) return;
+    this.release(t);
+    this.outputs.set(taskId, { returnValues: [], firstError: undefined, writes: summaries(t) });
+  }
+
+  /** result is an ended task's output (undefined while it runs or once forgotten). */
+  result(taskId: string): TaskOutput | undefined {
+    return this.outputs.get(taskId);
+  }
+
+  /** forget drops everything of a task: its plan (a slot that expired unsubmitted too), its output. */
+  forget(taskId: string): void {
+    this.stop(taskId);
+    this.plans.delete(taskId);
+    this.outputs.delete(taskId);
+    this.logs.forget(taskId);
+  }
+
+  get runningTasks(): number {
+    return this.tasks.size;
+  }
+
+  /** end records a task's output and reports its end; nothing of it runs any more. */
+  private end(taskId: string, output: TaskOutput, report: TaskRunnerEvent): void {
+    this.outputs.set(taskId, output);
+    this.onEvent(report);
+  }
+
+  /** release stops the task's whole tree: its calls and every sub-call they started, its IO. */
+  private release(t: RunningTask): void {
+    this.tasks.delete(t.plan.taskId);
+    this.step({ type: "taskRemoved", taskId: t.plan.taskId });
+    for (const callId of [...t.inflight.keys(), ...t.subCalls]) this.deps.pool.cancel(callId, "task ended");
+    t.inflight.clear();
+    t.subCalls.clear();
+    t.io.end(); // nothing of the task stays in the IO subsystem
+  }
+
+  private step(event: DispatcherEvent<JsonValue>): DispatcherDecision<JsonValue> {
+    return this.dispatcher.handle(event, this.deps.nowMs());
+  }
+
+  /** pump starts every call the dispatcher hands out now and arms the timer for the next retry. */
+  private pump(): void {
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      const decision = this.step({ type: "timeAdvanced" });
+      for (const i of decision.instructions) this.launch(i.call);
+      this.armWake(decision.wakeAtMs);
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private armWake(atMs: number | null): void {
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    this.wakeTimer = atMs === null ? null : setTimeout(() => this.pump(), Math.max(0, atMs - this.deps.nowMs()));
+  }
+
+  private launch(d: DispatchedCall<JsonValue>): void {
+    const t = this.tasks.get(d.taskId)!;
+    const callId = `${d.taskId}/${d.index}/${d.attempt}`;
+    t.inflight.set(callId, d);
+    void this.deps.pool.execute({ callId, fn: t.plan.fn, args: d.call, ...this.budget() }, t.owner).then((outcome) => this.onCallDone(t, callId, d, outcome));
+  }
+
+  private budget(): { budgetMs?: number } {
+    return this.deps.callBudgetMs ? { budgetMs: this.deps.callBudgetMs } : {};
+  }
+
+  private onCallDone(t: RunningTask, callId: string, d: DispatchedCall<JsonValue>, result: CallOutcome): void {
+    this.onCallFinished(isSystemFailure(result));
+    if (!t.inflight.delete(callId) || this.tasks.get(t.plan.taskId) !== t) return; // the task ended meanwhile
+    this.keepLogs(t, d, result);
+    this.cancelSubCallsOf(t, callId); // a parent that ended (its executor died) no longer waits for them
+    // Each writer takes the call's value as it finishes; a value it cannot write fails the call (not retryable).
+    const outcome = result.ok ? this.write(t, d, result) : result;
+    const decision = this.step({ type: "callFinished", call: d, result: resultOf(outcome) }).reply!;
+    t.countsDirty = true;
+    if (outcome.ok) {
+      t.succeeded++;
+    } else if (decision.kind === "retryScheduled") {
+      t.retried++;
+      this.deps.log.info({ taskId: t.plan.taskId, callId, code: outcome.error.code, nextAttempt: decision.attempt }, "call failed retryably; retrying");
+    } else {
+      t.failed++;
+      const e = outcome.error;
+      const firstError: CallError = {
+        code: e.code,
+        message: decision.kind === "failed" && decision.reason === "attempts_exhausted" ? `${e.message} (after ${d.attempt} attempts)` : e.message,
+        callId,
+        traceback: e.traceback,
+        callIndex: d.index,
+        callInput: JSON.stringify(d.call).slice(0, 4096),
+      };
+      this.flushCounts(t);
+      this.release(t);
+      this.end(
+        t.plan.taskId,
+        { returnValues: [], firstError, writes: summaries(t) },
+        { type: "taskFailed", taskId: t.plan.taskId, error: { code: e.code, message: `call ${d.index} (input ${firstError.callInput}) failed: ${firstError.message}` } },
+      );
+      this.pump();
+      return;
+    }
+    this.scheduleCountsFlush(t);
+    this.pump();
+    if (this.dispatcher.isTaskDrained(t.plan.taskId)) this.completeTask(t);
+  }
+
+  /** completeTask: every call succeeded; WRITE is each writer's closing commit, then the result. */
+  private completeTask(t: RunningTask): void {
+    const taskId = t.plan.taskId;
+    this.flushCounts(t);
+    this.onEvent({ type: "taskPhaseEntered", taskId, phase: "WRITE" });
+    this.release(t);
+    try {
+      for (const w of t.writers) w.finish();
+    } catch (e) {
+      this.end(taskId, { returnValues: [], firstError: undefined, writes: summaries(t) }, { type: "taskFailed", taskId, error: { code: CallErrorCode.Internal, message: `the WRITE phase failed: ${(e as Error).message}` } });
+      return;
+    }
+    // A return_value output: the values, ordered by call index, are the task's result.
+    const returnValues = t.writers.map((w) => w.returnValues()).find((v) => v !== undefined) ?? [];
+    this.end(taskId, { returnValues, firstError: undefined, writes: summaries(t) }, { type: "taskSucceeded", taskId });
+  }
+
+  /** keepLogs files what a call logged and printed under its task, tagged with its input, and tells followers. */
+  private keepLogs(t: RunningTask, d: DispatchedCall<JsonValue>, o: CallOutcome): void {
+    const stdout = o.stderr !== undefined ? (o.stdout ?? "") : o.output;
+    if (o.logs.length === 0 && stdout === "" && !o.stderr) return;
+    const lines = this.logs.append(t.plan.taskId, {
+      callIndex: d.index,
+      attempt: d.attempt,
+      input: t.plan.inputLabel(d.call, d.index),
+      endedAtMs: Date.now(),
+      logs: o.logs,
+      stdout,
+      stderr: o.stderr ?? "",
+    });
+    if (lines.length > 0) this.onLogLines(t.plan.taskId, lines);
+  }
+
+  /** Counts are coalesced: one report per task per turn of the event loop. */
+  private scheduleCountsFlush(t: RunningTask): void {
+    if (!t.countsDirty || t.countsFlushQueued) return;
+    t.countsFlushQueued = true;
+    queueMicrotask(() => {
+      t.countsFlushQueued = false;
+      if (this.tasks.get(t.plan.taskId) === t) this.flushCounts(t);
+    });
+  }
+
+  private flushCounts(t: RunningTask): void {
+    if (!t.countsDirty) return;
+    t.countsDirty = false;
+    this.onEvent({ type: "taskCallCountsChanged", taskId: t.plan.taskId, callsTotal: t.plan.calls.total, callsSucceeded: t.succeeded, callsFailed: t.failed, callsRetried: t.retried });
+  }
+
+  /** write hands a succeeded call's value to each of the task's writers; a value one cannot write fails the call. */
+  private write(t: RunningTask, d: DispatchedCall<JsonValue>, outcome: Extract<CallOutcome, { ok: true }>): CallOutcome {
+    const fail = (code: CallErrorCode, message: string): CallOutcome => ({
+      ...outcome,
+      ok: false,
+      error: { code, message, traceback: "", line: 0, column: 0, retryable: false },
+    });
+    try {
+      for (const w of t.writers) w.write({ index: d.index, input: d.call, value: outcome.value });
+    } catch (e) {
+      if (e instanceof WriteRejected) return fail(e.code, e.message);
+      return fail(CallErrorCode.Internal, `writing rows failed: ${(e as Error).message}`);
+    }
+    return outcome;
+  }
+
+  /**
+   * runSubCall runs a sub-call like a call: counted in the task's window, retried with backoff when
+   * its executor dies (crash, OOM, hang) instead of failing the parent, cancelled with its task.
+   * Each attempt gets its own id under the parent's (`<task>/<index>/<attempt>/sub-<n>...`).
+   */
+  private async runSubCall(t: RunningTask, call: Parameters<RunSubCall>[0], owner: CallOwner): ReturnType<RunSubCall> {
+    const taskId = t.plan.taskId;
+    for (let attempt = 1; ; attempt++) {
+      if (this.tasks.get(taskId) !== t) return { ok: false, error: { type: CallErrorCode.Cancelled, message: "the task ended" } };
+      const callId = call.nextCallId();
+      t.subCalls.add(callId);
+      this.step({ type: "subCallStarted", taskId });
+      const out = await this.deps.pool.execute({ callId, fn: call.fn, args: call.args, ...(call.budgetMs !== undefined ? { budgetMs: call.budgetMs } : {}) }, owner);
+      t.subCalls.delete(callId);
+      this.onCallFinished(isSystemFailure(out));
+      const decision = this.step({ type: "subCallFinished", taskId, attempt, result: resultOf(out) }).reply!;
+      this.pump(); // its place in the window is free for the task's next call
+      if (out.ok) return resumeResultOf(out);
+      if (decision.kind !== "retryScheduled" || this.tasks.get(taskId) !== t) {
+        return resumeResultOf(out, decision.kind === "failed" && decision.reason === "attempts_exhausted" ? ` (after ${attempt} attempts)` : "");
+      }
+      t.retried++;
+      t.countsDirty = true;
+      this.scheduleCountsFlush(t);
+      this.deps.log.info({ taskId, callId, code: out.error.code, nextAttempt: decision.attempt }, "sub-call failed retryably; retrying");
+      await Bun.sleep(Math.max(0, decision.atMs - this.deps.nowMs()));
+    }
+  }
+
+  /** cancelSubCallsOf cancels every sub-call below a call (ids carry their ancestors' ids). */
+  private cancelSubCallsOf(t: RunningTask, callId: string): void {
+    for (const id of t.subCalls) {
+      if (!id.startsWith(`${callId}/`)) continue;
+      this.deps.pool.cancel(id, "parent call ended");
+      t.subCalls.delete(id);
+    }
+  }
+}
+
+function resultOf(o: CallOutcome): CallResult {
+  return o.ok ? { ok: true } : { ok: false, retryable: o.error.retryable };
+}
+
+/**
+ * isSystemFailure: the call failed for a reason of this Worker's own (an executor died, hung, ran
+ * out of memory; an internal error). A user's error, an over-budget call or a backend that is down
+ * or overloaded says nothing about the Worker's health.
+ */
+function isSystemFailure(o: CallOutcome): boolean {
+  return !o.ok && o.error.code !== CallErrorCode.BackendRetryable && (o.error.retryable || o.error.code === CallErrorCode.Internal);
+}
+
+function summaries(t: RunningTask): TableWriteSummary[] {
+  return t.writers.flatMap((w) => w.summary() ?? []);
+}

@@ -1,0 +1,170 @@
+import type { Logger } from "../../common/logging/logger";
+import type { NowMs } from "../../common/time/monotonic-clock";
+import { TERMINAL_TASK_STATES } from "../../common/terminal-task-states";
+import type { Task, TaskSnapshot, TaskState } from "../../gen/worker/v1/worker";
+import type { TaskLogEntry } from "../core/task-log-book";
+import type { TaskPlan } from "../core/task-plan";
+import type { WorkerCore } from "../core/worker-core";
+import type { WorkerEvent } from "../core/worker-core-events";
+import type { SnapshotReply, WorkerDecision } from "../core/worker-core-instructions";
+import type { TaskInfo, TaskOutput, TaskRunner } from "./task-runner";
+
+/**
+ * WorkerDriver runs WorkerCore: it feeds the core one event at a time (client requests, the task
+ * runner's reports, the timer), carries out the instructions (start, stop and forget tasks in the
+ * TaskRunner, publish snapshots, report drained) and arms one timer at the core's next deadline.
+ * Events the runner reports while instructions are being carried out are queued and applied
+ * after, because the core is not re-entrant. Everything is timed by one injected clock.
+ */
+export class WorkerDriver {
+  private readonly queued: WorkerEvent[] = [];
+  private applying = false;
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private drainedWaiters: (() => void)[] = [];
+  private drained = false;
+  private stopped = false;
+  /** Tasks already counted in onTaskEnded (a terminal snapshot may be published again). */
+  private readonly ended = new Set<string>();
+  /** Every snapshot the core publishes (WatchTasks streams subscribe here). */
+  onSnapshot: (snapshot: TaskSnapshot) => void = () => {};
+  /** New log lines of a task (StreamTaskLogs followers). */
+  onLogLines: (taskId: string, lines: readonly TaskLogEntry[]) => void = () => {};
+  /** Called once per task that reaches a terminal state (metrics). */
+  onTaskEnded: (state: TaskState) => void = () => {};
+
+  constructor(
+    private readonly core: WorkerCore,
+    private readonly runner: TaskRunner,
+    /** Validates a SubmitTask's task into a plan (planTask with the profile and the function snapshot); throws WorkerError. */
+    private readonly plan: (task: Task | undefined) => TaskPlan,
+    private readonly log: Logger,
+    private readonly nowMs: NowMs,
+  ) {
+    runner.onEvent = (e) => this.enqueue(e);
+    runner.onLogLines = (taskId, lines) => this.onLogLines(taskId, lines);
+  }
+
+  requestTaskSlot(taskId: string, ttlMs: number): SnapshotReply {
+    return this.apply(this.core.handle({ type: "taskSlotRequested", taskId, ttlMs }, this.nowMs()));
+  }
+
+  /**
+   * submitTask plans the task (a bad task throws WorkerError before the core hears of it), lets the
+   * core decide, hands the reply to `respond` and only then starts the task, so the client hears
+   * RUNNING before the task's first calls are dispatched.
+   */
+  submitTask(task: Task | undefined, slotId: string, owner: string, respond: (reply: SnapshotReply) => void): void {
+    const plan = this.plan(task);
+    // Kept before the core decides, so that startTask finds it; dropped again if nothing starts.
+    const fresh = this.runner.accept(plan, owner);
+    const decision = this.core.handle({ type: "taskSubmitted", task: { taskId: plan.taskId, timeoutMs: plan.timeoutMs }, slotId }, this.nowMs());
+    if (fresh && !decision.instructions.some((i) => i.type === "startTask")) this.runner.forget(plan.taskId);
+    respond(decision.reply);
+    this.apply(decision);
+  }
+
+  cancelTask(taskId: string, reason: string): SnapshotReply {
+    return this.apply(this.core.handle({ type: "taskCancelRequested", taskId, reason }, this.nowMs()));
+  }
+
+  /** queryTask: the task's snapshot as of now (every due expiry applied first). */
+  queryTask(taskId: string): SnapshotReply {
+    return this.apply(this.core.handle({ type: "taskQueried", taskId }, this.nowMs()));
+  }
+
+  /** result: the task's snapshot and, once it ended, its output (values, first error, writes). */
+  result(taskId: string): SnapshotReply & { output?: TaskOutput } {
+    const reply = this.queryTask(taskId);
+    if (reply.err) return reply;
+    const output = this.runner.result(taskId);
+    return output ? { ...reply, output } : reply;
+  }
+
+  /** readLogs: a task's kept log lines (see TaskRunner.readLogs). */
+  readLogs(taskId: string, o: { afterSeq?: number; tail?: number }): ReturnType<TaskRunner["readLogs"]> {
+    return this.runner.readLogs(taskId, o);
+  }
+
+  /** listTasks: every task this Worker knows as of now, newest first, with what the runner knows of it. */
+  listTasks(limit: number): { tasks: { snapshot: TaskSnapshot; info: TaskInfo | undefined }[]; truncated: boolean } {
+    this.apply(this.core.handle({ type: "timeAdvanced" }, this.nowMs()));
+    const all = this.core.snapshots().sort((a, b) => b.allocatedAtMs - a.allocatedAtMs || b.acceptedAtMs - a.acceptedAtMs || (a.taskId < b.taskId ? -1 : 1));
+    return { tasks: all.slice(0, limit).map((snapshot) => ({ snapshot, info: this.runner.info(snapshot.taskId) })), truncated: all.length > limit };
+  }
+
+  /** drain stops taking slots; resolves when no task holds a slot any more. */
+  drain(): Promise<void> {
+    this.apply(this.core.handle({ type: "drainingStarted" }, this.nowMs()));
+    return this.drained ? Promise.resolve() : new Promise((r) => this.drainedWaiters.push(r));
+  }
+
+  /** stop disarms the timer (shutdown): nothing is applied any more. */
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  private enqueue(event: WorkerEvent): void {
+    this.queued.push(event);
+    if (!this.applying) this.apply(undefined);
+  }
+
+  /**
+   * apply carries out a decision's instructions in order, then any events they caused, and
+   * re-arms the timer. It returns the decision's reply.
+   */
+  private apply<R>(decision: WorkerDecision<R> | undefined): R {
+    const outer = !this.applying;
+    this.applying = true;
+    try {
+      if (decision) this.carryOut(decision);
+      if (outer) {
+        while (this.queued.length > 0) this.carryOut(this.core.handle(this.queued.shift()!, this.nowMs()));
+      }
+    } finally {
+      if (outer) {
+        this.applying = false;
+        this.armTimer();
+      }
+    }
+    return decision?.reply as R;
+  }
+
+  private carryOut(decision: WorkerDecision<unknown>): void {
+    if (decision.ignored) this.log.debug({ reason: decision.ignored.reason }, decision.ignored.message);
+    for (const ins of decision.instructions) {
+      switch (ins.type) {
+        case "publishSnapshot":
+          if (TERMINAL_TASK_STATES.has(ins.snapshot.state) && !this.ended.has(ins.snapshot.taskId)) {
+            this.ended.add(ins.snapshot.taskId);
+            this.onTaskEnded(ins.snapshot.state);
+          }
+          this.onSnapshot(ins.snapshot);
+          break;
+        case "startTask":
+          this.log.debug({ taskId: ins.taskId, slotId: ins.slotId, deadlineMs: ins.deadlineMs }, "task started");
+          this.runner.start(ins.taskId);
+          break;
+        case "stopTask":
+          this.log.info({ taskId: ins.taskId, slotId: ins.slotId, reason: ins.reason }, ins.message);
+          this.runner.stop(ins.taskId);
+          break;
+        case "forgetTask":
+          this.ended.delete(ins.taskId);
+          this.runner.forget(ins.taskId);
+          break;
+        case "reportDrained":
+          this.drained = true;
+          for (const w of this.drainedWaiters.splice(0)) w();
+          break;
+      }
+    }
+  }
+
+  private armTimer(): void {
+    if (this.timer) clearTimeout(this.timer);
+    const at = this.stopped ? null : this.core.nextDeadlineMs();
+    this.timer = at === null ? null : setTimeout(() => this.apply(this.core.handle({ type: "timeAdvanced" }, this.nowMs())), Math.max(0, Math.ceil(at - this.nowMs())));
+  }
+}
