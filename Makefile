@@ -159,6 +159,7 @@ bench: deps build
 	$(BUN) bench/io/logical-types.ts
 	$(BUN) bench/proxy/pass-through.ts
 	$(BUN) bench/client-py/tiny-task.ts
+	$(BUN) bench/scale/scale.ts --quick
 
 # The long soak: a cluster under seeded faults for MINUTES, then every row checked (README "Soak").
 SEED ?= 1

@@ -1,12 +1,13 @@
 import type { ChainsConfig } from "../../common/config/chains-config";
 import { clockVars } from "../../common/clock/clock-vars";
 import { commonVars } from "../../common/config/common-vars";
-import { ConfigError, envVar, intSchema, listenAddrSchema, listSchema, loadEnvConfig, stringSchema, type EnvValues } from "../../common/config/env-config";
+import { ConfigError, enumSchema, envVar, fractionSchema, intSchema, listenAddrSchema, listSchema, loadEnvConfig, stringSchema, type EnvValues } from "../../common/config/env-config";
 import { parseRegistryPrefix } from "../../common/registry/registry-prefix";
 import { executorPoolConfigFrom, executorPoolVars, type ExecutorPoolConfig } from "../../runtime/executor/executor-pool-config";
 import type { Faults } from "../../runtime/io/fault-injection";
 import { ioSettingsFrom, ioVars, type IoSettings } from "../../runtime/io/io-config";
 import type { IoConfig } from "../../runtime/io/io-subsystem";
+import type { HeartbeatPublishMode, RedLines } from "../core/heartbeat-schedule";
 import { DEFAULT_TASK_LOG_CAPS, type TaskLogCaps } from "../core/task-log-book";
 import type { WorkerProfile } from "./profile";
 
@@ -34,6 +35,35 @@ export function workerVars(profile: WorkerProfile) {
     ),
     taskSlots: envVar("TASK_SLOTS", "50", "an integer from 1 to 100000", "tasks this Worker runs at once", intSchema(1, 100_000)),
     heartbeatIntervalMs: envVar("HEARTBEAT_INTERVAL_MS", "200", MS_RULE, "heartbeat period (2000 advised in production)", intSchema(1, MAX_MS)),
+    heartbeatPublish: envVar(
+      "HEARTBEAT_PUBLISH",
+      "on-change",
+      "on-change or every-interval",
+      "on-change: put the heartbeat only when free capacity or a red-line side changed, or to refresh it (HEARTBEAT_REFRESH_MS); every-interval: put every sample, as Workers did before on-change existed",
+      enumSchema(["on-change", "every-interval"] as const),
+    ),
+    heartbeatRefreshMs: envVar(
+      "HEARTBEAT_REFRESH_MS",
+      "5000",
+      `${MS_RULE}, >= HEARTBEAT_INTERVAL_MS`,
+      "on-change: an unchanged heartbeat is put again once this old; keep it well below the Coordinators' COORDINATOR_HEARTBEAT_TIMEOUT_MS",
+      intSchema(1, MAX_MS),
+    ),
+    heartbeatCpuRedLine: envVar("HEARTBEAT_CPU_RED_LINE", "0.90", "a number in (0, 1]", "on-change: crossing it is a change (set it to the Coordinators' COORDINATOR_CPU_RED_LINE)", fractionSchema(0, 1)),
+    heartbeatMemoryRedLine: envVar(
+      "HEARTBEAT_MEMORY_RED_LINE",
+      "0.90",
+      "a number in (0, 1]",
+      "on-change: crossing it is a change (set it to the Coordinators' COORDINATOR_MEMORY_RED_LINE)",
+      fractionSchema(0, 1),
+    ),
+    heartbeatErrorRateRedLine: envVar(
+      "HEARTBEAT_ERROR_RATE_RED_LINE",
+      "0.50",
+      "a number in (0, 1]",
+      "on-change: crossing it is a change (set it to the Coordinators' COORDINATOR_ERROR_RATE_RED_LINE)",
+      fractionSchema(0, 1),
+    ),
     leaseTtlSeconds: envVar("HEARTBEAT_LEASE_TTL_S", "10", "an integer from 2 to 3600", "TTL of the heartbeat lease", intSchema(2, 3600)),
     resultRetentionMs: envVar("RESULT_RETENTION_MS", "300000", MS_RULE, "how long a finished task's result stays queryable", intSchema(1, MAX_MS)),
     drainTimeoutMs: envVar("WORKER_DRAIN_TIMEOUT_MS", "30000", "an integer from 0 to 86400000", "on SIGTERM, how long running tasks may finish", intSchema(0, MAX_MS)),
@@ -73,6 +103,9 @@ export interface WorkerRuntimeConfig {
   readonly registryPrefix: string;
   readonly taskSlots: number;
   readonly heartbeatIntervalMs: number;
+  readonly heartbeatPublish: HeartbeatPublishMode;
+  readonly heartbeatRefreshMs: number;
+  readonly heartbeatRedLines: RedLines;
   readonly leaseTtlSeconds: number;
   readonly resultRetentionMs: number;
   readonly drainTimeoutMs: number;
@@ -112,6 +145,9 @@ export function loadWorkerRuntimeConfigFromEnv(
   } catch (e) {
     problems.push(`WORKER_REGISTRY_PREFIX: ${(e as Error).message}`);
   }
+  if (v.heartbeatRefreshMs < v.heartbeatIntervalMs) {
+    problems.push(`HEARTBEAT_REFRESH_MS: expected >= HEARTBEAT_INTERVAL_MS (${v.heartbeatIntervalMs}), got "${v.heartbeatRefreshMs}"`);
+  }
   let io: IoSettings | null = null;
   try {
     io = ioSettingsFrom(v);
@@ -128,6 +164,9 @@ export function loadWorkerRuntimeConfigFromEnv(
     registryPrefix: v.registryPrefix,
     taskSlots: v.taskSlots,
     heartbeatIntervalMs: v.heartbeatIntervalMs,
+    heartbeatPublish: v.heartbeatPublish === "on-change" ? "ON_CHANGE" : "EVERY_INTERVAL",
+    heartbeatRefreshMs: v.heartbeatRefreshMs,
+    heartbeatRedLines: Object.freeze({ cpu: v.heartbeatCpuRedLine, memory: v.heartbeatMemoryRedLine, errorRate: v.heartbeatErrorRateRedLine }),
     leaseTtlSeconds: v.leaseTtlSeconds,
     resultRetentionMs: v.resultRetentionMs,
     drainTimeoutMs: v.drainTimeoutMs,

@@ -135,9 +135,19 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   const etcd = await createEtcdClient({ endpoints: config.etcdEndpoints, dialTimeoutMs: 5_000 });
   const host = new HostMetrics();
   const clock = startClockMonitor(registry, { etcdEndpoints: config.etcdEndpoints, ...config.clock }, log);
+  const heartbeatPuts = registry.counter("blockx_worker_heartbeat_puts_total", "Heartbeats put into etcd, by reason (HEARTBEAT_PUBLISH).", ["reason"]);
   const heartbeat = new HeartbeatPublisher(
     etcd,
-    { prefix: config.registryPrefix, workerAddr, intervalMs: config.heartbeatIntervalMs, leaseTtlSeconds: config.leaseTtlSeconds },
+    {
+      prefix: config.registryPrefix,
+      workerAddr,
+      intervalMs: config.heartbeatIntervalMs,
+      leaseTtlSeconds: config.leaseTtlSeconds,
+      mode: config.heartbeatPublish,
+      refreshMs: config.heartbeatRefreshMs,
+      redLines: config.heartbeatRedLines,
+      onPut: (reason) => heartbeatPuts.inc({ reason: reason.toLowerCase() }),
+    },
     () => {
       const c = core.slotCounts();
       const now = Date.now();
