@@ -226,6 +226,7 @@ async function startWatcher(opts: {
     registryWorkers: registry.gauge("blockx_coordinator_registry_workers", "Workers seen in the etcd registry.", ["format"]),
     unparsableValues: registry.counter("blockx_coordinator_registry_unparsable_values_total", "Skipped values.", ["prefix"]),
     watchConnected: registry.gauge("blockx_coordinator_registry_watch_connected", "1 while up.", ["prefix"]),
+    watchEvents: registry.counter("blockx_coordinator_registry_events_total", "Watch events received.", ["prefix"]),
   };
   const removed: string[] = [];
   const watcher = new EtcdWorkerWatcher(
@@ -290,6 +291,44 @@ describe("EtcdWorkerWatcher on one prefix", () => {
       expect(r.sink.count("watchDisconnected")).toBe(0);
       expect(r.sink.count("watchReconnected")).toBe(0);
       expect(r.metrics.unparsableValues.value({ prefix })).toBe(0);
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  test(
+    "watch events that arrive together are coalesced per key: the newest value reaches the core, once",
+    async () => {
+      const prefix = randomPrefix();
+      await sharedWriter(prefix);
+      const r = await startWatcher({ endpoint: sharedEndpoint(), prefixes: [prefix] });
+      await waitFor(() => r.watcher.isInitialized && r.metrics.watchConnected.value({ prefix }) === 1, "watching");
+      // Another process puts 30 versions of one Worker's heartbeat while this one's event loop is
+      // held, so that the 30 watch events are read together when it runs again.
+      const addr = "10.0.0.9:9000";
+      const base = hb(addr);
+      const done = `${process.env.TMPDIR ?? "/tmp"}/blockx-coalesce-${process.pid}-${Date.now()}`;
+      const script = `
+        const { createEtcdClient } = await import(${JSON.stringify(`${import.meta.dir}/../../common/etcd/etcd-client.ts`)});
+        const c = await createEtcdClient({ endpoints: [${JSON.stringify(sharedEndpoint())}], dialTimeoutMs: 5000 });
+        const base = ${JSON.stringify(base)};
+        for (let i = 0; i < 30; i++) await c.put(${JSON.stringify(prefix + addr)}).value(JSON.stringify({ ...base, reservedSlots: i % 4, runningTasks: 0, lastHeartbeatMs: base.lastHeartbeatMs + i }));
+        c.close();
+        await Bun.write(${JSON.stringify(done)}, "done");`;
+      const child = Bun.spawn([process.execPath, "-e", script], { stdout: "ignore", stderr: "inherit" });
+      const deadline = Date.now() + 30_000;
+      while (!(await Bun.file(done).exists()) && Date.now() < deadline) Bun.sleepSync(50); // holds the event loop
+      expect(await child.exited).toBe(0);
+      await waitFor(() => r.metrics.watchEvents!.value({ prefix }) === 30, "30 watch events");
+      await Bun.sleep(50); // the flush after the last read
+      const updates = r.sink.calls.filter((c) => c.method === "applyWorkerUpdate");
+      const last = base.lastHeartbeatMs + 29;
+      expect(r.core.getWorkerView(addr)?.lastHeartbeatMs).toBe(last);
+      expect(r.core.getWorkerView(addr)?.reservedSlots).toBe(29 % 4);
+      // Fewer core updates than events, the last one the newest value; none goes backwards.
+      expect(updates.length).toBeLessThan(30);
+      const times = updates.map((c) => (c as { heartbeat: WorkerHeartbeat }).heartbeat.lastHeartbeatMs);
+      expect(times.at(-1)).toBe(last);
+      expect([...times].sort((a, b) => a - b)).toEqual(times);
     },
     TEST_TIMEOUT_MS,
   );
