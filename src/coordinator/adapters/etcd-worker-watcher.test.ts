@@ -320,7 +320,7 @@ describe("EtcdWorkerWatcher on one prefix", () => {
       expect(await child.exited).toBe(0);
       await waitFor(() => r.metrics.watchEvents!.value({ prefix }) === 30, "30 watch events");
       await Bun.sleep(50); // the flush after the last read
-      const updates = r.sink.calls.filter((c) => c.method === "applyWorkerUpdate");
+      const updates = r.sink.calls.filter((c) => c.type === "workerUpdated");
       const last = base.lastHeartbeatMs + 29;
       expect(r.core.getWorkerView(addr)?.lastHeartbeatMs).toBe(last);
       expect(r.core.getWorkerView(addr)?.reservedSlots).toBe(29 % 4);
