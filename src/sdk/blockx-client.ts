@@ -12,6 +12,7 @@ import {
   type TaskLogLine,
   type TaskResult,
   type TaskSnapshot,
+  type TaskStory,
 } from "../gen/worker/v1/worker";
 import { GrpcTransport, isServiceError, unary } from "./adapters/grpc-transport";
 import { loadClientConfig, type ClientConfig } from "./client-config";
@@ -270,6 +271,16 @@ export class BlockxClient {
     const addr = found.find((a) => a !== null);
     if (!addr) throw new BlockxError("NOT_FOUND", `task ${taskId}: none of the ${workers.length} Workers registered in etcd at ${this.config.etcdEndpoints.join(",")} has it (finished longer ago than its retention, or never submitted)`);
     return { taskId, workerAddr: addr };
+  }
+
+  /** story asks the task's Worker for the task's story: its state changes and decisions with their times. */
+  async story(ref: TaskRef): Promise<TaskStory> {
+    const w = this.transport.worker(ref.workerAddr);
+    try {
+      return await unary(w.client.getTaskStory.bind(w.client), { taskId: ref.taskId }, w.metadata(), this.rpcDeadline());
+    } catch (e) {
+      throw toBlockxError(e, `GetTaskStory ${ref.taskId} on ${ref.workerAddr}`);
+    }
   }
 
   /**

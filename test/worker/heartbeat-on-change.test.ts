@@ -68,27 +68,22 @@ describe("heartbeat publishing on change", () => {
     /** The core's verdicts just before the Worker's removal reached it. */
     let atRemoval: { lastMs: number; pickedAtTimeout: string | undefined; codeAfterTimeout: string | undefined } | undefined;
     const sink: WorkerViewSink = {
-      applyFullWorkerList: (list, now) => {
-        updates.push(...list);
-        core.applyFullWorkerList(list, now);
-      },
-      applyWorkerUpdate: (hb, now) => {
-        updates.push(hb);
-        core.applyWorkerUpdate(hb, now);
-      },
-      applyWorkerRemoval: (a, now) => {
-        const v = core.getWorkerView(a);
-        if (v && !atRemoval) {
-          atRemoval = {
-            lastMs: v.lastHeartbeatMs,
-            pickedAtTimeout: core.selectCandidate("probe", new Set(), v.lastHeartbeatMs + config.heartbeatTimeoutMs).workerAddr,
-            codeAfterTimeout: core.selectCandidate("probe", new Set(), v.lastHeartbeatMs + config.heartbeatTimeoutMs + 1).err?.code,
-          };
+      handle: (event, now) => {
+        if (event.type === "workerListLoaded") updates.push(...event.workers);
+        if (event.type === "workerUpdated") updates.push(event.heartbeat);
+        if (event.type === "workerRemoved") {
+          const v = core.getWorkerView(event.workerAddr);
+          if (v && !atRemoval) {
+            const probe = (atMs: number) => core.handle({ type: "candidateRequested", taskId: "probe", excludeAddrs: new Set() }, atMs).reply;
+            atRemoval = {
+              lastMs: v.lastHeartbeatMs,
+              pickedAtTimeout: probe(v.lastHeartbeatMs + config.heartbeatTimeoutMs).workerAddr,
+              codeAfterTimeout: probe(v.lastHeartbeatMs + config.heartbeatTimeoutMs + 1).err?.code,
+            };
+          }
         }
-        core.applyWorkerRemoval(a, now);
+        return core.handle(event, now);
       },
-      markWatchDisconnected: (now) => core.markWatchDisconnected(now),
-      markWatchReconnected: (now) => core.markWatchReconnected(now),
     };
     const client = await createEtcdClient({ endpoints: [process.env.BLOCKX_TEST_ETCD_ENDPOINT!], dialTimeoutMs: 2_000 });
     cleanups.push(() => client.close());
@@ -114,7 +109,7 @@ describe("heartbeat publishing on change", () => {
     expect(grew("capacity_changed") + grew("red_line_crossed") + grew("every_interval") + grew("first")).toBe(0);
     for (const u of updates.slice(serving - 1)) expect([u.workerAddr, u.reservedSlots, u.runningTasks]).toEqual([addr, 0, 0]);
     // While it publishes, the core offers it.
-    expect(core.selectCandidate("t", new Set(), Date.now()).workerAddr).toBe(addr);
+    expect(core.handle({ type: "candidateRequested", taskId: "t", excludeAddrs: new Set() }, Date.now()).reply.workerAddr).toBe(addr);
 
     // It stops publishing: frozen, no puts and no keepalives.
     const frozenAtMs = Date.now();

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
-import { SqliteTableStore, TableStoreError } from "../../worker/writers/table-store";
-import { UsageError } from "../exec-command";
-import { flagValue, intFlag } from "./args";
+import { SqliteTableStore, TableStoreError } from "../../common/tables/table-store";
+import { UsageError } from "../usage-error";
+import { flagValue, intFlag } from "../args";
 import type { ClientCommandRun } from "./client-command";
 import { EXIT } from "./exit-codes";
 
@@ -10,8 +10,8 @@ function cell(v: unknown): string {
 }
 
 export const tableRun: ClientCommandRun = async (args, _client, config) => {
-  const [name, ...extra] = args.positional;
-  if (!name || extra.length > 0) throw new UsageError("usage: blockx table NAME [--limit N] [--order COLUMN] [--json]");
+  const name = args.positional[0]!; // exactly one: tableMeta's positionals
+  if (!name) throw new UsageError("usage: blockx table NAME [--limit N] [--order COLUMN] [--json]");
   if (!existsSync(config.tableStorePath)) throw new UsageError(`no table store at ${config.tableStorePath} (set TABLE_STORE_PATH to the Workers' file)`);
   const limit = intFlag(args, "limit", 0) ?? 20;
   const order = flagValue(args, "order");

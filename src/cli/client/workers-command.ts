@@ -1,13 +1,10 @@
 import { readRegisteredWorkers } from "../../sdk/worker-registry";
-import { UsageError } from "../exec-command";
-import { flagValue } from "./args";
+import { UsageError } from "../usage-error";
+import { flagValue } from "../args";
 import type { ClientCommandRun } from "./client-command";
 import { EXIT } from "./exit-codes";
+import { textTable } from "./text-table";
 
-function table(rows: string[][]): string {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd()).join("\n");
-}
 
 const pct = (f: number) => `${(f * 100).toFixed(0)}%`;
 
@@ -28,6 +25,6 @@ export const workersRun: ClientCommandRun = async (args, _client, config) => {
     const h = w.heartbeat;
     rows.push([w.addr, w.cluster, w.lane, `${w.freeSlots}/${h.taskSlots}`, String(h.runningTasks), pct(h.cpuPercent), pct(h.memoryPercent), pct(h.errorRate), `${(w.heartbeatAgeMs / 1000).toFixed(1)} s ago`]);
   }
-  console.log(table(rows));
+  console.log(textTable(rows));
   return EXIT.OK;
 };

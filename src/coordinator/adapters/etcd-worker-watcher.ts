@@ -3,6 +3,7 @@ import type { Logger } from "../../common/logging/logger";
 import type { Counter, Gauge, Histogram } from "../../common/metrics/metrics";
 import { parseRegistryPrefix, type RegistryPrefix } from "../../common/registry/registry-prefix";
 import { parseWorkerHeartbeat, type WorkerHeartbeat } from "../../common/registry/worker-heartbeat";
+import type { WorkerViewEvent } from "../core/coordinator-core-events";
 import { RegistryMerge, type RegistryChange } from "../core/registry-merge";
 
 export interface EtcdWatcherConfig {
@@ -17,13 +18,9 @@ export function defaultEtcdWatcherConfig(): EtcdWatcherConfig {
   return { endpoints: ["localhost:2379"], keyPrefixes: [], dialTimeoutMs: 5_000, retryDelayMs: 1_000 };
 }
 
-/** WorkerViewSink is what the watcher feeds: CoordinatorCore has exactly these methods. */
+/** WorkerViewSink is what the watcher feeds: CoordinatorCore's doorway, for the WorkerViewEvents only. */
 export interface WorkerViewSink {
-  applyFullWorkerList(workers: readonly WorkerHeartbeat[], nowMs: number): void;
-  applyWorkerUpdate(heartbeat: WorkerHeartbeat, nowMs: number): void;
-  applyWorkerRemoval(workerAddr: string, nowMs: number): void;
-  markWatchDisconnected(nowMs: number): void;
-  markWatchReconnected(nowMs: number): void;
+  handle(event: WorkerViewEvent, nowMs: number): unknown;
 }
 
 export interface EtcdWatcherMetrics {
@@ -49,10 +46,10 @@ type PrefixState = { listed: boolean; connected: boolean };
 
 /**
  * EtcdWorkerWatcher runs one list+watch loop per registry prefix and feeds the merged view
- * to the core. The core is initialised (applyFullWorkerList) only once every prefix has
+ * to the core. The core is initialised (workerListLoaded) only once every prefix has
  * completed its first list. When any prefix's watch breaks, the core hears
- * markWatchDisconnected (the first break time counts); after every prefix has been relisted
- * and is watching again, markWatchReconnected. A relist replaces that prefix's entries, so
+ * watchDisconnected (the first break time counts); after every prefix has been relisted
+ * and is watching again, watchReconnected. A relist replaces that prefix's entries, so
  * events missed while disconnected cannot leave a stale Worker behind. Values that do not
  * parse as a WorkerHeartbeat are skipped, counted and logged once per key and revision.
  *
@@ -149,7 +146,7 @@ export class EtcdWorkerWatcher {
         }
       }
       // The core keeps the first disconnect time; repeating it while etcd stays down is harmless.
-      this.sink.markWatchDisconnected(this.nowMs());
+      this.sink.handle({ type: "watchDisconnected" }, this.nowMs());
       this.anyDisconnectMarked = true;
       st.connected = false;
       this.metrics?.watchConnected.set({ prefix }, 0);
@@ -240,9 +237,9 @@ export class EtcdWorkerWatcher {
     const now = this.nowMs();
     for (const c of changes) {
       if (!c) continue;
-      if (c.kind === "update") this.sink.applyWorkerUpdate(c.heartbeat, now);
+      if (c.kind === "update") this.sink.handle({ type: "workerUpdated", heartbeat: c.heartbeat }, now);
       else {
-        this.sink.applyWorkerRemoval(c.workerAddr, now);
+        this.sink.handle({ type: "workerRemoved", workerAddr: c.workerAddr }, now);
         this.onWorkerRemoved(c.workerAddr);
       }
     }
@@ -254,7 +251,7 @@ export class EtcdWorkerWatcher {
     for (const st of this.state.values()) if (!st.listed) return;
     this.initialized = true;
     const workers = this.merge.heartbeats();
-    this.sink.applyFullWorkerList(workers, this.nowMs());
+    this.sink.handle({ type: "workerListLoaded", workers }, this.nowMs());
     this.updateGauges();
     this.log.info({ workers: workers.length, prefixes: this.prefixes.map((p) => p.prefix) }, "worker view initialised");
   }
@@ -263,7 +260,7 @@ export class EtcdWorkerWatcher {
     if (!this.anyDisconnectMarked) return;
     for (const st of this.state.values()) if (!st.connected) return;
     this.anyDisconnectMarked = false;
-    this.sink.markWatchReconnected(this.nowMs());
+    this.sink.handle({ type: "watchReconnected" }, this.nowMs());
     this.log.info("registry watch reconnected on every prefix");
   }
 

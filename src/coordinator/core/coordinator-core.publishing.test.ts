@@ -21,7 +21,8 @@ import type { WorkerHeartbeat } from "../../common/registry/worker-heartbeat";
 import { DEFAULT_RED_LINES, HeartbeatScheduleCore, type HeartbeatPublishMode } from "../../worker/core/heartbeat-schedule";
 import { mulberry32 } from "../../../test/support/mulberry32";
 import { defaultCoordinatorCoreConfig } from "./config";
-import { CoordinatorCore, type CandidateResult } from "./coordinator-core";
+import { CoordinatorCore } from "./coordinator-core";
+import type { CandidateResult } from "./coordinator-core-instructions";
 import { freeCapacity } from "./worker-view";
 
 const INTERVAL_MS = 200;
@@ -102,7 +103,7 @@ function runSeed(seed: number): { requests: number; grants: number; refusals: nu
       schedules: { EVERY_INTERVAL: schedule("EVERY_INTERVAL"), ON_CHANGE: schedule("ON_CHANGE") },
     });
   }
-  for (const core of Object.values(cores)) core.applyFullWorkerList([], 0);
+  for (const core of Object.values(cores)) core.handle({ type: "workerListLoaded", workers: [] }, 0);
 
   // The event queue, ordered by time then insertion.
   const queue: Event[] = [];
@@ -201,7 +202,7 @@ function runSeed(seed: number): { requests: number; grants: number; refusals: nu
             const put = out.find((i) => i.type === "putHeartbeat");
             if (put && put.type === "putHeartbeat") {
               w.schedules[mode].handle({ type: "putSucceeded", heartbeat: put.heartbeat }, now);
-              cores[mode].applyWorkerUpdate(put.heartbeat, now);
+              cores[mode].handle({ type: "workerUpdated", heartbeat: put.heartbeat }, now);
               puts[mode]++;
             }
           }
@@ -228,8 +229,8 @@ function runSeed(seed: number): { requests: number; grants: number; refusals: nu
         const w = workers.get(e.addr)!;
         if (w.removed) break;
         w.removed = true;
-        A.applyWorkerRemoval(e.addr, now);
-        B.applyWorkerRemoval(e.addr, now);
+        A.handle({ type: "workerRemoved", workerAddr: e.addr }, now);
+        B.handle({ type: "workerRemoved", workerAddr: e.addr }, now);
         break;
       }
       case "reserve": {
@@ -237,8 +238,8 @@ function runSeed(seed: number): { requests: number; grants: number; refusals: nu
         for (const w of workers.values()) expect(decisionKey(B.getWorkerView(w.addr))).toBe(decisionKey(A.getWorkerView(w.addr)));
         const exclude = new Set<string>();
         for (let attempt = 0; attempt < config.maxCandidates; attempt++) {
-          const a = A.selectCandidate(e.taskId, exclude, now);
-          const b = B.selectCandidate(e.taskId, exclude, now);
+          const a = A.handle({ type: "candidateRequested", taskId: e.taskId, excludeAddrs: exclude }, now).reply;
+          const b = B.handle({ type: "candidateRequested", taskId: e.taskId, excludeAddrs: exclude }, now).reply;
           if (sameDecision(a, b, now) === "allowed") allowedDifferences++;
           if (a.err !== undefined) {
             refusals++;
@@ -251,13 +252,13 @@ function runSeed(seed: number): { requests: number; grants: number; refusals: nu
             w.reserved++;
             push({ atMs: now + 10, type: "submit", addr });
             push({ atMs: now + 10 + 300 + Math.floor(rnd() * 6_000), type: "taskEnd", addr, failed: rnd() < 0.15 });
-            A.recordSlotSuccess(addr, now);
-            B.recordSlotSuccess(addr, now);
+            A.handle({ type: "slotReserved", workerAddr: addr }, now);
+            B.handle({ type: "slotReserved", workerAddr: addr }, now);
             grants++;
             break;
           }
-          A.recordSlotBackpressure(addr, now);
-          B.recordSlotBackpressure(addr, now);
+          A.handle({ type: "workerWasFull", workerAddr: addr }, now);
+          B.handle({ type: "workerWasFull", workerAddr: addr }, now);
           exclude.add(addr);
           if (attempt === config.maxCandidates - 1) refusals++;
         }

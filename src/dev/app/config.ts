@@ -24,6 +24,7 @@ export const devVars = {
     stringSchema(),
   ),
   proxy: envVar("DEV_PROXY", "true", "true or false", "also run `blockx proxy` on <DEV_DIR>/proxy.sock when this build has it", enumSchema(["true", "false"] as const)),
+  ui: envVar("DEV_UI", "true", "true or false", "serve the web dashboard (`blockx ui`) on a loopback port, printed and in blockx-dev.env as BLOCKX_UI_URL", enumSchema(["true", "false"] as const)),
   readyTimeoutMs: envVar("DEV_READY_TIMEOUT_MS", "60000", "an integer from 1 to 86400000", "how long each start stage may take to become ready", intSchema(1, MAX_MS)),
   stopGraceMs: envVar(
     "DEV_STOP_GRACE_MS",
@@ -51,6 +52,7 @@ export interface DevConfig {
   readonly keep: boolean;
   readonly etcdBin: string;
   readonly proxy: boolean;
+  readonly ui: boolean;
   readonly readyTimeoutMs: number;
   readonly stopGraceMs: number;
   readonly terminalLogLevel: "trace" | "debug" | "info" | "warn" | "error" | "fatal";
@@ -69,6 +71,7 @@ export function loadDevConfig(env: Readonly<Record<string, string | undefined>>,
     keep: v.keep === "true",
     etcdBin: v.etcdBin.trim(),
     proxy: v.proxy === "true",
+    ui: v.ui === "true",
     readyTimeoutMs: v.readyTimeoutMs,
     stopGraceMs: v.stopGraceMs,
     terminalLogLevel: v.terminalLogLevel,

@@ -55,6 +55,8 @@ export class HeartbeatPublisher {
     private readonly opts: HeartbeatPublisherOptions,
     private readonly sample: () => WorkerHeartbeat,
     private readonly log: Logger,
+    /** Called at the start of every cycle, put or not (the clock-offset check samples here). */
+    private readonly onCycle: () => void = () => {},
   ) {
     this.core = new HeartbeatScheduleCore({
       mode: opts.mode ?? "ON_CHANGE",
@@ -85,6 +87,7 @@ export class HeartbeatPublisher {
   private async wake(): Promise<void> {
     this.timer = null;
     if (this.stopped) return;
+    this.onCycle();
     let sample: WorkerHeartbeat;
     try {
       sample = this.sample();

@@ -1,5 +1,5 @@
 import type { Logger } from "../../common/logging/logger";
-import type { NowMs } from "../../common/time/monotonic-clock";
+import type { NowMs } from "../../common/clock/monotonic-clock";
 import type { CallError, TableWriteSummary } from "../../gen/worker/v1/worker";
 import { CallErrorCode, type CallOutcome, type CallOwner } from "../../runtime/calls/call";
 import { createCallOwner, resumeResultOf, type CallPool, type RunSubCall } from "../../runtime/calls/call-owner";
@@ -9,7 +9,7 @@ import { DispatcherCore, type CallResult, type DispatchedCall, type DispatcherCo
 import { TaskLogBook, type TaskLogCaps, type TaskLogEntry } from "../core/task-log-book";
 import type { TaskPlan } from "../core/task-plan";
 import type { WorkerEvent } from "../core/worker-core-events";
-import type { TableStore } from "../writers/table-store";
+import type { TableStore } from "../../common/tables/table-store";
 import { WriteRejected, type Writer } from "../writers/writer";
 import { createWriters, WriterSetupError } from "../writers/writers";
 
@@ -96,7 +96,7 @@ export class TaskRunner {
    * hung, ran out of memory, internal error), the Worker's own health. A user's error, an
    * over-budget call or a failing backend says nothing about the Worker and counts as false.
    */
-  onCallFinished: (systemFailure: boolean) => void = () => {};
+  onCallFinished: (systemFailure: boolean, info: CallFinishedInfo) => void = () => {};
   /** New log lines of a task, as its calls end (StreamTaskLogs followers). */
   onLogLines: (taskId: string, lines: readonly TaskLogEntry[]) => void = () => {};
 
@@ -194,6 +194,13 @@ export class TaskRunner {
     return this.tasks.size;
   }
 
+  /** inflightCalls: calls (sub-calls included) of running tasks that are in an executor or waiting for one. */
+  get inflightCalls(): number {
+    let n = 0;
+    for (const t of this.tasks.values()) n += t.inflight.size + t.subCalls.size;
+    return n;
+  }
+
   /** end records a task's output and reports its end; nothing of it runs any more. */
   private end(taskId: string, output: TaskOutput, report: TaskRunnerEvent): void {
     this.outputs.set(taskId, output);
@@ -236,15 +243,16 @@ export class TaskRunner {
     const t = this.tasks.get(d.taskId)!;
     const callId = `${d.taskId}/${d.index}/${d.attempt}`;
     t.inflight.set(callId, d);
-    void this.deps.pool.execute({ callId, fn: t.plan.fn, args: d.call, ...this.budget() }, t.owner).then((outcome) => this.onCallDone(t, callId, d, outcome));
+    const startedMs = this.deps.nowMs();
+    void this.deps.pool.execute({ callId, fn: t.plan.fn, args: d.call, ...this.budget() }, t.owner).then((outcome) => this.onCallDone(t, callId, d, outcome, startedMs));
   }
 
   private budget(): { budgetMs?: number } {
     return this.deps.callBudgetMs ? { budgetMs: this.deps.callBudgetMs } : {};
   }
 
-  private onCallDone(t: RunningTask, callId: string, d: DispatchedCall<JsonValue>, result: CallOutcome): void {
-    this.onCallFinished(isSystemFailure(result));
+  private onCallDone(t: RunningTask, callId: string, d: DispatchedCall<JsonValue>, result: CallOutcome, startedMs: number): void {
+    this.onCallFinished(isSystemFailure(result), finishedInfo(result, this.deps.nowMs() - startedMs));
     if (!t.inflight.delete(callId) || this.tasks.get(t.plan.taskId) !== t) return; // the task ended meanwhile
     this.keepLogs(t, d, result);
     this.cancelSubCallsOf(t, callId); // a parent that ended (its executor died) no longer waits for them
@@ -360,9 +368,10 @@ export class TaskRunner {
       const callId = call.nextCallId();
       t.subCalls.add(callId);
       this.step({ type: "subCallStarted", taskId });
+      const startedMs = this.deps.nowMs();
       const out = await this.deps.pool.execute({ callId, fn: call.fn, args: call.args, ...(call.budgetMs !== undefined ? { budgetMs: call.budgetMs } : {}) }, owner);
       t.subCalls.delete(callId);
-      this.onCallFinished(isSystemFailure(out));
+      this.onCallFinished(isSystemFailure(out), finishedInfo(out, this.deps.nowMs() - startedMs));
       const decision = this.step({ type: "subCallFinished", taskId, attempt, result: resultOf(out) }).reply!;
       this.pump(); // its place in the window is free for the task's next call
       if (out.ok) return resumeResultOf(out);
@@ -389,6 +398,19 @@ export class TaskRunner {
 
 function resultOf(o: CallOutcome): CallResult {
   return o.ok ? { ok: true } : { ok: false, retryable: o.error.retryable };
+}
+
+/** What metrics learn of a finished call: its outcome (`OK` or the error code, a closed set) and how long it took. */
+export interface CallFinishedInfo {
+  readonly outcome: "OK" | CallErrorCode | "OTHER";
+  readonly seconds: number;
+}
+
+const KNOWN_CODES: ReadonlySet<string> = new Set(Object.values(CallErrorCode));
+
+function finishedInfo(o: CallOutcome, ms: number): CallFinishedInfo {
+  const outcome = o.ok ? "OK" : KNOWN_CODES.has(o.error.code) ? (o.error.code as CallErrorCode) : "OTHER";
+  return { outcome, seconds: Math.max(0, ms) / 1000 };
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Logger } from "../../common/logging/logger";
-import type { NowMs } from "../../common/time/monotonic-clock";
+import type { NowMs } from "../../common/clock/monotonic-clock";
 import { TERMINAL_TASK_STATES } from "../../common/terminal-task-states";
 import type { Task, TaskSnapshot, TaskState } from "../../gen/worker/v1/worker";
 import type { TaskLogEntry } from "../core/task-log-book";
@@ -30,7 +30,7 @@ export class WorkerDriver {
   /** New log lines of a task (StreamTaskLogs followers). */
   onLogLines: (taskId: string, lines: readonly TaskLogEntry[]) => void = () => {};
   /** Called once per task that reaches a terminal state (metrics). */
-  onTaskEnded: (state: TaskState) => void = () => {};
+  onTaskEnded: (state: TaskState, snapshot: TaskSnapshot) => void = () => {};
 
   constructor(
     private readonly core: WorkerCore,
@@ -92,6 +92,11 @@ export class WorkerDriver {
     return { tasks: all.slice(0, limit).map((snapshot) => ({ snapshot, info: this.runner.info(snapshot.taskId) })), truncated: all.length > limit };
   }
 
+  /** story: the task's history as the core kept it (oldest first; [] for a task it does not know). */
+  story(taskId: string): ReturnType<WorkerCore["story"]> {
+    return this.core.story(taskId);
+  }
+
   /** drain stops taking slots; resolves when no task holds a slot any more. */
   drain(): Promise<void> {
     this.apply(this.core.handle({ type: "drainingStarted" }, this.nowMs()));
@@ -138,7 +143,7 @@ export class WorkerDriver {
         case "publishSnapshot":
           if (TERMINAL_TASK_STATES.has(ins.snapshot.state) && !this.ended.has(ins.snapshot.taskId)) {
             this.ended.add(ins.snapshot.taskId);
-            this.onTaskEnded(ins.snapshot.state);
+            this.onTaskEnded(ins.snapshot.state, ins.snapshot);
           }
           this.onSnapshot(ins.snapshot);
           break;

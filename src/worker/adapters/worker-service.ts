@@ -5,6 +5,7 @@ import type { Logger } from "../../common/logging/logger";
 import {
   ListTasksResponse,
   TaskLogLine,
+  TaskStory,
   TaskResult,
   type StreamTaskLogsRequest,
   type TaskSnapshot,
@@ -102,6 +103,11 @@ export class WorkerService {
             truncated,
           }),
         );
+      },
+      getTaskStory: (call, callback) => {
+        const entries = this.driver.story(call.request.taskId);
+        if (entries.length === 0) return callback(grpcError(grpc.status.NOT_FOUND, `task ${JSON.stringify(call.request.taskId)} is not known here`));
+        callback(null, TaskStory.create({ entries: entries.map((e) => ({ atMs: e.atMs, event: e.event, outcome: e.outcome })) }));
       },
     };
   }

@@ -1,4 +1,5 @@
 import type { ChainsConfig } from "../../common/config/chains-config";
+import { clockVars } from "../../common/clock/clock-vars";
 import { commonVars } from "../../common/config/common-vars";
 import { ConfigError, enumSchema, envVar, fractionSchema, intSchema, listenAddrSchema, listSchema, loadEnvConfig, stringSchema, type EnvValues } from "../../common/config/env-config";
 import { parseRegistryPrefix } from "../../common/registry/registry-prefix";
@@ -89,6 +90,7 @@ export function workerVars(profile: WorkerProfile) {
     taskLogMaxCallBytes: envVar("TASK_LOG_MAX_CALL_BYTES", "65536", "an integer from 64 to 1073741824", "log lines kept per call; the rest become one line saying how many", intSchema(64, 1 << 30)),
     ...ioVars,
     ...executorPoolVars,
+    ...clockVars,
     ...commonVars,
   };
 }
@@ -120,6 +122,8 @@ export interface WorkerRuntimeConfig {
   readonly localTestFaults: Faults;
   readonly localTestFaultsFile: string;
   readonly pool: ExecutorPoolConfig;
+  /** CLOCK_MAX_OFFSET_MS and CLOCK_TEST_OFFSET_MS. */
+  readonly clock: { readonly maxOffsetMs: number; readonly testOffsetMs: number };
   readonly logLevel: EnvValues<ReturnType<typeof workerVars>>["logLevel"];
   readonly prometheusListenAddr: string;
   readonly prometheusPath: string;
@@ -175,6 +179,7 @@ export function loadWorkerRuntimeConfigFromEnv(
     localTestBlockStore: v.localTestBlockStore,
     ...io,
     pool: executorPoolConfigFrom(v),
+    clock: Object.freeze({ maxOffsetMs: v.clockMaxOffsetMs, testOffsetMs: v.clockTestOffsetMs }),
     logLevel: v.logLevel,
     prometheusListenAddr: v.prometheusListenAddr,
     prometheusPath: v.prometheusPath,

@@ -340,6 +340,23 @@ export interface TaskListEntry {
   logLinesDropped: number;
 }
 
+export interface GetTaskStoryRequest {
+  taskId: string;
+}
+
+export interface TaskStory {
+  entries: TaskStoryEntry[];
+}
+
+export interface TaskStoryEntry {
+  /** When it happened: ms since the Unix epoch (the Worker's clock). */
+  atMs: number;
+  /** What happened: the event (taskSubmitted, taskPhaseEntered, ...) or what became due (taskTimedOut). */
+  event: string;
+  /** What the Worker decided, in words. */
+  outcome: string;
+}
+
 function createBaseFunctionRef(): FunctionRef {
   return { name: "", source: "", entry: "", filename: "" };
 }
@@ -3246,6 +3263,255 @@ export const TaskListEntry: MessageFns<TaskListEntry> = {
   },
 };
 
+function createBaseGetTaskStoryRequest(): GetTaskStoryRequest {
+  return { taskId: "" };
+}
+
+export const GetTaskStoryRequest: MessageFns<GetTaskStoryRequest> = {
+  encode(message: GetTaskStoryRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.taskId !== "") {
+      writer.uint32(10).string(message.taskId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetTaskStoryRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetTaskStoryRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.taskId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetTaskStoryRequest {
+    return {
+      taskId: isSet(object.taskId)
+        ? globalThis.String(object.taskId)
+        : isSet(object.task_id)
+        ? globalThis.String(object.task_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetTaskStoryRequest): unknown {
+    const obj: any = {};
+    if (message.taskId !== "") {
+      obj.taskId = message.taskId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetTaskStoryRequest>): GetTaskStoryRequest {
+    return GetTaskStoryRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetTaskStoryRequest>): GetTaskStoryRequest {
+    const message = createBaseGetTaskStoryRequest();
+    message.taskId = object.taskId ?? "";
+    return message;
+  },
+};
+
+function createBaseTaskStory(): TaskStory {
+  return { entries: [] };
+}
+
+export const TaskStory: MessageFns<TaskStory> = {
+  encode(message: TaskStory, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.entries) {
+      TaskStoryEntry.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TaskStory {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTaskStory();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.entries.push(TaskStoryEntry.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TaskStory {
+    return {
+      entries: globalThis.Array.isArray(object?.entries)
+        ? object.entries.map((e: any) => TaskStoryEntry.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: TaskStory): unknown {
+    const obj: any = {};
+    if (message.entries?.length) {
+      obj.entries = message.entries.map((e) => TaskStoryEntry.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<TaskStory>): TaskStory {
+    return TaskStory.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<TaskStory>): TaskStory {
+    const message = createBaseTaskStory();
+    message.entries = object.entries?.map((e) => TaskStoryEntry.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseTaskStoryEntry(): TaskStoryEntry {
+  return { atMs: 0, event: "", outcome: "" };
+}
+
+export const TaskStoryEntry: MessageFns<TaskStoryEntry> = {
+  encode(message: TaskStoryEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.atMs !== 0) {
+      writer.uint32(8).int64(message.atMs);
+    }
+    if (message.event !== "") {
+      writer.uint32(18).string(message.event);
+    }
+    if (message.outcome !== "") {
+      writer.uint32(26).string(message.outcome);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TaskStoryEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTaskStoryEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.atMs = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.event = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.outcome = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TaskStoryEntry {
+    return {
+      atMs: isSet(object.atMs)
+        ? globalThis.Number(object.atMs)
+        : isSet(object.at_ms)
+        ? globalThis.Number(object.at_ms)
+        : 0,
+      event: isSet(object.event) ? globalThis.String(object.event) : "",
+      outcome: isSet(object.outcome) ? globalThis.String(object.outcome) : "",
+    };
+  },
+
+  toJSON(message: TaskStoryEntry): unknown {
+    const obj: any = {};
+    if (message.atMs !== 0) {
+      obj.atMs = Math.round(message.atMs);
+    }
+    if (message.event !== "") {
+      obj.event = message.event;
+    }
+    if (message.outcome !== "") {
+      obj.outcome = message.outcome;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<TaskStoryEntry>): TaskStoryEntry {
+    return TaskStoryEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<TaskStoryEntry>): TaskStoryEntry {
+    const message = createBaseTaskStoryEntry();
+    message.atMs = object.atMs ?? 0;
+    message.event = object.event ?? "";
+    message.outcome = object.outcome ?? "";
+    return message;
+  },
+};
+
 export type WorkerServiceService = typeof WorkerServiceService;
 export const WorkerServiceService = {
   /**
@@ -3337,6 +3603,19 @@ export const WorkerServiceService = {
     responseSerialize: (value: ListTasksResponse): Buffer => Buffer.from(ListTasksResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListTasksResponse => ListTasksResponse.decode(value),
   },
+  /**
+   * GetTaskStory returns a task's story: its last state changes and decisions, oldest first, each
+   * with when it happened (ms since the Unix epoch). Unknown task: NotFound.
+   */
+  getTaskStory: {
+    path: "/worker.v1.WorkerService/GetTaskStory" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetTaskStoryRequest): Buffer => Buffer.from(GetTaskStoryRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetTaskStoryRequest => GetTaskStoryRequest.decode(value),
+    responseSerialize: (value: TaskStory): Buffer => Buffer.from(TaskStory.encode(value).finish()),
+    responseDeserialize: (value: Buffer): TaskStory => TaskStory.decode(value),
+  },
 } as const;
 
 export interface WorkerServiceServer extends UntypedServiceImplementation {
@@ -3371,6 +3650,11 @@ export interface WorkerServiceServer extends UntypedServiceImplementation {
   streamTaskLogs: handleServerStreamingCall<StreamTaskLogsRequest, TaskLogLine>;
   /** ListTasks lists this Worker's tasks (allocated, running and retained), newest first. */
   listTasks: handleUnaryCall<ListTasksRequest, ListTasksResponse>;
+  /**
+   * GetTaskStory returns a task's story: its last state changes and decisions, oldest first, each
+   * with when it happened (ms since the Unix epoch). Unknown task: NotFound.
+   */
+  getTaskStory: handleUnaryCall<GetTaskStoryRequest, TaskStory>;
 }
 
 export interface WorkerServiceClient extends Client {
@@ -3484,6 +3768,25 @@ export interface WorkerServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListTasksResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * GetTaskStory returns a task's story: its last state changes and decisions, oldest first, each
+   * with when it happened (ms since the Unix epoch). Unknown task: NotFound.
+   */
+  getTaskStory(
+    request: GetTaskStoryRequest,
+    callback: (error: ServiceError | null, response: TaskStory) => void,
+  ): ClientUnaryCall;
+  getTaskStory(
+    request: GetTaskStoryRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: TaskStory) => void,
+  ): ClientUnaryCall;
+  getTaskStory(
+    request: GetTaskStoryRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: TaskStory) => void,
   ): ClientUnaryCall;
 }
 

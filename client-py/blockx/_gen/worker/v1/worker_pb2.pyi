@@ -99,6 +99,12 @@ class GetTaskResultRequest(_message.Message):
     task_id: str
     def __init__(self, task_id: _Optional[str] = ...) -> None: ...
 
+class GetTaskStoryRequest(_message.Message):
+    __slots__ = ["task_id"]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    def __init__(self, task_id: _Optional[str] = ...) -> None: ...
+
 class InputsCallConfig(_message.Message):
     __slots__ = ["inputs"]
     INPUTS_FIELD_NUMBER: _ClassVar[int]
@@ -276,6 +282,22 @@ class TaskSnapshot(_message.Message):
     updated_at_ms: int
     worker_addr: str
     def __init__(self, task_id: _Optional[str] = ..., slot_id: _Optional[str] = ..., worker_addr: _Optional[str] = ..., state: _Optional[_Union[TaskState, str]] = ..., phase: _Optional[_Union[TaskPhase, str]] = ..., calls_total: _Optional[int] = ..., calls_succeeded: _Optional[int] = ..., calls_failed: _Optional[int] = ..., error: _Optional[_Union[TaskError, _Mapping]] = ..., allocated_at_ms: _Optional[int] = ..., accepted_at_ms: _Optional[int] = ..., finished_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., calls_retried: _Optional[int] = ..., deadline_ms: _Optional[int] = ...) -> None: ...
+
+class TaskStory(_message.Message):
+    __slots__ = ["entries"]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[TaskStoryEntry]
+    def __init__(self, entries: _Optional[_Iterable[_Union[TaskStoryEntry, _Mapping]]] = ...) -> None: ...
+
+class TaskStoryEntry(_message.Message):
+    __slots__ = ["at_ms", "event", "outcome"]
+    AT_MS_FIELD_NUMBER: _ClassVar[int]
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    at_ms: int
+    event: str
+    outcome: str
+    def __init__(self, at_ms: _Optional[int] = ..., event: _Optional[str] = ..., outcome: _Optional[str] = ...) -> None: ...
 
 class WatchTasksRequest(_message.Message):
     __slots__ = ["task_ids"]

@@ -49,6 +49,11 @@ class WorkerServiceStub(object):
                 request_serializer=worker_dot_v1_dot_worker__pb2.ListTasksRequest.SerializeToString,
                 response_deserializer=worker_dot_v1_dot_worker__pb2.ListTasksResponse.FromString,
                 )
+        self.GetTaskStory = channel.unary_unary(
+                '/worker.v1.WorkerService/GetTaskStory',
+                request_serializer=worker_dot_v1_dot_worker__pb2.GetTaskStoryRequest.SerializeToString,
+                response_deserializer=worker_dot_v1_dot_worker__pb2.TaskStory.FromString,
+                )
 
 
 class WorkerServiceServicer(object):
@@ -110,6 +115,14 @@ class WorkerServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetTaskStory(self, request, context):
+        """GetTaskStory returns a task's story: its last state changes and decisions, oldest first, each
+        with when it happened (ms since the Unix epoch). Unknown task: NotFound.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -147,6 +160,11 @@ def add_WorkerServiceServicer_to_server(servicer, server):
                     servicer.ListTasks,
                     request_deserializer=worker_dot_v1_dot_worker__pb2.ListTasksRequest.FromString,
                     response_serializer=worker_dot_v1_dot_worker__pb2.ListTasksResponse.SerializeToString,
+            ),
+            'GetTaskStory': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetTaskStory,
+                    request_deserializer=worker_dot_v1_dot_worker__pb2.GetTaskStoryRequest.FromString,
+                    response_serializer=worker_dot_v1_dot_worker__pb2.TaskStory.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -274,5 +292,22 @@ class WorkerService(object):
         return grpc.experimental.unary_unary(request, target, '/worker.v1.WorkerService/ListTasks',
             worker_dot_v1_dot_worker__pb2.ListTasksRequest.SerializeToString,
             worker_dot_v1_dot_worker__pb2.ListTasksResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetTaskStory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/worker.v1.WorkerService/GetTaskStory',
+            worker_dot_v1_dot_worker__pb2.GetTaskStoryRequest.SerializeToString,
+            worker_dot_v1_dot_worker__pb2.TaskStory.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
