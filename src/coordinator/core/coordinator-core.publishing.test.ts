@@ -238,8 +238,8 @@ function runSeed(seed: number): { requests: number; grants: number; refusals: nu
         for (const w of workers.values()) expect(decisionKey(B.getWorkerView(w.addr))).toBe(decisionKey(A.getWorkerView(w.addr)));
         const exclude = new Set<string>();
         for (let attempt = 0; attempt < config.maxCandidates; attempt++) {
-          const a = A.handle({ type: "candidateRequested", taskId: e.taskId, excludeAddrs: exclude }, now).reply;
-          const b = B.handle({ type: "candidateRequested", taskId: e.taskId, excludeAddrs: exclude }, now).reply;
+          const a = A.handle({ type: "candidateRequested", taskId: e.taskId, excludeAddrs: exclude }, now).reply!;
+          const b = B.handle({ type: "candidateRequested", taskId: e.taskId, excludeAddrs: exclude }, now).reply!;
           if (sameDecision(a, b, now) === "allowed") allowedDifferences++;
           if (a.err !== undefined) {
             refusals++;

@@ -55,7 +55,7 @@ export class HeartbeatPublisher {
     private readonly opts: HeartbeatPublisherOptions,
     private readonly sample: () => WorkerHeartbeat,
     private readonly log: Logger,
-    /** Called at the start of every cycle, put or not (the clock-offset check samples here). */
+    /** Called at the start of every wake (the clock-offset check samples here). */
     private readonly onCycle: () => void = () => {},
   ) {
     this.core = new HeartbeatScheduleCore({

@@ -134,8 +134,8 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
 
   const etcd = await createEtcdClient({ endpoints: config.etcdEndpoints, dialTimeoutMs: 5_000 });
   const host = new HostMetrics();
-  const heartbeatPuts = registry.counter("blockx_worker_heartbeat_puts_total", "Heartbeats put into etcd, by reason (HEARTBEAT_PUBLISH).", ["reason"]);
   const clock = startClockMonitor(registry, { etcdEndpoints: config.etcdEndpoints, ...config.clock }, log);
+  const heartbeatPuts = registry.counter("blockx_worker_heartbeat_puts_total", "Heartbeats put into etcd, by reason (HEARTBEAT_PUBLISH).", ["reason"]);
   const heartbeat = new HeartbeatPublisher(
     etcd,
     {
