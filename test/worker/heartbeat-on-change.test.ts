@@ -99,13 +99,18 @@ describe("heartbeat publishing on change", () => {
     const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
     const serving = await until("the Worker serving in the view", () => updates.findIndex((u) => u.reservedSlots === 0) + 1);
     const m0 = await scrape(metricsUrl);
-    // Four updates seen after m0: at most one of them was put before m0 was read (still on its way).
-    const seenAtM0 = updates.length;
-    await until("four more updates", () => updates.length >= seenAtM0 + 4);
-    const m1 = await scrape(metricsUrl);
     const puts = (m: Map<string, number>, reason: string) => m.get(`blockx_worker_heartbeat_puts_total{reason="${reason}"}`) ?? 0;
+    // Three refreshes put after m0, as the Worker counts them: the watch may run behind the Worker
+    // under load, so counting updates seen by the watch undercounted (flaky in 2 full runs of 3).
+    let m1 = m0;
+    const deadline = Date.now() + 60_000;
+    while (puts(m1, "refresh") - puts(m0, "refresh") < 3) {
+      if (Date.now() > deadline) throw new Error("timed out waiting for three refreshes");
+      await Bun.sleep(100);
+      m1 = await scrape(metricsUrl);
+    }
     const grew = (reason: string) => puts(m1, reason) - puts(m0, reason);
-    expect(grew("refresh")).toBeGreaterThanOrEqual(3);
+    await until("the refreshes in the view", () => updates.length >= serving + 3);
     expect(grew("capacity_changed") + grew("red_line_crossed") + grew("every_interval") + grew("first")).toBe(0);
     for (const u of updates.slice(serving - 1)) expect([u.workerAddr, u.reservedSlots, u.runningTasks]).toEqual([addr, 0, 0]);
     // While it publishes, the core offers it.
