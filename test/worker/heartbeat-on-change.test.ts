@@ -111,7 +111,10 @@ describe("heartbeat publishing on change", () => {
     }
     const grew = (reason: string) => puts(m1, reason) - puts(m0, reason);
     await until("the refreshes in the view", () => updates.length >= serving + 3);
-    expect(grew("capacity_changed") + grew("red_line_crossed") + grew("every_interval") + grew("first")).toBe(0);
+    // Nothing but refreshes: no capacity or red-line change is put while idle. (A put under a new lease,
+    // `first`, is a re-registration, not a change: the 2 s lease of this test can lapse on a host
+    // loaded by a full test run, 1 run in 3 there.)
+    expect({ capacity: grew("capacity_changed"), redLine: grew("red_line_crossed"), everyInterval: grew("every_interval") }).toEqual({ capacity: 0, redLine: 0, everyInterval: 0 });
     for (const u of updates.slice(serving - 1)) expect([u.workerAddr, u.reservedSlots, u.runningTasks]).toEqual([addr, 0, 0]);
     // While it publishes, the core offers it.
     expect(pick("t", Date.now()).workerAddr).toBe(addr);
