@@ -98,8 +98,14 @@ describe("heartbeat publishing on change", () => {
     // from then on the view hears refreshes only, each with the same slot counts.
     const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
     const serving = await until("the Worker serving in the view", () => updates.findIndex((u) => u.reservedSlots === 0) + 1);
-    const m0 = await scrape(metricsUrl);
     const puts = (m: Map<string, number>, reason: string) => m.get(`blockx_worker_heartbeat_puts_total{reason="${reason}"}`) ?? 0;
+    // The Worker counts a put when etcd's answer reaches it, which can be after the watch delivered
+    // it here: the baseline is taken once the serving put (a capacity change) is counted too.
+    let m0 = await scrape(metricsUrl);
+    for (const until0 = Date.now() + 30_000; puts(m0, "capacity_changed") < 1 && Date.now() < until0; ) {
+      await Bun.sleep(50);
+      m0 = await scrape(metricsUrl);
+    }
     // Three refreshes put after m0, as the Worker counts them: the watch may run behind the Worker
     // under load, so counting updates seen by the watch undercounted (flaky in 2 full runs of 3).
     let m1 = m0;
