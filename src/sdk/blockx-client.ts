@@ -255,22 +255,21 @@ export class BlockxClient {
   }
 
   /**
-   * locate finds which registered Worker has the task (asking each in parallel), so that a task id
-   * is enough to watch, cancel or read a task. NOT_FOUND names how many Workers were asked.
+   * locate finds which registered Worker has the task (asking each in parallel with GetTaskStory,
+   * which carries no return values), so that a task id is enough to watch, cancel or read a task.
+   * NOT_FOUND names how many Workers were asked, and which did not answer (one of them may hold it).
    */
   async locate(taskId: string): Promise<TaskRef> {
     const workers = await readRegisteredWorkers(this.config);
-    const found = await Promise.all(
-      workers.map((w) =>
-        this.result({ taskId, workerAddr: w.addr }).then(
-          () => w.addr,
-          () => null,
-        ),
-      ),
+    const answers = await Promise.allSettled(workers.map((w) => this.story({ taskId, workerAddr: w.addr }).then(() => w.addr)));
+    const found = answers.find((a) => a.status === "fulfilled");
+    if (found) return { taskId, workerAddr: (found as PromiseFulfilledResult<string>).value };
+    const silent = workers.filter((_, i) => (answers[i] as PromiseRejectedResult).reason?.code !== "NOT_FOUND").map((w) => w.addr);
+    const unanswered = silent.length > 0 ? `; ${silent.length} did not answer (${silent.join(", ")}) and may hold it` : "";
+    throw new BlockxError(
+      "NOT_FOUND",
+      `task ${taskId}: none of the ${workers.length} Workers registered in etcd at ${this.config.etcdEndpoints.join(",")} has it (finished longer ago than its retention, or never submitted)${unanswered}`,
     );
-    const addr = found.find((a) => a !== null);
-    if (!addr) throw new BlockxError("NOT_FOUND", `task ${taskId}: none of the ${workers.length} Workers registered in etcd at ${this.config.etcdEndpoints.join(",")} has it (finished longer ago than its retention, or never submitted)`);
-    return { taskId, workerAddr: addr };
   }
 
   /** story asks the task's Worker for the task's story: its state changes and decisions with their times. */

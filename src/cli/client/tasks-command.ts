@@ -7,7 +7,8 @@ import { EXIT } from "./exit-codes";
 import { textTable } from "./text-table";
 
 const MAX_LIMIT = 10_000;
-const STATES = ["ALLOCATED", "RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "CANCELLED"];
+/** The states a task can be listed in: worker.v1's TaskState names but the placeholders. */
+const STATES = Object.values(TaskState).filter((v): v is string => typeof v === "string" && v !== "TASK_STATE_UNSPECIFIED" && v !== "UNRECOGNIZED");
 
 /** `blockx tasks`: every registered Worker's tasks, newest first; Workers that do not answer are named on stderr. */
 export const tasksRun: ClientCommandRun = async (args, client) => {
