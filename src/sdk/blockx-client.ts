@@ -1,6 +1,6 @@
 import * as grpc from "@grpc/grpc-js";
 import { TERMINAL_TASK_STATES } from "../common/terminal-task-states";
-import type { ReserveWorkerSlotResponse } from "../gen/coordinator/v1/coordinator";
+import type { GetReservationOutcomesResponse, ReserveWorkerSlotResponse } from "../gen/coordinator/v1/coordinator";
 import type { DebugInvokeResponse, InvokeResponse, PrecheckResponse } from "../gen/syncinvoker/v1/sync_invoker";
 import {
   FunctionRef,
@@ -252,6 +252,28 @@ export class BlockxClient {
     });
     tasks.sort((a, b) => (b.snapshot?.allocatedAtMs ?? 0) - (a.snapshot?.allocatedAtMs ?? 0));
     return { tasks, unreachable, workers };
+  }
+
+  /**
+   * reservationOutcomes asks every configured Coordinator (block and bundle) how it answered
+   * ReserveWorkerSlot lately, in parallel. A Coordinator that does not answer carries its error,
+   * so one down Coordinator does not hide the others. Through the proxy there is one per cluster.
+   */
+  async reservationOutcomes(limit = 20): Promise<CoordinatorOutcomes[]> {
+    const targets: { cluster: Cluster; addrs: readonly string[] }[] = [
+      { cluster: "block", addrs: this.config.coordinatorAddrs },
+      { cluster: "bundle", addrs: this.config.bundleCoordinatorAddrs },
+    ];
+    const asks = targets.flatMap(({ cluster, addrs }) =>
+      this.transport.reservers(cluster, addrs).map(async (r): Promise<CoordinatorOutcomes> => {
+        try {
+          return { cluster, addr: r.label, outcomes: await r.outcomes(limit, this.rpcDeadline()) };
+        } catch (e) {
+          return { cluster, addr: r.label, error: toBlockxError(e, `GetReservationOutcomes on ${r.label}`).message };
+        }
+      }),
+    );
+    return Promise.all(asks);
   }
 
   /**
@@ -535,3 +557,9 @@ export function stateName(state: TaskState | undefined): TaskStateName {
 export function isTerminal(state: TaskState): boolean {
   return TERMINAL_TASK_STATES.has(state);
 }
+
+/** One Coordinator's answer to GetReservationOutcomes, or why there is none. */
+export type CoordinatorOutcomes = { readonly cluster: Cluster; readonly addr: string } & (
+  | { readonly outcomes: GetReservationOutcomesResponse; readonly error?: undefined }
+  | { readonly error: string; readonly outcomes?: undefined }
+);

@@ -2,7 +2,7 @@ import type { Logger } from "../common/logging/logger";
 import { splitListenAddr } from "../common/net/listen-addr";
 import type { BlockxClient } from "../sdk/blockx-client";
 import { readRegisteredWorkers } from "../sdk/worker-registry";
-import { taskRow, workerRow, type Overview } from "./core/dashboard-view";
+import { coordinatorRow, taskRow, workerRow, type Overview } from "./core/dashboard-view";
 // Embedded as text in the binary: one page, its style and script inline, nothing fetched from elsewhere.
 import pageText from "./assets/dashboard.html" with { type: "text" };
 
@@ -11,6 +11,8 @@ const PAGE = pageText as unknown as string;
 const TASK_ID = /^[A-Za-z0-9._:\-]{1,200}$/;
 /** Log lines the task page asks for first (then follows). */
 const LOG_TAIL = 200;
+/** Recent reservations shown per Coordinator. */
+const RECENT_RESERVATIONS = 10;
 
 export interface UiServerOptions {
   /** host:port; port 0 picks a free one. */
@@ -29,7 +31,8 @@ export interface UiServer {
 
 /**
  * startUiServer serves the read-only dashboard: the page itself, `/api/overview` (Workers from
- * their etcd heartbeats, tasks from every Worker's ListTasks), `/api/task?id=` (the task's
+ * their etcd heartbeats, tasks from every Worker's ListTasks, every Coordinator's reservation
+ * outcomes from GetReservationOutcomes), `/api/task?id=` (the task's
  * snapshot, first error with traceback, and story, from GetTaskResult and GetTaskStory), and two
  * server-sent event streams: `/api/events` (the overview every `refreshMs`) and `/api/logs?id=`
  * (the task's log tail, then each new line until the task ends). Nothing here changes a task.
@@ -39,11 +42,16 @@ export function startUiServer(client: BlockxClient, o: UiServerOptions, log: Log
   let streams = 0;
   const overview = async (): Promise<Overview> => {
     const now = Date.now();
-    const [registered, everywhere] = await Promise.all([readRegisteredWorkers(client.config), client.tasksEverywhere(200)]);
+    const [registered, everywhere, coordinators] = await Promise.all([
+      readRegisteredWorkers(client.config),
+      client.tasksEverywhere(200),
+      client.reservationOutcomes(RECENT_RESERVATIONS),
+    ]);
     return {
       atMs: now,
       workers: registered.map(workerRow),
       tasks: everywhere.tasks.map((t) => taskRow(t, now)),
+      coordinators: coordinators.map(coordinatorRow),
       unreachable: everywhere.unreachable,
     };
   };

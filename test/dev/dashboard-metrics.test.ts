@@ -109,6 +109,32 @@ describe("the dashboard in headless chromium", () => {
     await browser.screenshot(join(SHOTS, "overview-2.png"));
   }, 150_000);
 
+  test("each Worker's executors, and every Coordinator's reservation outcomes with the reservations just made", async () => {
+    browser ??= await HeadlessChromium.start();
+    await browser.navigate("about:blank");
+    await browser.navigate(ready.ui);
+    const workerCount = Object.keys(ready.endpoints).filter((id) => /worker/.test(id)).length;
+    // The executor summary rides on heartbeats (refreshed every HEARTBEAT_REFRESH_MS, 5 s), so it may lag the pool's start.
+    const executorCells = `[...document.querySelectorAll('#workers tr[data-worker] td.executors')].map((c) => c.textContent)`;
+    const cells = await browser.waitUntil<string[]>(`(() => { const c = ${executorCells}; return c.length === ${workerCount} && c.every((t) => t.startsWith('2/2 ready')) ? c : null; })()`, 30_000);
+    expect(cells).toHaveLength(workerCount);
+
+    const coordinators = Object.entries(ready.endpoints).filter(([id]) => /coordinator/.test(id)).map(([, a]) => a).sort();
+    const rows = await browser.waitUntil<{ addr: string; reserved: string }[]>(
+      `(() => { const r = [...document.querySelectorAll('#coordinators tr[data-coordinator]')].map((tr) => ({ addr: tr.dataset.coordinator, reserved: tr.querySelector('td[data-outcome="reserved"]')?.textContent ?? '' })); return r.length === ${coordinators.length} ? r : null; })()`,
+      30_000,
+    );
+    expect(rows.map((r) => r.addr).sort()).toEqual(coordinators);
+    // beforeAll reserved two slots through the block Coordinator (the backfill and the failing task), each on its first try.
+    const block = rows.find((r) => r.addr === ready.endpoints.coordinator)!;
+    expect(Number(block.reserved.split(" ")[0])).toBeGreaterThanOrEqual(2);
+    const recent = await browser.evaluate<string[][]>(`[...document.querySelectorAll('#reservations tbody tr')].map((tr) => [...tr.children].map((td) => td.textContent))`);
+    const backfillRow = recent.find((cells) => cells[2] === backfillId);
+    expect(backfillRow?.[3]).toBe("reserved");
+    expect(backfillRow?.[4]).toBe((await client.locate(backfillId)).workerAddr);
+    await browser.screenshot(join(SHOTS, "coordinators.png"));
+  }, 90_000);
+
   test("the failing task's page shows its story and the failing call's input and traceback", async () => {
     browser ??= await HeadlessChromium.start();
     await browser.navigate(`${ready.ui}#/task/${failingId}`);

@@ -6,6 +6,26 @@ import { z } from "zod";
  * 0..1 (they are compared with the Coordinator's red lines). `lastHeartbeatMs` is wall-clock
  * ms since the epoch: it crosses machines.
  */
+/**
+ * ExecutorSummary: the Worker's executor pool as operators see it (the dashboard). Carried with
+ * each put but never a reason for one: Coordinators do not decide on it, so it does not make the
+ * ON_CHANGE schedule put more often. Absent from Workers older than it.
+ */
+export const ExecutorSummarySchema = z.object({
+  /** Executors in the pool (EXECUTOR_COUNT). */
+  total: z.number().int().nonnegative().max(1_000_000),
+  /** Connected and taking calls. */
+  ready: z.number().int().nonnegative().max(1_000_000),
+  /** Ready executors running at least one call. */
+  busy: z.number().int().nonnegative().max(1_000_000),
+  /** Calls waiting for an executor. */
+  queuedCalls: z.number().int().nonnegative(),
+  /** Executors restarted since the Worker started. */
+  restarts: z.number().int().nonnegative(),
+});
+
+export type ExecutorSummary = z.infer<typeof ExecutorSummarySchema>;
+
 export const WorkerHeartbeatSchema = z.object({
   workerAddr: z.string().min(1),
   taskSlots: z.number().int().nonnegative(),
@@ -18,6 +38,7 @@ export const WorkerHeartbeatSchema = z.object({
   processRssBytes: z.number().nonnegative().default(0),
   errorRate: z.number().min(0).max(1),
   lastHeartbeatMs: z.number().int().nonnegative(),
+  executors: ExecutorSummarySchema.optional(),
 });
 
 export type WorkerHeartbeat = z.infer<typeof WorkerHeartbeatSchema>;

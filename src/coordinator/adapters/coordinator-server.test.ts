@@ -239,3 +239,38 @@ describe("CoordinatorServer.reserveWorkerSlot", () => {
     expect(metrics.reservations.value({ outcome: "uncertain" })).toBe(0);
   });
 });
+
+describe("CoordinatorServer.reservationOutcomes (GetReservationOutcomes)", () => {
+  test("records each answer with its outcome, the Worker that granted or was last asked, how many were asked, and why not", async () => {
+    const { server } = setup({
+      "a:1": [{ slotId: "s-1" }, reject(ErrorCode.ErrSlotConflict, "taken"), reject(ErrorCode.ErrSlotConflict, "taken")],
+      "b:1": [reject(ErrorCode.ErrNoSlot, "no free slot")],
+      "c:1": [reject(ErrorCode.ErrNoSlot, "no free slot")],
+    });
+    await server.reserveWorkerSlot("granted");
+    await reserveError(server, "rejected");
+    await reserveError(server, "");
+    const o = server.reservationOutcomes({ limit: 0 });
+    expect(o.total).toBe(3);
+    expect(Object.fromEntries(o.counts.filter((c) => c.sinceStart > 0).map((c) => [c.outcome, c.sinceStart]))).toEqual({ reserved: 1, all_rejected: 1, invalid_argument: 1 });
+    expect(o.recent.map((r) => [r.taskId, r.outcome, r.workerAddr, r.workersAsked])).toEqual([
+      ["", "invalid_argument", "", 0],
+      ["rejected", "all_rejected", "c:1", 3],
+      ["granted", "reserved", "a:1", 1],
+    ]);
+    expect(o.recent[0]!.reason).toContain("INVALID_ARGUMENT");
+    expect(o.recent[2]!.reason).toBe("");
+    expect(server.reservationOutcomes({ limit: 1 }).recent).toHaveLength(1);
+  });
+
+  test("a limit over the 1,000 kept is InvalidArgument, saying so", () => {
+    const { server } = setup({});
+    try {
+      server.reservationOutcomes({ limit: 1001 });
+      throw new Error("expected InvalidArgument");
+    } catch (e) {
+      expect((e as CoordinatorError).code).toBe(ErrorCode.ErrInvalidArgument);
+      expect((e as Error).message).toContain("at most 1000 recent reservations are kept, asked for 1001");
+    }
+  });
+});

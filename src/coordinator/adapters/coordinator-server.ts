@@ -2,10 +2,17 @@ import * as grpc from "@grpc/grpc-js";
 import { grpcError } from "../../common/grpc/grpc-server";
 import type { Logger } from "../../common/logging/logger";
 import type { Counter, Histogram } from "../../common/metrics/metrics";
-import type { ReserveWorkerSlotRequest, ReserveWorkerSlotResponse } from "../../gen/coordinator/v1/coordinator";
+import type {
+  GetReservationOutcomesRequest,
+  GetReservationOutcomesResponse,
+  ReserveWorkerSlotRequest,
+  ReserveWorkerSlotResponse,
+} from "../../gen/coordinator/v1/coordinator";
+import { ErrorCode } from "../../common/error-code";
 import { CoordinatorError } from "../core/coordinator-error";
 import type { CoordinatorCore } from "../core/coordinator-core";
 import { type Reply, ReservationCore } from "../core/reservation-core";
+import { ReservationOutcomeLog, RESERVATION_LOG_CAPACITY } from "../core/reservation-outcome-log";
 import { coordCodeToGRPC } from "./coord-code-to-grpc";
 import type { SlotReservation, SlotReserver } from "./slot-reserver";
 
@@ -35,9 +42,14 @@ export interface CoordinatorServerMetrics {
  * Every core call is synchronous on one event loop, so a read or a record is atomic without the
  * seed's RWMutex; no core decision is held across an await (each candidate is selected afresh).
  */
+/** GetReservationOutcomes answers this many recent reservations when the request asks for 0. */
+export const DEFAULT_OUTCOMES_LIMIT = 100;
+
 export class CoordinatorServer {
   private readonly reservations: ReservationCore;
   private nextReservationId = 0;
+  /** What GetReservationOutcomes (the dashboard) reads: wall-clock times, they are shown to people. */
+  private readonly outcomes: ReservationOutcomeLog;
 
   constructor(
     core: CoordinatorCore,
@@ -50,6 +62,7 @@ export class CoordinatorServer {
     private readonly nowMs: () => number = Date.now,
   ) {
     this.reservations = new ReservationCore(core, { maxCandidates, maxTimeoutRetries: config.maxTimeoutRetries, workerRpcTimeoutMs: config.workerRpcTimeoutMs, slotTtlMs });
+    this.outcomes = new ReservationOutcomeLog(Date.now());
   }
 
   /**
@@ -58,9 +71,20 @@ export class CoordinatorServer {
    */
   async reserveWorkerSlot(taskId: string, isCancelled: () => boolean = () => false): Promise<ReserveWorkerSlotResponse> {
     const started = performance.now();
-    const next = await this.drive(taskId, isCancelled);
+    const asked = { workerAddr: "", count: 0 };
+    const next = await this.drive(taskId, isCancelled, asked);
+    const durationMs = performance.now() - started;
     this.metrics?.reservations.inc({ outcome: next.outcome });
-    this.metrics?.reservationSeconds.observe({ outcome: next.outcome }, (performance.now() - started) / 1000);
+    this.metrics?.reservationSeconds.observe({ outcome: next.outcome }, durationMs / 1000);
+    this.outcomes.record({
+      atMs: Date.now(),
+      taskId,
+      outcome: next.outcome,
+      workerAddr: next.result.ok ? next.result.response.workerAddr : asked.workerAddr,
+      workersAsked: asked.count,
+      durationMs,
+      reason: next.result.ok ? "" : next.result.err.message,
+    });
     if (next.result.ok) {
       this.log.debug({ taskId, workerAddr: next.result.response.workerAddr, slotId: next.result.response.slotId }, "slot reserved");
       return next.result.response;
@@ -70,12 +94,14 @@ export class CoordinatorServer {
   }
 
   /** drive runs one reservation through the core: each requestSlot sent, each answer fed back, to the reply. */
-  private async drive(taskId: string, isCancelled: () => boolean): Promise<Reply> {
+  private async drive(taskId: string, isCancelled: () => boolean, asked: { workerAddr: string; count: number }): Promise<Reply> {
     const reservationId = ++this.nextReservationId;
     let next = this.reservations.handle({ type: "reservationRequested", reservationId, taskId }, this.nowMs());
     while (next.type === "requestSlot") {
       if (isCancelled()) return this.reservations.handle({ type: "clientCancelled", reservationId }, this.nowMs());
       const { workerAddr } = next;
+      asked.workerAddr = workerAddr;
+      asked.count++;
       const answer = await this.reserver.requestTaskSlot(workerAddr, { taskId, ttlMs: next.ttlMs, timeoutMs: next.timeoutMs });
       this.noteAnswer(taskId, workerAddr, answer);
       next = this.reservations.handle({ type: "workerAnswered", reservationId, answer }, this.nowMs());
@@ -90,6 +116,30 @@ export class CoordinatorServer {
     }
     this.metrics?.workerRpcs.inc({ result: answer.err.mayHaveAllocated ? "uncertain" : "rejected" });
     if (!answer.err.mayHaveAllocated) this.log.info({ taskId, workerAddr, code: answer.err.code, reason: answer.err.message }, "worker rejected slot request");
+  }
+
+  /**
+   * reservationOutcomes answers GetReservationOutcomes: counts by outcome since start and over the
+   * last minute, and the newest `limit` reservations (0: DEFAULT_OUTCOMES_LIMIT).
+   */
+  reservationOutcomes(req: GetReservationOutcomesRequest): GetReservationOutcomesResponse {
+    if (req.limit > RESERVATION_LOG_CAPACITY) {
+      throw new CoordinatorError(ErrorCode.ErrInvalidArgument, `limit: at most ${RESERVATION_LOG_CAPACITY} recent reservations are kept, asked for ${req.limit}`);
+    }
+    const s = this.outcomes.snapshot(Date.now(), req.limit === 0 ? DEFAULT_OUTCOMES_LIMIT : req.limit);
+    return { startedAtMs: s.startedAtMs, total: s.total, counts: [...s.counts], recent: [...s.recent] };
+  }
+
+  /** grpcOutcomesHandler adapts reservationOutcomes to a grpc-js unary handler (block and bundle services). */
+  grpcOutcomesHandler(): grpc.handleUnaryCall<GetReservationOutcomesRequest, GetReservationOutcomesResponse> {
+    return (call, callback) => {
+      try {
+        callback(null, this.reservationOutcomes(call.request));
+      } catch (e) {
+        if (e instanceof CoordinatorError) callback(grpcError(coordCodeToGRPC(e.code), e.message));
+        else callback(grpcError(grpc.status.INTERNAL, `internal error: ${(e as Error).message}`));
+      }
+    };
   }
 
   /** grpcHandler adapts reserveWorkerSlot to a grpc-js unary handler (block and bundle services). */

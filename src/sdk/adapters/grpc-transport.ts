@@ -1,7 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { hostname, userInfo } from "node:os";
 import { BundleCoordinatorServiceClient } from "../../gen/bundlecoordinator/v1/bundle_coordinator";
-import { CoordinatorServiceClient, type ReserveWorkerSlotResponse } from "../../gen/coordinator/v1/coordinator";
+import { CoordinatorServiceClient, type GetReservationOutcomesResponse, type ReserveWorkerSlotResponse } from "../../gen/coordinator/v1/coordinator";
 import { SyncInvokerServiceClient } from "../../gen/syncinvoker/v1/sync_invoker";
 import { WorkerServiceClient } from "../../gen/worker/v1/worker";
 import type { Cluster } from "../core/cluster-selection";
@@ -29,6 +29,8 @@ type Ctor<C> = new (address: string, credentials: grpc.ChannelCredentials, optio
 export interface Reserver {
   readonly label: string;
   reserve(taskId: string, deadlineMs: number): Promise<ReserveWorkerSlotResponse>;
+  /** GetReservationOutcomes: how this Coordinator answered lately (the dashboard). */
+  outcomes(limit: number, deadlineMs: number): Promise<GetReservationOutcomesResponse>;
 }
 
 /**
@@ -76,6 +78,11 @@ export class GrpcTransport {
         reserve: (taskId, deadlineMs) =>
           new Promise<ReserveWorkerSlotResponse>((resolve, reject) =>
             c.reserveWorkerSlot({ taskId }, new grpc.Metadata(), { deadline: deadlineMs }, (e, r) => (e ? reject(e) : resolve(r!))),
+          ),
+        // The two services' messages are field for field the same.
+        outcomes: (limit, deadlineMs) =>
+          new Promise<GetReservationOutcomesResponse>((resolve, reject) =>
+            c.getReservationOutcomes({ limit }, new grpc.Metadata(), { deadline: deadlineMs }, (e, r) => (e ? reject(e) : resolve(r!))),
           ),
       };
     });

@@ -1,4 +1,5 @@
 import { TaskPhase, TaskState, type TaskListEntry } from "../../gen/worker/v1/worker";
+import type { CoordinatorOutcomes } from "../../sdk/blockx-client";
 import type { RegisteredWorker } from "../../sdk/worker-registry";
 
 /** WorkerRow: one Worker as the dashboard shows it (from its etcd heartbeat). */
@@ -16,6 +17,8 @@ export interface WorkerRow {
   readonly errorRate: number;
   readonly rssBytes: number;
   readonly heartbeatAgeMs: number;
+  /** From the heartbeat; null for a Worker that does not send it. */
+  readonly executors: { total: number; ready: number; busy: number; queuedCalls: number; restarts: number } | null;
 }
 
 /** TaskRow: one task with its progress, rate and ETA (null when it cannot be told yet). */
@@ -40,10 +43,25 @@ export interface TaskRow {
   readonly error: string;
 }
 
+/** CoordinatorRow: how one Coordinator answered reservations (GetReservationOutcomes), or why it did not say. */
+export interface CoordinatorRow {
+  readonly cluster: string;
+  readonly addr: string;
+  /** "" when it answered. */
+  readonly error: string;
+  readonly startedAtMs: number;
+  readonly total: number;
+  /** Share of the last minute's reservations that were granted; null when there were none. */
+  readonly grantedLastMinute: number | null;
+  readonly counts: readonly { outcome: string; sinceStart: number; lastMinute: number }[];
+  readonly recent: readonly { atMs: number; taskId: string; outcome: string; workerAddr: string; workersAsked: number; durationMs: number; reason: string }[];
+}
+
 export interface Overview {
   readonly atMs: number;
   readonly workers: readonly WorkerRow[];
   readonly tasks: readonly TaskRow[];
+  readonly coordinators: readonly CoordinatorRow[];
   /** Workers registered in etcd that did not answer ListTasks. */
   readonly unreachable: readonly { addr: string; message: string }[];
 }
@@ -68,6 +86,24 @@ export function workerRow(w: RegisteredWorker): WorkerRow {
     errorRate: h.errorRate,
     rssBytes: h.processRssBytes,
     heartbeatAgeMs: w.heartbeatAgeMs,
+    executors: h.executors ?? null,
+  };
+}
+
+export function coordinatorRow(c: CoordinatorOutcomes): CoordinatorRow {
+  if (c.error !== undefined) return { cluster: c.cluster, addr: c.addr, error: c.error, startedAtMs: 0, total: 0, grantedLastMinute: null, counts: [], recent: [] };
+  const o = c.outcomes;
+  const minute = o.counts.reduce((n, k) => n + k.lastMinute, 0);
+  const granted = o.counts.find((k) => k.outcome === "reserved")?.lastMinute ?? 0;
+  return {
+    cluster: c.cluster,
+    addr: c.addr,
+    error: "",
+    startedAtMs: o.startedAtMs,
+    total: o.total,
+    grantedLastMinute: minute > 0 ? granted / minute : null,
+    counts: o.counts.map((k) => ({ outcome: k.outcome, sinceStart: k.sinceStart, lastMinute: k.lastMinute })),
+    recent: o.recent.map((r) => ({ atMs: r.atMs, taskId: r.taskId, outcome: r.outcome, workerAddr: r.workerAddr, workersAsked: r.workersAsked, durationMs: r.durationMs, reason: r.reason })),
   };
 }
 

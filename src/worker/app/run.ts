@@ -24,7 +24,8 @@ import { WorkerDriver } from "../adapters/worker-driver";
 import { BlockTextStore } from "../../runtime/chains/localtestservice/block-text-store";
 import { WorkerService } from "../adapters/worker-service";
 import { WorkerCore } from "../core/worker-core";
-import { ExecutorPool } from "../../runtime/executor/executor-pool";
+import type { ExecutorSummary } from "../../common/registry/worker-heartbeat";
+import { ExecutorPool, type ExecutorPoolStats } from "../../runtime/executor/executor-pool";
 import { functionsFromDir } from "../../runtime/functions/functions-dir";
 import { FaultInjector } from "../../runtime/io/fault-injection";
 import { buildBackendSet, buildIoSubsystem } from "../../runtime/io/io-assembly";
@@ -160,6 +161,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
         ...host.sample(),
         errorRate: errors.rate(now),
         lastHeartbeatMs: now,
+        executors: executorSummary(pool.stats()),
       };
     },
     log,
@@ -196,4 +198,10 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   log.info({ addr: boundAddr, workerAddr, incarnation, prefix: config.registryPrefix, taskSlots: config.taskSlots }, "grpc listening");
   log.info(router.summary(), "chains");
   sdNotify("READY=1"); // systemd Type=notify: serving, heartbeat published
+}
+
+/** executorSummary: the pool's state as the heartbeat carries it (for the dashboard). */
+function executorSummary(s: ExecutorPoolStats): ExecutorSummary {
+  const ready = s.executors.filter((e) => e.state === "READY");
+  return { total: s.executors.length, ready: ready.length, busy: ready.filter((e) => e.inflight > 0).length, queuedCalls: s.queued, restarts: s.restarts };
 }

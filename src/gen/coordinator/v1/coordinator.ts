@@ -35,6 +35,45 @@ export interface ReserveWorkerSlotResponse {
   slotId: string;
 }
 
+export interface GetReservationOutcomesRequest {
+  /** Recent reservations to return, newest first: 0 means 100; at most 1,000. */
+  limit: number;
+}
+
+export interface ReservationOutcomeCount {
+  /**
+   * An outcome label of blockx_coordinator_reservations_total: reserved, invalid_argument,
+   * unavailable, no_executable_slot, all_rejected, uncertain, cancelled.
+   */
+  outcome: string;
+  sinceStart: number;
+  lastMinute: number;
+}
+
+export interface ReservationRecord {
+  /** Wall-clock ms since the epoch when the answer was sent. */
+  atMs: number;
+  taskId: string;
+  outcome: string;
+  /** The Worker that granted the slot (reserved), or the last one asked; empty if none was. */
+  workerAddr: string;
+  /** Workers asked (RequestTaskSlot calls) for this reservation. */
+  workersAsked: number;
+  durationMs: number;
+  /** Why it was not reserved, as the client was told; empty when reserved. */
+  reason: string;
+}
+
+export interface GetReservationOutcomesResponse {
+  /** Wall-clock ms since the epoch when this Coordinator started counting. */
+  startedAtMs: number;
+  /** Every outcome label, also those never seen (0). */
+  counts: ReservationOutcomeCount[];
+  recent: ReservationRecord[];
+  /** Reservations answered since start (the sum of since_start). */
+  total: number;
+}
+
 function createBaseReserveWorkerSlotRequest(): ReserveWorkerSlotRequest {
   return { taskId: "" };
 }
@@ -221,6 +260,492 @@ export const ReserveWorkerSlotResponse: MessageFns<ReserveWorkerSlotResponse> = 
   },
 };
 
+function createBaseGetReservationOutcomesRequest(): GetReservationOutcomesRequest {
+  return { limit: 0 };
+}
+
+export const GetReservationOutcomesRequest: MessageFns<GetReservationOutcomesRequest> = {
+  encode(message: GetReservationOutcomesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.limit !== 0) {
+      writer.uint32(8).uint32(message.limit);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetReservationOutcomesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetReservationOutcomesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.limit = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetReservationOutcomesRequest {
+    return { limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0 };
+  },
+
+  toJSON(message: GetReservationOutcomesRequest): unknown {
+    const obj: any = {};
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetReservationOutcomesRequest>): GetReservationOutcomesRequest {
+    return GetReservationOutcomesRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetReservationOutcomesRequest>): GetReservationOutcomesRequest {
+    const message = createBaseGetReservationOutcomesRequest();
+    message.limit = object.limit ?? 0;
+    return message;
+  },
+};
+
+function createBaseReservationOutcomeCount(): ReservationOutcomeCount {
+  return { outcome: "", sinceStart: 0, lastMinute: 0 };
+}
+
+export const ReservationOutcomeCount: MessageFns<ReservationOutcomeCount> = {
+  encode(message: ReservationOutcomeCount, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.outcome !== "") {
+      writer.uint32(10).string(message.outcome);
+    }
+    if (message.sinceStart !== 0) {
+      writer.uint32(16).uint64(message.sinceStart);
+    }
+    if (message.lastMinute !== 0) {
+      writer.uint32(24).uint64(message.lastMinute);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReservationOutcomeCount {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReservationOutcomeCount();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.outcome = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.sinceStart = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.lastMinute = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReservationOutcomeCount {
+    return {
+      outcome: isSet(object.outcome) ? globalThis.String(object.outcome) : "",
+      sinceStart: isSet(object.sinceStart)
+        ? globalThis.Number(object.sinceStart)
+        : isSet(object.since_start)
+        ? globalThis.Number(object.since_start)
+        : 0,
+      lastMinute: isSet(object.lastMinute)
+        ? globalThis.Number(object.lastMinute)
+        : isSet(object.last_minute)
+        ? globalThis.Number(object.last_minute)
+        : 0,
+    };
+  },
+
+  toJSON(message: ReservationOutcomeCount): unknown {
+    const obj: any = {};
+    if (message.outcome !== "") {
+      obj.outcome = message.outcome;
+    }
+    if (message.sinceStart !== 0) {
+      obj.sinceStart = Math.round(message.sinceStart);
+    }
+    if (message.lastMinute !== 0) {
+      obj.lastMinute = Math.round(message.lastMinute);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ReservationOutcomeCount>): ReservationOutcomeCount {
+    return ReservationOutcomeCount.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ReservationOutcomeCount>): ReservationOutcomeCount {
+    const message = createBaseReservationOutcomeCount();
+    message.outcome = object.outcome ?? "";
+    message.sinceStart = object.sinceStart ?? 0;
+    message.lastMinute = object.lastMinute ?? 0;
+    return message;
+  },
+};
+
+function createBaseReservationRecord(): ReservationRecord {
+  return { atMs: 0, taskId: "", outcome: "", workerAddr: "", workersAsked: 0, durationMs: 0, reason: "" };
+}
+
+export const ReservationRecord: MessageFns<ReservationRecord> = {
+  encode(message: ReservationRecord, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.atMs !== 0) {
+      writer.uint32(8).int64(message.atMs);
+    }
+    if (message.taskId !== "") {
+      writer.uint32(18).string(message.taskId);
+    }
+    if (message.outcome !== "") {
+      writer.uint32(26).string(message.outcome);
+    }
+    if (message.workerAddr !== "") {
+      writer.uint32(34).string(message.workerAddr);
+    }
+    if (message.workersAsked !== 0) {
+      writer.uint32(40).uint32(message.workersAsked);
+    }
+    if (message.durationMs !== 0) {
+      writer.uint32(49).double(message.durationMs);
+    }
+    if (message.reason !== "") {
+      writer.uint32(58).string(message.reason);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReservationRecord {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReservationRecord();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.atMs = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.taskId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.outcome = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.workerAddr = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.workersAsked = reader.uint32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 49) {
+              break;
+            }
+
+            message.durationMs = reader.double();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReservationRecord {
+    return {
+      atMs: isSet(object.atMs)
+        ? globalThis.Number(object.atMs)
+        : isSet(object.at_ms)
+        ? globalThis.Number(object.at_ms)
+        : 0,
+      taskId: isSet(object.taskId)
+        ? globalThis.String(object.taskId)
+        : isSet(object.task_id)
+        ? globalThis.String(object.task_id)
+        : "",
+      outcome: isSet(object.outcome) ? globalThis.String(object.outcome) : "",
+      workerAddr: isSet(object.workerAddr)
+        ? globalThis.String(object.workerAddr)
+        : isSet(object.worker_addr)
+        ? globalThis.String(object.worker_addr)
+        : "",
+      workersAsked: isSet(object.workersAsked)
+        ? globalThis.Number(object.workersAsked)
+        : isSet(object.workers_asked)
+        ? globalThis.Number(object.workers_asked)
+        : 0,
+      durationMs: isSet(object.durationMs)
+        ? globalThis.Number(object.durationMs)
+        : isSet(object.duration_ms)
+        ? globalThis.Number(object.duration_ms)
+        : 0,
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+    };
+  },
+
+  toJSON(message: ReservationRecord): unknown {
+    const obj: any = {};
+    if (message.atMs !== 0) {
+      obj.atMs = Math.round(message.atMs);
+    }
+    if (message.taskId !== "") {
+      obj.taskId = message.taskId;
+    }
+    if (message.outcome !== "") {
+      obj.outcome = message.outcome;
+    }
+    if (message.workerAddr !== "") {
+      obj.workerAddr = message.workerAddr;
+    }
+    if (message.workersAsked !== 0) {
+      obj.workersAsked = Math.round(message.workersAsked);
+    }
+    if (message.durationMs !== 0) {
+      obj.durationMs = floatToJson(message.durationMs);
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ReservationRecord>): ReservationRecord {
+    return ReservationRecord.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ReservationRecord>): ReservationRecord {
+    const message = createBaseReservationRecord();
+    message.atMs = object.atMs ?? 0;
+    message.taskId = object.taskId ?? "";
+    message.outcome = object.outcome ?? "";
+    message.workerAddr = object.workerAddr ?? "";
+    message.workersAsked = object.workersAsked ?? 0;
+    message.durationMs = object.durationMs ?? 0;
+    message.reason = object.reason ?? "";
+    return message;
+  },
+};
+
+function createBaseGetReservationOutcomesResponse(): GetReservationOutcomesResponse {
+  return { startedAtMs: 0, counts: [], recent: [], total: 0 };
+}
+
+export const GetReservationOutcomesResponse: MessageFns<GetReservationOutcomesResponse> = {
+  encode(message: GetReservationOutcomesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.startedAtMs !== 0) {
+      writer.uint32(8).int64(message.startedAtMs);
+    }
+    for (const v of message.counts) {
+      ReservationOutcomeCount.encode(v!, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.recent) {
+      ReservationRecord.encode(v!, writer.uint32(26).fork()).join();
+    }
+    if (message.total !== 0) {
+      writer.uint32(32).uint64(message.total);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetReservationOutcomesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetReservationOutcomesResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.startedAtMs = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.counts.push(ReservationOutcomeCount.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.recent.push(ReservationRecord.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.total = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetReservationOutcomesResponse {
+    return {
+      startedAtMs: isSet(object.startedAtMs)
+        ? globalThis.Number(object.startedAtMs)
+        : isSet(object.started_at_ms)
+        ? globalThis.Number(object.started_at_ms)
+        : 0,
+      counts: globalThis.Array.isArray(object?.counts)
+        ? object.counts.map((e: any) => ReservationOutcomeCount.fromJSON(e))
+        : [],
+      recent: globalThis.Array.isArray(object?.recent)
+        ? object.recent.map((e: any) => ReservationRecord.fromJSON(e))
+        : [],
+      total: isSet(object.total) ? globalThis.Number(object.total) : 0,
+    };
+  },
+
+  toJSON(message: GetReservationOutcomesResponse): unknown {
+    const obj: any = {};
+    if (message.startedAtMs !== 0) {
+      obj.startedAtMs = Math.round(message.startedAtMs);
+    }
+    if (message.counts?.length) {
+      obj.counts = message.counts.map((e) => ReservationOutcomeCount.toJSON(e));
+    }
+    if (message.recent?.length) {
+      obj.recent = message.recent.map((e) => ReservationRecord.toJSON(e));
+    }
+    if (message.total !== 0) {
+      obj.total = Math.round(message.total);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetReservationOutcomesResponse>): GetReservationOutcomesResponse {
+    return GetReservationOutcomesResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetReservationOutcomesResponse>): GetReservationOutcomesResponse {
+    const message = createBaseGetReservationOutcomesResponse();
+    message.startedAtMs = object.startedAtMs ?? 0;
+    message.counts = object.counts?.map((e) => ReservationOutcomeCount.fromPartial(e)) || [];
+    message.recent = object.recent?.map((e) => ReservationRecord.fromPartial(e)) || [];
+    message.total = object.total ?? 0;
+    return message;
+  },
+};
+
 export type CoordinatorServiceService = typeof CoordinatorServiceService;
 export const CoordinatorServiceService = {
   /**
@@ -239,6 +764,23 @@ export const CoordinatorServiceService = {
       Buffer.from(ReserveWorkerSlotResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ReserveWorkerSlotResponse => ReserveWorkerSlotResponse.decode(value),
   },
+  /**
+   * Additive, read-only (the dashboard): how this Coordinator answered ReserveWorkerSlot since it
+   * started and in the last minute, by outcome, and its most recent reservations, newest first.
+   * InvalidArgument: limit over 1,000.
+   */
+  getReservationOutcomes: {
+    path: "/coordinator.v1.CoordinatorService/GetReservationOutcomes" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetReservationOutcomesRequest): Buffer =>
+      Buffer.from(GetReservationOutcomesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetReservationOutcomesRequest => GetReservationOutcomesRequest.decode(value),
+    responseSerialize: (value: GetReservationOutcomesResponse): Buffer =>
+      Buffer.from(GetReservationOutcomesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetReservationOutcomesResponse =>
+      GetReservationOutcomesResponse.decode(value),
+  },
 } as const;
 
 export interface CoordinatorServiceServer extends UntypedServiceImplementation {
@@ -248,6 +790,12 @@ export interface CoordinatorServiceServer extends UntypedServiceImplementation {
    * Aborted: a slot may be dangling on some Worker; wait one slot TTL, then retry.
    */
   reserveWorkerSlot: handleUnaryCall<ReserveWorkerSlotRequest, ReserveWorkerSlotResponse>;
+  /**
+   * Additive, read-only (the dashboard): how this Coordinator answered ReserveWorkerSlot since it
+   * started and in the last minute, by outcome, and its most recent reservations, newest first.
+   * InvalidArgument: limit over 1,000.
+   */
+  getReservationOutcomes: handleUnaryCall<GetReservationOutcomesRequest, GetReservationOutcomesResponse>;
 }
 
 export interface CoordinatorServiceClient extends Client {
@@ -271,6 +819,26 @@ export interface CoordinatorServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ReserveWorkerSlotResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * Additive, read-only (the dashboard): how this Coordinator answered ReserveWorkerSlot since it
+   * started and in the last minute, by outcome, and its most recent reservations, newest first.
+   * InvalidArgument: limit over 1,000.
+   */
+  getReservationOutcomes(
+    request: GetReservationOutcomesRequest,
+    callback: (error: ServiceError | null, response: GetReservationOutcomesResponse) => void,
+  ): ClientUnaryCall;
+  getReservationOutcomes(
+    request: GetReservationOutcomesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetReservationOutcomesResponse) => void,
+  ): ClientUnaryCall;
+  getReservationOutcomes(
+    request: GetReservationOutcomesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetReservationOutcomesResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const CoordinatorServiceClient = makeGenericClientConstructor(
@@ -282,6 +850,10 @@ export const CoordinatorServiceClient = makeGenericClientConstructor(
   serviceName: string;
 };
 
+function floatToJson(value: number | null | undefined): number | string | null | undefined {
+  return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;
+}
+
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
 
 export type DeepPartial<T> = T extends Builtin ? T
@@ -290,6 +862,17 @@ export type DeepPartial<T> = T extends Builtin ? T
   : T extends { $case: string } ? { [K in keyof Omit<T, "$case">]?: DeepPartial<T[K]> } & { $case: T["$case"] }
   : T extends {} ? { [K in keyof T]?: DeepPartial<T[K]> }
   : Partial<T>;
+
+function longToNumber(int64: { toString(): string }): number {
+  const num = globalThis.Number(int64.toString());
+  if (num > globalThis.Number.MAX_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is larger than Number.MAX_SAFE_INTEGER");
+  }
+  if (num < globalThis.Number.MIN_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
+  }
+  return num;
+}
 
 function isSet(value: any): boolean {
   return value !== null && value !== undefined;

@@ -19,6 +19,11 @@ class BundleCoordinatorServiceStub(object):
                 request_serializer=bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.ReserveWorkerSlotRequest.SerializeToString,
                 response_deserializer=bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.ReserveWorkerSlotResponse.FromString,
                 )
+        self.GetReservationOutcomes = channel.unary_unary(
+                '/bundlecoordinator.v1.BundleCoordinatorService/GetReservationOutcomes',
+                request_serializer=bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.GetReservationOutcomesRequest.SerializeToString,
+                response_deserializer=bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.GetReservationOutcomesResponse.FromString,
+                )
 
 
 class BundleCoordinatorServiceServicer(object):
@@ -30,6 +35,15 @@ class BundleCoordinatorServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetReservationOutcomes(self, request, context):
+        """Additive, read-only (the dashboard): how this Coordinator answered ReserveWorkerSlot since it
+        started and in the last minute, by outcome, and its most recent reservations, newest first.
+        InvalidArgument: limit over 1,000.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BundleCoordinatorServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -37,6 +51,11 @@ def add_BundleCoordinatorServiceServicer_to_server(servicer, server):
                     servicer.ReserveWorkerSlot,
                     request_deserializer=bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.ReserveWorkerSlotRequest.FromString,
                     response_serializer=bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.ReserveWorkerSlotResponse.SerializeToString,
+            ),
+            'GetReservationOutcomes': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetReservationOutcomes,
+                    request_deserializer=bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.GetReservationOutcomesRequest.FromString,
+                    response_serializer=bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.GetReservationOutcomesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -62,5 +81,22 @@ class BundleCoordinatorService(object):
         return grpc.experimental.unary_unary(request, target, '/bundlecoordinator.v1.BundleCoordinatorService/ReserveWorkerSlot',
             bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.ReserveWorkerSlotRequest.SerializeToString,
             bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.ReserveWorkerSlotResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetReservationOutcomes(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/bundlecoordinator.v1.BundleCoordinatorService/GetReservationOutcomes',
+            bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.GetReservationOutcomesRequest.SerializeToString,
+            bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.GetReservationOutcomesResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

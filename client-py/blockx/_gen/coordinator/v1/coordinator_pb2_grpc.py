@@ -19,6 +19,11 @@ class CoordinatorServiceStub(object):
                 request_serializer=coordinator_dot_v1_dot_coordinator__pb2.ReserveWorkerSlotRequest.SerializeToString,
                 response_deserializer=coordinator_dot_v1_dot_coordinator__pb2.ReserveWorkerSlotResponse.FromString,
                 )
+        self.GetReservationOutcomes = channel.unary_unary(
+                '/coordinator.v1.CoordinatorService/GetReservationOutcomes',
+                request_serializer=coordinator_dot_v1_dot_coordinator__pb2.GetReservationOutcomesRequest.SerializeToString,
+                response_deserializer=coordinator_dot_v1_dot_coordinator__pb2.GetReservationOutcomesResponse.FromString,
+                )
 
 
 class CoordinatorServiceServicer(object):
@@ -33,6 +38,15 @@ class CoordinatorServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetReservationOutcomes(self, request, context):
+        """Additive, read-only (the dashboard): how this Coordinator answered ReserveWorkerSlot since it
+        started and in the last minute, by outcome, and its most recent reservations, newest first.
+        InvalidArgument: limit over 1,000.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CoordinatorServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -40,6 +54,11 @@ def add_CoordinatorServiceServicer_to_server(servicer, server):
                     servicer.ReserveWorkerSlot,
                     request_deserializer=coordinator_dot_v1_dot_coordinator__pb2.ReserveWorkerSlotRequest.FromString,
                     response_serializer=coordinator_dot_v1_dot_coordinator__pb2.ReserveWorkerSlotResponse.SerializeToString,
+            ),
+            'GetReservationOutcomes': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetReservationOutcomes,
+                    request_deserializer=coordinator_dot_v1_dot_coordinator__pb2.GetReservationOutcomesRequest.FromString,
+                    response_serializer=coordinator_dot_v1_dot_coordinator__pb2.GetReservationOutcomesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -65,5 +84,22 @@ class CoordinatorService(object):
         return grpc.experimental.unary_unary(request, target, '/coordinator.v1.CoordinatorService/ReserveWorkerSlot',
             coordinator_dot_v1_dot_coordinator__pb2.ReserveWorkerSlotRequest.SerializeToString,
             coordinator_dot_v1_dot_coordinator__pb2.ReserveWorkerSlotResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetReservationOutcomes(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/coordinator.v1.CoordinatorService/GetReservationOutcomes',
+            coordinator_dot_v1_dot_coordinator__pb2.GetReservationOutcomesRequest.SerializeToString,
+            coordinator_dot_v1_dot_coordinator__pb2.GetReservationOutcomesResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
