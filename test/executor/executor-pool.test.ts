@@ -5,6 +5,7 @@
  * isolation of user code (network, processes).
  */
 import { afterEach, describe, expect, test } from "bun:test";
+import pino from "pino";
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -253,6 +254,26 @@ describe("faults", () => {
     await until(() => pool.pids()[0] !== null && pool.pids()[0] !== before && pool.stats().executors[0]!.state === "READY");
     expect(expectOk(await run(pool, "def main(ctx, x):\n    return 'after'\n"))).toBe("after");
     expect(pool.stats().restarts).toBe(1);
+  });
+
+  test("one id to grep: the executor's own stderr and the pool's lines about its death name the calls it held (ids starting with the task id)", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const log = pino({ level: "info" }, { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) });
+    const pool = await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: 1 }), log, { waitForAll: true });
+    pools.push(pool);
+    const io = manualIo();
+    // os.write to fd 2 goes around the per-call capture of sys.stderr, as a C extension's message would.
+    const src = "import os\ndef main(ctx, x):\n    os.write(2, b'raw line from below the capture\\n')\n    return ctx.io('b', 'op', x)\n";
+    const p = pool.execute({ callId: "grep-task-7/3/1", fn: { source: src, entry: "main" }, args: 1 }, io.owner);
+    await until(() => io.pending.length === 1);
+    await until(() => lines.some((l) => l.msg === "raw line from below the capture"));
+    expect(lines.find((l) => l.msg === "raw line from below the capture")).toMatchObject({ component: "executor", stream: "stderr", callIds: ["grep-task-7/3/1"] });
+    process.kill(pool.pids()[0]!, "SIGKILL");
+    expectError(await p, "EXECUTOR_CRASHED");
+    const death = lines.filter((l) => l.component === "executor-pool" && /executor (exited|down)/.test(String(l.msg)));
+    const naming = death.filter((l) => l.msg !== "executor down; restart scheduled");
+    expect(naming.length).toBeGreaterThan(0);
+    for (const l of naming) expect(l.callIds).toEqual(["grep-task-7/3/1"]);
   });
 
   test("calls made while the only executor restarts wait for its replacement; one cancelled while waiting ends CANCELLED at once", async () => {

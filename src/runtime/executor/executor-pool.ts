@@ -15,7 +15,7 @@ import { ExecutorPoolCore } from "./executor-pool-core";
 import type { ExecutorPoolEvent } from "./executor-pool-core-events";
 import type { ExecutorPoolInstruction } from "./executor-pool-core-instructions";
 import type { ExecutorPoolConfig } from "./executor-pool-config";
-import { ExecutorProcess } from "./executor-process";
+import { type CallsHeld, callsHeldFields, ExecutorProcess } from "./executor-process";
 import { resolveIsolation, resolvePython, type Isolation } from "./isolation";
 import { PROTOCOL_VERSION, type ExecutorMessage, type JsonValue, type LogLine, type PoolMessage, type ResumeResult, type SuspensionRequest } from "./protocol";
 
@@ -217,8 +217,8 @@ export class ExecutorPool {
     this.listener = ExecutorConnection.listen(this.socketPath, this.isolation.runAs, {
       message: (conn, m) => this.onMessage(conn, m),
       malformed: (conn, err) => {
-        this.log.error({ component: "executor-pool", err }, "executor sent a malformed frame; closing its connection");
         const e = conn.executorIndex === null ? null : this.executors[conn.executorIndex];
+        this.log.error({ component: "executor-pool", err, ...(e ? { executorId: e.id, ...this.callsHeld(e) } : {}) }, "executor sent a malformed frame; closing its connection");
         if (e && e.conn === conn) this.killExecutor(e, { code: CallErrorCode.ExecutorCrashed, message: "executor sent a malformed frame" });
         else conn.end();
       },
@@ -238,7 +238,7 @@ export class ExecutorPool {
       nprocLimit: this.config.nprocLimit,
     };
     // The exit comes later, asynchronously: `e` is set by then.
-    const proc = new ExecutorProcess(spec, this.log, (exit) => this.onExit(e, exit.code, exit.signal));
+    const proc = new ExecutorProcess(spec, this.log, (exit) => this.onExit(e, exit.code, exit.signal), () => this.callsHeld(e));
     const e: Executor = { index, id, process: proc, conn: null, killReason: null, dead: false };
     this.executors[index] = e;
   }
@@ -254,7 +254,7 @@ export class ExecutorPool {
     switch (i.type) {
       case "killHungExecutor":
         if (current) {
-          this.log.error({ component: "executor-pool", executorId: current.id }, "executor hung: no answer to pings; killing it");
+          this.log.error({ component: "executor-pool", executorId: current.id, ...this.callsHeld(current) }, "executor hung: no answer to pings; killing it");
           this.killExecutor(current, { code: CallErrorCode.ExecutorHung, message: `executor ${current.id} stopped answering pings and was replaced` });
         }
         return;
@@ -361,7 +361,7 @@ export class ExecutorPool {
 
   private onExit(e: Executor, code: number | null, signal: string | null): void {
     if (!e.dead && !this.closed && !e.killReason) {
-      this.log.warn({ component: "executor-pool", executorId: e.id, code, signal }, "executor exited");
+      this.log.warn({ component: "executor-pool", executorId: e.id, code, signal, ...this.callsHeld(e) }, "executor exited");
     }
     this.markDead(e, code);
   }
@@ -378,6 +378,8 @@ export class ExecutorPool {
       code: CallErrorCode.ExecutorCrashed,
       message: `executor ${e.id} died${exitCode !== null ? ` (exit code ${exitCode})` : ""} while running the call`,
     };
+    const held = this.callsHeld(e);
+    if (held.callIds && !this.closed) this.log.warn({ component: "executor-pool", executorId: e.id, reason: reason.code, ...held }, "executor down with calls in flight; they fail and the Worker decides on retries");
     for (const call of [...this.calls.values()]) {
       if (call.executor !== e) continue;
       if (reason.offendingCallId === call.req.callId) {
@@ -391,6 +393,13 @@ export class ExecutorPool {
     if (this.closed) return;
     // A start waiting for executors re-checks whether any can still come up.
     for (const w of this.readyWaiters.splice(0)) w();
+  }
+
+  /** callsHeld: the log fields naming the calls `e` runs (their ids begin with their task's id: one id to grep). */
+  private callsHeld(e: Executor): CallsHeld {
+    const ids: string[] = [];
+    for (const call of this.calls.values()) if (call.executor === e) ids.push(call.req.callId);
+    return callsHeldFields(ids);
   }
 
   private killExecutor(e: Executor, reason: NonNullable<Executor["killReason"]>): void {
@@ -412,7 +421,7 @@ export class ExecutorPool {
       const rss = e.process.rssBytes();
       if (rss !== null && rss > this.config.memoryLimitBytes) {
         const mb = (b: number) => `${Math.round(b / 1048576)} MiB`;
-        this.log.error({ component: "executor-pool", executorId: e.id, rssBytes: rss }, "executor over its memory limit; killing it");
+        this.log.error({ component: "executor-pool", executorId: e.id, rssBytes: rss, ...this.callsHeld(e) }, "executor over its memory limit; killing it");
         this.killExecutor(e, {
           code: CallErrorCode.OomKilled,
           message: `executor ${e.id} used ${mb(rss)}, over its memory limit of ${mb(this.config.memoryLimitBytes)}, and was killed`,

@@ -50,7 +50,11 @@ export class ExecutorProcess {
   exit: ExecutorExit | null = null;
 
   /** spawn starts the process; `onExit` is called once, when it has exited. */
-  constructor(spec: ExecutorSpawnSpec, log: Logger, onExit: (exit: ExecutorExit) => void) {
+  /**
+   * `callsHeld` names the calls the executor runs when a line comes (their ids start with the task
+   * id), so that an executor's own stderr can be joined with the Worker's lines about those tasks.
+   */
+  constructor(spec: ExecutorSpawnSpec, log: Logger, onExit: (exit: ExecutorExit) => void, callsHeld: () => CallsHeld = () => ({})) {
     this.id = spec.id;
     this.ownProcessGroup = spec.isolation.ownProcessGroup;
     const runAs = spec.isolation.runAs;
@@ -75,13 +79,13 @@ export class ExecutorProcess {
     });
     const id = spec.id;
     // Executors write nothing on stdout (user output is captured per call); stderr carries warnings.
-    void forEachLine(this.proc.stdout as ReadableStream<Uint8Array>, (line) => log.warn({ component: "executor", executorId: id, stream: "stdout" }, line));
+    void forEachLine(this.proc.stdout as ReadableStream<Uint8Array>, (line) => log.warn({ component: "executor", executorId: id, stream: "stdout", ...callsHeld() }, line));
     this.stderrDone = forEachLine(this.proc.stderr as ReadableStream<Uint8Array>, (line) => {
       if (!this.connected) {
         this.startStderr.push(line);
         if (this.startStderr.length > START_STDERR_LINES) this.startStderr.shift();
       }
-      log.warn({ component: "executor", executorId: id, stream: "stderr" }, line);
+      log.warn({ component: "executor", executorId: id, stream: "stderr", ...callsHeld() }, line);
     }).catch(() => {});
     const proc = this.proc;
     void proc.exited.then((code) => {
@@ -122,4 +126,22 @@ export class ExecutorProcess {
       return null;
     }
   }
+}
+
+/** CallsHeld: log fields naming an executor's calls (none when it holds none). */
+export interface CallsHeld {
+  /** At most MAX_LOGGED_CALL_IDS ids. */
+  readonly callIds?: readonly string[];
+  /** How many more the executor held. */
+  readonly moreCalls?: number;
+}
+
+/** Call ids named on one log line at most: a line must stay a line, even with 512 calls in flight. */
+export const MAX_LOGGED_CALL_IDS = 32;
+
+/** callsHeldFields: the log fields for these call ids, bounded. */
+export function callsHeldFields(callIds: readonly string[]): CallsHeld {
+  if (callIds.length === 0) return {};
+  if (callIds.length <= MAX_LOGGED_CALL_IDS) return { callIds };
+  return { callIds: callIds.slice(0, MAX_LOGGED_CALL_IDS), moreCalls: callIds.length - MAX_LOGGED_CALL_IDS };
 }
