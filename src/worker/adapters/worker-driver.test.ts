@@ -1,0 +1,70 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { createLogger } from "../../common/logging/logger";
+import { TaskState, type Task } from "../../gen/worker/v1/worker";
+import { InMemoryPool } from "../../../test/support/in-memory-pool";
+import { blockWorkerProfile } from "../app/profile";
+import { WorkerCore } from "../core/worker-core";
+import { planTask } from "../core/task-plan";
+import { TaskRunner } from "./task-runner";
+import { WorkerDriver } from "./worker-driver";
+
+const log = createLogger("fatal");
+const RETENTION_MS = 10_000;
+
+function task(id: string, inputs: unknown[]): Task {
+  return {
+    taskId: id,
+    taskTimeoutMs: 0,
+    functionCallConfig: {
+      function: { name: "", source: "def main(ctx, x):\n    return x\n", entry: "", filename: "" },
+      config: { $case: "inputs", inputs: { inputs: inputs.map((v) => Buffer.from(JSON.stringify(v))) } },
+    },
+    outputs: [{ handler: { $case: "returnValue", returnValue: {} } }],
+  };
+}
+
+const drivers: WorkerDriver[] = [];
+afterEach(() => {
+  for (const d of drivers.splice(0)) d.stop();
+});
+
+/** A driver over a real WorkerCore and TaskRunner, an in-memory pool and a clock the test moves. */
+function rig() {
+  const now = { ms: 1_000_000 };
+  const pool = new InMemoryPool();
+  const runner = new TaskRunner({
+    pool,
+    dispatcher: { taskMaxInflightCalls: 100, maxInflightCalls: 1000, maxAttempts: 3, retryBackoffBaseMs: 1, retryBackoffMaxMs: 1 },
+    io: { forTask: () => ({ call: async () => ({ answer: { ok: true, value: null, ioMs: 0 } }) as never, end: () => {} }) },
+    tables: null,
+    log,
+    nowMs: () => now.ms,
+  });
+  const core = new WorkerCore({ taskSlots: 4, retentionMs: RETENTION_MS, workerAddr: "127.0.0.1:1" }, "inc1");
+  const driver = new WorkerDriver(core, runner, (t) => planTask(t!, blockWorkerProfile, null), log, () => now.ms);
+  drivers.push(driver);
+  return { now, pool, driver };
+}
+
+/** Lets the runner see finished calls (their promises). */
+const settle = () => new Promise((resolve) => setTimeout(resolve, 5));
+
+describe("WorkerDriver", () => {
+  test("story answers as of now: past a finished task's retention it is gone even before the timer fires, as the result is", async () => {
+    const { now, pool, driver } = rig();
+    const slot = driver.requestTaskSlot("t1", 5_000);
+    expect(slot.err).toBeUndefined();
+    let submitted: TaskState | undefined;
+    driver.submitTask(task("t1", [1]), slot.snapshot!.slotId, "me", (r) => (submitted = r.snapshot?.state));
+    expect(submitted).toBe(TaskState.RUNNING);
+    pool.call("t1/0/1").finish({ value: 1 });
+    await settle();
+    expect(driver.queryTask("t1").snapshot?.state).toBe(TaskState.SUCCEEDED);
+    expect(driver.story("t1").map((e) => e.event)).toContain("taskSucceeded");
+
+    // The clock passes the retention; no timer has run (this is one synchronous turn).
+    now.ms += RETENTION_MS + 1;
+    expect(driver.story("t1")).toEqual([]);
+    expect(driver.queryTask("t1").err?.code).toBe("SLOT_NOT_FOUND");
+  });
+});
