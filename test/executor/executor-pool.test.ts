@@ -179,6 +179,30 @@ describe("sub-calls", () => {
     };
   }
 
+  test("a sub-call ends with its parent: cancelling the parent cancels the sub-call it waits on, and a late sub-call of an ended parent never runs", async () => {
+    const pool = await startPool();
+    const io = manualIo();
+    let child: Promise<CallOutcome> | null = null;
+    const waitsForever = "def main(ctx, x):\n    return ctx.io('b', 'op', x)\n";
+    const owner: CallOwner = {
+      subCall: async (_r, parentCallId) => {
+        child = pool.execute({ callId: `${parentCallId}/sub-1`, fn: { source: waitsForever, entry: "main" }, args: 1 }, io.owner);
+        const o = await child;
+        return o.ok ? { ok: true, value: o.value } : { ok: false, error: { type: o.error.code, message: o.error.message } };
+      },
+    };
+    const parent = pool.execute({ callId: "task-9/0/1", fn: { source: "def main(ctx, x):\n    return ctx.call('f', x)\n", entry: "main" }, args: 1 }, owner);
+    await until(() => io.pending.length === 1); // the sub-call waits on its IO
+    pool.cancel("task-9/0/1", "client went away");
+    expectError(await parent, "CANCELLED");
+    const sub = expectError(await child!, "CANCELLED");
+    expect(sub.message).toContain("its parent call task-9/0/1 ended");
+    const late = expectError(await pool.execute({ callId: "task-9/0/1/sub-2", fn: { source: waitsForever, entry: "main" }, args: 1 }, io.owner), "CANCELLED");
+    expect(late.message).toContain("its parent call task-9/0/1 already ended");
+    expect(io.pending).toHaveLength(1); // the late one never reached an executor
+    expect(expectOk(await run(pool, "def main(ctx, x):\n    return 'still fine'\n"))).toBe("still fine");
+  });
+
   test("one, many at once, nested, and a failing sub-call surfacing as SubCallError", async () => {
     const pool = await startPool();
     const registry = {

@@ -1,7 +1,7 @@
 import type { FunctionSnapshot } from "../functions/function-code-view";
 import { inlineFunction, lookupFunction, type ResolvedFunction } from "../functions/function-lookup";
 import type { FunctionRequestRef, JsonValue, ResumeResult, SuspensionRequest } from "../executor/protocol";
-import type { CallFunction, CallOutcome, CallOwner, IoAnswer } from "./call";
+import { subCallId, type CallFunction, type CallOutcome, type CallOwner, type IoAnswer } from "./call";
 
 /** Sub-calls deeper than this fail, so that a function calling itself cannot run away. */
 export const MAX_SUB_CALL_DEPTH = 8;
@@ -53,7 +53,7 @@ export function createCallOwner(options: CallOwnerOptions, depth = 0): CallOwner
       if (typeof ref !== "object" || ref === null) return { ok: false, error: { type: "INVALID_ARGUMENT", message: "ctx.call: the function must be a name or an object" } };
       const found = "name" in ref ? lookupFunction(options.functions, ref.name, ref.entry, options.role) : inlineFunction(ref.source, ref.entry);
       if (!found.ok) return { ok: false, error: { type: found.reason === "BAD_ENTRY" ? "INVALID_ARGUMENT" : "FUNCTION_NOT_FOUND", message: found.message } };
-      const call: SubCall = { fn: found.fn, args: req.args, budgetMs: options.budgetMs, nextCallId: () => `${parentCallId}/sub-${++seq}` };
+      const call: SubCall = { fn: found.fn, args: req.args, budgetMs: options.budgetMs, nextCallId: () => subCallId(parentCallId, ++seq) };
       return options.runSubCall(call, createCallOwner(options, depth + 1));
     },
   };

@@ -69,6 +69,20 @@ export interface CallRequest {
   readonly budgetMs?: number;
 }
 
+/** The mark between a parent call's id and its sub-call's number: `<parent call id>/sub-<n>`. */
+const SUB_CALL_MARK = "/sub-";
+
+/** subCallId: the id of a parent call's n-th sub-call (attempts of one sub-call take new numbers). */
+export function subCallId(parentCallId: string, n: number): string {
+  return `${parentCallId}${SUB_CALL_MARK}${n}`;
+}
+
+/** parentCallIdOf: the id of the call that started this sub-call, or null for a top-level call. */
+export function parentCallIdOf(callId: string): string | null {
+  const i = callId.lastIndexOf(SUB_CALL_MARK);
+  return i > 0 ? callId.slice(0, i) : null;
+}
+
 /** What the owner answers for one IO request: the value or an error, and the backend time spent. */
 export type IoAnswer = ResumeResult & { readonly ioMs: number };
 

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { UnixSocketListener } from "bun";
 import type { Logger } from "../../common/logging/logger";
-import { CallErrorCode, isRetryable, type CallFailure, type CallOutcome, type CallOwner, type CallRequest } from "../calls/call";
+import { CallErrorCode, isRetryable, parentCallIdOf, type CallFailure, type CallOutcome, type CallOwner, type CallRequest } from "../calls/call";
 import { executorPythonPath } from "./executor-assets";
 import { ExecutorStartError } from "./executor-start-error";
 import { likelyStartCause } from "./start-failure";
@@ -82,6 +82,8 @@ export class ExecutorPool {
   private timer: ReturnType<typeof setInterval> | null = null;
   private closed = false;
   private restarts = 0;
+  /** Sub-calls in the pool by their parent's call id (`<parent>/sub-<n>`): they end with it. */
+  private readonly children = new Map<string, Set<string>>();
   private pingSeq = 0;
   private readonly python: string;
   readonly isolation: Isolation;
@@ -157,7 +159,17 @@ export class ExecutorPool {
       if (this.calls.has(req.callId)) {
         return resolve(this.outcome(call, this.failure(CallErrorCode.Internal, `call id ${req.callId} is already running`)));
       }
+      const parent = parentCallIdOf(req.callId);
+      if (parent !== null && !this.calls.has(parent)) {
+        // Its parent ended (cancelled, failed) while the sub-call was being resolved: nobody awaits it.
+        return resolve(this.outcome(call, this.failure(CallErrorCode.Cancelled, `call cancelled: its parent call ${parent} already ended`)));
+      }
       this.calls.set(req.callId, call);
+      if (parent !== null) {
+        const siblings = this.children.get(parent);
+        if (siblings) siblings.add(req.callId);
+        else this.children.set(parent, new Set([req.callId]));
+      }
       this.apply({ type: "callSubmitted", callId: req.callId });
     });
   }
@@ -493,9 +505,22 @@ export class ExecutorPool {
   }
 
   private finish(call: ActiveCall, result: CallResult, extra: { output?: string; stdout?: string; stderr?: string; logs?: LogLine[]; compiled?: boolean } = {}): void {
-    const registered = this.calls.get(call.req.callId) === call;
-    if (registered) this.calls.delete(call.req.callId);
+    const id = call.req.callId;
+    const registered = this.calls.get(id) === call;
+    if (registered) {
+      this.calls.delete(id);
+      const parent = parentCallIdOf(id);
+      const siblings = parent === null ? undefined : this.children.get(parent);
+      siblings?.delete(id);
+      if (siblings?.size === 0) this.children.delete(parent!);
+    }
     call.resolve(this.outcome(call, result, extra));
+    // A sub-call ends with its parent: nothing would read its result (Sync Invoker deadlines, cancels, crashes).
+    const orphans = registered ? this.children.get(id) : undefined;
+    if (orphans) {
+      this.children.delete(id);
+      for (const child of orphans) this.cancel(child, `its parent call ${id} ended`);
+    }
     // Its place on the executor (or in the queue) is free: the next waiting call may go.
     if (registered) this.apply({ type: "callEnded", callId: call.req.callId });
   }
