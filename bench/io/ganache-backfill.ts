@@ -18,7 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { FunctionCallConfig, Task, TaskState } from "../../src/gen/worker/v1/worker";
-import { SqliteTableStore } from "../../src/worker/writers/table-store";
+import { SqliteTableStore } from "../../src/common/tables/table-store";
 import { BlockxProcess } from "../../test/support/blockx-process";
 import { EtcdProcess } from "../../test/support/etcd";
 import { GanacheNode, TRANSFER_TOPIC } from "../../test/support/ganache";

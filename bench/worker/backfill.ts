@@ -27,7 +27,7 @@ import { parseArgs } from "node:util";
 import { FunctionCallConfig, Task, TaskState } from "../../src/gen/worker/v1/worker";
 import { writeBlockStore } from "../../src/runtime/chains/localtestservice/block-text-store";
 import { SyntheticChain } from "../../src/runtime/chains/localtestservice/synthetic-chain";
-import { SqliteTableStore } from "../../src/worker/writers/table-store";
+import { SqliteTableStore } from "../../src/common/tables/table-store";
 import { BlockxProcess } from "../../test/support/blockx-process";
 import { treeCpuSeconds } from "../../test/support/proc-scan";
 import { EtcdProcess } from "../../test/support/etcd";

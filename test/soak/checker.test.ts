@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SyntheticChain } from "../../src/runtime/chains/localtestservice/synthetic-chain";
-import { SqliteTableStore } from "../../src/worker/writers/table-store";
+import { SqliteTableStore } from "../../src/common/tables/table-store";
 import { checkPassed, checkTables, SOAK_CHAIN } from "./checker";
 import { BLOCK_STATS, ERC20_TRANSFERS, type SoakTable } from "./soak-functions";
 

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { SqliteTableStore, TableStoreError } from "../../worker/writers/table-store";
+import { SqliteTableStore, TableStoreError } from "../../common/tables/table-store";
 import { UsageError } from "../exec-command";
 import { flagValue, intFlag } from "./args";
 import type { ClientCommandRun } from "./client-command";

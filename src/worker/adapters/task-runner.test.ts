@@ -8,7 +8,7 @@ import { FunctionCodeView } from "../../runtime/functions/function-code-view";
 import { InMemoryPool } from "../../../test/support/in-memory-pool";
 import { blockWorkerProfile } from "../app/profile";
 import { planTask } from "../core/task-plan";
-import { SqliteTableStore } from "../writers/table-store";
+import { SqliteTableStore } from "../../common/tables/table-store";
 import { TaskRunner, type TaskRunnerEvent } from "./task-runner";
 
 const log = createLogger("fatal");

@@ -8,7 +8,7 @@ import type { TaskIo } from "../../runtime/io/io-subsystem";
 import { DispatcherCore, type CallResult, type DispatchedCall, type DispatcherConfig, type DispatcherDecision, type DispatcherEvent } from "../core/dispatcher-core";
 import type { TaskPlan } from "../core/task-plan";
 import type { WorkerEvent } from "../core/worker-core-events";
-import type { TableStore } from "../writers/table-store";
+import type { TableStore } from "../../common/tables/table-store";
 import { WriteRejected, type Writer } from "../writers/writer";
 import { createWriters, WriterSetupError } from "../writers/writers";
 

@@ -26,7 +26,7 @@ import { ExecutorPool } from "../../runtime/executor/executor-pool";
 import { functionsFromDir } from "../../runtime/functions/functions-dir";
 import { FaultInjector } from "../../runtime/io/fault-injection";
 import { buildBackendSet, buildIoSubsystem } from "../../runtime/io/io-assembly";
-import { SqliteTableStore } from "../writers/table-store";
+import { SqliteTableStore } from "../../common/tables/table-store";
 import type { WorkerRuntimeConfig } from "./config";
 
 export type WorkerLifecycle = "starting" | "serving" | "draining" | "stopped";

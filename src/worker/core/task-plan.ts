@@ -3,7 +3,7 @@ import type { Task } from "../../gen/worker/v1/worker";
 import { blockBundleCalls, blockTableCalls, inputCalls, type BlockCallInput, type BundleCallInput, type CallPlan } from "./call-builder";
 import type { FunctionSnapshot } from "../../runtime/functions/function-code-view";
 import { inlineFunction, lookupFunction, type ResolvedFunction } from "../../runtime/functions/function-lookup";
-import type { BlockScope } from "../writers/table-store";
+import type { BlockScope } from "../../common/tables/table-store";
 import type { OutputSpec } from "../writers/writers";
 import type { JsonValue } from "../../runtime/executor/protocol";
 import type { WorkerProfile } from "../app/profile";

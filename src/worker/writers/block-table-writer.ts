@@ -1,7 +1,7 @@
 import type { Logger } from "../../common/logging/logger";
 import type { TableWriteSummary } from "../../gen/worker/v1/worker";
 import type { JsonValue } from "../../runtime/executor/protocol";
-import type { BlockScope, TableStore } from "./table-store";
+import type { BlockScope, TableStore } from "../../common/tables/table-store";
 import { intoStore, rowsOf } from "./table-write-checks";
 import type { WrittenCall, Writer } from "./writer";
 

@@ -1,5 +1,5 @@
 import type { TableWriteSummary } from "../../gen/worker/v1/worker";
-import type { TableStore } from "./table-store";
+import type { TableStore } from "../../common/tables/table-store";
 import { intoStore, rowsOf } from "./table-write-checks";
 import type { WrittenCall, Writer } from "./writer";
 

@@ -1,6 +1,6 @@
 import { CallErrorCode } from "../../runtime/calls/call";
 import type { JsonValue } from "../../runtime/executor/protocol";
-import { type Row, TableStoreError } from "./table-store";
+import { type Row, TableStoreError } from "../../common/tables/table-store";
 import { WriteRejected } from "./writer";
 
 /** rowsOf checks that a function writing to a table returned a list of row objects. */

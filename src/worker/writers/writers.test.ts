@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { silentLogger } from "../../common/logging/logger";
 import { CallErrorCode } from "../../runtime/calls/call";
 import type { JsonValue } from "../../runtime/executor/protocol";
-import { SqliteTableStore } from "./table-store";
+import { SqliteTableStore } from "../../common/tables/table-store";
 import { WriteRejected } from "./writer";
 import { createWriters, type OutputSpec, WriterSetupError } from "./writers";
 

@@ -3,7 +3,7 @@ import type { JsonValue } from "../../runtime/executor/protocol";
 import { BlockTableWriter } from "./block-table-writer";
 import { NormalTableWriter } from "./normal-table-writer";
 import { ReturnValueWriter } from "./return-value-writer";
-import type { BlockScope, TableStore } from "./table-store";
+import type { BlockScope, TableStore } from "../../common/tables/table-store";
 import type { Writer } from "./writer";
 
 /** OutputSpec: one validated output of a task (planTask makes them; the profile allows the kinds). */
