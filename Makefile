@@ -8,6 +8,7 @@ ETCD := $(CACHE)/etcd/root/usr/bin/etcd
 GRPCIO_STAMP := $(CACHE)/python3-debs.stamp
 GANACHE_STAMP := $(CACHE)/ganache.stamp
 SYSTEMD_STAMP := $(CACHE)/systemd-analyze.stamp
+POSTGRES_STAMP := $(CACHE)/postgres.stamp
 DEPS_STAMP := node_modules/.blockx-deps-stamp
 SOURCES := $(shell find src -name '*.ts' -not -name '*.test.ts') $(shell find executor-py/blockx_executor -name '*.py') package.json
 COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -21,7 +22,7 @@ export BLOCKX_ETCD_BIN := $(abspath $(ETCD))
 .PHONY: deps build test typecheck proto py-stubs bench clean run demo soak source-digest mutants
 .DEFAULT_GOAL := build
 
-deps: $(BUN) $(DEPS_STAMP) $(ETCD) $(GRPCIO_STAMP) $(GANACHE_STAMP) $(SYSTEMD_STAMP)
+deps: $(BUN) $(DEPS_STAMP) $(ETCD) $(GRPCIO_STAMP) $(GANACHE_STAMP) $(SYSTEMD_STAMP) $(POSTGRES_STAMP)
 
 # Bun from the npm registry, pinned; bun-types in package.json carries the same version.
 $(BUN):
@@ -74,6 +75,24 @@ $(SYSTEMD_STAMP):
 	systemd-analyze --version | head -1
 	@touch $@
 
+# Debian's Postgres 15 server for the tests and `blockx dev --postgres` (each starts a private server
+# as an unprivileged user). Uses an installed /usr/lib/postgresql/<v>/bin when there is one; else
+# installs postgresql-15 as root, or unpacks it (and its libraries' packages) into the cache like etcd.
+$(POSTGRES_STAMP):
+	@mkdir -p $(CACHE)
+	if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql-15 || \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql-15); \
+	  else \
+	    mkdir -p $(CACHE)/postgres && cd $(CACHE)/postgres && \
+	    (apt-get download postgresql-15 libpq5 2>/dev/null || (apt-get update -qq && apt-get download postgresql-15 libpq5)) && \
+	    for d in *.deb; do dpkg -x $$d root; done; \
+	  fi; \
+	fi
+	ls /usr/lib/postgresql/*/bin/postgres $(CACHE)/postgres/root/usr/lib/postgresql/*/bin/postgres 2>/dev/null | head -1 | xargs -I{} {} --version
+	@touch $@
+
 build: dist/blockx
 
 dist/blockx: $(SOURCES) $(DEPS_STAMP) | $(BUN)
@@ -83,7 +102,7 @@ dist/blockx: $(SOURCES) $(DEPS_STAMP) | $(BUN)
 	  --define 'BLOCKX_BUILD_COMMIT="$(COMMIT)"' \
 	  --define 'BLOCKX_SOURCE_DIGEST="$(SOURCE_DIGEST)"' \
 	  --asset executor-py/blockx_executor \
-	  src/cli/main.ts --outfile dist/blockx
+	  src/cli/main.ts src/common/tables/sqlite-thread.ts --outfile dist/blockx
 	@./dist/blockx version
 
 # The type check first: some tests are types only (they hold only if they compile).

@@ -1,7 +1,10 @@
+import { existsSync } from "node:fs";
 import { parseExactJson } from "../json/exact-json";
 import { SqliteTables } from "./sqlite-tables";
 import { type CellValue, type ReadOptions, type ReplaceOutcome, type TableStore, TableStoreError, type TableWrite } from "./table-store";
 import type { SqliteThreadReply, SqliteThreadRequest } from "./sqlite-thread-protocol";
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 /** SQLite result codes that mean "not now" (locked, busy, out of disk, unreadable): retryable. */
 const UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|PROTOCOL|NOMEM)/;
@@ -13,6 +16,18 @@ export function sqliteStoreError(e: unknown, description: string): TableStoreErr
   const message = (e as Error).message ?? String(e);
   if (UNAVAILABLE.test(code) || /database is locked/.test(message)) return new TableStoreError("STORE_UNAVAILABLE", `table store ${description} unavailable: ${message}`);
   return new TableStoreError("INTERNAL", `table store ${description}: ${message}`);
+}
+
+/**
+ * threadEntry: the SQLite thread's module. The Makefile compiles src/common/tables/sqlite-thread.ts
+ * into the binary as a second entry point, which Bun embeds at this path (relative to the repository,
+ * with .js); from source it is the file beside this one.
+ */
+function threadEntry(): string {
+  if (!import.meta.url.startsWith("file:///$bunfs/")) return new URL("./sqlite-thread.ts", import.meta.url).href;
+  // Bun roots the embedded entries at their common folder (src/): common/tables/sqlite-thread.js.
+  const embedded = ["/$bunfs/root/common/tables/sqlite-thread.js", "/$bunfs/root/src/common/tables/sqlite-thread.js"];
+  return embedded.find((p) => existsSync(p)) ?? embedded[0]!;
 }
 
 /**
@@ -29,6 +44,7 @@ export class SqliteTableStore implements TableStore {
   private nextId = 1;
   private readonly waiting = new Map<number, { resolve: (text: string) => void; reject: (e: Error) => void }>();
   private closed = false;
+  private broken: TableStoreError | undefined;
 
   constructor(path: string, options: { readonly inline?: boolean; readonly busyTimeoutMs?: number } = {}) {
     this.description = `sqlite:${path}`;
@@ -40,7 +56,7 @@ export class SqliteTableStore implements TableStore {
       }
       return;
     }
-    this.thread = new Worker(new URL("./sqlite-thread.ts", import.meta.url).href);
+    this.thread = new Worker(threadEntry());
     this.thread.onmessage = (ev: MessageEvent<SqliteThreadReply>) => {
       const w = this.waiting.get(ev.data.id);
       if (!w) return;
@@ -48,7 +64,11 @@ export class SqliteTableStore implements TableStore {
       if (ev.data.ok) w.resolve(ev.data.text);
       else w.reject(new TableStoreError(ev.data.code, ev.data.message));
     };
-    this.thread.onerror = (ev) => this.failAll(new TableStoreError("STORE_UNAVAILABLE", `table store ${this.description}: its thread failed: ${ev.message}`));
+    this.thread.onerror = (ev) => {
+      // A thread that failed answers nothing more: every request from now on fails at once.
+      this.broken = new TableStoreError("STORE_UNAVAILABLE", `table store ${this.description}: its thread failed: ${ev.message}`);
+      this.failAll(this.broken);
+    };
     this.post({ id: 0, op: "open", path, busyTimeoutMs: options.busyTimeoutMs ?? 10_000 });
   }
 
@@ -79,7 +99,8 @@ export class SqliteTableStore implements TableStore {
     }
   }
 
-  private request(r: Omit<SqliteThreadRequest, "id"> & { op: SqliteThreadRequest["op"] }): Promise<string> {
+  private request(r: DistributiveOmit<SqliteThreadRequest, "id">): Promise<string> {
+    if (this.broken) return Promise.reject(this.broken);
     if (this.closed && r.op !== "close") return Promise.reject(new TableStoreError("STORE_UNAVAILABLE", `table store ${this.description} is closed`));
     const id = this.nextId++;
     return new Promise<string>((resolve, reject) => {

@@ -8,7 +8,7 @@ import { FunctionCodeView } from "../../runtime/functions/function-code-view";
 import { InMemoryPool } from "../../../test/support/in-memory-pool";
 import { blockWorkerProfile } from "../app/profile";
 import { planTask } from "../core/task-plan";
-import { SqliteTableStore } from "../../common/tables/table-store";
+import { SqliteTableStore } from "../../common/tables/sqlite-table-store";
 import { TaskRunner, type TaskRunnerEvent } from "./task-runner";
 
 const log = createLogger("fatal");
@@ -209,7 +209,7 @@ describe("TaskRunner", () => {
 
     test("a value that is not rows fails its call as RESULT_NOT_ROWS, not retried; rows of good calls are in the table", async () => {
       dir = mkdtempSync(join(tmpdir(), "runner-"));
-      const tables = new SqliteTableStore(join(dir, "t.sqlite"));
+      const tables = new SqliteTableStore(join(dir, "t.sqlite"), { inline: true });
       const r = rig({ tables });
       run(r, task("t10", [1, 2], { outputs: [{ handler: { $case: "normalTableWrite", normalTableWrite: { table: "rows" } } }] }));
       r.pool.call("t10/0/1").finish({ value: [{ n: 1 }] });
@@ -219,7 +219,7 @@ describe("TaskRunner", () => {
       expect(ends(r)).toEqual([expect.objectContaining({ type: "taskFailed", error: expect.objectContaining({ code: "RESULT_NOT_ROWS" }) })]);
       expect(r.pool.started).toEqual(["t10/0/1", "t10/1/1"]);
       expect(r.runner.result("t10")?.writes).toMatchObject([{ table: "rows" }]);
-      tables.close();
+      await tables.close();
     });
   });
 });

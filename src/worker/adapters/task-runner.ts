@@ -9,7 +9,8 @@ import { DispatcherCore, type CallResult, type DispatchedCall, type DispatcherCo
 import type { TaskPlan } from "../core/task-plan";
 import type { WorkerEvent } from "../core/worker-core-events";
 import type { TableStore } from "../../common/tables/table-store";
-import { WriteRejected, type Writer } from "../writers/writer";
+import { commitRejection } from "../writers/table-write-checks";
+import type { Writer } from "../writers/writer";
 import { createWriters, WriterSetupError } from "../writers/writers";
 
 /** The events a task runner reports to WorkerCore: a task's progress and its end. */
@@ -217,8 +218,15 @@ export class TaskRunner {
     this.onCallFinished(isSystemFailure(result));
     if (!t.inflight.delete(callId) || this.tasks.get(t.plan.taskId) !== t) return; // the task ended meanwhile
     this.cancelSubCallsOf(t, callId); // a parent that ended (its executor died) no longer waits for them
-    // Each writer takes the call's value as it finishes; a value it cannot write fails the call (not retryable).
-    const outcome = result.ok ? this.write(t, d, result) : result;
+    if (!result.ok) return this.callSettled(t, callId, d, result);
+    // The call's rows go to the table store (asynchronously: the event loop goes on meanwhile); the
+    // dispatcher hears of the call only once they are durable, so a task never succeeds before them.
+    void this.write(t, d, result).then((outcome) => {
+      if (this.tasks.get(t.plan.taskId) === t) this.callSettled(t, callId, d, outcome);
+    });
+  }
+
+  private callSettled(t: RunningTask, callId: string, d: DispatchedCall<JsonValue>, outcome: CallOutcome): void {
     const decision = this.step({ type: "callFinished", call: d, result: resultOf(outcome) }).reply!;
     t.countsDirty = true;
     if (outcome.ok) {
@@ -285,18 +293,26 @@ export class TaskRunner {
     this.onEvent({ type: "taskCallCountsChanged", taskId: t.plan.taskId, callsTotal: t.plan.calls.total, callsSucceeded: t.succeeded, callsFailed: t.failed, callsRetried: t.retried });
   }
 
-  /** write hands a succeeded call's value to each of the task's writers; a value one cannot write fails the call. */
-  private write(t: RunningTask, d: DispatchedCall<JsonValue>, outcome: Extract<CallOutcome, { ok: true }>): CallOutcome {
-    const fail = (code: CallErrorCode, message: string): CallOutcome => ({
-      ...outcome,
-      ok: false,
-      error: { code, message, traceback: "", line: 0, column: 0, retryable: false },
-    });
+  /**
+   * write stages a succeeded call's value with each of the task's writers and commits all their
+   * table writes in one transaction, then tells each writer. A value a writer cannot take fails the
+   * call as the user's error (not retried); a store that is down fails it as STORE_UNAVAILABLE
+   * (retried with backoff). Nothing of a failed commit is written.
+   */
+  private async write(t: RunningTask, d: DispatchedCall<JsonValue>, outcome: Extract<CallOutcome, { ok: true }>): Promise<CallOutcome> {
+    const call = { index: d.index, input: d.call, value: outcome.value };
     try {
-      for (const w of t.writers) w.write({ index: d.index, input: d.call, value: outcome.value });
+      const staged = t.writers.map((w) => w.stage(call));
+      const all = staged.flat();
+      const outcomes = all.length > 0 ? await this.deps.tables!.commit(all) : [];
+      let at = 0;
+      t.writers.forEach((w, i) => {
+        w.committed(call, outcomes.slice(at, at + staged[i]!.length));
+        at += staged[i]!.length;
+      });
     } catch (e) {
-      if (e instanceof WriteRejected) return fail(e.code, e.message);
-      return fail(CallErrorCode.Internal, `writing rows failed: ${(e as Error).message}`);
+      const r = commitRejection(e);
+      return { ...outcome, ok: false, error: { code: r.code, message: r.message, traceback: "", line: 0, column: 0, retryable: r.retryable } };
     }
     return outcome;
   }
@@ -350,7 +366,7 @@ function resultOf(o: CallOutcome): CallResult {
  * or overloaded says nothing about the Worker's health.
  */
 function isSystemFailure(o: CallOutcome): boolean {
-  return !o.ok && o.error.code !== CallErrorCode.BackendRetryable && (o.error.retryable || o.error.code === CallErrorCode.Internal);
+  return !o.ok && o.error.code !== CallErrorCode.BackendRetryable && o.error.code !== CallErrorCode.StoreUnavailable && (o.error.retryable || o.error.code === CallErrorCode.Internal);
 }
 
 function summaries(t: RunningTask): TableWriteSummary[] {
