@@ -1,6 +1,7 @@
+import { findPostgresBinDir, postgresBinDirs, PrivatePostgres } from "../../common/tables/private-postgres";
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { DevChild } from "../adapters/dev-child";
 import { locateEtcd } from "../adapters/etcd-binary";
 import { freePort } from "../adapters/free-port";
@@ -46,6 +47,28 @@ function prepareDir(config: DevConfig): { layout: DevLayout; temporary: boolean 
 }
 
 /**
+ * startDevPostgres starts `--postgres`'s private server (Debian's binaries; a temporary folder that
+ * `nobody` can reach when running as root) with a database `blockx` for the Workers' tables.
+ */
+async function startDevPostgres(config: DevConfig): Promise<{ server: PrivatePostgres; url: string }> {
+  if (config.tableStoreUrl !== "") throw new DevError("CONFLICTING_STORES", "--postgres starts a Postgres of its own: unset TABLE_STORE_URL, or drop --postgres to use that one");
+  const checkout = dirname(dirname(process.execPath));
+  const binDir = findPostgresBinDir(process.env, checkout) ?? findPostgresBinDir(process.env, process.cwd());
+  if (!binDir) {
+    throw new DevError(
+      "POSTGRES_NOT_FOUND",
+      `Postgres not found (looked in ${postgresBinDirs(process.env, checkout).join(", ")}). Run \`make deps\` in the checkout (it gets Debian's postgresql-15), or set BLOCKX_POSTGRES_BINDIR.`,
+    );
+  }
+  try {
+    const server = await PrivatePostgres.start({ binDir, port: await freePort() });
+    return { server, url: await server.createDatabase("blockx") };
+  } catch (e) {
+    throw new DevError("POSTGRES_FAILED", `the private Postgres did not start: ${(e as Error).message}`);
+  }
+}
+
+/**
  * runDev starts the local cluster and returns the exit code once every child has ended. The
  * decisions are SupervisorCore's; this function only carries them out (spawn, signal, print)
  * and feeds back readiness, exits, signals and ticks.
@@ -54,6 +77,8 @@ export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise
   const etcdBin = locateEtcd(config.etcdBin, { execPath: process.execPath, cwd: process.cwd(), path: process.env.PATH ?? "" });
   const { layout, temporary } = prepareDir(config);
   const [etcdClientPort, etcdPeerPort] = [await freePort(), await freePort()];
+  const postgres = config.postgres ? await startDevPostgres(config) : undefined;
+  const tableStoreUrl = postgres ? postgres.url : config.tableStoreUrl;
   const plan = planChildren({
     workers: config.workers,
     bundleWorkers: config.bundleWorkers,
@@ -84,6 +109,7 @@ export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise
           executorsPerWorker: config.executorsPerWorker,
           logLevel: config.logLevel,
           endpoints,
+          tableStoreUrl,
           declaredVars: devEnv.declaredVars,
         });
         const child = new DevChild(i.child.id, launch, {
@@ -115,7 +141,7 @@ export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise
     }
   };
   const announce = (ready: ReadonlyArray<readonly [string, string]>) => {
-    const vars = clientEnvironment({ layout, endpoints, etcdClientPort });
+    const vars = clientEnvironment({ layout, endpoints, etcdClientPort, tableStoreUrl });
     writeFileSync(layout.envFilePath, renderEnvFile(vars));
     const width = Math.max(...ready.map(([id]) => id.length));
     const lines = ["ready:", ...ready.map(([id, ep]) => `  ${id.padEnd(width)}  ${ep}  (pid ${children.get(id)?.pid})`)];
@@ -134,6 +160,7 @@ export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise
   clearInterval(ticker);
   for (const s of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.off(s, onSignal);
 
+  await postgres?.server.destroy();
   // etcd's data and the children's scratch files are temporary whatever happens.
   rmSync(layout.etcdDataDir, { recursive: true, force: true });
   rmSync(layout.tmpDir, { recursive: true, force: true });

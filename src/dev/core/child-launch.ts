@@ -49,6 +49,8 @@ export interface LaunchContext {
   readonly self: readonly string[];
   readonly executorsPerWorker: number;
   readonly logLevel: string;
+  /** The Workers' Postgres table store (TABLE_STORE_URL, or `--postgres`'s); empty: the SQLite file. */
+  readonly tableStoreUrl?: string;
   /** Endpoints of the children ready so far, by child id. */
   readonly endpoints: ReadonlyMap<string, string>;
   /** Environment names a role's command declares (for roles whose variables dev does not know by heart). */
@@ -61,7 +63,7 @@ const LOOPBACK_ANY_PORT = "127.0.0.1:0";
  * clientEnvironment: the agreed client variables (the SDK and CLI read them), in the order
  * `blockx dev` prints them and writes them to blockx-dev.env.
  */
-export function clientEnvironment(ctx: Pick<LaunchContext, "layout" | "endpoints" | "etcdClientPort">): [string, string][] {
+export function clientEnvironment(ctx: Pick<LaunchContext, "layout" | "endpoints" | "etcdClientPort" | "tableStoreUrl">): [string, string][] {
   const out: [string, string][] = [];
   const e = ctx.endpoints;
   if (e.has("coordinator")) out.push(["BLOCKX_COORDINATOR_ADDRS", e.get("coordinator")!]);
@@ -69,6 +71,7 @@ export function clientEnvironment(ctx: Pick<LaunchContext, "layout" | "endpoints
   if (e.has("syncinvoker")) out.push(["BLOCKX_SYNCINVOKER_ADDR", e.get("syncinvoker")!]);
   if (e.has("proxy")) out.push(["PROXY_SOCKET_PATH", e.get("proxy")!]);
   out.push(["ETCD_ENDPOINTS", `127.0.0.1:${ctx.etcdClientPort}`]);
+  if (ctx.tableStoreUrl) out.push(["TABLE_STORE_URL", ctx.tableStoreUrl]);
   out.push(["TABLE_STORE_PATH", ctx.layout.tableStorePath]);
   out.push(["FUNCTIONS_DIR", ctx.layout.functionsDir]);
   return out;
@@ -127,6 +130,7 @@ export function launchFor(child: ChildSpec, ctx: LaunchContext): ChildLaunch {
           ...common,
           WORKER_LISTEN: LOOPBACK_ANY_PORT,
           TABLE_STORE_PATH: layout.tableStorePath,
+          ...(ctx.tableStoreUrl ? { TABLE_STORE_URL: ctx.tableStoreUrl } : {}),
           FUNCTIONS_DIR: layout.functionsDir,
           EXECUTOR_COUNT: String(ctx.executorsPerWorker),
           WORKER_DRAIN_TIMEOUT_MS: "5000",
