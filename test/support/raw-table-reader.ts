@@ -29,8 +29,9 @@ function checkName(table: string): void {
 }
 
 /**
- * PostgresRawReader reads a Postgres table store with plain SQL: NUMERIC and BIGINT columns come
- * back as Postgres prints them (text digits), jsonb as its text; scope columns as numbers.
+ * PostgresRawReader reads a Postgres table store with plain SQL: NUMERIC columns come back as
+ * Postgres prints them (text digits; an ORDER BY on one sorts as text), jsonb as its text; scope
+ * columns as numbers.
  */
 export class PostgresRawReader {
   private readonly sql: import("bun").SQL;

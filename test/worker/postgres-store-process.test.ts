@@ -28,12 +28,24 @@ const BLOCK_STATS = [
   "    return [{'block': int(b['number'], 16), 'tx_count': len(b['transactions']), 'gas_used': int(b['gasUsed'], 16)}]",
 ].join("\n");
 
-function task(taskId: string, fn: { source?: string; name?: string }, from: number, to: number, outputs: Task["outputs"]): Task {
+const BUNDLE_STATS = [
+  "def main(ctx, input):",
+  "    rows = []",
+  "    for n in range(input['fromBlock'], input['toBlock'] + 1):",
+  "        b = ctx.io('localtestservice', 'eth_getBlockByNumber', {'chain': input['chain'], 'number': n, 'full': False})",
+  "        rows.append({'block': n, 'tx_count': len(b['transactions']), 'gas_used': int(b['gasUsed'], 16)})",
+  "    return rows",
+].join("\n");
+
+function task(taskId: string, fn: { source?: string; name?: string }, from: number, to: number, outputs: Task["outputs"], bundleSize = 0): Task {
   return Task.fromPartial({
     taskId,
     functionCallConfig: FunctionCallConfig.fromPartial({
       function: { source: fn.source ?? "", name: fn.name ?? "", entry: "main" },
-      config: { $case: "blockTable", blockTable: { chain: "ethereum", fromBlock: from, toBlock: to } },
+      config:
+        bundleSize > 0
+          ? { $case: "blockBundle", blockBundle: { chain: "ethereum", fromBlock: from, toBlock: to, bundleSize } }
+          : { $case: "blockTable", blockTable: { chain: "ethereum", fromBlock: from, toBlock: to } },
     }),
     outputs,
   });
@@ -56,31 +68,33 @@ function hostEnv(cluster: TestCluster, i: number, url: string, extra: Record<str
   for (const d of ["cache", "functions", "tmp"]) mkdirSync(join(home, d), { recursive: true, mode: 0o755 });
   Bun.spawnSync(["chmod", "-R", "755", home]);
   writeFileSync(join(home, "functions", "block_stats.py"), BLOCK_STATS);
+  writeFileSync(join(home, "functions", "bundle_stats.py"), BUNDLE_STATS);
   return { TABLE_STORE_URL: url, TABLE_STORE_PATH: join(home, "unused.sqlite"), BLOCKX_CACHE_DIR: join(home, "cache"), FUNCTIONS_DIR: join(home, "functions"), TMPDIR: join(home, "tmp"), ...extra };
 }
 
 async function pgRows(url: string, name: string) {
-  return (await rawRows(url, name, "ORDER BY block")).map((r) => ({ block: Number(r.block), tx_count: Number(r.tx_count), gas_used: Number(r.gas_used) }));
+  // Sorted here: the raw reader gives NUMERIC as text, which SQL would order as text.
+  return (await rawRows(url, name)).map((r) => ({ block: Number(r.block), tx_count: Number(r.tx_count), gas_used: Number(r.gas_used) })).sort((a, b) => a.block - b.block);
 }
 
 describe("Postgres table store across hosts", () => {
-  test("three Workers as three hosts, one Postgres: a 5,000-block backfill whose Worker is SIGKILLed at 40% is resubmitted to another; one row set per block, as the chain gives", async () => {
+  test("three bundle Workers as three hosts, one Postgres: a 5,000-block backfill (bundles of 25) whose Worker is SIGKILLed at 40% is resubmitted to another; one row set per block, as the chain gives", async () => {
     const url = await freshDatabase();
     const cluster = new TestCluster();
     cleanups.push(() => cluster.stop());
     const workers: Awaited<ReturnType<TestCluster["worker"]>>[] = [];
-    for (let i = 0; i < 3; i++) workers.push(await cluster.worker(hostEnv(cluster, i, url, { EXECUTOR_COUNT: "2" })));
-    const coord = await cluster.coordinator();
-    const client = new BlockxClient(cluster.clientConfig({ BLOCKX_COORDINATOR_ADDRS: coord.addr, BLOCKX_WORKER_LOST_AFTER_MS: "10000" }));
+    for (let i = 0; i < 3; i++) workers.push(await cluster.worker(hostEnv(cluster, i, url, { EXECUTOR_COUNT: "2" }), "bundle"));
+    const coord = await cluster.coordinator({}, "bundle");
+    const client = new BlockxClient(cluster.clientConfig({ BLOCKX_BUNDLE_COORDINATOR_ADDRS: coord.addr, BLOCKX_WORKER_LOST_AFTER_MS: "10000" }));
     cleanups.push(() => client.close());
     let running = "";
     let killed = "";
-    const run = await client.runTask(task("hosts-5000", { name: "block_stats" }, 10_000, 14_999, table("host_stats")), {
+    const run = await client.runTask(task("hosts-5000", { name: "bundle_stats" }, 10_000, 14_999, table("host_stats"), 25), {
       onEvent: (e) => {
         if (e.kind === "submitted") running = e.workerAddr;
       },
       onProgress: (p) => {
-        if (!killed && running && p.done >= 2000) {
+        if (!killed && running && p.done >= 80) { // 80 of 200 bundles: 40%
           killed = running;
           process.kill(workers.find((w) => w.addr === running)!.proc.proc.pid, "SIGKILL");
         }
@@ -132,7 +146,7 @@ describe("Postgres table store across hosts", () => {
       const url = kind === "postgres" ? await freshDatabase() : "";
       const sqlite = join(cluster.dir, "locked.sqlite");
       const env = kind === "postgres" ? hostEnv(cluster, 0, url) : { TABLE_STORE_PATH: sqlite, TABLE_STORE_STATEMENT_TIMEOUT_MS: "120000" };
-      const w = await cluster.worker({ ...env, EXECUTOR_PING_INTERVAL_MS: "100", EXECUTOR_PING_TIMEOUT_MS: "1000", HEARTBEAT_INTERVAL_MS: "100", HEARTBEAT_LEASE_TTL_S: "2" });
+      const w = await cluster.worker({ ...env, EXECUTOR_PING_INTERVAL_MS: "200", EXECUTOR_PING_TIMEOUT_MS: "3000", HEARTBEAT_INTERVAL_MS: "200", HEARTBEAT_LEASE_TTL_S: "3" });
       const coord = await cluster.coordinator();
       const client = new BlockxClient(cluster.clientConfig({ BLOCKX_COORDINATOR_ADDRS: coord.addr, BLOCKX_WORKER_LOST_AFTER_MS: "60000" }));
       cleanups.push(() => client.close());
@@ -163,9 +177,9 @@ describe("Postgres table store across hosts", () => {
       cleanups.push(() => etcd.close());
       const key = `${cluster.blockPrefix}${w.addr}`;
       const running = client.runTask(task("lock-1", { source: BLOCK_STATS }, 2, 41, table("locked_rows")));
-      // While the lock is held (3 lease TTLs): the heartbeat key, under its 2 s lease, never disappears.
-      for (let i = 0; i < 60; i++) {
-        expect(await etcd.get(key).string()).not.toBeNull();
+      // While the lock is held (3 lease TTLs, 3 ping timeouts): the heartbeat key, under its 3 s lease, never disappears.
+      for (let i = 0; i < 90; i++) {
+        expect([i, (await etcd.get(key).string()) !== null]).toEqual([i, true]);
         await Bun.sleep(100);
       }
       expect((await client.result({ taskId: "lock-1", workerAddr: w.addr })).snapshot?.state).toBe(2); // RUNNING: waiting on the lock
