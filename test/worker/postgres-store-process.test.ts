@@ -224,12 +224,19 @@ describe("Postgres table store across hosts", () => {
     expect({ state: run.state, error: run.result.firstError }).toEqual({ state: "SUCCEEDED", error: undefined });
     expect(run.result.snapshot!.callsRetried).toBeGreaterThan(0);
     expect(await pgRows(url, "down_rows")).toEqual(expected(100, 299));
-    // Down for good: the retries run out and the task names the store.
+    // Down for good: the retries run out (a Worker of another lane with 3 attempts) and the task names the store.
     await pg.stop();
-    const failed = await client.runTask(task("down-2", { source: BLOCK_STATS }, 1, 3, table("down_rows")), { resubmit: false });
+    const lane2 = new TestCluster();
+    cleanups.push(() => lane2.stop());
+    await lane2.worker(hostEnv(lane2, 1, url, { CALL_MAX_ATTEMPTS: "3" }));
+    const coord2 = await lane2.coordinator();
+    const client2 = new BlockxClient(lane2.clientConfig({ BLOCKX_COORDINATOR_ADDRS: coord2.addr, BLOCKX_WORKER_LOST_AFTER_MS: "60000" }));
+    cleanups.push(() => client2.close());
+    const failed = await client2.runTask(task("down-2", { source: BLOCK_STATS }, 1, 3, table("down_rows")), { resubmit: false });
     expect(failed.state).toBe("FAILED");
     expect(failed.result.firstError?.code).toBe("STORE_UNAVAILABLE");
     expect(failed.result.firstError?.message).toContain(`table store postgres://blockx@127.0.0.1:${pg.port}/down_test unavailable`);
+    expect(failed.result.firstError?.message).toContain("(after 3 attempts)");
   }, 180_000);
 });
 

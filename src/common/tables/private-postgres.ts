@@ -120,8 +120,12 @@ export class PrivatePostgres {
     return this.url(name);
   }
 
-  /** stop kills the server (SIGKILL: an outage, not a clean shutdown); the data stays. */
-  async stop(signal: "SIGKILL" | "SIGINT" = "SIGKILL"): Promise<void> {
+  /**
+   * stop ends the server; the data stays. SIGQUIT (the default) is Postgres's immediate shutdown:
+   * every backend ends at once, nothing is flushed, the next start recovers from the WAL, as after a
+   * crash; SIGINT is a fast clean shutdown; SIGKILL leaves backends to notice on their own.
+   */
+  async stop(signal: "SIGKILL" | "SIGINT" | "SIGQUIT" = "SIGQUIT"): Promise<void> {
     const p = this.proc;
     if (!p) return;
     this.proc = undefined;
