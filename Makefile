@@ -90,7 +90,8 @@ $(POSTGRES_STAMP):
 	    for d in *.deb; do dpkg -x $$d root; done; \
 	  fi; \
 	fi
-	ls /usr/lib/postgresql/*/bin/postgres $(CACHE)/postgres/root/usr/lib/postgresql/*/bin/postgres 2>/dev/null | head -1 | xargs -I{} {} --version
+	for p in /usr/lib/postgresql/*/bin/postgres $(CACHE)/postgres/root/usr/lib/postgresql/*/bin/postgres; do \
+	  if [ -x "$$p" ]; then "$$p" --version; exit 0; fi; done; echo "no Postgres binaries" >&2; exit 1
 	@touch $@
 
 build: dist/blockx
