@@ -10,8 +10,8 @@ import { join } from "node:path";
 import { Etcd3 } from "etcd3";
 import { integerDigits, isExactInt } from "../../src/common/json/exact-json";
 import { FunctionCallConfig, Task } from "../../src/gen/worker/v1/worker";
-import { SyntheticChain } from "../../src/runtime/chains/localtestservice/synthetic-chain";
 import { BlockxClient } from "../../src/sdk/blockx-client";
+import { BLOCK_STATS, BUNDLE_STATS, expectedBlockStats as expected } from "../support/block-stats";
 import { BLOCKX_BINARY } from "../support/blockx-process";
 import { TestCluster } from "../support/cluster";
 import { freshDatabase, startPostgres } from "../support/postgres";
@@ -21,21 +21,6 @@ const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
-
-const BLOCK_STATS = [
-  "def main(ctx, input):",
-  "    b = ctx.io('localtestservice', 'eth_getBlockByNumber', {'chain': input['chain'], 'number': input['blockNumber']})",
-  "    return [{'block': int(b['number'], 16), 'tx_count': len(b['transactions']), 'gas_used': int(b['gasUsed'], 16)}]",
-].join("\n");
-
-const BUNDLE_STATS = [
-  "def main(ctx, input):",
-  "    rows = []",
-  "    for n in range(input['fromBlock'], input['toBlock'] + 1):",
-  "        b = ctx.io('localtestservice', 'eth_getBlockByNumber', {'chain': input['chain'], 'number': n, 'full': False})",
-  "        rows.append({'block': n, 'tx_count': len(b['transactions']), 'gas_used': int(b['gasUsed'], 16)})",
-  "    return rows",
-].join("\n");
 
 function task(taskId: string, fn: { source?: string; name?: string }, from: number, to: number, outputs: Task["outputs"], bundleSize = 0): Task {
   return Task.fromPartial({
@@ -51,16 +36,6 @@ function task(taskId: string, fn: { source?: string; name?: string }, from: numb
   });
 }
 const table = (name: string): Task["outputs"] => [{ handler: { $case: "blockTableWrite", blockTableWrite: { table: name } } }];
-
-function expected(from: number, to: number) {
-  const chain = new SyntheticChain("ethereum");
-  const rows = [];
-  for (let n = from; n <= to; n++) {
-    const b = chain.block(n, false)!;
-    rows.push({ block: n, tx_count: b.transactions.length, gas_used: parseInt(b.gasUsed, 16) });
-  }
-  return rows;
-}
 
 /** A Worker "host": its own folders (nothing shared with the others but the Postgres URL). */
 function hostEnv(cluster: TestCluster, i: number, url: string, extra: Record<string, string> = {}): Record<string, string> {
