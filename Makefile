@@ -9,8 +9,14 @@ GRPCIO_STAMP := $(CACHE)/python3-debs.stamp
 GANACHE_STAMP := $(CACHE)/ganache.stamp
 SYSTEMD_STAMP := $(CACHE)/systemd-analyze.stamp
 POSTGRES_STAMP := $(CACHE)/postgres.stamp
+QEMU_STAMP := $(CACHE)/qemu-user-static.stamp
+ARM64_LIBC := $(CACHE)/arm64-libc/root/usr/aarch64-linux-gnu
+BUN_TARGETS := $(CACHE)/bun-targets
+DIST_RUNTIMES := $(BUN_TARGETS)/linux-x64/bun $(BUN_TARGETS)/linux-arm64/bun
+DIST_DIR ?= dist/release
+CHROMIUM_STAMP := $(CACHE)/chromium.stamp
 DEPS_STAMP := node_modules/.blockx-deps-stamp
-SOURCES := $(shell find src -name '*.ts' -not -name '*.test.ts') $(shell find executor-py/blockx_executor -name '*.py') package.json
+SOURCES := $(shell find src -name '*.ts' -not -name '*.test.ts') $(shell find executor-py/blockx_executor -name '*.py') $(wildcard deploy/systemd/*) package.json
 COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 # What the binary was built from; test/support/source-digest.ts computes the same over the same files
 # and the process tests refuse a binary whose digest differs (a stale dist/blockx).
@@ -19,10 +25,10 @@ SOURCE_DIGEST = $(shell sha256sum $(sort $(SOURCES)) | sha256sum | cut -c1-16)
 export PATH := $(abspath $(CACHE)/bun/node_modules/.bin):$(PATH)
 export BLOCKX_ETCD_BIN := $(abspath $(ETCD))
 
-.PHONY: deps build test typecheck proto py-stubs bench clean run demo soak source-digest mutants
+.PHONY: deps build dist test typecheck proto py-stubs bench clean run demo soak source-digest mutants
 .DEFAULT_GOAL := build
 
-deps: $(BUN) $(DEPS_STAMP) $(ETCD) $(GRPCIO_STAMP) $(GANACHE_STAMP) $(SYSTEMD_STAMP) $(POSTGRES_STAMP)
+deps: $(BUN) $(DEPS_STAMP) $(ETCD) $(GRPCIO_STAMP) $(GANACHE_STAMP) $(SYSTEMD_STAMP) $(QEMU_STAMP) $(ARM64_LIBC)/lib/ld-linux-aarch64.so.1 $(DIST_RUNTIMES) $(CHROMIUM_STAMP) $(POSTGRES_STAMP)
 
 # Bun from the npm registry, pinned; bun-types in package.json carries the same version.
 $(BUN):
@@ -92,19 +98,50 @@ $(POSTGRES_STAMP):
 	fi
 	for p in /usr/lib/postgresql/*/bin/postgres $(CACHE)/postgres/root/usr/lib/postgresql/*/bin/postgres; do \
 	  if [ -x "$$p" ]; then "$$p" --version; exit 0; fi; done; echo "no Postgres binaries" >&2; exit 1
+
+# qemu-user-static from Debian (only when missing; root then): the tests run the arm64 release
+# binary with it, over the arm64 C library of Debian's libc6-arm64-cross (apt-get download + dpkg -x
+# into the cache, no root install).
+$(QEMU_STAMP):
+	@mkdir -p $(CACHE)
+	command -v qemu-aarch64-static >/dev/null || \
+	  (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-user-static || \
+	   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-user-static))
+	qemu-aarch64-static --version | head -1
+	@touch $@
+
+$(ARM64_LIBC)/lib/ld-linux-aarch64.so.1:
+	mkdir -p $(CACHE)/arm64-libc
+	cd $(CACHE)/arm64-libc && (apt-get download libc6-arm64-cross 2>/dev/null || (apt-get update -qq && apt-get download libc6-arm64-cross))
+	dpkg -x $(CACHE)/arm64-libc/libc6-arm64-cross_*.deb $(CACHE)/arm64-libc/root
+	@test -e $@
+
+# Bun's runtime of each release target, from the npm registry (the packages `npm install bun` picks
+# from), pinned to BUN_VERSION: `bun build --compile-executable-path` uses it instead of downloading.
+$(BUN_TARGETS)/%/bun:
+	mkdir -p $(@D)
+	cd $(@D) && npm pack --silent --loglevel=error @oven/bun-$(subst arm64,aarch64,$*)@$(BUN_VERSION) >/dev/null && \
+	  tar xzf oven-bun-*.tgz --strip-components=2 package/bin/bun && rm -f oven-bun-*.tgz
+	@test -x $@
+
+# Debian's chromium, headless: the dashboard's browser test drives it over the DevTools protocol.
+$(CHROMIUM_STAMP):
+	@mkdir -p $(CACHE)
+	command -v chromium >/dev/null || \
+	  (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium || \
+	   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium))
+	chromium --version | head -1
 	@touch $@
 
 build: dist/blockx
 
 dist/blockx: $(SOURCES) $(DEPS_STAMP) | $(BUN)
-	find executor-py -name __pycache__ -prune -exec rm -rf {} +
-	$(BUN) build --compile --minify --bytecode --format=esm \
-	  --no-compile-autoload-dotenv --no-compile-autoload-bunfig \
-	  --define 'BLOCKX_BUILD_COMMIT="$(COMMIT)"' \
-	  --define 'BLOCKX_SOURCE_DIGEST="$(SOURCE_DIGEST)"' \
-	  --asset executor-py/blockx_executor \
-	  src/cli/main.ts src/common/tables/sqlite-thread.ts --outfile dist/blockx
+	BLOCKX_COMMIT=$(COMMIT) BLOCKX_SOURCE_DIGEST=$(SOURCE_DIGEST) ./scripts/compile.sh dist/blockx
 	@./dist/blockx version
+
+# Release archives for x64 and arm64 hosts with SHA256SUMS in DIST_DIR (README "Release archives").
+dist: $(DEPS_STAMP) $(DIST_RUNTIMES) | $(BUN)
+	./scripts/dist.sh $(DIST_DIR)
 
 # The type check first: some tests are types only (they hold only if they compile).
 test: deps build typecheck
@@ -138,8 +175,10 @@ bench: deps build
 	$(BUN) bench/syncinvoker/invoke.ts
 	$(BUN) bench/io/ganache-backfill.ts
 	$(BUN) bench/io/cache.ts
+	$(BUN) bench/io/logical-types.ts
 	$(BUN) bench/proxy/pass-through.ts
 	$(BUN) bench/client-py/tiny-task.ts
+	$(BUN) bench/scale/scale.ts --quick
 
 # The long soak: a cluster under seeded faults for MINUTES, then every row checked (README "Soak").
 SEED ?= 1

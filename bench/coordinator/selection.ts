@@ -1,5 +1,5 @@
 /**
- * bench/coordinator/selection.ts: cost of CoordinatorCore.selectCandidate and applyWorkerUpdate
+ * bench/coordinator/selection.ts: cost of CoordinatorCore candidateRequested and workerUpdated events
  * on realistic views of 100 .. 100,000 Workers, with the baseline measured in the same run: the
  * seed's algorithm (filter every Worker, sort the survivors with candidateRanksBefore, take the
  * first) on the same view. Both must pick the same Worker; the bench checks it.
@@ -68,8 +68,8 @@ function makeView(n: number, rnd: () => number): View {
 
 function buildCore(view: View, chunkLoad?: number): CoordinatorCore {
   const core = new CoordinatorCore(CONFIG, chunkLoad === undefined ? {} : { indexChunkLoad: chunkLoad });
-  core.applyFullWorkerList(view.heartbeats, T0);
-  for (const { addr, atMs } of view.broken) for (let k = 0; k < CONFIG.circuitBreakerThreshold; k++) core.recordSlotRejection(addr, atMs);
+  core.handle({ type: "workerListLoaded", workers: view.heartbeats }, T0);
+  for (const { addr, atMs } of view.broken) for (let k = 0; k < CONFIG.circuitBreakerThreshold; k++) core.handle({ type: "slotRejected", workerAddr: addr }, atMs);
   return core;
 }
 
@@ -119,7 +119,7 @@ function selectionCost(n: number, chunkLoad?: number): { fastNs: number; naiveNs
   // The request stream (exclusions = earlier picks) is built with the fast core on a twin of the
   // view; a sample of the decisions is then checked against the naive algorithm.
   const twin = buildCore(view, chunkLoad);
-  const requests = makeRequests(REQUESTS, rnd, (ex, now) => twin.selectCandidate("task", ex, now).workerAddr);
+  const requests = makeRequests(REQUESTS, rnd, (ex, now) => twin.handle({ type: "candidateRequested", taskId: "task", excludeAddrs: ex }, now).reply.workerAddr);
   const step = Math.max(1, Math.floor(REQUESTS / Math.max(3, Math.min(REQUESTS, Math.floor(5_000_000 / n)))));
   for (let i = 0; i < requests.length; i += step) {
     const q = requests[i] as (typeof requests)[number];
@@ -128,7 +128,7 @@ function selectionCost(n: number, chunkLoad?: number): { fastNs: number; naiveNs
   }
   let sink = 0;
   const runFast = () => {
-    for (const q of requests) sink += core.selectCandidate("task", q.exclude, q.now).workerAddr === undefined ? 0 : 1;
+    for (const q of requests) sink += core.handle({ type: "candidateRequested", taskId: "task", excludeAddrs: q.exclude }, q.now).reply.workerAddr === undefined ? 0 : 1;
   };
   // Rounds replay the same requests, so the clock goes back to the start each round; that changes
   // nothing here: the first pass moved back the breakers that expire during the interval.
@@ -164,7 +164,7 @@ function overloadCost(n: number): number {
   // The clock only moves forward (a clock behind an earlier decision takes the O(n) counting path).
   let now = T0;
   const run = () => {
-    for (let i = 0; i < 500; i++) codes += core.selectCandidate("task", exclude, (now += 1)).err === undefined ? 1 : 0;
+    for (let i = 0; i < 500; i++) codes += core.handle({ type: "candidateRequested", taskId: "task", excludeAddrs: exclude }, (now += 1)).reply.err === undefined ? 1 : 0;
   };
   for (let i = 0; i < 3; i++) run();
   const ns = timeRounds(9, 500, run);
@@ -208,7 +208,7 @@ function heartbeatRate(n: number, chunkLoad?: number): number {
   for (let r = 0; r < 6; r++) {
     const beats = batch();
     const t = Bun.nanoseconds();
-    for (const hb of beats) core.applyWorkerUpdate(hb, hb.lastHeartbeatMs);
+    for (const hb of beats) core.handle({ type: "workerUpdated", heartbeat: hb }, hb.lastHeartbeatMs);
     const ns = Bun.nanoseconds() - t;
     if (r > 0) samples.push(beats.length / (ns / 1e9)); // round 0 is warm-up
   }
@@ -221,7 +221,7 @@ const pad = (s: string, w: number) => s.padStart(w);
 const started = performance.now();
 
 console.log(`CoordinatorCore selection bench (seed ${SEED}, bun ${Bun.version})\n`);
-console.log(`1. selectCandidate cost per decision (median of 15 rounds x ${fmt(REQUESTS)} decisions; naive = seed's filter+sort, same view)\n`);
+console.log(`1. candidateRequested cost per decision (median of 15 rounds x ${fmt(REQUESTS)} decisions; naive = seed's filter+sort, same view)\n`);
 console.log(`${pad("workers", 9)} ${pad("indexed", 9)} ${pad("fast ns", 10)} ${pad("naive ns", 14)} ${pad("naive/fast", 11)}`);
 const sizes = [100, 1_000, 10_000, 100_000];
 selectionCost(1_000); // JIT warm-up, not reported
@@ -238,7 +238,7 @@ const o1 = overloadCost(1_000);
 const o100 = overloadCost(100_000);
 console.log(`   overload (every Worker full, error with per-filter counts): ${fmt(o1)} ns at 1,000, ${fmt(o100)} ns at 100,000\n`);
 
-console.log("2. applyWorkerUpdate throughput (median of 5 rounds of >= 200,000 heartbeats)\n");
+console.log("2. workerUpdated throughput (median of 5 rounds of >= 200,000 heartbeats)\n");
 console.log(`${pad("workers", 9)} ${pad("updates/s", 12)} ${pad("ns/update", 10)}`);
 for (const n of [10_000, 100_000]) {
   const rate = heartbeatRate(n);

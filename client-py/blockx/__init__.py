@@ -10,12 +10,12 @@ See client-py/README.md and docs/functions.md.
 """
 from .client import Client, DebugResult, Diagnostic, PrecheckResult, RunResult, Snapshot, TaskHandle
 from .config import ClientConfig
-from .context import BlockDb, Context, Meta, Rpc
+from .context import BlockDb, Context, LogicalTypes, Meta, Rpc
 from .errors import BlockxError, CallFailed
 from .policy import Progress, cluster_for, resubmit_by_default
 from .tasks import build_task, task_from_dict
 
 __version__ = "0.1.0"
 __all__ = ["Client", "ClientConfig", "RunResult", "TaskHandle", "Snapshot", "DebugResult", "PrecheckResult", "Diagnostic",
-           "BlockxError", "CallFailed", "Context", "BlockDb", "Rpc", "Meta", "Progress", "build_task", "task_from_dict",
+           "BlockxError", "CallFailed", "Context", "BlockDb", "Rpc", "LogicalTypes", "Meta", "Progress", "build_task", "task_from_dict",
            "cluster_for", "resubmit_by_default"]

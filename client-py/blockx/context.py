@@ -58,6 +58,39 @@ class Rpc(Protocol):
 
 
 @runtime_checkable
+class LogicalTypes(Protocol):
+    """ctx.logical_types: chain data decoded by a contract ABI (a JSON ABI or human-readable
+    lines); integers as exact ints, addresses EIP-55, bytes as 0x hex. Each is one ``ctx.io``."""
+
+    def decode_logs(self, abi: Sequence[JSON], logs: Sequence[Mapping[str, JSON]]) -> List[Dict[str, JSON]]:
+        """decode_logs: per log {event, signature, address, args, blockNumber, transactionHash,
+        transactionIndex, logIndex, error}; an undecodable log has event None and the reason."""
+        ...
+
+    def logs_of(self, block: int, abi: Sequence[JSON], events: Optional[Union[str, Sequence[str]]] = None,
+                address: Optional[Union[str, Sequence[str]]] = None, to_block: Optional[int] = None,
+                chain: Optional[str] = None) -> List[Dict[str, JSON]]:
+        """logs_of: the logs of block (..to_block) read and decoded in one request."""
+        ...
+
+    def decode_call(self, abi: Sequence[JSON], input: str) -> Dict[str, JSON]:
+        """decode_call: {function, signature, selector, args} of a transaction input."""
+        ...
+
+    def decode_result(self, abi: Sequence[JSON], fn: str, output: str) -> JSON:
+        """decode_result: the decoded eth_call output of function fn."""
+        ...
+
+    def event_signature(self, text: str) -> str:
+        """event_signature: the Keccak-256 topic0 of an event signature."""
+        ...
+
+    def function_selector(self, text: str) -> str:
+        """function_selector: the 4-byte selector of a function signature."""
+        ...
+
+
+@runtime_checkable
 class Meta(Protocol):
     """ctx.meta: functions by name from the Worker's Function Code View."""
 
@@ -84,6 +117,11 @@ class Context(Protocol):
     @property
     def rpc(self) -> Rpc:
         """rpc: JSON-RPC requests to the chain's node."""
+        ...
+
+    @property
+    def logical_types(self) -> LogicalTypes:
+        """logical_types: logs, calls and results decoded by ABI."""
         ...
 
     @property

@@ -32,7 +32,7 @@ def prop_or_fn(cls, name):
 
 def test_context_has_the_same_methods_and_signatures_as_the_executors_ctx():
     protocol = {n for n in public_methods(typed.Context)}
-    assert protocol == {"io", "io_many", "call", "call_many", "log", "blockdb", "rpc", "meta"}
+    assert protocol == {"io", "io_many", "call", "call_many", "log", "blockdb", "rpc", "logical_types", "meta"}
     for impl in (real.SyncContext, real.AsyncContext):
         assert public_methods(impl) == protocol, impl
         for name in protocol:
@@ -40,7 +40,7 @@ def test_context_has_the_same_methods_and_signatures_as_the_executors_ctx():
 
 
 def test_chain_helpers_match():
-    for proto, impl in ((typed.BlockDb, chain_api.BlockDb), (typed.Rpc, chain_api.Rpc), (typed.Meta, chain_api.Meta)):
+    for proto, impl in ((typed.BlockDb, chain_api.BlockDb), (typed.Rpc, chain_api.Rpc), (typed.LogicalTypes, chain_api.LogicalTypes), (typed.Meta, chain_api.Meta)):
         assert public_methods(impl) == public_methods(proto), impl
         for name in public_methods(proto):
             assert params(getattr(impl, name)) == params(getattr(proto, name)), (impl.__name__, name)
@@ -56,6 +56,7 @@ def test_a_real_ctx_is_a_context_at_runtime():
     sync = real.SyncContext(FakeCall(), lambda call, reqs: [], chain="ethereum")
     assert isinstance(sync, blockx.Context)
     assert isinstance(sync.blockdb, blockx.BlockDb) and isinstance(sync.rpc, blockx.Rpc) and isinstance(sync.meta, blockx.Meta)
+    assert isinstance(sync.logical_types, blockx.LogicalTypes)
     assert isinstance(real.AsyncContext(FakeCall()), blockx.Context)
 
 

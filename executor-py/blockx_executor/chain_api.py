@@ -1,4 +1,4 @@
-"""Readable chain reads for user functions: ``ctx.blockdb``, ``ctx.rpc`` and ``ctx.meta``.
+"""Readable chain reads for user functions: ``ctx.blockdb``, ``ctx.rpc``, ``ctx.logical_types`` and ``ctx.meta``.
 
 Each method is a thin wrapper over ``ctx.io``: in a ``def`` entry it returns the value, in an
 ``async def`` entry an awaitable (``await ctx.blockdb.block(n)``). Values have the Ethereum
@@ -95,3 +95,62 @@ class Meta:
     def list_functions(self):
         """list_functions returns {epoch, functions: [{name, digest}, ...]}."""
         return self._ctx.io("meta", "listFunctions", {})
+
+
+class LogicalTypes(_ChainBound):
+    """LogicalTypes decodes chain data by a contract ABI through the ``logicalTypes`` backend.
+
+    ``abi`` is a JSON ABI (a list of dicts, as solc or a block explorer gives it) or a list of
+    human-readable lines such as ``"event Transfer(address indexed from, address indexed to,
+    uint256 value)"``. Decoded values: uint/int of any size as exact Python ints, addresses
+    EIP-55 checksummed, bytes and bytesN as 0x hex, bool, str, tuples as dicts (by component
+    name; lists when unnamed), arrays as lists. An indexed argument of a dynamic type (string,
+    bytes, arrays, tuples) is only its Keccak-256 hash in the log, given as 0x hex.
+    """
+
+    __slots__ = ()
+
+    def decode_logs(self, abi, logs):
+        """decode_logs returns one dict per log, in order: ``event`` (name), ``signature``,
+        ``address``, ``args`` (dict by argument name), ``blockNumber``, ``transactionHash``,
+        ``transactionIndex``, ``logIndex`` and ``error``. A log no event of the ABI fits has
+        ``event`` None and ``error`` saying why; the others still decode."""
+        return self._ctx.io("logicalTypes", "decodeLogs", {"abi": abi, "logs": list(logs)})
+
+    def logs_of(self, block, abi, events=None, address=None, to_block=None, chain=None):
+        """logs_of reads the logs of ``block`` (through ``to_block``, inclusive, when given) and
+        decodes them in one request, as ``decode_logs``. ``events`` (names or signatures)
+        narrows the read to those events' topic0s (default: every event of the ABI);
+        ``address`` to one contract or a list."""
+        params = {
+            "chain": self._chain_of(chain, "ctx.logical_types.logs_of"),
+            "fromBlock": block,
+            "toBlock": block if to_block is None else to_block,
+            "abi": abi,
+        }
+        if events is not None:
+            params["events"] = [events] if isinstance(events, str) else list(events)
+        if address is not None:
+            params["address"] = address
+        return self._ctx.io("logicalTypes", "logsOf", params)
+
+    def decode_call(self, abi, input):
+        """decode_call decodes a transaction's input: ``{function, signature, selector,
+        args}``; an unknown selector raises BackendError of type DecodeFailed."""
+        return self._ctx.io("logicalTypes", "decodeCall", {"abi": abi, "input": input})
+
+    def decode_result(self, abi, fn, output):
+        """decode_result decodes what ``eth_call`` of function ``fn`` (a name, or a signature
+        when overloaded) returned: one output is its value, several a dict by name (a list when
+        unnamed), none is None."""
+        return self._ctx.io("logicalTypes", "decodeResult", {"abi": abi, "function": fn, "output": output})
+
+    def event_signature(self, text):
+        """event_signature returns the Keccak-256 topic0 of an event, e.g.
+        ``event_signature("Transfer(address,address,uint256)")``."""
+        return self._ctx.io("logicalTypes", "eventSignature", {"text": text})
+
+    def function_selector(self, text):
+        """function_selector returns the 4-byte selector of a function, e.g.
+        ``function_selector("transfer(address,uint256)") == "0xa9059cbb"``."""
+        return self._ctx.io("logicalTypes", "functionSelector", {"text": text})

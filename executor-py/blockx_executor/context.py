@@ -8,7 +8,7 @@ CallWaiting, parks the coroutine and sends the ResumeCall's results back in.
 
 import time
 
-from .chain_api import BlockDb, Meta, Rpc
+from .chain_api import BlockDb, LogicalTypes, Meta, Rpc
 from .errors import SubCallError, backend_error
 
 LOG_LEVELS = frozenset(("debug", "info", "warning", "error"))
@@ -155,6 +155,11 @@ class _BaseContext:
     def rpc(self) -> Rpc:
         """rpc: JSON-RPC requests to the chain's node (see chain_api.Rpc)."""
         return Rpc(self, self._chain)
+
+    @property
+    def logical_types(self) -> LogicalTypes:
+        """logical_types: chain data decoded by ABI (see chain_api.LogicalTypes)."""
+        return LogicalTypes(self, self._chain)
 
     @property
     def meta(self) -> Meta:

@@ -39,6 +39,16 @@ class ChainApiTest(ExecutorTest):
             ("ctx.blockdb.head(chain='base')", {"backend": "blockdb", "op": "head", "params": {"chain": "base"}}),
             ("ctx.rpc.call('eth_getBalance', '0x01', 'latest', chain='base')", {"backend": "rpc", "op": "call", "params": {"chain": "base", "method": "eth_getBalance", "params": ["0x01", "latest"]}}),
             ("ctx.meta.get_function('double')", {"backend": "meta", "op": "getFunction", "params": {"name": "double"}}),
+            ("ctx.logical_types.decode_logs(['event A(uint256 a)'], ({'topics': []},))", {"backend": "logicalTypes", "op": "decodeLogs", "params": {"abi": ["event A(uint256 a)"], "logs": [{"topics": []}]}}),
+            (
+                "ctx.logical_types.logs_of(7, ['event A(uint256 a)'], events='A', address='0xAB', chain='base')",
+                {"backend": "logicalTypes", "op": "logsOf", "params": {"chain": "base", "fromBlock": 7, "toBlock": 7, "abi": ["event A(uint256 a)"], "events": ["A"], "address": "0xAB"}},
+            ),
+            ("ctx.logical_types.logs_of(7, [], to_block=9, chain='base')", {"backend": "logicalTypes", "op": "logsOf", "params": {"chain": "base", "fromBlock": 7, "toBlock": 9, "abi": []}}),
+            ("ctx.logical_types.decode_call([], '0xa9059cbb')", {"backend": "logicalTypes", "op": "decodeCall", "params": {"abi": [], "input": "0xa9059cbb"}}),
+            ("ctx.logical_types.decode_result([], 'balanceOf', '0x')", {"backend": "logicalTypes", "op": "decodeResult", "params": {"abi": [], "function": "balanceOf", "output": "0x"}}),
+            ("ctx.logical_types.event_signature('Transfer(address,address,uint256)')", {"backend": "logicalTypes", "op": "eventSignature", "params": {"text": "Transfer(address,address,uint256)"}}),
+            ("ctx.logical_types.function_selector('transfer(address,uint256)')", {"backend": "logicalTypes", "op": "functionSelector", "params": {"text": "transfer(address,uint256)"}}),
             ("ctx.meta.list_functions()", {"backend": "meta", "op": "listFunctions", "params": {}}),
         ]
         for expr, want in cases:

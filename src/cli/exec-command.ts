@@ -11,7 +11,9 @@ import { siblingFunctions } from "../runtime/functions/functions-dir";
 import { executorPoolConfigFrom, executorPoolVars } from "../runtime/executor/executor-pool-config";
 import type { JsonValue } from "../runtime/executor/protocol";
 import { ioSettingsFrom, ioVars } from "../runtime/io/io-config";
+import { flagValue } from "./args";
 import type { Command } from "./command";
+import { UsageError } from "./usage-error";
 
 const vars = {
   ...executorPoolVars,
@@ -42,19 +44,11 @@ export const execCommand: Command = {
   summary: "run one call of a Python function locally through an executor pool and the local chain (or CHAINS_CONFIG): exec FILE [INPUT_JSON] [--entry NAME]",
   usage: USAGE,
   vars,
-  async run(argv) {
-    const positional: string[] = [];
-    const flags: string[] = [];
-    let entry = "main";
-    for (let i = 0; i < argv.length; i++) {
-      const a = argv[i]!;
-      if (a === "--entry") entry = argv[++i] ?? "main";
-      else if (a.startsWith("--entry=")) entry = a.slice("--entry=".length);
-      else if (a.startsWith("--")) flags.push(a, ...(a.includes("=") ? [] : [argv[++i] ?? ""]));
-      else positional.push(a);
-    }
-    const [file, inputText] = positional;
-    if (!file) throw new UsageError("usage: blockx exec FILE [INPUT_JSON] [--entry NAME]");
+  flags: { entry: "value" },
+  positionals: { required: ["FILE"], optional: ["INPUT_JSON"] },
+  async run(args) {
+    const [file, inputText] = args.positional as [string, string | undefined];
+    const entry = flagValue(args, "entry") ?? "main";
     if (!existsSync(file)) throw new UsageError(`no such file: ${file}`);
     let input: JsonValue = null;
     if (inputText !== undefined) {
@@ -64,7 +58,7 @@ export const execCommand: Command = {
         throw new UsageError(`INPUT_JSON is not JSON: ${(e as Error).message}`);
       }
     }
-    const v = loadEnvConfig(vars, process.env, flags);
+    const v = loadEnvConfig(vars, process.env, args.configArgv);
     const settings = ioSettingsFrom(v);
     const log = createLogger(v.logLevel, { role: "exec" }, 2);
     const [{ ExecutorPool }, { FaultInjector }, { buildBackendSet, buildIoSubsystem }] = await Promise.all([
@@ -96,5 +90,3 @@ export const execCommand: Command = {
     if (!outcome.ok) process.exitCode = 1;
   },
 };
-
-export class UsageError extends Error {}

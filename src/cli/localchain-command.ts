@@ -1,8 +1,8 @@
-import { parseArgs } from "node:util";
 import { writeBlockStore } from "../runtime/chains/localtestservice/block-text-store";
 import { SyntheticChain } from "../runtime/chains/localtestservice/synthetic-chain";
+import { flagValue } from "./args";
 import type { Command } from "./command";
-import { UsageError } from "./exec-command";
+import { UsageError } from "./usage-error";
 
 const USAGE = "usage: blockx localchain render --chain NAME --from N --to M --out FILE";
 
@@ -21,15 +21,11 @@ export const localchainCommand: Command = {
   name: "localchain",
   summary: "tools for the local test chain: localchain render --chain NAME --from N --to M --out FILE",
   vars: {},
-  async run(argv) {
-    const [sub, ...rest] = argv;
-    if (sub !== "render") throw new UsageError(USAGE);
-    let values: Record<string, string | undefined>;
-    try {
-      ({ values } = parseArgs({ args: rest, options: { chain: { type: "string" }, from: { type: "string" }, to: { type: "string" }, out: { type: "string" } }, strict: true }));
-    } catch (e) {
-      throw new UsageError(`${(e as Error).message}\n${USAGE}`);
-    }
+  flags: { chain: "value", from: "value", to: "value", out: "value" },
+  positionals: { optional: ["render"] },
+  async run(args) {
+    if (args.positional[0] !== "render") throw new UsageError(USAGE);
+    const values = { chain: flagValue(args, "chain"), from: flagValue(args, "from"), to: flagValue(args, "to"), out: flagValue(args, "out") };
     if (!values.chain) throw new UsageError(`--chain is required\n${USAGE}`);
     if (!values.out) throw new UsageError(`--out is required\n${USAGE}`);
     const from = blockArg("from", values.from);

@@ -7,9 +7,13 @@ import {
   FunctionRef,
   TaskState,
   taskStateToJSON,
+  type ListTasksResponse,
   type Task,
+  type TaskListEntry,
+  type TaskLogLine,
   type TaskResult,
   type TaskSnapshot,
+  type TaskStory,
 } from "../gen/worker/v1/worker";
 import { GrpcTransport, isServiceError, unary } from "./adapters/grpc-transport";
 import { loadClientConfig, type ClientConfig } from "./client-config";
@@ -17,6 +21,7 @@ import { clusterFor, resubmitByDefault, type Cluster } from "./core/cluster-sele
 import { ProgressMeter, type Progress } from "./core/progress";
 import { DEFAULT_RETRY_POLICY, ReservePolicy, type RetryableFailure } from "./core/retry-policy";
 import { BlockxError, type BlockxErrorCode } from "./sdk-error";
+import { readRegisteredWorkers, type RegisteredWorker } from "./worker-registry";
 
 /** TaskRef names a task on the Worker that holds it. */
 export interface TaskRef {
@@ -220,6 +225,76 @@ export class BlockxClient {
     } catch (e) {
       throw toBlockxError(e, `CancelTask ${ref.taskId} on ${ref.workerAddr}`);
     }
+  }
+
+  /** listTasks asks one Worker for its tasks (allocated, running, retained), newest first. */
+  async listTasks(workerAddr: string, limit = 0): Promise<ListTasksResponse> {
+    const w = this.transport.worker(workerAddr);
+    try {
+      return await unary(w.client.listTasks.bind(w.client), { limit }, w.metadata(), this.rpcDeadline());
+    } catch (e) {
+      throw toBlockxError(e, `ListTasks on ${workerAddr}`);
+    }
+  }
+
+  /**
+   * tasksEverywhere asks every Worker registered in etcd for its tasks, in parallel. A Worker that
+   * does not answer is reported in `unreachable`, not an error: the others' tasks still count.
+   */
+  async tasksEverywhere(limitPerWorker = 0): Promise<{ tasks: (TaskListEntry & { workerAddr: string })[]; unreachable: { addr: string; message: string }[]; workers: RegisteredWorker[] }> {
+    const workers = await readRegisteredWorkers(this.config);
+    const answers = await Promise.allSettled(workers.map((w) => this.listTasks(w.addr, limitPerWorker)));
+    const tasks: (TaskListEntry & { workerAddr: string })[] = [];
+    const unreachable: { addr: string; message: string }[] = [];
+    answers.forEach((a, i) => {
+      const addr = workers[i]!.addr;
+      if (a.status === "fulfilled") tasks.push(...a.value.tasks.map((t) => ({ ...t, workerAddr: addr })));
+      else unreachable.push({ addr, message: (a.reason as Error).message });
+    });
+    tasks.sort((a, b) => (b.snapshot?.allocatedAtMs ?? 0) - (a.snapshot?.allocatedAtMs ?? 0));
+    return { tasks, unreachable, workers };
+  }
+
+  /**
+   * locate finds which registered Worker has the task (asking each in parallel with GetTaskStory,
+   * which carries no return values), so that a task id is enough to watch, cancel or read a task.
+   * NOT_FOUND names how many Workers were asked, and which did not answer (one of them may hold it).
+   */
+  async locate(taskId: string): Promise<TaskRef> {
+    const workers = await readRegisteredWorkers(this.config);
+    const answers = await Promise.allSettled(workers.map((w) => this.story({ taskId, workerAddr: w.addr }).then(() => w.addr)));
+    const found = answers.find((a) => a.status === "fulfilled");
+    if (found) return { taskId, workerAddr: (found as PromiseFulfilledResult<string>).value };
+    const silent = workers.filter((_, i) => (answers[i] as PromiseRejectedResult).reason?.code !== "NOT_FOUND").map((w) => w.addr);
+    const unanswered = silent.length > 0 ? `; ${silent.length} did not answer (${silent.join(", ")}) and may hold it` : "";
+    throw new BlockxError(
+      "NOT_FOUND",
+      `task ${taskId}: none of the ${workers.length} Workers registered in etcd at ${this.config.etcdEndpoints.join(",")} has it (finished longer ago than its retention, or never submitted)${unanswered}`,
+    );
+  }
+
+  /** story asks the task's Worker for the task's story: its state changes and decisions with their times. */
+  async story(ref: TaskRef): Promise<TaskStory> {
+    const w = this.transport.worker(ref.workerAddr);
+    try {
+      return await unary(w.client.getTaskStory.bind(w.client), { taskId: ref.taskId }, w.metadata(), this.rpcDeadline());
+    } catch (e) {
+      throw toBlockxError(e, `GetTaskStory ${ref.taskId} on ${ref.workerAddr}`);
+    }
+  }
+
+  /**
+   * streamLogs hands a task's log lines to `onLine`: its last `tail` (0: all kept), then, with
+   * `follow`, each new one until the task is terminal. Resolves when the stream ends.
+   */
+  streamLogs(ref: TaskRef, o: { tail?: number; follow?: boolean }, onLine: (line: TaskLogLine) => void): Promise<void> {
+    const w = this.transport.worker(ref.workerAddr);
+    return new Promise((resolve, reject) => {
+      const stream = w.client.streamTaskLogs({ taskId: ref.taskId, tail: o.tail ?? 0, follow: o.follow ?? false }, w.metadata());
+      stream.on("data", (l: TaskLogLine) => onLine(l));
+      stream.on("end", () => resolve());
+      stream.on("error", (e) => reject(toBlockxError(e, `StreamTaskLogs ${ref.taskId} on ${ref.workerAddr}`)));
+    });
   }
 
   /** invoke runs one call now on the Sync Invoker; `debug` adds output, logs, IO trace and traceback. */

@@ -168,9 +168,13 @@ describe("client CLI", () => {
     expect(await listed("workers")).toEqual(["BLOCKX_RPC_TIMEOUT_MS", "ETCD_ENDPOINTS"]);
     expect(await listed("invoke")).toEqual(["BLOCKX_SYNCINVOKER_ADDR", ...dial].sort());
     expect(await listed("precheck")).toEqual(["BLOCKX_SYNCINVOKER_ADDR", ...dial].sort());
-    expect(await listed("result")).toEqual(dial);
-    expect(await listed("cancel")).toEqual(dial);
-    expect(await listed("watch")).toEqual([...dial, "BLOCKX_WORKER_LOST_AFTER_MS"].sort());
+    // A task id alone is enough: without --worker these find the task's Worker through etcd.
+    const byTask = [...dial, "ETCD_ENDPOINTS"];
+    expect(await listed("result")).toEqual(byTask.sort());
+    expect(await listed("cancel")).toEqual(byTask.sort());
+    expect(await listed("logs")).toEqual(byTask.sort());
+    expect(await listed("tasks")).toEqual(byTask.sort());
+    expect(await listed("watch")).toEqual([...byTask, "BLOCKX_WORKER_LOST_AFTER_MS"].sort());
     expect(await listed("submit")).toEqual(
       ["BLOCKX_BUNDLE_COORDINATOR_ADDRS", "BLOCKX_COORDINATOR_ADDRS", "BLOCKX_MAX_ATTEMPTS", "BLOCKX_SLOT_TTL_MS", "BLOCKX_WORKER_LOST_AFTER_MS", ...dial].sort(),
     );

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SyntheticChain, TRANSFER_TOPIC } from "../../src/runtime/chains/localtestservice/synthetic-chain";
+import { SWAP_TOPIC, SyntheticChain, TRANSFER_TOPIC } from "../../src/runtime/chains/localtestservice/synthetic-chain";
 import { BLOCKX_BINARY } from "../support/blockx-process";
 
 const REPO = join(import.meta.dir, "..", "..");
@@ -108,6 +108,13 @@ describe("blockx exec serves IO", () => {
     for (let k = n; k <= n + 9; k++) for (const r of ethereum.blockReceipts(k)!) expected += r.logs.filter((l) => l.topics[0] === TRANSFER_TOPIC && l.topics.length === 3).length;
     expect((transfers.outcome.value as unknown[]).length).toBe(expected);
     expect(expected).toBeGreaterThan(0);
+
+    const swaps = await exec([join(EXAMPLES, "uniswap-swaps", "uniswap_swaps.py"), JSON.stringify({ chain: "ethereum", fromBlock: n, toBlock: n + 9 })]);
+    expect(swaps.code).toBe(0);
+    let swapCount = 0;
+    for (let k = n; k <= n + 9; k++) for (const r of ethereum.blockReceipts(k)!) swapCount += r.logs.filter((l) => l.topics[0] === SWAP_TOPIC).length;
+    expect((swaps.outcome.value as unknown[]).length).toBe(swapCount);
+    expect(swapCount).toBeGreaterThan(0);
 
     // range_summary calls block_summary by name: exec loads <name>.py beside the file.
     const fanout = await exec([join(EXAMPLES, "fanout", "range_summary.py"), JSON.stringify({ chain: "ethereum", fromBlock: n, toBlock: n + 4 })]);

@@ -20,7 +20,7 @@ test("the Makefile's digest, the tree's and the binary's agree (make test builds
 });
 
 test("a changed source changes the digest (the binary is then refused); a changed test or a README does not", () => {
-  for (const d of ["src", "executor-py/blockx_executor"]) cpSync(join(REPO, d), join(copy, d), { recursive: true });
+  for (const d of ["src", "executor-py/blockx_executor", "deploy/systemd"]) cpSync(join(REPO, d), join(copy, d), { recursive: true });
   cpSync(join(REPO, "package.json"), join(copy, "package.json"));
   const before = sourceDigest(copy);
   expect(before).toBe(sourceDigest(REPO));

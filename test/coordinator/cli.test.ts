@@ -45,10 +45,12 @@ describe("blockx command line", () => {
     expect(out).toMatch(/COORDINATOR_REGISTRY_PREFIXES +default \/blockx\/bundle-workers\/,\/blockx\/prod\/lanes\/default\/bundle-workers\/\n/);
   });
 
-  test("version prints version, commit and Bun version", async () => {
+  test("version prints version, commit, build date, target, Bun version and the sources' digest", async () => {
     const { code, out } = await output(["version"]);
     expect(code).toBe(0);
-    expect(out).toMatch(/^blockx \d+\.\d+\.\d+ \(commit (?:[0-9a-f]+|unknown), bun \d+\.\d+\.\d+, sources [0-9a-f]{16}\)/);
+    expect(out).toMatch(
+      /^blockx \d+\.\d+\.\d+ \(commit (?:[0-9a-f]+|unknown), built \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ, linux-(?:x64|arm64), bun \d+\.\d+\.\d+, sources [0-9a-f]{16}\)/,
+    );
   });
 
   test("an unknown command exits 2 and says so", async () => {

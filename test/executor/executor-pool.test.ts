@@ -255,6 +255,23 @@ describe("faults", () => {
     expect(pool.stats().restarts).toBe(1);
   });
 
+  test("calls made while the only executor restarts wait for its replacement; one cancelled while waiting ends CANCELLED at once", async () => {
+    const pool = await startPool({ executorCount: 1 });
+    process.kill(pool.pids()[0]!, "SIGKILL");
+    await until(() => pool.stats().executors[0]!.state !== "READY");
+    // From here to the first await nothing else runs: no executor can take a call, so both wait.
+    const first = run(pool, "def main(ctx, x):\n    return x\n", 1);
+    const second = run(pool, "def main(ctx, x):\n    return x\n", 2);
+    expect(pool.stats().queued).toBe(2);
+    pool.cancel(`t${seq}`, "the caller went away");
+    expect(pool.stats().queued).toBe(1);
+    const cancelled = expectError(await second, "CANCELLED");
+    expect(cancelled.message).toContain("the caller went away");
+    expect(expectOk(await first)).toBe(1);
+    expect(pool.stats()).toMatchObject({ queued: 0, restarts: 1 });
+    expect(pool.stats().executors[0]!.inflight).toBe(0);
+  });
+
   test("an infinite loop fails BUDGET_EXCEEDED while other calls on the same executor finish", async () => {
     const pool = await startPool({ executorCount: 1 });
     const loop = run(pool, "def main(ctx, x):\n    while True:\n        pass\n", null, {}, 500);

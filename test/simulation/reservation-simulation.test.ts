@@ -109,7 +109,7 @@ function runSimulation(o: SimOptions) {
       maxCandidates,
       circuitBreakerCooldownMs: 400,
     });
-    core.applyFullWorkerList(workers.map(heartbeatOf), now);
+    core.handle({ type: "workerListLoaded", workers: workers.map(heartbeatOf) }, now);
     return { name: `c${i + 1}`, core, reservations: new ReservationCore(core, { maxCandidates, maxTimeoutRetries, workerRpcTimeoutMs: rpcTimeoutMs, slotTtlMs }), watchUp: true };
   });
   note(`${workers.length} Workers (slots ${workers.map((w) => w.taskSlots).join(", ")}), ${coordinators.length} Coordinators, maxCandidates ${maxCandidates}, maxTimeoutRetries ${maxTimeoutRetries}`);
@@ -228,7 +228,7 @@ function runSimulation(o: SimOptions) {
       const hb = heartbeatOf(w);
       for (const c of coordinators) {
         if (!c.watchUp) continue;
-        at(now + int(1, 30), `heartbeat ${w.addr} -> ${c.name}`, () => c.watchUp && c.core.applyWorkerUpdate({ ...hb }, now));
+        at(now + int(1, 30), `heartbeat ${w.addr} -> ${c.name}`, () => c.watchUp && c.core.handle({ type: "workerUpdated", heartbeat: { ...hb } }, now));
       }
     }
   };
@@ -238,7 +238,7 @@ function runSimulation(o: SimOptions) {
     w.gen++;
     note(`${w.addr} crashed`);
     at(now + int(50, 300), `lease of ${w.addr} gone`, () => {
-      for (const c of coordinators) if (c.watchUp) c.core.applyWorkerRemoval(w.addr, now);
+      for (const c of coordinators) if (c.watchUp) c.core.handle({ type: "workerRemoved", workerAddr: w.addr }, now);
     });
     at(now + int(100, 600), `${w.addr} back`, () => {
       Object.assign(w, startCore(w.addr, w.taskSlots));
@@ -248,12 +248,12 @@ function runSimulation(o: SimOptions) {
   };
   const breakWatch = (c: SimCoordinator) => {
     c.watchUp = false;
-    c.core.markWatchDisconnected(now);
+    c.core.handle({ type: "watchDisconnected" }, now);
     note(`${c.name} watch broken`);
     at(now + int(100, 1_200), `${c.name} watch back`, () => {
       c.watchUp = true;
-      c.core.applyFullWorkerList(workers.filter((w) => w.up).map(heartbeatOf), now);
-      c.core.markWatchReconnected(now);
+      c.core.handle({ type: "workerListLoaded", workers: workers.filter((w) => w.up).map(heartbeatOf) }, now);
+      c.core.handle({ type: "watchReconnected" }, now);
       note(`${c.name} watch back, full list applied`);
     });
   };

@@ -55,10 +55,11 @@ export class BlockxProcess {
     });
   }
 
-  static spawn(args: readonly string[], env: Record<string, string>): BlockxProcess {
-    if (!existsSync(BLOCKX_BINARY)) throw new Error(`${BLOCKX_BINARY} is missing: run make build first`);
+  /** spawn runs dist/blockx, or `binary` (an installed copy of it, as the upgrade test runs). */
+  static spawn(args: readonly string[], env: Record<string, string>, binary = BLOCKX_BINARY): BlockxProcess {
+    if (!existsSync(binary)) throw new Error(`${binary} is missing: run make build first`);
     const cwd = mkdtempSync(join(tmpdir(), "blockx-proc-"));
-    const proc = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", BLOCKX_BINARY, ...args], {
+    const proc = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", binary, ...args], {
       cwd,
       env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env },
       stdout: "pipe",

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadClientConfig, type ClientConfig } from "../../src/sdk/client-config";
-import { BlockxProcess } from "./blockx-process";
+import { BLOCKX_BINARY, BlockxProcess } from "./blockx-process";
 import { randomLanePrefix } from "./worker-double";
 
 /**
@@ -18,12 +18,13 @@ export class TestCluster {
   readonly tableStorePath = join(this.dir, "tables.sqlite");
   readonly etcd = process.env.BLOCKX_TEST_ETCD_ENDPOINT!;
 
-  constructor() {
+  /** binary: what every process runs (dist/blockx, or an installed copy). */
+  constructor(readonly binary = BLOCKX_BINARY) {
     Bun.spawnSync(["chmod", "755", this.dir]);
   }
 
   spawn(role: string, env: Record<string, string>): BlockxProcess {
-    const p = BlockxProcess.spawn([role], { ETCD_ENDPOINTS: this.etcd, BLOCKX_LOG_LEVEL: "info", ...env });
+    const p = BlockxProcess.spawn([role], { ETCD_ENDPOINTS: this.etcd, BLOCKX_LOG_LEVEL: "info", ...env }, this.binary);
     this.procs.push(p);
     return p;
   }

@@ -6,7 +6,8 @@ const REPO = join(import.meta.dir, "..", "..");
 
 /**
  * sourceDigest is the Makefile's SOURCE_DIGEST of the tree: `sha256sum` over the binary's sources
- * (src/**\/*.ts but tests, executor-py/blockx_executor/**\/*.py, package.json) in byte order,
+ * (src/**\/*.ts but tests, executor-py/blockx_executor/**\/*.py, deploy/systemd/* (embedded for
+ * `blockx install`), package.json) in byte order,
  * hashed again, first 16 hex digits. The same files as the Makefile's SOURCES.
  */
 export function sourceDigest(repo = REPO): string {
@@ -15,6 +16,7 @@ export function sourceDigest(repo = REPO): string {
   const files = [
     ...under("src", (f) => f.endsWith(".ts") && !f.endsWith(".test.ts")),
     ...under("executor-py/blockx_executor", (f) => f.endsWith(".py")),
+    ...under("deploy/systemd", () => true),
     "package.json",
   ].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   const listing = files.map((f) => `${createHash("sha256").update(readFileSync(join(repo, f))).digest("hex")}  ${f}\n`).join("");

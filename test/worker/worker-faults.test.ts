@@ -27,7 +27,9 @@ function spawn(role: string, env: Record<string, string>): BlockxProcess {
 }
 
 function worker(prefix: string, env: Record<string, string> = {}): BlockxProcess {
-  return spawn("worker", { WORKER_LISTEN: "127.0.0.1:0", WORKER_REGISTRY_PREFIX: prefix, EXECUTOR_COUNT: "1", ...env });
+  // Some Coordinators here filter after 2-3 s: an idle Worker must refresh its heartbeat sooner
+  // (HEARTBEAT_REFRESH_MS below COORDINATOR_HEARTBEAT_TIMEOUT_MS, as the README says).
+  return spawn("worker", { WORKER_LISTEN: "127.0.0.1:0", WORKER_REGISTRY_PREFIX: prefix, EXECUTOR_COUNT: "1", HEARTBEAT_REFRESH_MS: "500", ...env });
 }
 
 function coordinator(prefix: string, env: Record<string, string> = {}): BlockxProcess {

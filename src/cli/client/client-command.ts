@@ -1,8 +1,8 @@
 import type { BlockxClient } from "../../sdk/blockx-client";
 import { clientVars, loadClientConfig, type ClientConfig } from "../../sdk/client-config";
 import { BlockxError } from "../../sdk/sdk-error";
+import type { FlagSpecs, ParsedArgs, PositionalSpec } from "../args";
 import type { Command } from "../command";
-import { parseArgs, type FlagKind, type ParsedArgs } from "./args";
 import { exitCodeOfError } from "./exit-codes";
 
 /** ClientCommandMeta: what `--help` shows and which flags are the command's own. */
@@ -11,7 +11,9 @@ export interface ClientCommandMeta {
   readonly summary: string;
   /** Usage lines and the command's own flags, printed by --help above the configuration. */
   readonly usage: string;
-  readonly flags: Readonly<Record<string, FlagKind>>;
+  readonly flags: FlagSpecs;
+  /** Its positional arguments (none when absent). */
+  readonly positionals?: PositionalSpec;
   /** The client variables this command reads: its --help lists these and no others. */
   readonly reads: readonly ClientVarKey[];
 }
@@ -36,8 +38,11 @@ export function clientCommand(spec: ClientCommandMeta, load: () => Promise<Clien
     summary: spec.summary,
     usage: spec.usage,
     vars: varsOf(spec.reads),
-    async run(argv) {
-      const args = parseArgs(argv, { json: "bool", ...spec.flags });
+    // Every client variable is accepted as a flag, as loadClientConfig reads them all.
+    acceptedVars: clientVars,
+    flags: { json: "bool", ...spec.flags },
+    ...(spec.positionals ? { positionals: spec.positionals } : {}),
+    async run(args) {
       const config = loadClientConfig(process.env, args.configArgv);
       // Loaded on use, so that `--help` and the server roles never load grpc-js for these.
       const [{ BlockxClient }, run] = await Promise.all([import("../../sdk/blockx-client"), load()]);

@@ -13,6 +13,7 @@ export const invokeMeta: ClientCommandMeta = {
     "  --debug   DebugInvoke: also captured output, ctx.log lines, the IO trace and the traceback",
   ].join("\n"),
   flags: { function: "value", entry: "value", args: "value", "timeout-ms": "value", debug: "bool" },
+  positionals: { optional: ["FILE|NAME"] },
   reads: ["syncInvokerAddr", ...DIAL],
 };
 
@@ -21,6 +22,7 @@ export const precheckMeta: ClientCommandMeta = {
   summary: "check a function without running it (syntax, entry, signature) on the Sync Invoker",
   usage: "usage: blockx precheck --function FILE|NAME [--entry NAME] [--json]",
   flags: { function: "value", entry: "value" },
+  positionals: { optional: ["FILE|NAME"] },
   reads: ["syncInvokerAddr", ...DIAL],
 };
 
@@ -40,6 +42,7 @@ export const submitMeta: ClientCommandMeta = {
     "  --json                 one JSON object on stdout (the handle, or with --watch the result)",
   ].join("\n"),
   flags: { ...TASK_FLAGS, cluster: "value", watch: "bool", resubmit: "bool", "no-resubmit": "bool", "deadline-ms": "value" },
+  positionals: { optional: ["TASK.json"] },
   reads: ["coordinatorAddrs", "bundleCoordinatorAddrs", ...DIAL, "slotTtlMs", "workerLostAfterMs", "maxAttempts"],
 };
 
@@ -51,23 +54,43 @@ export const tableMeta: ClientCommandMeta = {
     "  reads TABLE_STORE_URL (the Workers' Postgres) when set, else TABLE_STORE_PATH (their SQLite file on this host); --limit default 20, 0 = all",
   ].join("\n"),
   flags: { limit: "value", order: "value" },
+  positionals: { required: ["NAME"] },
   reads: ["tableStoreUrl", "tableStorePath", "tableStoreConnectTimeoutMs", "tableStoreStatementTimeoutMs", "tableStoreTls", "tableStoreTlsCa"],
 };
 
-/** The commands that address one task on its Worker share their shape. */
+/**
+ * The commands that address one task share their shape: the task id, and the Worker's address
+ * when known (without --worker, every Worker registered in etcd is asked which has the task).
+ */
 function taskRefMeta(name: string, what: string, reads: ClientVarKey[], extraUsage = "", extraFlags: ClientCommandMeta["flags"] = {}): ClientCommandMeta {
   return {
     name,
-    summary: `${what}: ${name} TASK_ID --worker ADDR`,
-    usage: `usage: blockx ${name} TASK_ID --worker HOST:PORT${extraUsage} [--json]`,
+    summary: `${what}: ${name} TASK_ID [--worker ADDR]`,
+    usage: `usage: blockx ${name} TASK_ID [--worker HOST:PORT]${extraUsage} [--json]\n\nWithout --worker, the Workers registered in etcd (ETCD_ENDPOINTS) are asked which one has the task.`,
     flags: { worker: "value", ...extraFlags },
-    reads,
+    positionals: { required: ["TASK_ID"] },
+    reads: [...reads, "etcdEndpoints"],
   };
 }
 
 export const watchMeta = taskRefMeta("watch", "follow a task until it ends, with a progress bar", [...DIAL, "workerLostAfterMs"]);
 export const resultMeta = taskRefMeta("result", "print a task's result (a table, or --json)", DIAL);
 export const cancelMeta = taskRefMeta("cancel", "cancel a task", DIAL, " [--reason TEXT]", { reason: "value" });
+export const logsMeta = taskRefMeta(
+  "logs",
+  "print what a task's calls logged (ctx.log) and printed, tagged with each call's input; --follow until it ends",
+  DIAL,
+  " [--tail N] [--follow]",
+  { tail: "value", follow: "bool" },
+);
+
+export const tasksMeta: ClientCommandMeta = {
+  name: "tasks",
+  summary: "list tasks across the cluster (every Worker registered in etcd): state, progress, owner, function, Worker",
+  usage: "usage: blockx tasks [--limit N] [--state STATE] [--json]\n\n  --limit N      at most N tasks per Worker (default 1000)\n  --state STATE  only tasks in this state (ALLOCATED, RUNNING, SUCCEEDED, FAILED, TIMED_OUT, CANCELLED)",
+  flags: { limit: "value", state: "value" },
+  reads: [...DIAL, "etcdEndpoints"],
+};
 
 export const workersMeta: ClientCommandMeta = {
   name: "workers",

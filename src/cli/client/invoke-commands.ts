@@ -1,8 +1,8 @@
 import { parseExactJson } from "../../common/json/exact-json";
 import type { DebugInvokeResponse, InvokeResponse } from "../../gen/syncinvoker/v1/sync_invoker";
 import { DebugInvokeResponse as DebugJson, InvokeResponse as InvokeJson, PrecheckResponse } from "../../gen/syncinvoker/v1/sync_invoker";
-import { UsageError } from "../exec-command";
-import { flagValue, intFlag, type ParsedArgs } from "./args";
+import { UsageError } from "../usage-error";
+import { flagValue, intFlag, type ParsedArgs } from "../args";
 import type { ClientCommandRun } from "./client-command";
 import { EXIT } from "./exit-codes";
 import { functionRefFrom, readJsonArg } from "./task-from-args";

@@ -1,7 +1,7 @@
 import type { BlockxClient, TaskRef } from "../../sdk/blockx-client";
 import type { Cluster } from "../../sdk/core/cluster-selection";
-import { UsageError } from "../exec-command";
-import { flagValue, intFlag, type ParsedArgs } from "./args";
+import { UsageError } from "../usage-error";
+import { flagValue, intFlag, type ParsedArgs } from "../args";
 import type { ClientCommandRun } from "./client-command";
 import { EXIT } from "./exit-codes";
 import { onInterrupt, progressHandlers } from "./progress-handlers";
@@ -16,7 +16,6 @@ function clusterFlag(args: ParsedArgs): Cluster | undefined {
 }
 
 async function submit(args: ParsedArgs, client: BlockxClient): Promise<number> {
-  if (args.positional.length > 1) throw new UsageError(`expected at most one task file, got ${args.positional.join(" ")}`);
   const task = taskFromArgs(args, args.positional[0]);
   const cluster = clusterFlag(args);
   const timeoutMs = intFlag(args, "deadline-ms", 1);

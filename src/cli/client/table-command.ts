@@ -1,8 +1,8 @@
 import { existsSync } from "node:fs";
 import { openTableStore } from "../../common/tables/open-table-store";
 import { type CellValue, TableStoreError } from "../../common/tables/table-store";
-import { UsageError } from "../exec-command";
-import { flagValue, intFlag } from "./args";
+import { UsageError } from "../usage-error";
+import { flagValue, intFlag } from "../args";
 import type { ClientCommandRun } from "./client-command";
 import { EXIT } from "./exit-codes";
 
@@ -16,8 +16,8 @@ function cell(v: unknown): string {
  * 2^53 print (and --json writes) every digit.
  */
 export const tableRun: ClientCommandRun = async (args, _client, config) => {
-  const [name, ...extra] = args.positional;
-  if (!name || extra.length > 0) throw new UsageError("usage: blockx table NAME [--limit N] [--order COLUMN] [--json]");
+  const name = args.positional[0]!; // exactly one: tableMeta's positionals
+  if (!name) throw new UsageError("usage: blockx table NAME [--limit N] [--order COLUMN] [--json]");
   if (config.tableStoreUrl.trim() === "" && !existsSync(config.tableStorePath)) {
     throw new UsageError(`no table store at ${config.tableStorePath} (set TABLE_STORE_PATH to the Workers' file, or TABLE_STORE_URL to their Postgres)`);
   }

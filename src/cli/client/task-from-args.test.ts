@@ -2,27 +2,14 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseArgs } from "./args";
+import { parseCommandArgs } from "../args";
 import { TASK_FLAGS } from "./task-flags";
 import { taskFromArgs } from "./task-from-args";
 
 const dir = mkdtempSync(join(tmpdir(), "blockx-args-"));
 const fnFile = join(dir, "f.py");
 writeFileSync(fnFile, "def main(ctx, x):\n    return x\n");
-const args = (...argv: string[]) => parseArgs(argv, { ...TASK_FLAGS, watch: "bool" });
-
-describe("parseArgs", () => {
-  test("own flags (both --a=b and --a b), positionals, and configuration flags kept for the config loader", () => {
-    const a = parseArgs(["task.json", "--watch", "--table=t", "--blocks", "1..2", "--blockx-coordinator-addrs", "h:1", "--x=y"], { watch: "bool", table: "value", blocks: "value" });
-    expect(a.positional).toEqual(["task.json"]);
-    expect([...a.flags]).toEqual([["watch", true], ["table", "t"], ["blocks", "1..2"]]);
-    expect(a.configArgv).toEqual(["--blockx-coordinator-addrs", "h:1", "--x=y"]);
-  });
-  test("a value flag at the end without its value, or a bool flag given a value, is a usage error", () => {
-    expect(() => parseArgs(["--table"], { table: "value" })).toThrow("--table: expected a value");
-    expect(() => parseArgs(["--watch=1"], { watch: "bool" })).toThrow("--watch takes no value");
-  });
-});
+const args = (...argv: string[]) => parseCommandArgs(argv, { flags: { ...TASK_FLAGS, watch: "bool" } });
 
 describe("taskFromArgs", () => {
   test("--blocks + --table: a block_table config writing a block table, the file's source inline", () => {

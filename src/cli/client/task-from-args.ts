@@ -3,8 +3,8 @@ import { existsSync, readFileSync } from "node:fs";
 import { basename } from "node:path";
 import { z } from "zod";
 import { FunctionRef, Task, type Output } from "../../gen/worker/v1/worker";
-import { UsageError } from "../exec-command";
-import { flagValue, intFlag, type ParsedArgs } from "./args";
+import { UsageError } from "../usage-error";
+import { flagValue, intFlag, type ParsedArgs } from "../args";
 
 /**
  * functionRefFrom: `--function FILE|NAME` is a file when one exists at that path (its source

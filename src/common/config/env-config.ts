@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { flagTokens } from "./flag-tokens";
 
 /**
  * EnvVar describes one configuration variable of a role: its environment name, the default
@@ -95,25 +96,18 @@ export function flagName(envName: string): string {
 }
 
 /**
- * parseFlags reads `--name=value` and `--name value` pairs for the declared variables.
- * Unknown flags are errors (a typo must not be silently ignored).
+ * parseFlags reads `--name=value` and `--name value` pairs for the declared variables (tokens from
+ * `flagTokens`, the one flag parser). Unknown flags are errors (a typo must not be silently ignored).
  */
 export function parseFlags(vars: EnvVars, argv: readonly string[]): { overrides: Map<string, string>; problems: string[] } {
-  const byFlag = new Map(Object.values(vars).map((v) => [flagName(v.name), v.name]));
+  const byFlag = new Map(Object.values(vars).map((v) => [flagName(v.name).slice(2), v.name]));
   const overrides = new Map<string, string>();
   const problems: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    const eq = arg.indexOf("=");
-    const flag = eq >= 0 ? arg.slice(0, eq) : arg;
-    const name = byFlag.get(flag);
-    if (!name) {
-      problems.push(`unknown argument ${JSON.stringify(arg)} (see --help)`);
-      continue;
-    }
-    if (eq >= 0) overrides.set(name, arg.slice(eq + 1));
-    else if (i + 1 < argv.length) overrides.set(name, argv[++i]!);
-    else problems.push(`${flag}: expected a value`);
+  for (const t of flagTokens(argv, new Set(byFlag.keys()))) {
+    const name = t.kind === "flag" ? byFlag.get(t.name) : undefined;
+    if (t.kind === "positional" || name === undefined) problems.push(`unknown argument ${JSON.stringify(t.kind === "flag" ? t.raw : t.value)} (see --help)`);
+    else if (t.value === undefined) problems.push(`--${t.name}: expected a value`);
+    else overrides.set(name, t.value);
   }
   return { overrides, problems };
 }

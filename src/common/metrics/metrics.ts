@@ -20,6 +20,15 @@ function renderLabels(labelNames: readonly string[], values: readonly string[], 
   return parts.length ? `{${parts.join(",")}}` : "";
 }
 
+/** escapeHelp: HELP text may hold any character; the exposition format escapes backslash and newline there. */
+export function escapeHelp(v: string): string {
+  return v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n");
+}
+
+function header(name: string, help: string, type: string): string[] {
+  return [`# HELP ${name} ${escapeHelp(help)}`, `# TYPE ${name} ${type}`];
+}
+
 function formatValue(v: number): string {
   if (v === Infinity) return "+Inf";
   if (v === -Infinity) return "-Inf";
@@ -47,18 +56,39 @@ abstract class LabelledMetric<V> implements Metric {
     }
     return s.v;
   }
+  /** labelValues: the values a label has taken so far (every series). */
+  labelValues(name: string): string[] {
+    const i = this.labelNames.indexOf(name);
+    return i < 0 ? [] : [...new Set([...this.series.values()].map((s) => s.values[i]!))];
+  }
   abstract render(): string;
 }
 
 export class Counter extends LabelledMetric<{ n: number }> {
+  private collector?: () => void;
+  /**
+   * onCollect runs just before rendering, for a total that is counted elsewhere (CPU seconds, a
+   * component's own tally); the callback reports it with setTotal.
+   */
+  onCollect(fn: () => void): this {
+    this.collector = fn;
+    return this;
+  }
   inc(labels: Labels = {}, by = 1): void {
+    if (!(by >= 0)) throw new Error(`counter ${this.name}: increment must be >= 0, got ${by}`);
     this.get(labels, () => ({ n: 0 })).n += by;
+  }
+  /** setTotal brings the counter up to a total kept elsewhere; a counter never goes down, so a smaller total is ignored. */
+  setTotal(labels: Labels, total: number): void {
+    const c = this.get(labels, () => ({ n: 0 }));
+    if (total > c.n) c.n = total;
   }
   value(labels: Labels = {}): number {
     return this.series.get(labelKey(this.labelNames, labels))?.v.n ?? 0;
   }
   render(): string {
-    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} counter`];
+    this.collector?.();
+    const lines = header(this.name, this.help, "counter");
     for (const s of this.series.values()) lines.push(`${this.name}${renderLabels(this.labelNames, s.values)} ${formatValue(s.v.n)}`);
     return lines.join("\n");
   }
@@ -82,7 +112,7 @@ export class Gauge extends LabelledMetric<{ n: number }> {
   }
   render(): string {
     this.collector?.();
-    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} gauge`];
+    const lines = header(this.name, this.help, "gauge");
     for (const s of this.series.values()) lines.push(`${this.name}${renderLabels(this.labelNames, s.values)} ${formatValue(s.v.n)}`);
     return lines.join("\n");
   }
@@ -107,7 +137,7 @@ export class Histogram extends LabelledMetric<{ counts: number[]; sum: number; c
     return this.series.get(labelKey(this.labelNames, labels))?.v.count ?? 0;
   }
   render(): string {
-    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} histogram`];
+    const lines = header(this.name, this.help, "histogram");
     for (const s of this.series.values()) {
       this.buckets.forEach((b, i) =>
         lines.push(`${this.name}_bucket${renderLabels(this.labelNames, s.values, `le="${formatValue(b)}"`)} ${s.v.counts[i]}`),
@@ -117,6 +147,28 @@ export class Histogram extends LabelledMetric<{ counts: number[]; sum: number; c
       lines.push(`${this.name}_count${renderLabels(this.labelNames, s.values)} ${s.v.count}`);
     }
     return lines.join("\n");
+  }
+}
+
+/** Task duration buckets in seconds, 100 ms .. 6 h. */
+export const TASK_DURATION_BUCKETS_SECONDS = [0.1, 0.5, 1, 5, 15, 30, 60, 300, 900, 1800, 3600, 7200, 21600];
+
+/**
+ * BoundedLabel keeps a label's cardinality finite: the first `max` distinct values are kept as
+ * they are, every later one is reported as `overflow` (user-chosen names such as table names
+ * must not grow a series per value without end).
+ */
+export class BoundedLabel {
+  private readonly seen = new Set<string>();
+  constructor(
+    readonly max: number,
+    readonly overflow = "_other",
+  ) {}
+  value(v: string): string {
+    if (this.seen.has(v)) return v;
+    if (this.seen.size >= this.max) return this.overflow;
+    this.seen.add(v);
+    return v;
   }
 }
 

@@ -10,9 +10,10 @@ export function registerProcessMetrics(registry: MetricsRegistry, role: string):
   registry.gauge("process_start_time_seconds", "Start time of the process since the Unix epoch.").set({}, startSeconds);
   const rss = registry.gauge("process_resident_memory_bytes", "Resident memory size in bytes.");
   rss.onCollect(() => rss.set({}, process.memoryUsage.rss()));
-  const cpu = registry.gauge("process_cpu_seconds_total", "User and system CPU time spent in seconds.");
+  // A counter: rate() over it is the CPU in use, which a gauge would not promise.
+  const cpu = registry.counter("process_cpu_seconds_total", "User and system CPU time spent in seconds.");
   cpu.onCollect(() => {
     const u = process.cpuUsage();
-    cpu.set({}, (u.user + u.system) / 1e6);
+    cpu.setTotal({}, (u.user + u.system) / 1e6);
   });
 }

@@ -54,7 +54,7 @@ class ScriptedReserver implements SlotReserver {
 function setup(script: Record<string, Reply[]>, opts: { maxTimeoutRetries?: number; maxCandidates?: number; workers?: WorkerHeartbeat[] } = {}) {
   const config = { ...defaultCoordinatorCoreConfig(), maxCandidates: opts.maxCandidates ?? 3 };
   const core = new CoordinatorCore(config);
-  core.applyFullWorkerList(opts.workers ?? [hb("a:1", 40), hb("b:1", 30), hb("c:1", 20), hb("d:1", 10)], NOW);
+  core.handle({ type: "workerListLoaded", workers: opts.workers ?? [hb("a:1", 40), hb("b:1", 30), hb("c:1", 20), hb("d:1", 10)] }, NOW);
   const reserver = new ScriptedReserver(script);
   const registry = new MetricsRegistry();
   const metrics = {
@@ -89,8 +89,8 @@ describe("CoordinatorServer.reserveWorkerSlot", () => {
   test("the best Worker grants a slot: its address and slot id go back to the client, and its failures reset", async () => {
     const { core, reserver, server } = setup({ "a:1": [{ slotId: "s-1" }] });
     // Earlier rejections on a:1 gave it a penalty that a success must clear.
-    core.recordSlotRejection("a:1", NOW);
-    core.recordSlotRejection("a:1", NOW);
+    core.handle({ type: "slotRejected", workerAddr: "a:1" }, NOW);
+    core.handle({ type: "slotRejected", workerAddr: "a:1" }, NOW);
     expect(core.getWorkerView("a:1")).toMatchObject({ recentFailureCount: 2, penalty: 2 });
     const res = await server.reserveWorkerSlot("t1");
     expect(res).toEqual({ taskId: "t1", workerAddr: "a:1", slotId: "s-1" });

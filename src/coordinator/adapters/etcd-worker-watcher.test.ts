@@ -8,6 +8,7 @@ import type { WorkerHeartbeat } from "../../common/registry/worker-heartbeat";
 import { EtcdProcess } from "../../../test/support/etcd";
 import { defaultCoordinatorCoreConfig, type CoordinatorCoreConfig } from "../core/config";
 import { CoordinatorCore } from "../core/coordinator-core";
+import type { WorkerViewEvent } from "../core/coordinator-core-events";
 import { EtcdWorkerWatcher, type EtcdWatcherMetrics, type WorkerViewSink } from "./etcd-worker-watcher";
 import { testHeartbeat } from "../../../test/support/heartbeat";
 
@@ -83,47 +84,43 @@ async function put(writer: Etcd3, prefix: string, h: WorkerHeartbeat): Promise<v
 // ------------------------------------------------------------------ recording sink
 
 type SinkCall =
-  | { method: "applyFullWorkerList"; workers: WorkerHeartbeat[]; nowMs: number }
-  | { method: "applyWorkerUpdate"; heartbeat: WorkerHeartbeat; nowMs: number }
-  | { method: "applyWorkerRemoval"; workerAddr: string; nowMs: number }
-  | { method: "markWatchDisconnected"; nowMs: number }
-  | { method: "markWatchReconnected"; nowMs: number };
+  | { type: "workerListLoaded"; workers: WorkerHeartbeat[]; nowMs: number }
+  | { type: "workerUpdated"; heartbeat: WorkerHeartbeat; nowMs: number }
+  | { type: "workerRemoved"; workerAddr: string; nowMs: number }
+  | { type: "watchDisconnected"; nowMs: number }
+  | { type: "watchReconnected"; nowMs: number };
 
 type ViewCall = { full: WorkerHeartbeat[] } | { update: WorkerHeartbeat } | { removal: string };
 
-/** RecordingSink forwards to a real CoordinatorCore and records every call (with copies of the data). */
+/** RecordingSink forwards to a real CoordinatorCore and records every event (with copies of the data). */
 class RecordingSink implements WorkerViewSink {
   readonly calls: SinkCall[] = [];
   constructor(readonly core: CoordinatorCore) {}
-  applyFullWorkerList(workers: readonly WorkerHeartbeat[], nowMs: number): void {
-    this.calls.push({ method: "applyFullWorkerList", workers: workers.map((w) => ({ ...w })), nowMs });
-    this.core.applyFullWorkerList(workers, nowMs);
+  handle(event: WorkerViewEvent, nowMs: number): void {
+    switch (event.type) {
+      case "workerListLoaded":
+        this.calls.push({ type: event.type, workers: event.workers.map((w) => ({ ...w })), nowMs });
+        break;
+      case "workerUpdated":
+        this.calls.push({ type: event.type, heartbeat: { ...event.heartbeat }, nowMs });
+        break;
+      case "workerRemoved":
+        this.calls.push({ type: event.type, workerAddr: event.workerAddr, nowMs });
+        break;
+      default:
+        this.calls.push({ type: event.type, nowMs });
+    }
+    this.core.handle(event, nowMs);
   }
-  applyWorkerUpdate(heartbeat: WorkerHeartbeat, nowMs: number): void {
-    this.calls.push({ method: "applyWorkerUpdate", heartbeat: { ...heartbeat }, nowMs });
-    this.core.applyWorkerUpdate(heartbeat, nowMs);
-  }
-  applyWorkerRemoval(workerAddr: string, nowMs: number): void {
-    this.calls.push({ method: "applyWorkerRemoval", workerAddr, nowMs });
-    this.core.applyWorkerRemoval(workerAddr, nowMs);
-  }
-  markWatchDisconnected(nowMs: number): void {
-    this.calls.push({ method: "markWatchDisconnected", nowMs });
-    this.core.markWatchDisconnected(nowMs);
-  }
-  markWatchReconnected(nowMs: number): void {
-    this.calls.push({ method: "markWatchReconnected", nowMs });
-    this.core.markWatchReconnected(nowMs);
-  }
-  count(method: SinkCall["method"]): number {
-    return this.calls.filter((c) => c.method === method).length;
+  count(type: SinkCall["type"]): number {
+    return this.calls.filter((c) => c.type === type).length;
   }
   /** The calls other than the disconnect/reconnect marks, in order, without their times. */
   viewCalls(): ViewCall[] {
     return this.calls.flatMap((c): ViewCall[] => {
-      if (c.method === "applyFullWorkerList") return [{ full: sortByAddr(c.workers) }];
-      if (c.method === "applyWorkerUpdate") return [{ update: c.heartbeat }];
-      if (c.method === "applyWorkerRemoval") return [{ removal: c.workerAddr }];
+      if (c.type === "workerListLoaded") return [{ full: sortByAddr(c.workers) }];
+      if (c.type === "workerUpdated") return [{ update: c.heartbeat }];
+      if (c.type === "workerRemoved") return [{ removal: c.workerAddr }];
       return [];
     });
   }
@@ -229,6 +226,7 @@ async function startWatcher(opts: {
     registryWorkers: registry.gauge("blockx_coordinator_registry_workers", "Workers seen in the etcd registry.", ["format"]),
     unparsableValues: registry.counter("blockx_coordinator_registry_unparsable_values_total", "Skipped values.", ["prefix"]),
     watchConnected: registry.gauge("blockx_coordinator_registry_watch_connected", "1 while up.", ["prefix"]),
+    watchEvents: registry.counter("blockx_coordinator_registry_events_total", "Watch events received.", ["prefix"]),
   };
   const removed: string[] = [];
   const watcher = new EtcdWorkerWatcher(
@@ -290,9 +288,47 @@ describe("EtcdWorkerWatcher on one prefix", () => {
       expect(r.sink.viewCalls()).toEqual([{ full: [w1, w2] }, { update: w3 }, { update: w1b }, { removal: w2.workerAddr }]);
       expect(r.removed).toEqual([w2.workerAddr]);
       expect(r.metrics.registryWorkers.value({ format: "v2" })).toBe(2);
-      expect(r.sink.count("markWatchDisconnected")).toBe(0);
-      expect(r.sink.count("markWatchReconnected")).toBe(0);
+      expect(r.sink.count("watchDisconnected")).toBe(0);
+      expect(r.sink.count("watchReconnected")).toBe(0);
       expect(r.metrics.unparsableValues.value({ prefix })).toBe(0);
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  test(
+    "watch events that arrive together are coalesced per key: the newest value reaches the core, once",
+    async () => {
+      const prefix = randomPrefix();
+      await sharedWriter(prefix);
+      const r = await startWatcher({ endpoint: sharedEndpoint(), prefixes: [prefix] });
+      await waitFor(() => r.watcher.isInitialized && r.metrics.watchConnected.value({ prefix }) === 1, "watching");
+      // Another process puts 30 versions of one Worker's heartbeat while this one's event loop is
+      // held, so that the 30 watch events are read together when it runs again.
+      const addr = "10.0.0.9:9000";
+      const base = hb(addr);
+      const done = `${process.env.TMPDIR ?? "/tmp"}/blockx-coalesce-${process.pid}-${Date.now()}`;
+      const script = `
+        const { createEtcdClient } = await import(${JSON.stringify(`${import.meta.dir}/../../common/etcd/etcd-client.ts`)});
+        const c = await createEtcdClient({ endpoints: [${JSON.stringify(sharedEndpoint())}], dialTimeoutMs: 5000 });
+        const base = ${JSON.stringify(base)};
+        for (let i = 0; i < 30; i++) await c.put(${JSON.stringify(prefix + addr)}).value(JSON.stringify({ ...base, reservedSlots: i % 4, runningTasks: 0, lastHeartbeatMs: base.lastHeartbeatMs + i }));
+        c.close();
+        await Bun.write(${JSON.stringify(done)}, "done");`;
+      const child = Bun.spawn([process.execPath, "-e", script], { stdout: "ignore", stderr: "inherit" });
+      const deadline = Date.now() + 30_000;
+      while (!(await Bun.file(done).exists()) && Date.now() < deadline) Bun.sleepSync(50); // holds the event loop
+      expect(await child.exited).toBe(0);
+      await waitFor(() => r.metrics.watchEvents!.value({ prefix }) === 30, "30 watch events");
+      await Bun.sleep(50); // the flush after the last read
+      const updates = r.sink.calls.filter((c) => c.type === "workerUpdated");
+      const last = base.lastHeartbeatMs + 29;
+      expect(r.core.getWorkerView(addr)?.lastHeartbeatMs).toBe(last);
+      expect(r.core.getWorkerView(addr)?.reservedSlots).toBe(29 % 4);
+      // Fewer core updates than events, the last one the newest value; none goes backwards.
+      expect(updates.length).toBeLessThan(30);
+      const times = updates.map((c) => (c as { heartbeat: WorkerHeartbeat }).heartbeat.lastHeartbeatMs);
+      expect(times.at(-1)).toBe(last);
+      expect([...times].sort((a, b) => a - b)).toEqual(times);
     },
     TEST_TIMEOUT_MS,
   );
@@ -387,7 +423,7 @@ describe("EtcdWorkerWatcher on several prefixes", () => {
       gate.open();
       await waitFor(() => r.watcher.isInitialized, "initialised after pb listed");
       expect(r.sink.viewCalls()).toEqual([{ full: [w1, w2, w3] }]);
-      expect(r.sink.count("markWatchDisconnected")).toBe(0);
+      expect(r.sink.count("watchDisconnected")).toBe(0);
       expect(r.core.isReady(Date.now())).toBe(true);
     },
     TEST_TIMEOUT_MS,
@@ -525,12 +561,12 @@ describe("EtcdWorkerWatcher when etcd goes away", () => {
       const callsBeforeOutage = r.sink.calls.length;
 
       await etcd.stop();
-      await waitFor(() => r.sink.count("markWatchDisconnected") > 0, "markWatchDisconnected");
+      await waitFor(() => r.sink.count("watchDisconnected") > 0, "watchDisconnected");
       await waitFor(
         () => r.metrics.watchConnected.value({ prefix: legacy }) === 0 && r.metrics.watchConnected.value({ prefix: v2 }) === 0,
         "both prefixes disconnected",
       );
-      const first = r.sink.calls.find((c) => c.method === "markWatchDisconnected")!;
+      const first = r.sink.calls.find((c) => c.type === "watchDisconnected")!;
       // The grace period runs from the first disconnect (the core keeps it): exactly graceMs.
       expect(r.core.isReady(first.nowMs + graceMs)).toBe(true);
       expect(r.core.isReady(first.nowMs + graceMs + 1)).toBe(false);
@@ -538,10 +574,10 @@ describe("EtcdWorkerWatcher when etcd goes away", () => {
       await waitFor(() => !r.core.isReady(Date.now()), "unavailable after the grace period");
       expect(r.core.isInitialized()).toBe(true);
       expect(r.core.workerCount()).toBe(2);
-      expect(r.sink.count("markWatchReconnected")).toBe(0);
+      expect(r.sink.count("watchReconnected")).toBe(0);
 
       await etcd.start();
-      await waitFor(() => r.sink.count("markWatchReconnected") === 1, "markWatchReconnected", 20_000);
+      await waitFor(() => r.sink.count("watchReconnected") === 1, "watchReconnected", 20_000);
       expect(r.core.isReady(Date.now())).toBe(true);
       expect(r.core.isReady(FAR_FUTURE_MS)).toBe(true);
       expect(r.metrics.watchConnected.value({ prefix: legacy })).toBe(1);
@@ -549,8 +585,8 @@ describe("EtcdWorkerWatcher when etcd goes away", () => {
       // Nothing changed in etcd: relisting both prefixes reports no change to the view, and the
       // bad value (same key, same revision) is not counted again.
       const outage = r.sink.calls.slice(callsBeforeOutage);
-      expect(outage.filter((c) => c.method !== "markWatchDisconnected").map((c) => c.method)).toEqual(["markWatchReconnected"]);
-      expect(outage.at(-1)!.method).toBe("markWatchReconnected");
+      expect(outage.filter((c) => c.type !== "watchDisconnected").map((c) => c.type)).toEqual(["watchReconnected"]);
+      expect(outage.at(-1)!.type).toBe("watchReconnected");
       expect(r.metrics.unparsableValues.value({ prefix: v2 })).toBe(1);
 
       // Changes after the reconnect reach the view.
@@ -576,7 +612,7 @@ describe("EtcdWorkerWatcher when etcd goes away", () => {
       await etcd.stop();
 
       const r = await startWatcher({ endpoint: etcd.endpoint, prefixes: [prefix] });
-      await waitFor(() => r.sink.count("markWatchDisconnected") >= 2, "failed lists reported");
+      await waitFor(() => r.sink.count("watchDisconnected") >= 2, "failed lists reported");
       expect(r.watcher.isInitialized).toBe(false);
       expect(r.core.isInitialized()).toBe(false);
       expect(r.core.isReady(Date.now())).toBe(false);
@@ -584,11 +620,11 @@ describe("EtcdWorkerWatcher when etcd goes away", () => {
 
       await etcd.start();
       await waitFor(() => r.watcher.isInitialized, "initialised once etcd is up", 20_000);
-      await waitFor(() => r.sink.count("markWatchReconnected") === 1, "markWatchReconnected");
+      await waitFor(() => r.sink.count("watchReconnected") === 1, "watchReconnected");
       expect(r.sink.viewCalls()).toEqual([{ full: [w1] }]);
-      const methods = r.sink.calls.map((c) => c.method);
-      expect(methods.indexOf("markWatchReconnected")).toBeGreaterThan(methods.indexOf("applyFullWorkerList"));
-      expect(methods.at(-1)).toBe("markWatchReconnected");
+      const methods = r.sink.calls.map((c) => c.type);
+      expect(methods.indexOf("watchReconnected")).toBeGreaterThan(methods.indexOf("workerListLoaded"));
+      expect(methods.at(-1)).toBe("watchReconnected");
       expect(r.core.isReady(Date.now())).toBe(true);
       expect(r.core.isReady(FAR_FUTURE_MS)).toBe(true);
     },
@@ -622,14 +658,14 @@ describe("EtcdWorkerWatcher under injected faults", () => {
       old.emit("disconnected", new Error("injected: stream broke"));
       await ended;
       await waitFor(() => gate.waiting === 1, "relist held");
-      expect(r.sink.count("markWatchDisconnected")).toBe(1);
+      expect(r.sink.count("watchDisconnected")).toBe(1);
 
       // Missed by every watch: only the relist can see it.
       await writer.delete().key(prefix + w2.workerAddr).exec();
       faults.beforeList = async () => {};
       gate.open();
 
-      await waitFor(() => r.sink.count("markWatchReconnected") === 1, "reconnected");
+      await waitFor(() => r.sink.count("watchReconnected") === 1, "reconnected");
       expect(r.core.getWorkerView(w2.workerAddr)).toBeUndefined();
       expect(r.core.getWorkerView(w1.workerAddr)).toMatchObject(w1);
       expect(r.sink.viewCalls()).toEqual([{ full: [w1, w2] }, { removal: w2.workerAddr }]);
@@ -679,7 +715,7 @@ describe("EtcdWorkerWatcher under injected faults", () => {
       const etcd = await ownEtcd();
       await etcd.stop();
       const r = await startWatcher({ endpoint: etcd.endpoint, prefixes: [randomPrefix(), randomPrefix()] });
-      await waitFor(() => r.sink.count("markWatchDisconnected") >= 2, "failed lists reported");
+      await waitFor(() => r.sink.count("watchDisconnected") >= 2, "failed lists reported");
       r.watcher.stop();
       await waitFor(r.settled, "run() returned after stop()", 10_000);
       expect(r.watcher.isInitialized).toBe(false);

@@ -1,8 +1,9 @@
 import type { Etcd3, IKeyValue, Watcher } from "etcd3";
 import type { Logger } from "../../common/logging/logger";
-import type { Counter, Gauge } from "../../common/metrics/metrics";
+import type { Counter, Gauge, Histogram } from "../../common/metrics/metrics";
 import { parseRegistryPrefix, type RegistryPrefix } from "../../common/registry/registry-prefix";
 import { parseWorkerHeartbeat, type WorkerHeartbeat } from "../../common/registry/worker-heartbeat";
+import type { WorkerViewEvent } from "../core/coordinator-core-events";
 import { RegistryMerge, type RegistryChange } from "../core/registry-merge";
 
 export interface EtcdWatcherConfig {
@@ -17,13 +18,9 @@ export function defaultEtcdWatcherConfig(): EtcdWatcherConfig {
   return { endpoints: ["localhost:2379"], keyPrefixes: [], dialTimeoutMs: 5_000, retryDelayMs: 1_000 };
 }
 
-/** WorkerViewSink is what the watcher feeds: CoordinatorCore has exactly these methods. */
+/** WorkerViewSink is what the watcher feeds: CoordinatorCore's doorway, for the WorkerViewEvents only. */
 export interface WorkerViewSink {
-  applyFullWorkerList(workers: readonly WorkerHeartbeat[], nowMs: number): void;
-  applyWorkerUpdate(heartbeat: WorkerHeartbeat, nowMs: number): void;
-  applyWorkerRemoval(workerAddr: string, nowMs: number): void;
-  markWatchDisconnected(nowMs: number): void;
-  markWatchReconnected(nowMs: number): void;
+  handle(event: WorkerViewEvent, nowMs: number): unknown;
 }
 
 export interface EtcdWatcherMetrics {
@@ -33,18 +30,34 @@ export interface EtcdWatcherMetrics {
   readonly unparsableValues: Counter;
   /** blockx_coordinator_registry_watch_connected{prefix}: 1 while the prefix's watch is up. */
   readonly watchConnected: Gauge;
+  /** blockx_coordinator_registry_events_total: watch events received (before coalescing). */
+  readonly watchEvents?: Counter;
+  /**
+   * blockx_coordinator_registry_update_age_seconds: when a watched put reaches the core, how old
+   * its `lastHeartbeatMs` is (the Worker's put, etcd and the watch together; includes clock offset).
+   */
+  readonly updateAge?: Histogram;
 }
+
+/** Buckets of blockx_coordinator_registry_update_age_seconds: 0.5 ms .. about 40 s, 25% apart. */
+export const UPDATE_AGE_BUCKETS_SECONDS: number[] = Array.from({ length: 52 }, (_, i) => Number((0.0005 * 1.25 ** i).toPrecision(3)));
 
 type PrefixState = { listed: boolean; connected: boolean };
 
 /**
  * EtcdWorkerWatcher runs one list+watch loop per registry prefix and feeds the merged view
- * to the core. The core is initialised (applyFullWorkerList) only once every prefix has
+ * to the core. The core is initialised (workerListLoaded) only once every prefix has
  * completed its first list. When any prefix's watch breaks, the core hears
- * markWatchDisconnected (the first break time counts); after every prefix has been relisted
- * and is watching again, markWatchReconnected. A relist replaces that prefix's entries, so
+ * watchDisconnected (the first break time counts); after every prefix has been relisted
+ * and is watching again, watchReconnected. A relist replaces that prefix's entries, so
  * events missed while disconnected cannot leave a stale Worker behind. Values that do not
  * parse as a WorkerHeartbeat are skipped, counted and logged once per key and revision.
+ *
+ * Watch events are coalesced: each event only records the key's newest value (or its deletion);
+ * the values recorded during one turn of the event loop are parsed and applied together, once per
+ * key, on the next (setImmediate). Under a burst of puts a key written twice is parsed once, and
+ * the core never sees a value that was already superseded. A watch that breaks drops what it
+ * had not applied: the relist that follows reads the current values.
  */
 export class EtcdWorkerWatcher {
   private readonly prefixes: RegistryPrefix[];
@@ -56,6 +69,9 @@ export class EtcdWorkerWatcher {
   private readonly watchers = new Set<Watcher>();
   /** Unparsable keys already counted and logged -> mod revision of the bad value. */
   private readonly reportedUnparsable = new Map<string, string>();
+  /** Per prefix: key -> newest watched value (null: deleted), not applied yet. */
+  private readonly pending = new Map<string, Map<string, IKeyValue | null>>();
+  private flushScheduled = false;
 
   constructor(
     private readonly client: Etcd3,
@@ -78,6 +94,7 @@ export class EtcdWorkerWatcher {
 
   stop(): void {
     this.stopped = true;
+    this.pending.clear();
     for (const w of this.watchers) void w.cancel().catch(() => {});
     for (const wake of this.stopWaiters) wake();
   }
@@ -129,7 +146,7 @@ export class EtcdWorkerWatcher {
         }
       }
       // The core keeps the first disconnect time; repeating it while etcd stays down is harmless.
-      this.sink.markWatchDisconnected(this.nowMs());
+      this.sink.handle({ type: "watchDisconnected" }, this.nowMs());
       this.anyDisconnectMarked = true;
       st.connected = false;
       this.metrics?.watchConnected.set({ prefix }, 0);
@@ -148,6 +165,8 @@ export class EtcdWorkerWatcher {
       let over = false;
       const done = (reason: string) => {
         over = true;
+        // Not applied yet: the relist that follows reads the current values instead.
+        this.pending.delete(prefix);
         this.stopWaiters.delete(wake);
         resolve(reason);
       };
@@ -155,17 +174,11 @@ export class EtcdWorkerWatcher {
       this.stopWaiters.add(wake);
       watcher.on("put", (kv) => {
         if (over) return;
-        const hb = this.parseOne(prefix, kv);
-        if (hb) this.applyChanges([this.merge.put(prefix, hb)]);
-        else {
-          // An unparsable value replaces whatever the key held: that Worker is no longer usable.
-          this.applyChanges([this.merge.delete(prefix, kv.key.toString().slice(prefix.length))]);
-        }
+        this.record(prefix, kv.key.toString(), kv);
       });
       watcher.on("delete", (kv) => {
         if (over) return;
-        this.reportedUnparsable.delete(kv.key.toString());
-        this.applyChanges([this.merge.delete(prefix, kv.key.toString().slice(prefix.length))]);
+        this.record(prefix, kv.key.toString(), null);
       });
       watcher.on("disconnected", (err) => done(`disconnected: ${err?.message ?? "stream closed"}`));
       watcher.on("error", (err) => done(`error: ${err?.message ?? "unknown"}`));
@@ -173,14 +186,60 @@ export class EtcdWorkerWatcher {
     });
   }
 
+  /** record notes a watched event; the newest one per key is applied at the next flush. */
+  private record(prefix: string, key: string, kv: IKeyValue | null): void {
+    this.metrics?.watchEvents?.inc({ prefix });
+    let keys = this.pending.get(prefix);
+    if (keys === undefined) {
+      keys = new Map();
+      this.pending.set(prefix, keys);
+    }
+    keys.set(key, kv);
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => this.flush());
+    }
+  }
+
+  /** flush parses and applies the newest value of every key recorded since the last flush. */
+  private flush(): void {
+    this.flushScheduled = false;
+    if (this.stopped) {
+      this.pending.clear();
+      return;
+    }
+    const changes: (RegistryChange | null)[] = [];
+    const now = this.nowMs();
+    for (const [prefix, keys] of this.pending) {
+      for (const [key, kv] of keys) {
+        const addr = key.slice(prefix.length);
+        if (kv === null) {
+          this.reportedUnparsable.delete(key);
+          changes.push(this.merge.delete(prefix, addr));
+          continue;
+        }
+        const hb = this.parseOne(prefix, kv);
+        if (hb) {
+          this.metrics?.updateAge?.observe({}, Math.max(0, now - hb.lastHeartbeatMs) / 1000);
+          changes.push(this.merge.put(prefix, hb));
+        } else {
+          // An unparsable value replaces whatever the key held: that Worker is no longer usable.
+          changes.push(this.merge.delete(prefix, addr));
+        }
+      }
+    }
+    this.pending.clear();
+    this.applyChanges(changes);
+  }
+
   private applyChanges(changes: readonly (RegistryChange | null)[]): void {
     if (!this.initialized) return; // the first full list carries everything
     const now = this.nowMs();
     for (const c of changes) {
       if (!c) continue;
-      if (c.kind === "update") this.sink.applyWorkerUpdate(c.heartbeat, now);
+      if (c.kind === "update") this.sink.handle({ type: "workerUpdated", heartbeat: c.heartbeat }, now);
       else {
-        this.sink.applyWorkerRemoval(c.workerAddr, now);
+        this.sink.handle({ type: "workerRemoved", workerAddr: c.workerAddr }, now);
         this.onWorkerRemoved(c.workerAddr);
       }
     }
@@ -192,7 +251,7 @@ export class EtcdWorkerWatcher {
     for (const st of this.state.values()) if (!st.listed) return;
     this.initialized = true;
     const workers = this.merge.heartbeats();
-    this.sink.applyFullWorkerList(workers, this.nowMs());
+    this.sink.handle({ type: "workerListLoaded", workers }, this.nowMs());
     this.updateGauges();
     this.log.info({ workers: workers.length, prefixes: this.prefixes.map((p) => p.prefix) }, "worker view initialised");
   }
@@ -201,7 +260,7 @@ export class EtcdWorkerWatcher {
     if (!this.anyDisconnectMarked) return;
     for (const st of this.state.values()) if (!st.connected) return;
     this.anyDisconnectMarked = false;
-    this.sink.markWatchReconnected(this.nowMs());
+    this.sink.handle({ type: "watchReconnected" }, this.nowMs());
     this.log.info("registry watch reconnected on every prefix");
   }
 

@@ -11,7 +11,7 @@ import { registerProcessMetrics } from "../../common/metrics/process-metrics";
 import { BundleCoordinatorServiceService } from "../../gen/bundlecoordinator/v1/bundle_coordinator";
 import { CoordinatorServiceService } from "../../gen/coordinator/v1/coordinator";
 import { CoordinatorServer } from "../adapters/coordinator-server";
-import { EtcdWorkerWatcher } from "../adapters/etcd-worker-watcher";
+import { EtcdWorkerWatcher, UPDATE_AGE_BUCKETS_SECONDS } from "../adapters/etcd-worker-watcher";
 import { WorkerRPCClient } from "../adapters/worker-rpc-client";
 import { CoordinatorCore } from "../core/coordinator-core";
 import type { CoordinatorRuntimeConfig } from "./config";
@@ -53,6 +53,13 @@ export async function runCoordinator(config: CoordinatorRuntimeConfig): Promise<
       ["prefix"],
     ),
     watchConnected: registry.gauge("blockx_coordinator_registry_watch_connected", "1 while the prefix's watch is up.", ["prefix"]),
+    watchEvents: registry.counter("blockx_coordinator_registry_events_total", "Registry watch events received, before coalescing.", ["prefix"]),
+    updateAge: registry.histogram(
+      "blockx_coordinator_registry_update_age_seconds",
+      "Age of a watched heartbeat (now - lastHeartbeatMs) when it reaches the core: put, etcd and watch lag, plus clock offset.",
+      [],
+      UPDATE_AGE_BUCKETS_SECONDS,
+    ),
   };
 
   const core = new CoordinatorCore(config.core);

@@ -211,47 +211,47 @@ function runScenario({ seed, steps, addrCount, chunkLoad }: Scenario): { picks: 
     if (op === "update") {
       const hb = randomHeartbeat(choose(addrs));
       step = `update ${hb.workerAddr}`;
-      core.applyWorkerUpdate(hb, now);
+      core.handle({ type: "workerUpdated", heartbeat: hb }, now);
       ref.update(hb);
     } else if (op === "removal") {
       const addr = choose(addrs);
       step = `remove ${addr}`;
-      core.applyWorkerRemoval(addr, now);
+      core.handle({ type: "workerRemoved", workerAddr: addr }, now);
       ref.remove(addr);
     } else if (op === "fullList") {
       const list = addrs.filter(() => rnd() < keepInFullList).map(randomHeartbeat);
       if (list.length > 0 && rnd() < 0.2) list.push(randomHeartbeat((list[0] as WorkerHeartbeat).workerAddr));
       step = `full list of ${list.length}`;
-      core.applyFullWorkerList(list, now);
+      core.handle({ type: "workerListLoaded", workers: list }, now);
       ref.full(list);
     } else if (op === "feedback") {
       const addr = rnd() < 0.95 ? choose(addrs) : "unknown";
       const kind = choose(["success", "rejection", "timeout", "backpressure"] as const);
       step = `${kind} ${addr}`;
       if (kind === "success") {
-        core.recordSlotSuccess(addr, now);
+        core.handle({ type: "slotReserved", workerAddr: addr }, now);
         ref.success(addr);
       } else if (kind === "rejection") {
-        core.recordSlotRejection(addr, now);
+        core.handle({ type: "slotRejected", workerAddr: addr }, now);
         ref.failure(addr, now);
       } else if (kind === "timeout") {
-        core.recordSlotTimeout(addr, now);
+        core.handle({ type: "slotUnconfirmed", workerAddr: addr }, now);
         ref.failure(addr, now);
-      } else core.recordSlotBackpressure(addr, now);
+      } else core.handle({ type: "workerWasFull", workerAddr: addr }, now);
     } else if (op === "disconnect") {
       step = "disconnect";
-      core.markWatchDisconnected(now);
+      core.handle({ type: "watchDisconnected" }, now);
       if (ref.disconnectedAt === null) ref.disconnectedAt = now;
     } else if (op === "reconnect") {
       step = "reconnect";
-      core.markWatchReconnected(now);
+      core.handle({ type: "watchReconnected" }, now);
       ref.disconnectedAt = null;
     } else {
       const exclude = new Set<string>();
       const k = rnd() < 0.5 ? 0 : int(1, Math.min(6, addrCount));
       for (let j = 0; j < k; j++) exclude.add(rnd() < 0.9 ? choose(addrs) : "not-a-worker");
       step = `select at ${now} excluding [${[...exclude].join(",")}]`;
-      const got = core.selectCandidate(`task-${i}`, exclude, now);
+      const got = core.handle({ type: "candidateRequested", taskId: `task-${i}`, excludeAddrs: exclude }, now).reply;
       const want = ref.select(exclude, now);
       if ("workerAddr" in want) {
         picks++;
@@ -279,7 +279,7 @@ function runScenario({ seed, steps, addrCount, chunkLoad }: Scenario): { picks: 
   return { picks, errors };
 }
 
-describe("selectCandidate agrees with the sort-everything reference", () => {
+describe("candidateRequested agrees with the sort-everything reference", () => {
   test("small views with many ties and a tiny chunk load (thousands of random views)", () => {
     let picks = 0;
     const errors = new Map<string, number>();

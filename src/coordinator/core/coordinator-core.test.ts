@@ -41,18 +41,18 @@ function checkedCore(over: Partial<CoordinatorCoreConfig> = {}): CoordinatorCore
 /** coreWith is a checked core initialised with `workers` at T0. */
 function coreWith(workers: WorkerHeartbeat[], over: Partial<CoordinatorCoreConfig> = {}): CoordinatorCore {
   const core = checkedCore(over);
-  core.applyFullWorkerList(workers, T0);
+  core.handle({ type: "workerListLoaded", workers }, T0);
   return core;
 }
 
 function pick(core: CoordinatorCore, nowMs: number, exclude: ReadonlySet<string> = NONE): string {
-  const r = core.selectCandidate("task-1", exclude, nowMs);
+  const r = core.handle({ type: "candidateRequested", taskId: "task-1", excludeAddrs: exclude }, nowMs).reply;
   if (r.err !== undefined) throw new Error(`expected a pick, got ${r.err.message}`);
   return r.workerAddr;
 }
 
 function failure(core: CoordinatorCore, nowMs: number, exclude: ReadonlySet<string> = NONE): CoordinatorError {
-  const r = core.selectCandidate("task-1", exclude, nowMs);
+  const r = core.handle({ type: "candidateRequested", taskId: "task-1", excludeAddrs: exclude }, nowMs).reply;
   if (r.err === undefined) throw new Error(`expected an error, got ${r.workerAddr}`);
   return r.err;
 }
@@ -78,7 +78,7 @@ describe("readiness", () => {
     expect(core.isReady(T0)).toBe(false);
     expect(core.readinessError(T0)?.code).toBe(ErrorCode.ErrUnavailable);
     // Updates before the first full list build the view but do not make it trusted.
-    core.applyWorkerUpdate(hb("w1"), T0);
+    core.handle({ type: "workerUpdated", heartbeat: hb("w1") }, T0);
     expect(core.isInitialized()).toBe(false);
     expect(core.isReady(T0)).toBe(false);
     const err = failure(core, T0);
@@ -90,7 +90,7 @@ describe("readiness", () => {
 
   test("the first full list, even an empty one, makes the Coordinator ready", () => {
     const core = checkedCore();
-    core.applyFullWorkerList([], T0);
+    core.handle({ type: "workerListLoaded", workers: [] }, T0);
     expect(core.isInitialized()).toBe(true);
     expect(core.isReady(T0)).toBe(true);
     expect(core.readinessError(T0)).toBeNull();
@@ -98,7 +98,7 @@ describe("readiness", () => {
 
   test("an etcd blip shorter than the grace period keeps routing; one past it stops routing", () => {
     const core = coreWith([hb("w1")]);
-    core.markWatchDisconnected(T0 + 1_000);
+    core.handle({ type: "watchDisconnected" }, T0 + 1_000);
     expect(core.watchDisconnectedSinceMs()).toBe(T0 + 1_000);
     expect(core.isReady(T0 + 5_000)).toBe(true);
     // Exactly at the grace period is still ready: the rule is `now - disconnectedAt > grace`.
@@ -115,30 +115,30 @@ describe("readiness", () => {
 
   test("a second prefix's watch breaking later does not restart the grace period", () => {
     const core = coreWith([hb("w1")]);
-    core.markWatchDisconnected(T0 + 1_000);
-    core.markWatchDisconnected(T0 + 8_000);
+    core.handle({ type: "watchDisconnected" }, T0 + 1_000);
+    core.handle({ type: "watchDisconnected" }, T0 + 8_000);
     expect(core.watchDisconnectedSinceMs()).toBe(T0 + 1_000);
     expect(core.isReady(T0 + 11_001)).toBe(false);
   });
 
   test("once every watch is back the view is trusted again, and a new outage gets a fresh grace period", () => {
     const core = coreWith([hb("w1")]);
-    core.markWatchDisconnected(T0);
+    core.handle({ type: "watchDisconnected" }, T0);
     expect(core.isReady(T0 + 20_000)).toBe(false);
-    core.markWatchReconnected(T0 + 20_000);
+    core.handle({ type: "watchReconnected" }, T0 + 20_000);
     expect(core.watchDisconnectedSinceMs()).toBeNull();
-    core.applyWorkerUpdate(hb("w1", { lastHeartbeatMs: T0 + 20_000 }), T0 + 20_000);
+    core.handle({ type: "workerUpdated", heartbeat: hb("w1", { lastHeartbeatMs: T0 + 20_000 }) }, T0 + 20_000);
     expect(core.isReady(T0 + 20_000)).toBe(true);
     expect(pick(core, T0 + 20_000)).toBe("w1");
-    core.markWatchDisconnected(T0 + 25_000);
+    core.handle({ type: "watchDisconnected" }, T0 + 25_000);
     expect(core.isReady(T0 + 35_000)).toBe(true);
     expect(core.isReady(T0 + 35_001)).toBe(false);
   });
 
   test("once initialized, a Coordinator never goes back to uninitialized, even when every worker leaves", () => {
     const core = coreWith([hb("w1")]);
-    core.applyWorkerRemoval("w1", T0);
-    core.applyFullWorkerList([], T0 + 1);
+    core.handle({ type: "workerRemoved", workerAddr: "w1" }, T0);
+    core.handle({ type: "workerListLoaded", workers: [] }, T0 + 1);
     expect(core.workerCount()).toBe(0);
     expect(core.isInitialized()).toBe(true);
     expect(core.isReady(T0 + 2)).toBe(true);
@@ -193,7 +193,7 @@ describe("hard filters", () => {
       expect(pick(core, T0)).toBe("small");
       const err = failure(core, T0, new Set(["small"]));
       expect(err.message).toBe(`[NO_EXECUTABLE_SLOT] no worker with free capacity passes the filters (2 workers: 1 excluded (already tried), 1 ${words})`);
-      core.applyWorkerUpdate(hb("big", { taskSlots: 16, [field]: line }), T0);
+      core.handle({ type: "workerUpdated", heartbeat: hb("big", { taskSlots: 16, [field]: line }) }, T0);
       expect(pick(core, T0)).toBe("big");
     });
 
@@ -205,10 +205,10 @@ describe("hard filters", () => {
 
   test("a worker with an open breaker is skipped until exactly its deadline", () => {
     const core = coreWith([hb("flaky", { taskSlots: 16 }), hb("steady", { taskSlots: 2 })]);
-    for (let i = 0; i < 3; i++) core.recordSlotRejection("flaky", T0 + 100);
+    for (let i = 0; i < 3; i++) core.handle({ type: "slotRejected", workerAddr: "flaky" }, T0 + 100);
     expect(core.getWorkerView("flaky")?.circuitBreakerDeadlineMs).toBe(T0 + 10_100);
-    core.applyWorkerUpdate(hb("flaky", { taskSlots: 16, lastHeartbeatMs: T0 + 5_000 }), T0 + 5_000);
-    core.applyWorkerUpdate(hb("steady", { taskSlots: 2, lastHeartbeatMs: T0 + 5_000 }), T0 + 5_000);
+    core.handle({ type: "workerUpdated", heartbeat: hb("flaky", { taskSlots: 16, lastHeartbeatMs: T0 + 5_000 }) }, T0 + 5_000);
+    core.handle({ type: "workerUpdated", heartbeat: hb("steady", { taskSlots: 2, lastHeartbeatMs: T0 + 5_000 }) }, T0 + 5_000);
     expect(pick(core, T0 + 5_000)).toBe("steady");
     expect(pick(core, T0 + 10_099)).toBe("steady");
     const err = failure(core, T0 + 10_099, new Set(["steady"]));
@@ -225,7 +225,7 @@ describe("hard filters", () => {
     const err = failure(core, T0);
     expect(err.code).toBe(ErrorCode.ErrNoExecutableSlot);
     expect(err.message).toBe("[NO_EXECUTABLE_SLOT] no worker with free capacity passes the filters (3 workers: 3 without free capacity)");
-    core.applyWorkerUpdate(hb("over", { taskSlots: 4, reservedSlots: 1, runningTasks: 2 }), T0);
+    core.handle({ type: "workerUpdated", heartbeat: hb("over", { taskSlots: 4, reservedSlots: 1, runningTasks: 2 }) }, T0);
     expect(pick(core, T0)).toBe("over");
   });
 });
@@ -241,7 +241,7 @@ describe("ranking (candidateRanksBefore)", () => {
 
   test("with equal free slots the newer heartbeat wins, even against a smaller penalty and address", () => {
     const core = coreWith([hb("a", { lastHeartbeatMs: T0 - 1 }), hb("b", { lastHeartbeatMs: T0 })]);
-    core.recordSlotRejection("b", T0);
+    core.handle({ type: "slotRejected", workerAddr: "b" }, T0);
     expect(core.getWorkerView("b")?.penalty).toBe(1);
     expect(pick(core, T0)).toBe("b");
   });
@@ -249,10 +249,10 @@ describe("ranking (candidateRanksBefore)", () => {
   test("with equal free slots and heartbeats the smaller penalty wins, even against a smaller address", () => {
     const core = coreWith([hb("a"), hb("b")]);
     expect(pick(core, T0)).toBe("a");
-    core.recordSlotTimeout("a", T0);
+    core.handle({ type: "slotUnconfirmed", workerAddr: "a" }, T0);
     expect(pick(core, T0)).toBe("b");
-    core.recordSlotRejection("b", T0);
-    core.recordSlotRejection("b", T0);
+    core.handle({ type: "slotRejected", workerAddr: "b" }, T0);
+    core.handle({ type: "slotRejected", workerAddr: "b" }, T0);
     expect(pick(core, T0)).toBe("a"); // penalty 1 < 2
   });
 
@@ -281,11 +281,11 @@ describe("feedback, penalty and circuit breaker", () => {
 
   test("a worker that rejects twice is only penalised; the third failure opens its breaker for the cooldown", () => {
     const core = coreWith([hb("flaky", { taskSlots: 16 }), hb("steady", { taskSlots: 2 })], LONG_HEARTBEATS);
-    core.recordSlotRejection("flaky", T0);
-    core.recordSlotRejection("flaky", T0 + 1);
+    core.handle({ type: "slotRejected", workerAddr: "flaky" }, T0);
+    core.handle({ type: "slotRejected", workerAddr: "flaky" }, T0 + 1);
     expect(core.getWorkerView("flaky")).toMatchObject({ recentFailureCount: 2, penalty: 2, circuitBreakerDeadlineMs: 0 });
     expect(pick(core, T0 + 2)).toBe("flaky");
-    core.recordSlotRejection("flaky", T0 + 2);
+    core.handle({ type: "slotRejected", workerAddr: "flaky" }, T0 + 2);
     expect(core.getWorkerView("flaky")).toMatchObject({ recentFailureCount: 3, penalty: 3, circuitBreakerDeadlineMs: T0 + 10_002 });
     expect(pick(core, T0 + 2)).toBe("steady");
     expect(pick(core, T0 + 10_001)).toBe("steady");
@@ -294,42 +294,42 @@ describe("feedback, penalty and circuit breaker", () => {
 
   test("timeouts and rejections both count toward the same breaker", () => {
     const core = coreWith([hb("flaky", { taskSlots: 16 }), hb("steady", { taskSlots: 2 })], LONG_HEARTBEATS);
-    core.recordSlotTimeout("flaky", T0);
-    core.recordSlotRejection("flaky", T0);
-    core.recordSlotTimeout("flaky", T0);
+    core.handle({ type: "slotUnconfirmed", workerAddr: "flaky" }, T0);
+    core.handle({ type: "slotRejected", workerAddr: "flaky" }, T0);
+    core.handle({ type: "slotUnconfirmed", workerAddr: "flaky" }, T0);
     expect(core.getWorkerView("flaky")?.circuitBreakerDeadlineMs).toBe(T0 + 10_000);
     expect(pick(core, T0)).toBe("steady");
   });
 
   test("a worker that is merely full (backpressure) is neither penalised nor broken", () => {
     const core = coreWith([hb("busy", { taskSlots: 16 }), hb("steady", { taskSlots: 2 })], LONG_HEARTBEATS);
-    for (let i = 0; i < 10; i++) core.recordSlotBackpressure("busy", T0);
+    for (let i = 0; i < 10; i++) core.handle({ type: "workerWasFull", workerAddr: "busy" }, T0);
     expect(core.getWorkerView("busy")).toMatchObject({ recentFailureCount: 0, penalty: 0, circuitBreakerDeadlineMs: 0 });
-    core.recordSlotRejection("busy", T0);
-    core.recordSlotBackpressure("busy", T0);
-    core.recordSlotRejection("busy", T0);
+    core.handle({ type: "slotRejected", workerAddr: "busy" }, T0);
+    core.handle({ type: "workerWasFull", workerAddr: "busy" }, T0);
+    core.handle({ type: "slotRejected", workerAddr: "busy" }, T0);
     expect(core.getWorkerView("busy")).toMatchObject({ recentFailureCount: 2, penalty: 2, circuitBreakerDeadlineMs: 0 });
     expect(pick(core, T0)).toBe("busy");
   });
 
   test("one success forgives everything: failure count, penalty and an open breaker", () => {
     const core = coreWith([hb("flaky", { taskSlots: 16 }), hb("steady", { taskSlots: 2 })], LONG_HEARTBEATS);
-    for (let i = 0; i < 4; i++) core.recordSlotRejection("flaky", T0);
+    for (let i = 0; i < 4; i++) core.handle({ type: "slotRejected", workerAddr: "flaky" }, T0);
     expect(pick(core, T0)).toBe("steady");
-    core.recordSlotSuccess("flaky", T0 + 1);
+    core.handle({ type: "slotReserved", workerAddr: "flaky" }, T0 + 1);
     expect(core.getWorkerView("flaky")).toMatchObject({ recentFailureCount: 0, penalty: 0, circuitBreakerDeadlineMs: 0 });
     expect(pick(core, T0 + 1)).toBe("flaky");
     // And the count starts over: two more failures do not reopen it.
-    core.recordSlotRejection("flaky", T0 + 2);
-    core.recordSlotRejection("flaky", T0 + 2);
+    core.handle({ type: "slotRejected", workerAddr: "flaky" }, T0 + 2);
+    core.handle({ type: "slotRejected", workerAddr: "flaky" }, T0 + 2);
     expect(pick(core, T0 + 2)).toBe("flaky");
   });
 
   test("after the cooldown a worker that fails once more is broken again at once (the count is still over the threshold)", () => {
     const core = coreWith([hb("flaky", { taskSlots: 16 }), hb("steady", { taskSlots: 2 })], LONG_HEARTBEATS);
-    for (let i = 0; i < 3; i++) core.recordSlotRejection("flaky", T0);
+    for (let i = 0; i < 3; i++) core.handle({ type: "slotRejected", workerAddr: "flaky" }, T0);
     expect(pick(core, T0 + 10_000)).toBe("flaky");
-    core.recordSlotTimeout("flaky", T0 + 10_000);
+    core.handle({ type: "slotUnconfirmed", workerAddr: "flaky" }, T0 + 10_000);
     expect(core.getWorkerView("flaky")).toMatchObject({ recentFailureCount: 4, penalty: 4, circuitBreakerDeadlineMs: T0 + 20_000 });
     expect(pick(core, T0 + 10_000)).toBe("steady");
     expect(pick(core, T0 + 20_000)).toBe("flaky");
@@ -337,9 +337,9 @@ describe("feedback, penalty and circuit breaker", () => {
 
   test("a failure while the breaker is open moves the deadline to now + cooldown", () => {
     const core = coreWith([hb("flaky", { taskSlots: 16 }), hb("steady", { taskSlots: 2 })], LONG_HEARTBEATS);
-    for (let i = 0; i < 3; i++) core.recordSlotRejection("flaky", T0);
+    for (let i = 0; i < 3; i++) core.handle({ type: "slotRejected", workerAddr: "flaky" }, T0);
     expect(pick(core, T0 + 4_000)).toBe("steady");
-    core.recordSlotRejection("flaky", T0 + 4_000);
+    core.handle({ type: "slotRejected", workerAddr: "flaky" }, T0 + 4_000);
     expect(pick(core, T0 + 10_000)).toBe("steady");
     expect(pick(core, T0 + 13_999)).toBe("steady");
     expect(pick(core, T0 + 14_000)).toBe("flaky");
@@ -347,10 +347,10 @@ describe("feedback, penalty and circuit breaker", () => {
 
   test("feedback about a worker that already left the view is ignored", () => {
     const core = coreWith([hb("w1")]);
-    core.recordSlotRejection("gone", T0);
-    core.recordSlotTimeout("gone", T0);
-    core.recordSlotSuccess("gone", T0);
-    core.recordSlotBackpressure("gone", T0);
+    core.handle({ type: "slotRejected", workerAddr: "gone" }, T0);
+    core.handle({ type: "slotUnconfirmed", workerAddr: "gone" }, T0);
+    core.handle({ type: "slotReserved", workerAddr: "gone" }, T0);
+    core.handle({ type: "workerWasFull", workerAddr: "gone" }, T0);
     expect(core.workerCount()).toBe(1);
     expect(core.getWorkerView("gone")).toBeUndefined();
   });
@@ -359,12 +359,9 @@ describe("feedback, penalty and circuit breaker", () => {
 describe("view maintenance", () => {
   test("a re-list after a watch restart keeps what this Coordinator learned about surviving workers", () => {
     const core = coreWith([hb("flaky", { taskSlots: 16 }), hb("steady", { taskSlots: 2 }), hb("leaving")]);
-    for (let i = 0; i < 3; i++) core.recordSlotRejection("flaky", T0);
-    core.recordSlotTimeout("leaving", T0);
-    core.applyFullWorkerList(
-      [hb("flaky", { taskSlots: 16, lastHeartbeatMs: T0 + 500 }), hb("steady", { taskSlots: 2, lastHeartbeatMs: T0 + 500 })],
-      T0 + 500,
-    );
+    for (let i = 0; i < 3; i++) core.handle({ type: "slotRejected", workerAddr: "flaky" }, T0);
+    core.handle({ type: "slotUnconfirmed", workerAddr: "leaving" }, T0);
+    core.handle({ type: "workerListLoaded", workers: [hb("flaky", { taskSlots: 16, lastHeartbeatMs: T0 + 500 }), hb("steady", { taskSlots: 2, lastHeartbeatMs: T0 + 500 })] }, T0 + 500);
     expect(core.workerCount()).toBe(2);
     expect(core.getWorkerView("leaving")).toBeUndefined();
     expect(core.getWorkerView("flaky")).toMatchObject({
@@ -376,18 +373,18 @@ describe("view maintenance", () => {
     expect(pick(core, T0 + 500)).toBe("steady");
     expect(pick(core, T0 + 10_000)).toBe("flaky");
     // The dropped worker comes back later: it starts from zero.
-    core.applyWorkerUpdate(hb("leaving", { lastHeartbeatMs: T0 + 600 }), T0 + 600);
+    core.handle({ type: "workerUpdated", heartbeat: hb("leaving", { lastHeartbeatMs: T0 + 600 }) }, T0 + 600);
     expect(core.getWorkerView("leaving")).toMatchObject({ recentFailureCount: 0, penalty: 0, circuitBreakerDeadlineMs: 0 });
   });
 
   test("a worker that restarts (key deleted, then put again) starts with a clean record", () => {
     const core = coreWith([hb("w1", { taskSlots: 16 }), hb("w2", { taskSlots: 2 })]);
-    for (let i = 0; i < 3; i++) core.recordSlotTimeout("w1", T0);
-    core.applyWorkerRemoval("w1", T0 + 1);
+    for (let i = 0; i < 3; i++) core.handle({ type: "slotUnconfirmed", workerAddr: "w1" }, T0);
+    core.handle({ type: "workerRemoved", workerAddr: "w1" }, T0 + 1);
     expect(core.getWorkerView("w1")).toBeUndefined();
     expect(core.workerCount()).toBe(1);
-    core.applyWorkerRemoval("w1", T0 + 1); // removing twice is harmless
-    core.applyWorkerUpdate(hb("w1", { taskSlots: 16, lastHeartbeatMs: T0 + 2 }), T0 + 2);
+    core.handle({ type: "workerRemoved", workerAddr: "w1" }, T0 + 1); // removing twice is harmless
+    core.handle({ type: "workerUpdated", heartbeat: hb("w1", { taskSlots: 16, lastHeartbeatMs: T0 + 2 }) }, T0 + 2);
     expect(core.getWorkerView("w1")).toMatchObject({ recentFailureCount: 0, penalty: 0, circuitBreakerDeadlineMs: 0 });
     expect(pick(core, T0 + 2)).toBe("w1");
   });
@@ -395,7 +392,7 @@ describe("view maintenance", () => {
   test("a new worker announced by the watch is used at once, and its view is a copy of the heartbeat", () => {
     const core = coreWith([hb("w1", { taskSlots: 2 })]);
     const beat = hb("w2", { taskSlots: 4 });
-    core.applyWorkerUpdate(beat, T0);
+    core.handle({ type: "workerUpdated", heartbeat: beat }, T0);
     beat.taskSlots = 0; // the caller reusing its object must not change the view
     expect(core.getWorkerView("w2")?.taskSlots).toBe(4);
     expect(pick(core, T0)).toBe("w2");
@@ -410,10 +407,10 @@ describe("view maintenance", () => {
 
   test("heartbeats that only change non-ranking fields leave the pick alone", () => {
     const core = coreWith([hb("a"), hb("b")]);
-    core.applyWorkerUpdate(hb("b", { cpuPercent: 0.5, memoryAvailableBytes: 7 }), T0);
+    core.handle({ type: "workerUpdated", heartbeat: hb("b", { cpuPercent: 0.5, memoryAvailableBytes: 7 }) }, T0);
     expect(core.getWorkerView("b")).toMatchObject({ cpuPercent: 0.5, memoryAvailableBytes: 7 });
     expect(pick(core, T0)).toBe("a");
-    core.applyWorkerUpdate(hb("b", { lastHeartbeatMs: T0 + 1 }), T0 + 1);
+    core.handle({ type: "workerUpdated", heartbeat: hb("b", { lastHeartbeatMs: T0 + 1 }) }, T0 + 1);
     expect(pick(core, T0 + 1)).toBe("b");
   });
 });
@@ -441,12 +438,12 @@ describe("errors say why", () => {
   test("when the newest worker leaves, the staleness check looks at the remaining ones", () => {
     const core = coreWith([hb("old", { lastHeartbeatMs: T0 - 5_000 }), hb("new", { lastHeartbeatMs: T0 })]);
     expect(pick(core, T0 + 6_000)).toBe("new");
-    core.applyWorkerRemoval("new", T0 + 6_000);
+    core.handle({ type: "workerRemoved", workerAddr: "new" }, T0 + 6_000);
     expect(failure(core, T0 + 6_000).code).toBe(ErrorCode.ErrUnavailable);
     // A heartbeat that goes backwards (a merged registry) is also taken into account.
-    core.applyWorkerUpdate(hb("new", { lastHeartbeatMs: T0 + 6_000 }), T0 + 6_000);
+    core.handle({ type: "workerUpdated", heartbeat: hb("new", { lastHeartbeatMs: T0 + 6_000 }) }, T0 + 6_000);
     expect(pick(core, T0 + 6_000)).toBe("new");
-    core.applyWorkerUpdate(hb("new", { lastHeartbeatMs: T0 - 4_001 }), T0 + 6_000);
+    core.handle({ type: "workerUpdated", heartbeat: hb("new", { lastHeartbeatMs: T0 - 4_001 }) }, T0 + 6_000);
     expect(failure(core, T0 + 6_000).code).toBe(ErrorCode.ErrUnavailable);
   });
 
@@ -482,7 +479,7 @@ describe("errors say why", () => {
       hb("broken-2"),
       hb("silent-1", { lastHeartbeatMs: T0 - 30_000 }),
     ]);
-    for (const w of ["broken-1", "broken-2"]) for (let i = 0; i < 3; i++) core.recordSlotRejection(w, T0);
+    for (const w of ["broken-1", "broken-2"]) for (let i = 0; i < 3; i++) core.handle({ type: "slotRejected", workerAddr: w }, T0);
     const err = failure(core, T0 + 1, new Set(["tried-1", "tried-2"]));
     expect(err.code).toBe(ErrorCode.ErrNoExecutableSlot);
     expect(err.message).toBe(
@@ -506,7 +503,7 @@ describe("errors say why", () => {
 
   test("a wall clock stepping backwards re-opens a breaker that had expired", () => {
     const core = coreWith([hb("flaky", { taskSlots: 16 }), hb("steady", { taskSlots: 2 })]);
-    for (let i = 0; i < 3; i++) core.recordSlotRejection("flaky", T0);
+    for (let i = 0; i < 3; i++) core.handle({ type: "slotRejected", workerAddr: "flaky" }, T0);
     expect(pick(core, T0 + 10_000)).toBe("flaky");
     expect(pick(core, T0 + 9_999)).toBe("steady");
     const err = failure(core, T0 + 9_999, new Set(["steady"]));
@@ -515,7 +512,7 @@ describe("errors say why", () => {
 
   test("the taskId does not influence the pick", () => {
     const core = coreWith([hb("a"), hb("b"), hb("c")]);
-    const picks = new Set(["t1", "t2", "another-task", ""].map((t) => core.selectCandidate(t, NONE, T0).workerAddr));
+    const picks = new Set(["t1", "t2", "another-task", ""].map((t) => core.handle({ type: "candidateRequested", taskId: t, excludeAddrs: NONE }, T0).reply.workerAddr));
     expect([...picks]).toEqual(["a"]);
   });
 });
@@ -523,7 +520,7 @@ describe("errors say why", () => {
 describe("validateState", () => {
   test("it notices a corrupted counter (so the checks after every step can fail)", () => {
     const core = new CoordinatorCore(defaultCoordinatorCoreConfig());
-    core.applyFullWorkerList([hb("w1", { cpuPercent: 0.99 })], T0);
+    core.handle({ type: "workerListLoaded", workers: [hb("w1", { cpuPercent: 0.99 })] }, T0);
     core.validateState();
     (core as unknown as { overCpuCount: number }).overCpuCount += 1;
     expect(() => core.validateState()).toThrow(/overCpuCount is 2, actual 1/);
@@ -531,7 +528,7 @@ describe("validateState", () => {
 
   test("it notices a record whose rank key changed behind the index's back", () => {
     const core = new CoordinatorCore(defaultCoordinatorCoreConfig());
-    core.applyFullWorkerList([hb("w1"), hb("w2", { taskSlots: 4 })], T0);
+    core.handle({ type: "workerListLoaded", workers: [hb("w1"), hb("w2", { taskSlots: 4 })] }, T0);
     const rec = (core as unknown as { records: Map<string, { free: number; taskSlots: number }> }).records.get("w2");
     if (rec === undefined) throw new Error("w2 missing");
     rec.taskSlots = 16;

@@ -5,17 +5,15 @@ import { type CoordinatorCoreConfig, validateCoordinatorCoreConfig } from "./con
 import { CoordinatorError, describeFilterCounts, type FilterCounts } from "./coordinator-error";
 import { DeadlineHeap } from "../../common/deadline-heap";
 import { freeCapacity, type WorkerView } from "./worker-view";
+import type { CandidateRequested, CoordinatorEvent } from "./coordinator-core-events";
+import type { CandidateResult, CoordinatorDecision, ReplyOf } from "./coordinator-core-instructions";
 
-/**
- * CandidateResult is the outcome of selectCandidate: a Worker address, or the reason there is none.
- */
-export type CandidateResult = { workerAddr: string; err?: undefined } | { workerAddr?: undefined; err: CoordinatorError };
 
 /**
  * candidateRanksBefore is the seed's ranking of the Workers that pass the hard filters: larger
  * free capacity first, then the newer heartbeat, then the smaller penalty, then the smaller
  * address (plain JS string `<`, i.e. UTF-16 code units). It is a strict total order on distinct
- * addresses. CoordinatorCore.selectCandidate returns the first Worker in this order.
+ * addresses. A candidateRequested event is answered with the first Worker in this order.
  */
 export function candidateRanksBefore(a: WorkerView, b: WorkerView): boolean {
   const fa = freeCapacity(a);
@@ -111,13 +109,15 @@ export interface CoordinatorCoreOptions {
 
 /**
  * CoordinatorCore is the Coordinator's Sans-IO decision engine (the seed's `core.CoordinatorCore`).
- * It never reads a clock, never does IO and never logs: every method takes `nowMs` (UTC ms, the
+ * It never reads a clock, never does IO and never logs: every step takes `nowMs` (UTC ms, the
  * same clock Workers write into `lastHeartbeatMs`), and every decision returns its reason as a
- * CoordinatorError. It is not thread-safe by itself; the adapter serialises calls.
+ * CoordinatorError. It is not re-entrant by itself; the adapters serialise calls.
  *
- * Events: applyFullWorkerList, applyWorkerUpdate, applyWorkerRemoval, markWatchDisconnected,
- * markWatchReconnected. Decisions: isReady, readinessError, selectCandidate. Feedback:
- * recordSlotSuccess, recordSlotRejection, recordSlotBackpressure, recordSlotTimeout.
+ * One doorway mutates it: `handle(event, nowMs)` (see CoordinatorEvent): the registry watcher's
+ * events (workerListLoaded, workerUpdated, workerRemoved, watchDisconnected, watchReconnected),
+ * the reservation loop's candidateRequested (answered with a CandidateResult) and its feedback
+ * (slotReserved, slotRejected, workerWasFull, slotUnconfirmed). Queries (`isReady`,
+ * `readinessError`, `getWorkerView`, `workers`, ...) change nothing.
  *
  * ## How selection stays sub-linear
  *
@@ -127,14 +127,14 @@ export interface CoordinatorCoreOptions {
  * - Static filters (red lines, freeCapacity <= 0) depend only on the heartbeat. They are evaluated
  *   once per heartbeat; a Worker failing one is FILTERED and only counted.
  * - The breaker depends on time, but only through one deadline per Worker. A Worker whose breaker
- *   opens is PARKED (taken out of the index) and its deadline goes into a min-heap; selectCandidate
- *   first moves every Worker whose deadline has passed back into the index. A broken Worker keeps
+ *   opens is PARKED (taken out of the index) and its deadline goes into a min-heap; a candidate
+ *   request first moves every Worker whose deadline has passed back into the index. A broken Worker keeps
  *   reporting full free capacity and fresh heartbeats, so it would otherwise sit at the top of the
  *   ranking and be stepped over by every request.
  * - Every other ELIGIBLE Worker is INDEXED: a CandidateIndex ordered by the rank key
  *   (free capacity desc, lastHeartbeatMs desc, penalty asc, addr asc).
  *
- * selectCandidate walks the index from the best and stops at the first Worker that is not
+ * A candidate request walks the index from the best and stops at the first Worker that is not
  * excluded, not stale and (only possible when `nowMs` went backwards) not breaker-open. Within one
  * free-capacity group the heartbeats descend, so the stale Workers of a group are a suffix of it:
  * at the first stale Worker the walk jumps (binary search) to the next group.
@@ -197,15 +197,53 @@ export class CoordinatorCore {
     this.index = new CandidateIndex<WorkerRecord>(options.indexChunkLoad ?? DEFAULT_CHUNK_LOAD);
   }
 
+  /**
+   * handle applies one event at `nowMs` and returns the decision: the CandidateResult for
+   * candidateRequested, `reply: undefined` for every other event. What each event does is
+   * documented on its type (coordinator-core-events.ts).
+   */
+  handle<E extends CoordinatorEvent>(event: E, nowMs: number): CoordinatorDecision<ReplyOf<E>> {
+    const decision: CoordinatorDecision = { reply: this.step(event, nowMs) };
+    return decision as CoordinatorDecision<ReplyOf<E>>;
+  }
+
+  private step(event: CoordinatorEvent, nowMs: number): CandidateResult | undefined {
+    switch (event.type) {
+      case "workerListLoaded":
+        this.loadWorkerList(event.workers);
+        return undefined;
+      case "workerUpdated":
+        this.updateWorker(event.heartbeat);
+        return undefined;
+      case "workerRemoved":
+        this.removeWorker(event.workerAddr);
+        return undefined;
+      case "watchDisconnected":
+        // Only the first disconnect counts: the grace period runs from it.
+        if (this.watchDisconnectedAtMs === null) this.watchDisconnectedAtMs = nowMs;
+        return undefined;
+      case "watchReconnected":
+        this.watchDisconnectedAtMs = null;
+        return undefined;
+      case "candidateRequested":
+        return this.selectCandidate(event, nowMs);
+      case "slotReserved":
+        this.clearFailures(event.workerAddr);
+        return undefined;
+      case "slotRejected":
+      case "slotUnconfirmed":
+        this.recordFailure(event.workerAddr, nowMs);
+        return undefined;
+      case "workerWasFull":
+        // A full Worker is healthy; its next heartbeat will show the capacity.
+        return undefined;
+    }
+  }
+
   // ---------------------------------------------------------------- events
 
-  /**
-   * applyFullWorkerList replaces the view with `workers` (the result of a full etcd list). Workers
-   * that were already known keep their three local fields; Workers missing from the list are
-   * dropped. If an address appears twice, the later entry wins. Marks the core initialized, for
-   * good. O(n log n).
-   */
-  applyFullWorkerList(workers: readonly WorkerHeartbeat[], _nowMs: number): void {
+  /** loadWorkerList: workerListLoaded. */
+  private loadWorkerList(workers: readonly WorkerHeartbeat[]): void {
     const next = new Map<string, WorkerRecord>();
     for (const hb of workers) {
       const rec = next.get(hb.workerAddr) ?? this.records.get(hb.workerAddr);
@@ -241,12 +279,8 @@ export class CoordinatorCore {
     this.initialized = true;
   }
 
-  /**
-   * applyWorkerUpdate stores one Worker's heartbeat (a put seen by the watch). A Worker seen for
-   * the first time starts with zero local fields. The heartbeat must satisfy
-   * WorkerHeartbeatSchema (the adapter parses it); it is copied, never retained.
-   */
-  applyWorkerUpdate(hb: WorkerHeartbeat, _nowMs: number): void {
+  /** updateWorker: workerUpdated. */
+  private updateWorker(hb: WorkerHeartbeat): void {
     const rec = this.records.get(hb.workerAddr);
     if (rec === undefined) {
       const fresh = new WorkerRecord(hb);
@@ -270,11 +304,8 @@ export class CoordinatorCore {
     this.noteHeartbeat(rec.lastHeartbeatMs, previousHeartbeatMs);
   }
 
-  /**
-   * applyWorkerRemoval drops a Worker (its key left etcd under every prefix). Its local fields are
-   * forgotten: if it comes back, it starts from zero. Unknown addresses are ignored.
-   */
-  applyWorkerRemoval(workerAddr: string, _nowMs: number): void {
+  /** removeWorker: workerRemoved. */
+  private removeWorker(workerAddr: string): void {
     const rec = this.records.get(workerAddr);
     if (rec === undefined) return;
     this.detach(rec);
@@ -287,20 +318,7 @@ export class CoordinatorCore {
     }
   }
 
-  /**
-   * markWatchDisconnected records that a watch broke. Only the FIRST disconnect counts: later calls
-   * before markWatchReconnected leave the time alone, so the grace period runs from the first.
-   */
-  markWatchDisconnected(nowMs: number): void {
-    if (this.watchDisconnectedAtMs === null) this.watchDisconnectedAtMs = nowMs;
-  }
-
-  /** markWatchReconnected clears the disconnect (every prefix is listed again and watching). */
-  markWatchReconnected(_nowMs: number): void {
-    this.watchDisconnectedAtMs = null;
-  }
-
-  // ---------------------------------------------------------------- decisions
+  // ---------------------------------------------------------------- queries
 
   /** isReady is false before the first full list and once the watch has been down longer than the grace period. */
   isReady(nowMs: number): boolean {
@@ -327,18 +345,9 @@ export class CoordinatorCore {
     return null;
   }
 
-  /**
-   * selectCandidate picks the best Worker for one attempt of a ReserveWorkerSlot request: the
-   * first, by candidateRanksBefore, of the Workers that pass every hard filter (not in
-   * `excludeAddrs`, `now - lastHeartbeatMs <= heartbeatTimeoutMs`, cpu/memory/error rate not above
-   * their red lines, breaker not open, freeCapacity > 0). Deterministic: `taskId` does not affect
-   * the pick. Errors: UNAVAILABLE when not ready or when the view is non-empty and every heartbeat
-   * is stale; NO_EXECUTABLE_SLOT otherwise when nothing passes (including an empty view).
-   *
-   * It moves Workers whose breaker expired by `nowMs` back into the index; that is bookkeeping, the
-   * answer is a function of the events so far and the arguments only.
-   */
-  selectCandidate(_taskId: string, excludeAddrs: ReadonlySet<string>, nowMs: number): CandidateResult {
+  /** selectCandidate: candidateRequested (see CandidateRequested for the contract). */
+  private selectCandidate(request: CandidateRequested, nowMs: number): CandidateResult {
+    const excludeAddrs = request.excludeAddrs;
     const notReady = this.readinessError(nowMs);
     if (notReady !== null) return { err: notReady };
     this.advanceBreakers(nowMs);
@@ -379,10 +388,8 @@ export class CoordinatorCore {
     };
   }
 
-  // ---------------------------------------------------------------- feedback
-
-  /** recordSlotSuccess clears the Worker's failure count, penalty and breaker. Unknown addr: no-op. */
-  recordSlotSuccess(workerAddr: string, _nowMs: number): void {
+  /** clearFailures: slotReserved clears the Worker's failure count, penalty and breaker. */
+  private clearFailures(workerAddr: string): void {
     const rec = this.records.get(workerAddr);
     if (rec === undefined) return;
     if (rec.recentFailureCount === 0 && rec.penalty === 0 && rec.circuitBreakerDeadlineMs === 0) return;
@@ -392,22 +399,6 @@ export class CoordinatorCore {
     rec.circuitBreakerDeadlineMs = 0;
     this.attach(rec);
   }
-
-  /** recordSlotRejection counts an explicit rejection toward the penalty and the breaker. Unknown addr: no-op. */
-  recordSlotRejection(workerAddr: string, nowMs: number): void {
-    this.recordFailure(workerAddr, nowMs);
-  }
-
-  /** recordSlotTimeout counts an unconfirmed reservation toward the penalty and the breaker. Unknown addr: no-op. */
-  recordSlotTimeout(workerAddr: string, nowMs: number): void {
-    this.recordFailure(workerAddr, nowMs);
-  }
-
-  /**
-   * recordSlotBackpressure notes that the Worker had no free slot (NO_SLOT). It changes nothing:
-   * a full Worker is healthy, and its next heartbeat will show the capacity.
-   */
-  recordSlotBackpressure(_workerAddr: string, _nowMs: number): void {}
 
   // ---------------------------------------------------------------- introspection
 
@@ -513,6 +504,7 @@ export class CoordinatorCore {
 
   // ---------------------------------------------------------------- internals
 
+  /** recordFailure: slotRejected and slotUnconfirmed count toward the penalty and the breaker. */
   private recordFailure(workerAddr: string, nowMs: number): void {
     const rec = this.records.get(workerAddr);
     if (rec === undefined) return;

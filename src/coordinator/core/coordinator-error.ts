@@ -30,7 +30,7 @@ export interface FilterCounts {
  * (`[NO_EXECUTABLE_SLOT] ...`) and `rawMessage` holds the text without it. The adapter maps
  * `code` to a gRPC status in exactly one place (`coordCodeToGRPC`).
  *
- * `filterCounts` is set on NO_EXECUTABLE_SLOT errors from selectCandidate so that an adapter can
+ * `filterCounts` is set on NO_EXECUTABLE_SLOT errors answering candidateRequested so that an adapter can
  * log or count the reasons without parsing the message.
  */
 export class CoordinatorError extends Error {

@@ -15,7 +15,7 @@ const uncertain: SlotReservation = { err: { code: ErrorCode.ErrSlotUncertain, me
 
 function setup(opts: { maxCandidates?: number; maxTimeoutRetries?: number } = {}) {
   const core = new CoordinatorCore({ ...defaultCoordinatorCoreConfig(), maxCandidates: opts.maxCandidates ?? 3 });
-  core.applyFullWorkerList([hb("a:1", 9), hb("b:1", 5), hb("c:1", 1)], NOW);
+  core.handle({ type: "workerListLoaded", workers: [hb("a:1", 9), hb("b:1", 5), hb("c:1", 1)] }, NOW);
   const r = new ReservationCore(core, { maxCandidates: opts.maxCandidates ?? 3, maxTimeoutRetries: opts.maxTimeoutRetries ?? 1, workerRpcTimeoutMs: 3000, slotTtlMs: 5000 });
   return { core, r };
 }
@@ -78,9 +78,9 @@ describe("ReservationCore", () => {
   test("an empty task id, an untrusted view, and a cancelled client each get their reply at once", () => {
     const { core, r } = setup();
     expect(play(r, "", [])[0]).toMatchObject({ type: "reply", outcome: "invalid_argument" });
-    core.markWatchDisconnected(NOW - 20_000);
+    core.handle({ type: "watchDisconnected" }, NOW - 20_000);
     expect(play(r, "t1", [])[0]).toMatchObject({ type: "reply", outcome: "unavailable" });
-    core.markWatchReconnected(NOW);
+    core.handle({ type: "watchReconnected" }, NOW);
     expect(r.handle({ type: "reservationRequested", reservationId: 7, taskId: "t7" }, NOW).type).toBe("requestSlot");
     const cancelled = r.handle({ type: "clientCancelled", reservationId: 7 }, NOW);
     expect(cancelled.outcome).toBe("cancelled");

@@ -1,60 +1,14 @@
 import { ErrorCode } from "../../common/error-code";
 import type { ReserveWorkerSlotResponse } from "../../gen/coordinator/v1/coordinator";
-import type { SlotReservation, SlotError } from "./slot-reservation";
+import type { ClientCancelled, ReservationEvent, ReservationRequested, WorkerAnswered } from "./reservation-core-events";
+import type { Reply, RequestSlot, ReservationInstruction, ReservationOutcome } from "./reservation-core-instructions";
+import type { SlotError } from "./slot-reservation";
 import type { CoordinatorCore } from "./coordinator-core";
 import { CoordinatorError } from "./coordinator-error";
 import { validateReserveRequest } from "./validate";
 
-/**
- * ReservationEvent is everything that happens to one ReserveWorkerSlot call, as the adapter sees
- * it: the request, the answer to the one RequestTaskSlot it has outstanding, and the client going
- * away. Each reservation has at most one request outstanding, so every event gets exactly one
- * instruction back.
- */
-export type ReservationEvent = ReservationRequested | WorkerAnswered | ClientCancelled;
-
-/** A client called ReserveWorkerSlot{task_id}. `reservationId` is the adapter's, unique per call. */
-export interface ReservationRequested {
-  readonly type: "reservationRequested";
-  readonly reservationId: number;
-  readonly taskId: string;
-}
-
-/** The Worker answered the reservation's outstanding RequestTaskSlot (or its deadline passed: an uncertain SlotError). */
-export interface WorkerAnswered {
-  readonly type: "workerAnswered";
-  readonly reservationId: number;
-  readonly answer: SlotReservation;
-}
-
-/** The client cancelled the call before the next request went out. */
-export interface ClientCancelled {
-  readonly type: "clientCancelled";
-  readonly reservationId: number;
-}
-
-/** ReservationInstruction: ask one Worker for a slot, or answer the client (the reservation is then over). */
-export type ReservationInstruction = RequestSlot | Reply;
-
-export interface RequestSlot {
-  readonly type: "requestSlot";
-  readonly reservationId: number;
-  readonly workerAddr: string;
-  readonly taskId: string;
-  readonly ttlMs: number;
-  /** Deadline of this one RPC; past it the adapter reports an uncertain answer. */
-  readonly timeoutMs: number;
-}
-
-/** Outcome labels of blockx_coordinator_reservations_total. */
-export type ReservationOutcome = "reserved" | "invalid_argument" | "unavailable" | "no_executable_slot" | "all_rejected" | "uncertain" | "cancelled";
-
-export interface Reply {
-  readonly type: "reply";
-  readonly reservationId: number;
-  readonly result: { readonly ok: true; readonly response: ReserveWorkerSlotResponse } | { readonly ok: false; readonly err: CoordinatorError };
-  readonly outcome: ReservationOutcome;
-}
+export type { ClientCancelled, ReservationEvent, ReservationRequested, WorkerAnswered } from "./reservation-core-events";
+export type { Reply, RequestSlot, ReservationInstruction, ReservationOutcome } from "./reservation-core-instructions";
 
 export interface ReservationCoreConfig {
   /** Candidates tried one after another (COORDINATOR_MAX_CANDIDATES). */
@@ -132,14 +86,14 @@ export class ReservationCore {
     if (!r) throw new Error(`no open reservation ${e.reservationId}`);
     const a = e.answer;
     if (a.snapshot?.slotId) {
-      this.coordinator.recordSlotSuccess(r.workerAddr, nowMs);
+      this.coordinator.handle({ type: "slotReserved", workerAddr: r.workerAddr }, nowMs);
       return this.reply(e.reservationId, { ok: true, response: { taskId: r.taskId, workerAddr: r.workerAddr, slotId: a.snapshot.slotId } }, "reserved");
     }
     // A success without a slot id proves nothing: treat it as uncertain.
     const err: SlotError = a.err ?? { code: ErrorCode.ErrSlotUncertain, message: "worker answered without a slot id", mayHaveAllocated: true };
     if (err.mayHaveAllocated) {
       if (r.tries <= this.config.maxTimeoutRetries) return this.request(e.reservationId, r);
-      this.coordinator.recordSlotTimeout(r.workerAddr, nowMs);
+      this.coordinator.handle({ type: "slotUnconfirmed", workerAddr: r.workerAddr }, nowMs);
       return this.fail(
         e.reservationId,
         new CoordinatorError(
@@ -149,8 +103,7 @@ export class ReservationCore {
         ),
       );
     }
-    if (err.code === ErrorCode.ErrNoSlot) this.coordinator.recordSlotBackpressure(r.workerAddr, nowMs);
-    else this.coordinator.recordSlotRejection(r.workerAddr, nowMs);
+    this.coordinator.handle({ type: err.code === ErrorCode.ErrNoSlot ? "workerWasFull" : "slotRejected", workerAddr: r.workerAddr }, nowMs);
     r.rejections.push(`${r.workerAddr}: ${err.code}${err.message ? ` (${err.message})` : ""}`);
     r.exclude.add(r.workerAddr);
     return this.nextCandidate(e.reservationId, r, nowMs);
@@ -158,7 +111,7 @@ export class ReservationCore {
 
   private nextCandidate(id: number, r: Reservation, nowMs: number): ReservationInstruction {
     if (r.candidates < this.config.maxCandidates) {
-      const candidate = this.coordinator.selectCandidate(r.taskId, r.exclude, nowMs);
+      const candidate = this.coordinator.handle({ type: "candidateRequested", taskId: r.taskId, excludeAddrs: r.exclude }, nowMs).reply;
       if (!candidate.err) {
         r.candidates++;
         r.workerAddr = candidate.workerAddr;

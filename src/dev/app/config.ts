@@ -33,6 +33,7 @@ export const devVars = {
   ),
   tableStoreUrl: tableStoreVars.tableStoreUrl,
   proxy: envVar("DEV_PROXY", "true", "true or false", "also run `blockx proxy` on <DEV_DIR>/proxy.sock when this build has it", enumSchema(["true", "false"] as const)),
+  ui: envVar("DEV_UI", "true", "true or false", "serve the web dashboard (`blockx ui`) on a loopback port, printed and in blockx-dev.env as BLOCKX_UI_URL", enumSchema(["true", "false"] as const)),
   readyTimeoutMs: envVar("DEV_READY_TIMEOUT_MS", "60000", "an integer from 1 to 86400000", "how long each start stage may take to become ready", intSchema(1, MAX_MS)),
   stopGraceMs: envVar(
     "DEV_STOP_GRACE_MS",
@@ -64,6 +65,7 @@ export interface DevConfig {
   readonly postgres: boolean;
   /** Passed to the Workers (and the client environment) when set. */
   readonly tableStoreUrl: string;
+  readonly ui: boolean;
   readonly readyTimeoutMs: number;
   readonly stopGraceMs: number;
   readonly terminalLogLevel: "trace" | "debug" | "info" | "warn" | "error" | "fatal";
@@ -84,6 +86,7 @@ export function loadDevConfig(env: Readonly<Record<string, string | undefined>>,
     proxy: v.proxy === "true",
     postgres: v.postgres === "true",
     tableStoreUrl: v.tableStoreUrl.trim(),
+    ui: v.ui === "true",
     readyTimeoutMs: v.readyTimeoutMs,
     stopGraceMs: v.stopGraceMs,
     terminalLogLevel: v.terminalLogLevel,

@@ -2,6 +2,10 @@ import { findPostgresBinDir, postgresBinDirs, PrivatePostgres } from "../../comm
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
+import { createLogger } from "../../common/logging/logger";
+import { BlockxClient } from "../../sdk/blockx-client";
+import { loadClientConfig } from "../../sdk/client-config";
+import { startUiServer, type UiServer } from "../../ui/ui-server";
 import { DevChild } from "../adapters/dev-child";
 import { locateEtcd } from "../adapters/etcd-binary";
 import { freePort } from "../adapters/free-port";
@@ -85,6 +89,9 @@ export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise
     syncInvoker: devEnv.commands.has("syncinvoker"),
     proxy: config.proxy && devEnv.commands.has("proxy"),
   });
+  // Every blockx child serves /metrics on a loopback port chosen now, so dev can list them before they start.
+  const metricsAddrs = new Map<string, string>();
+  for (const c of plan) if (c.role !== "etcd") metricsAddrs.set(c.id, `127.0.0.1:${await freePort()}`);
   const core = new SupervisorCore(plan, { readyTimeoutMs: config.readyTimeoutMs, stopGraceMs: config.stopGraceMs });
   const children = new Map<string, DevChild>();
   const endpoints = new Map<string, string>();
@@ -110,6 +117,7 @@ export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise
           logLevel: config.logLevel,
           endpoints,
           tableStoreUrl,
+          metricsAddrs,
           declaredVars: devEnv.declaredVars,
         });
         const child = new DevChild(i.child.id, launch, {
@@ -140,16 +148,27 @@ export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise
         break;
     }
   };
+  let ui: UiServer | null = null;
+  let uiClient: BlockxClient | null = null;
   const announce = (ready: ReadonlyArray<readonly [string, string]>) => {
-    const vars = clientEnvironment({ layout, endpoints, etcdClientPort, tableStoreUrl });
+    // The dashboard runs inside dev itself, reading the cluster as any client would.
+    if (config.ui) {
+      const clientEnv = Object.fromEntries(clientEnvironment({ layout, endpoints, etcdClientPort, tableStoreUrl }));
+      uiClient = new BlockxClient(loadClientConfig({ ...clientEnv, PROXY_SOCKET_PATH: "" }));
+      ui = startUiServer(uiClient, { listenAddr: "127.0.0.1:0", refreshMs: 1000, maxStreams: 32 }, createLogger("warn", { role: "ui" }, 2));
+    }
+    const vars = clientEnvironment({ layout, endpoints, etcdClientPort, tableStoreUrl, metricsAddrs, ...(ui ? { uiUrl: ui.url } : {}) });
     writeFileSync(layout.envFilePath, renderEnvFile(vars));
     const width = Math.max(...ready.map(([id]) => id.length));
     const lines = ["ready:", ...ready.map(([id, ep]) => `  ${id.padEnd(width)}  ${ep}  (pid ${children.get(id)?.pid})`)];
     lines.push(`client environment (also in ${layout.envFilePath}; \`source\` it):`, ...renderEnvFile(vars).trimEnd().split("\n").map((l) => `  ${l}`));
+    lines.push("metrics (Prometheus text at /metrics):", ...[...metricsAddrs].map(([id, a]) => `  ${id.padEnd(width)}  http://${a}/metrics`));
+    if (ui) lines.push(`dashboard: ${ui.url}`);
     lines.push("Ctrl-C stops everything.");
     say(lines.join("\n"));
     // One machine-readable line on stdout, for scripts that start dev in the background.
-    process.stdout.write(JSON.stringify({ msg: "dev ready", dir: layout.dir, envFile: layout.envFilePath, endpoints: Object.fromEntries(ready) }) + "\n");
+    const metrics = Object.fromEntries(metricsAddrs);
+    process.stdout.write(JSON.stringify({ msg: "dev ready", dir: layout.dir, envFile: layout.envFilePath, endpoints: Object.fromEntries(ready), metrics, ui: ui?.url ?? "" }) + "\n");
   };
 
   const onSignal = (signal: NodeJS.Signals) => apply({ type: "stopRequested", signal });
@@ -158,6 +177,8 @@ export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise
   apply({ type: "started" });
   const code = await finished;
   clearInterval(ticker);
+  (ui as UiServer | null)?.stop();
+  (uiClient as BlockxClient | null)?.close();
   for (const s of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.off(s, onSignal);
 
   await postgres?.server.destroy();

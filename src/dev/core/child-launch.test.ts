@@ -11,11 +11,12 @@ const ctx = (endpoints: Record<string, string>, declared: string[] = []): Launch
   executorsPerWorker: 3,
   logLevel: "info",
   endpoints: new Map(Object.entries(endpoints)),
+  metricsAddrs: new Map([["worker-1", "127.0.0.1:9101"], ["syncinvoker", "127.0.0.1:9102"]]),
   declaredVars: () => new Set(declared),
 });
 
 describe("child launches", () => {
-  test("Workers share the dev dir's table store and FUNCTIONS_DIR, bind loopback port 0, drain briefly, serve no Prometheus port", () => {
+  test("Workers share the dev dir's table store and FUNCTIONS_DIR, bind loopback port 0, drain briefly, serve /metrics on the port chosen for them", () => {
     const l = launchFor({ id: "worker-1", role: "worker", stage: 1 }, ctx({}));
     expect(l.argv).toEqual(["/b/blockx", "worker"]);
     expect(l.env).toMatchObject({
@@ -24,7 +25,7 @@ describe("child launches", () => {
       TABLE_STORE_PATH: "/d/tables.sqlite",
       FUNCTIONS_DIR: "/d/functions",
       EXECUTOR_COUNT: "3",
-      BLOCKX_PROMETHEUS_LISTEN_ADDR: "",
+      BLOCKX_PROMETHEUS_LISTEN_ADDR: "127.0.0.1:9101",
       TMPDIR: "/d/tmp",
     });
     expect(l.readiness).toEqual({ kind: "grpcLog" });
@@ -41,7 +42,7 @@ describe("child launches", () => {
   test("roles from other branches get the client variables and loopback port 0 for each listen variable they declare", () => {
     const e = { coordinator: "127.0.0.1:1", "bundle-coordinator": "127.0.0.1:2" };
     const si = launchFor({ id: "syncinvoker", role: "syncinvoker", stage: 2 }, ctx(e, ["SYNCINVOKER_LISTEN", "BLOCKX_PROMETHEUS_LISTEN_ADDR"]));
-    expect(si.env).toMatchObject({ SYNCINVOKER_LISTEN: "127.0.0.1:0", BLOCKX_COORDINATOR_ADDRS: "127.0.0.1:1", BLOCKX_PROMETHEUS_LISTEN_ADDR: "" });
+    expect(si.env).toMatchObject({ SYNCINVOKER_LISTEN: "127.0.0.1:0", BLOCKX_COORDINATOR_ADDRS: "127.0.0.1:1", BLOCKX_PROMETHEUS_LISTEN_ADDR: "127.0.0.1:9102" });
     const proxy = launchFor({ id: "proxy", role: "proxy", stage: 2 }, ctx(e));
     expect(proxy.env).toMatchObject({ PROXY_SOCKET_PATH: "/d/proxy.sock", BLOCKX_BUNDLE_COORDINATOR_ADDRS: "127.0.0.1:2" });
     expect(proxy.readiness).toEqual({ kind: "socketFile", path: "/d/proxy.sock" });
@@ -63,6 +64,17 @@ describe("child launches", () => {
     const text = renderEnvFile(vars);
     const r = Bun.spawnSync(["bash", "-c", `${text}\nprintf '%s' "$TABLE_STORE_PATH"`]);
     expect(r.stdout.toString()).toBe("/tmp/it's/tables.sqlite");
+  });
+
+  test("the env file lists every child's /metrics address and the dashboard's URL", () => {
+    const vars = clientEnvironment({
+      layout: devLayout("/d"),
+      endpoints: new Map(),
+      etcdClientPort: 7,
+      metricsAddrs: new Map([["coordinator", "127.0.0.1:1"], ["worker-1", "127.0.0.1:2"]]),
+      uiUrl: "http://127.0.0.1:3/",
+    });
+    expect(Object.fromEntries(vars)).toMatchObject({ BLOCKX_DEV_METRICS_ADDRS: "coordinator=127.0.0.1:1,worker-1=127.0.0.1:2", BLOCKX_UI_URL: "http://127.0.0.1:3/" });
   });
 });
 

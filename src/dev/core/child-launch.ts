@@ -53,6 +53,8 @@ export interface LaunchContext {
   readonly tableStoreUrl?: string;
   /** Endpoints of the children ready so far, by child id. */
   readonly endpoints: ReadonlyMap<string, string>;
+  /** host:port of each blockx child's /metrics (chosen before it starts); a child without one serves none. */
+  readonly metricsAddrs: ReadonlyMap<string, string>;
   /** Environment names a role's command declares (for roles whose variables dev does not know by heart). */
   readonly declaredVars: (role: ChildSpec["role"]) => ReadonlySet<string>;
 }
@@ -63,7 +65,7 @@ const LOOPBACK_ANY_PORT = "127.0.0.1:0";
  * clientEnvironment: the agreed client variables (the SDK and CLI read them), in the order
  * `blockx dev` prints them and writes them to blockx-dev.env.
  */
-export function clientEnvironment(ctx: Pick<LaunchContext, "layout" | "endpoints" | "etcdClientPort" | "tableStoreUrl">): [string, string][] {
+export function clientEnvironment(ctx: Pick<LaunchContext, "layout" | "endpoints" | "etcdClientPort" | "tableStoreUrl"> & { metricsAddrs?: ReadonlyMap<string, string>; uiUrl?: string }): [string, string][] {
   const out: [string, string][] = [];
   const e = ctx.endpoints;
   if (e.has("coordinator")) out.push(["BLOCKX_COORDINATOR_ADDRS", e.get("coordinator")!]);
@@ -74,6 +76,9 @@ export function clientEnvironment(ctx: Pick<LaunchContext, "layout" | "endpoints
   if (ctx.tableStoreUrl) out.push(["TABLE_STORE_URL", ctx.tableStoreUrl]);
   out.push(["TABLE_STORE_PATH", ctx.layout.tableStorePath]);
   out.push(["FUNCTIONS_DIR", ctx.layout.functionsDir]);
+  // Not read by the SDK: where to point Prometheus (child=host:port, comma-separated) and a browser.
+  if (ctx.metricsAddrs && ctx.metricsAddrs.size > 0) out.push(["BLOCKX_DEV_METRICS_ADDRS", [...ctx.metricsAddrs].map(([id, a]) => `${id}=${a}`).join(",")]);
+  if (ctx.uiUrl) out.push(["BLOCKX_UI_URL", ctx.uiUrl]);
   return out;
 }
 
@@ -85,13 +90,13 @@ export function renderEnvFile(vars: readonly (readonly [string, string])[]): str
 /**
  * launchFor says how to start one child: etcd on the ports chosen for it, every blockx role on
  * 127.0.0.1:0 (the bound port comes back in its "grpc listening" line), Workers sharing one
- * table store and FUNCTIONS_DIR, no Prometheus endpoints (they would clash), a short drain,
+ * table store and FUNCTIONS_DIR, each its own /metrics port (chosen up front), a short drain,
  * Coordinators without CPU and memory red lines.
  */
 export function launchFor(child: ChildSpec, ctx: LaunchContext): ChildLaunch {
   const { layout } = ctx;
   const etcd = `127.0.0.1:${ctx.etcdClientPort}`;
-  const common = { ETCD_ENDPOINTS: etcd, BLOCKX_LOG_LEVEL: ctx.logLevel, BLOCKX_PROMETHEUS_LISTEN_ADDR: "", TMPDIR: layout.tmpDir };
+  const common = { ETCD_ENDPOINTS: etcd, BLOCKX_LOG_LEVEL: ctx.logLevel, BLOCKX_PROMETHEUS_LISTEN_ADDR: ctx.metricsAddrs.get(child.id) ?? "", TMPDIR: layout.tmpDir };
   switch (child.role) {
     case "etcd": {
       const client = `http://127.0.0.1:${ctx.etcdClientPort}`;

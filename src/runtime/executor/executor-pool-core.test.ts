@@ -1,5 +1,8 @@
 import { describe, expect, test } from "bun:test";
+import { mulberry32 } from "../../../test/support/mulberry32";
 import { ExecutorPoolCore, type PoolCoreTiming } from "./executor-pool-core";
+import type { ExecutorPoolEvent } from "./executor-pool-core-events";
+import type { ExecutorPoolInstruction } from "./executor-pool-core-instructions";
 
 const timing: PoolCoreTiming = {
   pingIntervalMs: 1000,
@@ -11,107 +14,217 @@ const timing: PoolCoreTiming = {
   maxInflightPerExecutor: 2,
 };
 
+/** step feeds one event and checks every invariant after it. */
+function step(core: ExecutorPoolCore, event: ExecutorPoolEvent, nowMs: number): ExecutorPoolInstruction[] {
+  const out = core.handle(event, nowMs);
+  core.validateState();
+  return out;
+}
+
+/** indexes of the instructions of one type. */
+function of(out: ExecutorPoolInstruction[], type: ExecutorPoolInstruction["type"]): number[] {
+  return out.filter((i) => i.type === type).map((i) => i.index);
+}
+
+/** sent: the sendCall instructions as [callId, index]. */
+function sent(out: ExecutorPoolInstruction[]): [string, number][] {
+  return out.flatMap((i) => (i.type === "sendCall" ? [[i.callId, i.index] as [string, number]] : []));
+}
+
 function readyPool(n: number): ExecutorPoolCore {
   const core = new ExecutorPoolCore(n, timing);
-  for (let i = 0; i < n; i++) {
-    core.starting(i, 0);
-    core.ready(i, 0);
-  }
+  step(core, { type: "timeAdvanced" }, 0);
+  for (let i = 0; i < n; i++) step(core, { type: "executorIntroduced", index: i }, 0);
   return core;
 }
 
 describe("ExecutorPoolCore", () => {
-  test("a fresh pool has every slot due to start, none ready", () => {
+  test("a fresh pool has every slot due to start, none ready: a call waits", () => {
     const core = new ExecutorPoolCore(3, timing);
-    expect(core.tick(0)).toEqual({ ping: [], hung: [], start: [0, 1, 2] });
-    expect(core.pickExecutor()).toBeNull();
+    expect(step(core, { type: "timeAdvanced" }, 0)).toEqual([
+      { type: "startExecutor", index: 0, executorId: "0.1" },
+      { type: "startExecutor", index: 1, executorId: "1.1" },
+      { type: "startExecutor", index: 2, executorId: "2.1" },
+    ]);
+    expect(step(core, { type: "callSubmitted", callId: "c" }, 1)).toEqual([]);
+    expect(core.queuedCount()).toBe(1);
+    expect(core.readyCount()).toBe(0);
   });
 
   test("calls go to the least-loaded ready executor; a full executor takes no more", () => {
     const core = readyPool(3);
     const picks: number[] = [];
-    for (let i = 0; i < 6; i++) {
-      const p = core.pickExecutor()!;
-      picks.push(p);
-      core.callAssigned(p);
-    }
+    for (let i = 0; i < 6; i++) picks.push(...sent(step(core, { type: "callSubmitted", callId: `c${i}` }, 1)).map(([, index]) => index));
     expect(picks).toEqual([0, 1, 2, 0, 1, 2]);
-    expect(core.pickExecutor()).toBeNull(); // all at maxInflightPerExecutor = 2
-    core.callFinished(1);
-    expect(core.pickExecutor()).toBe(1);
+    expect(step(core, { type: "callSubmitted", callId: "c6" }, 1)).toEqual([]); // all at maxInflightPerExecutor = 2
+    expect(core.queuedCount()).toBe(1);
+    expect(step(core, { type: "callEnded", callId: "c1" }, 2)).toEqual([{ type: "sendCall", callId: "c6", index: 1, executorId: "1.1" }]);
+    expect(core.slots().map((s) => s.inflight)).toEqual([2, 2, 2]);
+  });
+
+  test("waiting calls leave in arrival order; one that ends while waiting leaves the queue", () => {
+    const core = readyPool(1);
+    step(core, { type: "callSubmitted", callId: "a" }, 0);
+    step(core, { type: "callSubmitted", callId: "b" }, 0);
+    for (const id of ["w1", "w2", "w3"]) expect(step(core, { type: "callSubmitted", callId: id }, 0)).toEqual([]);
+    expect(step(core, { type: "callEnded", callId: "w2" }, 1)).toEqual([]); // cancelled while waiting
+    expect(core.queuedCount()).toBe(2);
+    expect(sent(step(core, { type: "callEnded", callId: "a" }, 2))).toEqual([["w1", 0]]);
+    expect(sent(step(core, { type: "callEnded", callId: "b" }, 3))).toEqual([["w3", 0]]);
+    expect(step(core, { type: "callEnded", callId: "nobody" }, 4)).toEqual([]);
   });
 
   test("starting executors get no calls until they are ready; ids carry the generation", () => {
     const core = new ExecutorPoolCore(1, timing);
-    expect(core.starting(0, 0)).toBe("0.1");
-    expect(core.pickExecutor()).toBeNull();
-    core.ready(0, 10);
-    expect(core.pickExecutor()).toBe(0);
-    core.died(0, 20);
-    expect(core.starting(0, 200)).toBe("0.2");
+    expect(step(core, { type: "timeAdvanced" }, 0)).toEqual([{ type: "startExecutor", index: 0, executorId: "0.1" }]);
+    expect(step(core, { type: "callSubmitted", callId: "c" }, 5)).toEqual([]);
+    expect(step(core, { type: "executorIntroduced", index: 0 }, 10)).toEqual([{ type: "sendCall", callId: "c", index: 0, executorId: "0.1" }]);
+    expect(step(core, { type: "executorDied", index: 0 }, 20)).toEqual([{ type: "scheduleRestart", index: 0, executorId: "0.1", restartAtMs: 120 }]);
+    expect(step(core, { type: "timeAdvanced" }, 200)).toEqual([{ type: "startExecutor", index: 0, executorId: "0.2" }]);
+    expect(core.executorId(0)).toBe("0.2");
   });
 
-  test("pings go out every interval; no pong within the timeout marks the executor hung", () => {
+  test("a Hello from a slot that is not STARTING changes nothing (its executor was already counted dead)", () => {
+    // The soak's race: the executor's exit is seen before the Hello it sent just before dying.
+    const core = new ExecutorPoolCore(1, timing);
+    step(core, { type: "timeAdvanced" }, 0);
+    step(core, { type: "callSubmitted", callId: "c" }, 1);
+    step(core, { type: "executorDied", index: 0 }, 2);
+    expect(step(core, { type: "executorIntroduced", index: 0 }, 3)).toEqual([]);
+    expect(core.slots()[0]!.state).toBe("DEAD");
+    expect(core.readyCount()).toBe(0);
+    expect(core.queuedCount()).toBe(1);
+  });
+
+  test("pings go out every interval; no message within the timeout marks the executor hung", () => {
     const core = readyPool(1);
-    expect(core.tick(999).ping).toEqual([]);
-    expect(core.tick(1000).ping).toEqual([0]);
-    expect(core.tick(1500).ping).toEqual([]);
-    core.heard(0, 1200);
-    expect(core.tick(6200).hung).toEqual([]);
-    expect(core.tick(6201).hung).toEqual([0]);
+    expect(of(step(core, { type: "timeAdvanced" }, 999), "pingExecutor")).toEqual([]);
+    expect(step(core, { type: "timeAdvanced" }, 1000)).toEqual([{ type: "pingExecutor", index: 0, executorId: "0.1" }]);
+    expect(of(step(core, { type: "timeAdvanced" }, 1500), "pingExecutor")).toEqual([]);
+    step(core, { type: "executorHeardFrom", index: 0 }, 1200);
+    expect(of(step(core, { type: "timeAdvanced" }, 6200), "killHungExecutor")).toEqual([]);
+    expect(step(core, { type: "timeAdvanced" }, 6201)).toEqual([{ type: "killHungExecutor", index: 0, executorId: "0.1", cause: "NO_PONG" }]);
   });
 
   test("an executor that never says hello within the start timeout is hung", () => {
     const core = new ExecutorPoolCore(1, timing);
-    core.starting(0, 0);
-    expect(core.tick(15_000).hung).toEqual([]);
-    expect(core.tick(15_001).hung).toEqual([0]);
+    step(core, { type: "timeAdvanced" }, 0);
+    expect(step(core, { type: "timeAdvanced" }, 15_000)).toEqual([]);
+    expect(step(core, { type: "timeAdvanced" }, 15_001)).toEqual([{ type: "killHungExecutor", index: 0, executorId: "0.1", cause: "NO_HELLO" }]);
+  });
+
+  test("one step lists the hung executors first, then the starts, then the pings", () => {
+    const core = new ExecutorPoolCore(3, timing);
+    step(core, { type: "timeAdvanced" }, 0);
+    step(core, { type: "executorIntroduced", index: 0 }, 0);
+    step(core, { type: "executorIntroduced", index: 2 }, 0);
+    step(core, { type: "executorDied", index: 0 }, 0); // due to start again at 100
+    step(core, { type: "executorHeardFrom", index: 2 }, 14_000);
+    expect(step(core, { type: "timeAdvanced" }, 15_001).map((i) => [i.type, i.index])).toEqual([
+      ["killHungExecutor", 1],
+      ["startExecutor", 0],
+      ["pingExecutor", 2],
+    ]);
   });
 
   test("restarts back off exponentially up to the cap, and a healthy spell forgives earlier deaths", () => {
     const core = new ExecutorPoolCore(1, timing);
     let now = 0;
+    step(core, { type: "timeAdvanced" }, now);
     const delays: number[] = [];
     for (let i = 0; i < 9; i++) {
-      core.starting(0, now);
-      core.ready(0, now);
-      const at = core.died(0, now);
+      step(core, { type: "executorIntroduced", index: 0 }, now);
+      const [restart] = step(core, { type: "executorDied", index: 0 }, now);
+      if (restart?.type !== "scheduleRestart") throw new Error("expected a scheduleRestart");
+      const at = restart.restartAtMs;
       delays.push(at - now);
-      expect(core.tick(at - 1).start).toEqual([]);
-      expect(core.tick(at).start).toEqual([0]);
+      expect(of(step(core, { type: "timeAdvanced" }, at - 1), "startExecutor")).toEqual([]);
+      expect(of(step(core, { type: "timeAdvanced" }, at), "startExecutor")).toEqual([0]);
       now = at;
     }
     expect(delays).toEqual([100, 200, 400, 800, 1600, 3200, 6400, 10_000, 10_000]);
-    core.starting(0, now);
-    core.ready(0, now);
-    expect(core.died(0, now + 30_000) - (now + 30_000)).toBe(100);
+    step(core, { type: "executorIntroduced", index: 0 }, now);
+    expect(step(core, { type: "executorDied", index: 0 }, now + 30_000)).toEqual([
+      { type: "scheduleRestart", index: 0, executorId: "0.10", restartAtMs: now + 30_000 + 100 },
+    ]);
   });
 
-  test("died is idempotent for one incarnation and clears its in-flight count", () => {
+  test("executorDied is idempotent for one incarnation, clears its calls, and their late ends change nothing", () => {
     const core = readyPool(1);
-    core.callAssigned(0);
-    const at = core.died(0, 50);
-    expect(core.died(0, 60)).toBe(at);
-    expect(core.slots[0]!.inflight).toBe(0);
-    core.callFinished(0);
-    expect(core.slots[0]!.inflight).toBe(0);
+    step(core, { type: "callSubmitted", callId: "c" }, 0);
+    const first = step(core, { type: "executorDied", index: 0 }, 50);
+    expect(first).toEqual([{ type: "scheduleRestart", index: 0, executorId: "0.1", restartAtMs: 150 }]);
+    expect(step(core, { type: "executorDied", index: 0 }, 60)).toEqual([]);
+    expect(core.slots()[0]!.inflight).toBe(0);
+    expect(core.slots()[0]!.restartAtMs).toBe(150);
+    expect(step(core, { type: "callEnded", callId: "c" }, 70)).toEqual([]);
+    expect(core.slots()[0]!.inflight).toBe(0);
   });
 
   test("a start is hopeless once every executor that is not ready has died before its Hello", () => {
     // Three executors start from one interpreter and one PYTHONPATH; two die at start, one is slow.
     const core = new ExecutorPoolCore(3, timing);
-    for (const i of [0, 1, 2]) core.starting(i, 0);
-    core.died(0, 100);
-    core.died(1, 120);
+    step(core, { type: "timeAdvanced" }, 0);
+    step(core, { type: "executorDied", index: 0 }, 100);
+    step(core, { type: "executorDied", index: 1 }, 120);
     expect(core.startHopeless(1)).toBe(false); // executor 2 may still say Hello
     expect(core.startHopeless(3)).toBe(true); // waiting for all three cannot succeed
-    core.died(2, 150);
+    step(core, { type: "executorDied", index: 2 }, 150);
     expect(core.startHopeless(1)).toBe(true);
     // A slot that later comes up clears its start death; a death after Hello is no start death.
-    core.starting(0, 300);
-    core.ready(0, 350);
+    expect(of(step(core, { type: "timeAdvanced" }, 300), "startExecutor")).toEqual([0, 1, 2]);
+    step(core, { type: "executorIntroduced", index: 0 }, 350);
     expect(core.startHopeless(1)).toBe(false);
-    core.died(0, 400);
-    expect(core.slots[0]!.diedAtStart).toBe(false);
+    step(core, { type: "executorDied", index: 0 }, 400);
+    expect(core.slots()[0]!.diedAtStart).toBe(false);
+  });
+
+  test("misuse is refused: a call submitted twice, a slot that does not exist, no slots at all", () => {
+    const core = readyPool(1);
+    step(core, { type: "callSubmitted", callId: "c" }, 0);
+    expect(() => core.handle({ type: "callSubmitted", callId: "c" }, 1)).toThrow("submitted twice");
+    expect(() => core.handle({ type: "executorDied", index: 1 }, 1)).toThrow("no executor slot 1");
+    expect(() => new ExecutorPoolCore(0, timing)).toThrow("count must be an integer >= 1");
+  });
+
+  test("random events keep every invariant; every call is sent at most once, to a READY executor with room", () => {
+    for (let seed = 1; seed <= 40; seed++) {
+      const rnd = mulberry32(seed);
+      const int = (n: number) => Math.floor(rnd() * n);
+      const n = 1 + int(4);
+      const core = new ExecutorPoolCore(n, timing);
+      let now = 0;
+      let nextCall = 0;
+      const live = new Set<string>();
+      const sentTo = new Map<string, string>();
+      for (let k = 0; k < 2000; k++) {
+        now += int(400);
+        const roll = rnd();
+        let event: ExecutorPoolEvent;
+        if (roll < 0.25) event = { type: "callSubmitted", callId: `c${nextCall++}` };
+        else if (roll < 0.45 && live.size > 0) event = { type: "callEnded", callId: [...live][int(live.size)]! };
+        else if (roll < 0.6) event = { type: "executorIntroduced", index: int(n) };
+        else if (roll < 0.7) event = { type: "executorDied", index: int(n) };
+        else if (roll < 0.8) event = { type: "executorHeardFrom", index: int(n) };
+        else event = { type: "timeAdvanced" };
+        const before = core.slots();
+        const out = step(core, event, now);
+        if (event.type === "callSubmitted") live.add(event.callId);
+        if (event.type === "callEnded") live.delete(event.callId);
+        for (const i of out) {
+          if (i.type !== "sendCall") continue;
+          expect(sentTo.has(i.callId)).toBe(false);
+          expect(live.has(i.callId)).toBe(true);
+          sentTo.set(i.callId, i.executorId);
+          expect(core.slots()[i.index]!.state).toBe("READY");
+          expect(i.executorId).toBe(core.executorId(i.index));
+        }
+        if (event.type === "executorDied" && before[event.index]!.state !== "DEAD") {
+          // The dead executor's calls are gone from the core: the adapter fails them.
+          for (const [id, exec] of sentTo) if (exec === `${event.index}.${before[event.index]!.generation}`) live.delete(id);
+        }
+        expect(core.slots().reduce((sum, s) => sum + s.inflight, 0) + core.queuedCount()).toBeLessThanOrEqual(live.size);
+      }
+    }
   });
 });

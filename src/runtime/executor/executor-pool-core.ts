@@ -1,27 +1,35 @@
-/**
- * ExecutorPoolCore decides, without IO or clocks, which executor takes a call, when to ping,
- * when an executor is hung, and when a dead one may be restarted (exponential backoff, reset
- * after a healthy spell). The ExecutorPool adapter does the spawning, sockets and timers.
- */
+import type { ExecutorPoolEvent } from "./executor-pool-core-events";
+import type { ExecutorPoolInstruction } from "./executor-pool-core-instructions";
 
 export type ExecutorState = "STARTING" | "READY" | "DEAD";
 
-export interface ExecutorSlot {
+/** ExecutorSlotView is what the core tells about one slot (stats, tests): a copy. */
+export interface ExecutorSlotView {
+  readonly index: number;
+  readonly state: ExecutorState;
+  /** Calls handed to this executor and not ended (running or suspended). */
+  readonly inflight: number;
+  /** Increments at every (re)start; part of the executor id, so a late message of an old incarnation is not mistaken. */
+  readonly generation: number;
+  /** Its last incarnation died before saying Hello (a bad interpreter, unreadable code, ...). */
+  readonly diedAtStart: boolean;
+  /** When a DEAD slot may start again. */
+  readonly restartAtMs: number;
+}
+
+interface Slot {
   readonly index: number;
   state: ExecutorState;
-  /** Calls handed to this executor and not finished (running or suspended). */
-  inflight: number;
-  /** Increments at every (re)start; part of the executor id, so a late message of an old incarnation is not mistaken. */
+  /** The calls handed to this incarnation and not ended. */
+  readonly calls: Set<string>;
   generation: number;
   startedAtMs: number;
   readyAtMs: number;
-  lastPongMs: number;
+  lastHeardMs: number;
   lastPingMs: number;
   /** Deaths since the last healthy spell; drives the backoff. */
   recentDeaths: number;
-  /** When a DEAD slot may start again. */
   restartAtMs: number;
-  /** Its last incarnation died before saying Hello (a bad interpreter, unreadable code, ...). */
   diedAtStart: boolean;
 }
 
@@ -38,27 +46,40 @@ export interface PoolCoreTiming {
   readonly maxInflightPerExecutor: number;
 }
 
-export interface TickDecisions {
-  readonly ping: number[];
-  readonly hung: number[];
-  readonly start: number[];
-}
-
+/**
+ * ExecutorPoolCore decides, without IO or clocks, which executor takes a call (the least-loaded
+ * READY one; otherwise the call waits in one FIFO queue), when to ping, when an executor is hung,
+ * and when a dead one may be restarted (exponential backoff, reset after a healthy spell). The
+ * ExecutorPool adapter does the spawning, sockets and timers.
+ *
+ * One doorway mutates it: `handle(event, nowMs)` (events in executor-pool-core-events.ts), which
+ * returns the instructions to carry out (executor-pool-core-instructions.ts). Queries
+ * (`executorId`, `slots`, `readyCount`, `queuedCount`, `startHopeless`) change nothing. The core is
+ * re-entrant between steps: the adapter may report events (a killed executor's death, its calls'
+ * ends) while it carries out an earlier step's instructions, since every instruction names the
+ * incarnation it is about.
+ */
 export class ExecutorPoolCore {
-  readonly slots: ExecutorSlot[];
+  private readonly slotList: Slot[];
+  /** callId -> the slot holding it. */
+  private readonly assigned = new Map<string, Slot>();
+  /** Calls waiting for an executor, oldest first. */
+  private readonly waiting: string[] = [];
+  private readonly waitingSet = new Set<string>();
 
   constructor(
     count: number,
     private readonly timing: PoolCoreTiming,
   ) {
-    this.slots = Array.from({ length: count }, (_, index) => ({
+    if (!Number.isInteger(count) || count < 1) throw new Error(`ExecutorPoolCore: count must be an integer >= 1, got ${count}`);
+    this.slotList = Array.from({ length: count }, (_, index) => ({
       index,
       state: "DEAD" as ExecutorState,
-      inflight: 0,
+      calls: new Set<string>(),
       generation: 0,
       startedAtMs: 0,
       readyAtMs: 0,
-      lastPongMs: 0,
+      lastHeardMs: 0,
       lastPingMs: 0,
       recentDeaths: 0,
       restartAtMs: 0,
@@ -66,89 +87,76 @@ export class ExecutorPoolCore {
     }));
   }
 
-  executorId(index: number): string {
-    return `${index}.${this.slots[index]!.generation}`;
-  }
-
-  /** pickExecutor returns the READY executor with the fewest calls, or null when none can take one. */
-  pickExecutor(): number | null {
-    let best: ExecutorSlot | null = null;
-    for (const s of this.slots) {
-      if (s.state !== "READY" || s.inflight >= this.timing.maxInflightPerExecutor) continue;
-      if (!best || s.inflight < best.inflight) best = s;
-    }
-    return best ? best.index : null;
-  }
-
-  callAssigned(index: number): void {
-    this.slots[index]!.inflight++;
-  }
-
-  callFinished(index: number): void {
-    const s = this.slots[index]!;
-    if (s.inflight > 0) s.inflight--;
-  }
-
-  starting(index: number, nowMs: number): string {
-    const s = this.slots[index]!;
-    s.state = "STARTING";
-    s.generation++;
-    s.inflight = 0;
-    s.startedAtMs = nowMs;
-    s.lastPongMs = nowMs;
-    s.lastPingMs = nowMs;
-    return this.executorId(index);
-  }
-
-  ready(index: number, nowMs: number): void {
-    const s = this.slots[index]!;
-    s.state = "READY";
-    s.diedAtStart = false;
-    s.readyAtMs = nowMs;
-    s.lastPongMs = nowMs;
-  }
-
-  /**
-   * heard records any message from the executor (a Pong or call traffic): its frame loop is
-   * alive. A Pong alone is not enough under load: pings queue behind large ResumeCall frames,
-   * and an executor busy working through them would be killed as hung.
-   */
-  heard(index: number, nowMs: number): void {
-    this.slots[index]!.lastPongMs = nowMs;
-  }
-
-  /** died records a death and returns when the slot may restart. Idempotent per incarnation. */
-  died(index: number, nowMs: number): number {
-    const s = this.slots[index]!;
-    if (s.state === "DEAD") return s.restartAtMs;
-    const healthy = s.state === "READY" && nowMs - s.readyAtMs >= this.timing.healthyAfterMs;
-    s.recentDeaths = healthy ? 1 : s.recentDeaths + 1;
-    s.diedAtStart = s.state === "STARTING";
-    s.state = "DEAD";
-    s.inflight = 0;
-    const backoff = Math.min(this.timing.backoffMaxMs, this.timing.backoffBaseMs * 2 ** (s.recentDeaths - 1));
-    s.restartAtMs = nowMs + backoff;
-    return s.restartAtMs;
-  }
-
-  /** tick lists the executors to ping, those that are hung, and the dead ones due to restart. */
-  tick(nowMs: number): TickDecisions {
-    const ping: number[] = [];
-    const hung: number[] = [];
-    const start: number[] = [];
-    for (const s of this.slots) {
-      if (s.state === "DEAD") {
-        if (nowMs >= s.restartAtMs) start.push(s.index);
-      } else if (s.state === "STARTING") {
-        if (nowMs - s.startedAtMs > this.timing.startTimeoutMs) hung.push(s.index);
-      } else if (nowMs - s.lastPongMs > this.timing.pingTimeoutMs) {
-        hung.push(s.index);
-      } else if (nowMs - s.lastPingMs >= this.timing.pingIntervalMs) {
-        s.lastPingMs = nowMs;
-        ping.push(s.index);
+  /** handle applies one event at `nowMs` and returns what the adapter must do now, in order. */
+  handle(event: ExecutorPoolEvent, nowMs: number): ExecutorPoolInstruction[] {
+    const out: ExecutorPoolInstruction[] = [];
+    switch (event.type) {
+      case "timeAdvanced":
+        this.advance(nowMs, out);
+        break;
+      case "executorIntroduced": {
+        const s = this.slot(event.index);
+        // Only a STARTING executor can introduce itself: a Hello that races its own death is refused.
+        if (s.state !== "STARTING") break;
+        s.state = "READY";
+        s.diedAtStart = false;
+        s.readyAtMs = nowMs;
+        s.lastHeardMs = nowMs;
+        break;
+      }
+      case "executorHeardFrom":
+        this.slot(event.index).lastHeardMs = nowMs;
+        break;
+      case "executorDied":
+        this.died(this.slot(event.index), nowMs, out);
+        break;
+      case "callSubmitted":
+        if (this.assigned.has(event.callId) || this.waitingSet.has(event.callId)) {
+          throw new Error(`ExecutorPoolCore: call ${event.callId} was submitted twice (ids must be unique while a call lives)`);
+        }
+        this.waiting.push(event.callId);
+        this.waitingSet.add(event.callId);
+        break;
+      case "callEnded": {
+        const s = this.assigned.get(event.callId);
+        if (s) {
+          this.assigned.delete(event.callId);
+          s.calls.delete(event.callId);
+        } else if (this.waitingSet.delete(event.callId)) {
+          this.waiting.splice(this.waiting.indexOf(event.callId), 1);
+        }
+        break;
       }
     }
-    return { ping, hung, start };
+    this.dispatchWaiting(out);
+    return out;
+  }
+
+  // ---------------------------------------------------------------- queries
+
+  executorId(index: number): string {
+    return `${index}.${this.slot(index).generation}`;
+  }
+
+  /** slots: a copy of every slot's state, by index. */
+  slots(): ExecutorSlotView[] {
+    return this.slotList.map((s) => ({
+      index: s.index,
+      state: s.state,
+      inflight: s.calls.size,
+      generation: s.generation,
+      diedAtStart: s.diedAtStart,
+      restartAtMs: s.restartAtMs,
+    }));
+  }
+
+  readyCount(): number {
+    return this.slotList.filter((s) => s.state === "READY").length;
+  }
+
+  /** queuedCount: calls waiting for an executor. */
+  queuedCount(): number {
+    return this.waiting.length;
   }
 
   /**
@@ -158,11 +166,93 @@ export class ExecutorPoolCore {
    * once with the executor's own words instead of waiting out its timeout.
    */
   startHopeless(needed: number): boolean {
-    const possible = this.slots.filter((s) => s.state === "READY" || !s.diedAtStart).length;
+    const possible = this.slotList.filter((s) => s.state === "READY" || !s.diedAtStart).length;
     return possible < needed;
   }
 
-  readyCount(): number {
-    return this.slots.filter((s) => s.state === "READY").length;
+  /** validateState checks every invariant and throws an Error listing the broken ones; tests call it after every step. */
+  validateState(): void {
+    const problems: string[] = [];
+    let held = 0;
+    for (const s of this.slotList) {
+      if (s.state !== "READY" && s.calls.size > 0) problems.push(`slot ${s.index} is ${s.state} but holds ${s.calls.size} calls`);
+      if (s.calls.size > this.timing.maxInflightPerExecutor) problems.push(`slot ${s.index} holds ${s.calls.size} calls, over ${this.timing.maxInflightPerExecutor}`);
+      for (const id of s.calls) if (this.assigned.get(id) !== s) problems.push(`call ${id} on slot ${s.index} is not recorded there`);
+      held += s.calls.size;
+    }
+    if (held !== this.assigned.size) problems.push(`${this.assigned.size} calls assigned, slots hold ${held}`);
+    if (this.waiting.length !== this.waitingSet.size) problems.push(`queue of ${this.waiting.length} with ${this.waitingSet.size} distinct ids`);
+    for (const id of this.waiting) if (this.assigned.has(id)) problems.push(`call ${id} both waits and is assigned`);
+    if (this.waiting.length > 0 && this.pick() !== null) problems.push(`${this.waiting.length} calls wait while executor ${this.pick()!.index} could take one`);
+    if (problems.length > 0) throw new Error(`ExecutorPoolCore state is inconsistent:\n  ${problems.join("\n  ")}`);
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  private slot(index: number): Slot {
+    const s = this.slotList[index];
+    if (s === undefined) throw new Error(`ExecutorPoolCore: no executor slot ${index} (there are ${this.slotList.length})`);
+    return s;
+  }
+
+  /** pick: the READY executor with the fewest calls (the lowest index on a tie), or null when none can take one. */
+  private pick(): Slot | null {
+    let best: Slot | null = null;
+    for (const s of this.slotList) {
+      if (s.state !== "READY" || s.calls.size >= this.timing.maxInflightPerExecutor) continue;
+      if (!best || s.calls.size < best.calls.size) best = s;
+    }
+    return best;
+  }
+
+  private dispatchWaiting(out: ExecutorPoolInstruction[]): void {
+    while (this.waiting.length > 0) {
+      const s = this.pick();
+      if (s === null) return;
+      const callId = this.waiting.shift()!;
+      this.waitingSet.delete(callId);
+      s.calls.add(callId);
+      this.assigned.set(callId, s);
+      out.push({ type: "sendCall", callId, index: s.index, executorId: this.executorId(s.index) });
+    }
+  }
+
+  private died(s: Slot, nowMs: number, out: ExecutorPoolInstruction[]): void {
+    if (s.state === "DEAD") return;
+    const healthy = s.state === "READY" && nowMs - s.readyAtMs >= this.timing.healthyAfterMs;
+    s.recentDeaths = healthy ? 1 : s.recentDeaths + 1;
+    s.diedAtStart = s.state === "STARTING";
+    s.state = "DEAD";
+    for (const id of s.calls) this.assigned.delete(id);
+    s.calls.clear();
+    const backoff = Math.min(this.timing.backoffMaxMs, this.timing.backoffBaseMs * 2 ** (s.recentDeaths - 1));
+    s.restartAtMs = nowMs + backoff;
+    out.push({ type: "scheduleRestart", index: s.index, executorId: this.executorId(s.index), restartAtMs: s.restartAtMs });
+  }
+
+  /** advance: the hung executors to kill, then the dead ones due to start, then the pings due. */
+  private advance(nowMs: number, out: ExecutorPoolInstruction[]): void {
+    const starts: ExecutorPoolInstruction[] = [];
+    const pings: ExecutorPoolInstruction[] = [];
+    for (const s of this.slotList) {
+      if (s.state === "DEAD") {
+        if (nowMs >= s.restartAtMs) {
+          s.state = "STARTING";
+          s.generation++;
+          s.startedAtMs = nowMs;
+          s.lastHeardMs = nowMs;
+          s.lastPingMs = nowMs;
+          starts.push({ type: "startExecutor", index: s.index, executorId: this.executorId(s.index) });
+        }
+      } else if (s.state === "STARTING") {
+        if (nowMs - s.startedAtMs > this.timing.startTimeoutMs) out.push({ type: "killHungExecutor", index: s.index, executorId: this.executorId(s.index), cause: "NO_HELLO" });
+      } else if (nowMs - s.lastHeardMs > this.timing.pingTimeoutMs) {
+        out.push({ type: "killHungExecutor", index: s.index, executorId: this.executorId(s.index), cause: "NO_PONG" });
+      } else if (nowMs - s.lastPingMs >= this.timing.pingIntervalMs) {
+        s.lastPingMs = nowMs;
+        pings.push({ type: "pingExecutor", index: s.index, executorId: this.executorId(s.index) });
+      }
+    }
+    out.push(...starts, ...pings);
   }
 }

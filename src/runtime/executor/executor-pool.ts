@@ -1,54 +1,40 @@
+import { monotonicNowMs } from "../../common/clock/monotonic-clock";
 import { createHash, randomBytes } from "node:crypto";
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Socket, UnixSocketListener } from "bun";
+import type { UnixSocketListener } from "bun";
 import type { Logger } from "../../common/logging/logger";
-import { forEachLine } from "../../common/streams/for-each-line";
 import { CallErrorCode, isRetryable, type CallFailure, type CallOutcome, type CallOwner, type CallRequest } from "../calls/call";
 import { executorPythonPath } from "./executor-assets";
 import { ExecutorStartError } from "./executor-start-error";
 import { likelyStartCause } from "./start-failure";
 import { blockingFolder, describeBlock } from "./path-access";
+import { ExecutorConnection } from "./executor-connection";
 import { ExecutorPoolCore } from "./executor-pool-core";
+import type { ExecutorPoolEvent } from "./executor-pool-core-events";
+import type { ExecutorPoolInstruction } from "./executor-pool-core-instructions";
 import type { ExecutorPoolConfig } from "./executor-pool-config";
-import { encodeFrame, FrameDecoder } from "./frame-codec";
+import { ExecutorProcess } from "./executor-process";
 import { resolveIsolation, resolvePython, type Isolation } from "./isolation";
-import { PROTOCOL_VERSION, RawJson, type ExecutorMessage, type JsonValue, type LogLine, type PoolMessage, type ResumeResult, type SuspensionRequest } from "./protocol";
+import { PROTOCOL_VERSION, type ExecutorMessage, type JsonValue, type LogLine, type PoolMessage, type ResumeResult, type SuspensionRequest } from "./protocol";
 
 /** How often the pool checks pings, memory, wall-clock ceilings and restarts. */
 const TICK_MS = 50;
-const PAGE_SIZE = 4096;
 
 type CallResult = { ok: true; value: JsonValue } | { ok: false; error: CallFailure };
 
-interface Conn {
-  socket: Socket<unknown>;
-  decoder: FrameDecoder;
-  /** Frames waiting for the socket to drain. */
-  backlog: Uint8Array[];
-  /** Frames written in this tick, flushed together. */
-  corked: Uint8Array[];
-  index: number | null;
-}
-
+/** Executor is the pool's record of one incarnation of one slot's executor. */
 interface Executor {
   readonly index: number;
   readonly id: string;
-  readonly proc: ReturnType<typeof Bun.spawn>;
-  conn: Conn | null;
+  readonly process: ExecutorProcess;
+  /** Set once its Hello was accepted. */
+  conn: ExecutorConnection | null;
   /** Why the pool killed it, when it did: decides how its calls fail. */
   killReason: { code: CallErrorCode; message: string; offendingCallId?: string } | null;
   dead: boolean;
-  /** Its stderr lines before Hello (the last ones): why an executor dies at start. */
-  readonly startStderr: string[];
-  /** Resolves when its stderr has been read to the end. */
-  stderrDone: Promise<void>;
-  exit: { code: number | null; signal: string | null } | null;
 }
-
-/** Lines of an executor's stderr kept for a failed start. */
-const START_STDERR_LINES = 40;
 
 interface ActiveCall {
   readonly req: CallRequest;
@@ -74,7 +60,9 @@ export interface ExecutorPoolStats {
 
 /**
  * ExecutorPool runs calls in EXECUTOR_COUNT Python executor processes (executor-py) over one
- * Unix socket. A call goes to the least-loaded live executor; its suspensions (IO requests,
+ * Unix socket. Its decisions (which executor takes a call, pings, hung executors, restarts with
+ * backoff) are ExecutorPoolCore's; each executor is an ExecutorProcess, talked to through an
+ * ExecutorConnection. A call goes to the least-loaded live executor; its suspensions (IO requests,
  * sub-calls) are served by the CallOwner's callbacks and resumed. A dead executor fails its
  * in-flight calls as retryable and is restarted with backoff; one that stops answering pings
  * is killed as hung; one over its memory limit is killed (OOM_KILLED); a call running past the
@@ -82,14 +70,11 @@ export interface ExecutorPoolStats {
  *
  * execute() never throws: every failure is a CallOutcome with a classified error.
  */
-/** Frames of one tick up to this size are joined into one write. */
-const COALESCE_MAX_BYTES = 64 * 1024;
-
 export class ExecutorPool {
   private readonly core: ExecutorPoolCore;
   private readonly executors: (Executor | null)[];
+  /** Every call from execute() to its end; one not yet sent to an executor waits in the core's queue. */
   private readonly calls = new Map<string, ActiveCall>();
-  private readonly queue: ActiveCall[] = [];
   private readonly token = randomBytes(16).toString("hex");
   private readonly runtimeDir: string;
   private readonly socketPath: string;
@@ -138,8 +123,8 @@ export class ExecutorPool {
     const isolation = resolveIsolation(config);
     const pool = new ExecutorPool(config, log, await executorPythonPath(config.cacheDir, isolation.runAs), python, isolation);
     pool.listen();
-    const now = Date.now();
-    for (let i = 0; i < config.executorCount; i++) pool.spawn(i, now);
+    // A fresh core has every slot due to start.
+    pool.apply({ type: "timeAdvanced" });
     pool.timer = setInterval(() => pool.tick(), TICK_MS);
     try {
       await pool.waitReady(opts.waitForAll ? config.executorCount : 1, 30_000);
@@ -173,7 +158,7 @@ export class ExecutorPool {
         return resolve(this.outcome(call, this.failure(CallErrorCode.Internal, `call id ${req.callId} is already running`)));
       }
       this.calls.set(req.callId, call);
-      this.dispatch(call);
+      this.apply({ type: "callSubmitted", callId: req.callId });
     });
   }
 
@@ -182,43 +167,44 @@ export class ExecutorPool {
     const call = this.calls.get(callId);
     if (!call || call.cancelled) return;
     call.cancelled = reason;
-    const qi = this.queue.indexOf(call);
-    if (qi >= 0) {
-      this.queue.splice(qi, 1);
+    if (!call.executor) {
+      // Still waiting for an executor: it ends here (and leaves the core's queue).
       this.finish(call, this.failure(CallErrorCode.Cancelled, `call cancelled: ${reason}`));
-    } else if (call.executor) {
+    } else {
       this.send(call.executor, { type: "CancelCall", callId, reason });
     }
   }
 
   stats(): ExecutorPoolStats {
     return {
-      executors: this.core.slots.map((s) => ({
+      executors: this.core.slots().map((s) => ({
         id: this.core.executorId(s.index),
         state: s.state,
-        pid: this.executors[s.index]?.dead === false ? this.executors[s.index]!.proc.pid : null,
+        pid: this.executors[s.index]?.dead === false ? this.executors[s.index]!.process.pid : null,
         inflight: s.inflight,
       })),
-      queued: this.queue.length,
+      queued: this.core.queuedCount(),
       restarts: this.restarts,
     };
   }
 
   /** pids of live executors, by slot (tests kill them). */
   pids(): (number | null)[] {
-    return this.executors.map((e) => (e && !e.dead ? e.proc.pid : null));
+    return this.executors.map((e) => (e && !e.dead ? e.process.pid : null));
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
-    for (const call of this.queue.splice(0)) this.finish(call, this.failure(CallErrorCode.PoolClosed, "the executor pool is shut down"));
+    for (const call of [...this.calls.values()]) {
+      if (!call.executor) this.finish(call, this.failure(CallErrorCode.PoolClosed, "the executor pool is shut down"));
+    }
     const exits: Promise<unknown>[] = [];
     for (const e of this.executors) {
       if (!e) continue;
       this.killExecutor(e, { code: CallErrorCode.PoolClosed, message: "the executor pool is shut down" });
-      exits.push(e.proc.exited);
+      exits.push(e.process.exited);
     }
     await Promise.all(exits);
     this.listener?.stop(true);
@@ -228,78 +214,70 @@ export class ExecutorPool {
   // --- executors -------------------------------------------------------------------------
 
   private listen(): void {
-    this.listener = Bun.listen<unknown>({
-      unix: this.socketPath,
-      socket: {
-        open: (socket) => {
-          socket.data = { socket, decoder: new FrameDecoder(), backlog: [], corked: [], index: null } satisfies Conn;
-        },
-        data: (socket, chunk) => this.onData(socket.data as Conn, chunk),
-        drain: (socket) => this.flushBacklog(socket.data as Conn),
-        close: (socket) => this.onConnClosed(socket.data as Conn),
-        error: (socket) => this.onConnClosed(socket.data as Conn),
+    this.listener = ExecutorConnection.listen(this.socketPath, this.isolation.runAs, {
+      message: (conn, m) => this.onMessage(conn, m),
+      malformed: (conn, err) => {
+        this.log.error({ component: "executor-pool", err }, "executor sent a malformed frame; closing its connection");
+        const e = conn.executorIndex === null ? null : this.executors[conn.executorIndex];
+        if (e && e.conn === conn) this.killExecutor(e, { code: CallErrorCode.ExecutorCrashed, message: "executor sent a malformed frame" });
+        else conn.end();
       },
+      closed: (conn) => this.onConnClosed(conn),
     });
-    const runAs = this.isolation.runAs;
-    if (runAs) chownSync(this.socketPath, runAs.uid, runAs.gid);
-    chmodSync(this.socketPath, 0o600);
   }
 
-  private spawn(index: number, nowMs: number): void {
-    const id = this.core.starting(index, nowMs);
-    const scratch = join(this.runtimeDir, `scratch-${index}`);
-    mkdirSync(scratch, { recursive: true, mode: 0o700 });
-    if (this.isolation.runAs) chownSync(scratch, this.isolation.runAs.uid, this.isolation.runAs.gid);
-    const proc = Bun.spawn([...this.isolation.argvPrefix, this.python, "-m", "blockx_executor", "--socket", this.socketPath, "--id", id], {
-      cwd: scratch,
-      env: {
-        PATH: process.env.PATH ?? "/usr/bin:/bin",
-        PYTHONPATH: this.pythonPath,
-        PYTHONDONTWRITEBYTECODE: "1",
-        PYTHONUNBUFFERED: "1",
-        PYTHONHASHSEED: "0",
-        BLOCKX_EXECUTOR_TOKEN: this.token,
-        BLOCKX_EXECUTOR_NPROC_LIMIT: String(this.config.nprocLimit),
-        BLOCKX_EXECUTOR_SCRATCH_DIR: scratch,
-        ...(process.env.BLOCKX_EXECUTOR_ALLOW_NETWORK === "1" ? { BLOCKX_EXECUTOR_ALLOW_NETWORK: "1" } : {}),
-      },
-      stdin: "ignore",
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    const e: Executor = { index, id, proc, conn: null, killReason: null, dead: false, startStderr: [], stderrDone: Promise.resolve(), exit: null };
+  private spawn(index: number, id: string): void {
+    const spec = {
+      id,
+      python: this.python,
+      isolation: this.isolation,
+      socketPath: this.socketPath,
+      scratchDir: join(this.runtimeDir, `scratch-${index}`),
+      pythonPath: this.pythonPath,
+      token: this.token,
+      nprocLimit: this.config.nprocLimit,
+    };
+    // The exit comes later, asynchronously: `e` is set by then.
+    const proc = new ExecutorProcess(spec, this.log, (exit) => this.onExit(e, exit.code, exit.signal));
+    const e: Executor = { index, id, process: proc, conn: null, killReason: null, dead: false };
     this.executors[index] = e;
-    // Executors write nothing on stdout (user output is captured per call); stderr carries warnings.
-    void forEachLine(proc.stdout as ReadableStream<Uint8Array>, (line) => this.log.warn({ component: "executor", executorId: id, stream: "stdout" }, line));
-    e.stderrDone = forEachLine(proc.stderr as ReadableStream<Uint8Array>, (line) => {
-      if (!e.conn) {
-        e.startStderr.push(line);
-        if (e.startStderr.length > START_STDERR_LINES) e.startStderr.shift();
-      }
-      this.log.warn({ component: "executor", executorId: id, stream: "stderr" }, line);
-    }).catch(() => {});
-    void proc.exited.then((code) => {
-      e.exit = { code, signal: proc.signalCode === null ? null : String(proc.signalCode) };
-      this.onExit(e, code, e.exit.signal);
-    });
   }
 
-  private onData(conn: Conn, chunk: Uint8Array): void {
-    let messages: unknown[];
-    try {
-      messages = conn.decoder.push(chunk);
-    } catch (err) {
-      this.log.error({ component: "executor-pool", err }, "executor sent a malformed frame; closing its connection");
-      const e = conn.index === null ? null : this.executors[conn.index];
-      if (e) this.killExecutor(e, { code: CallErrorCode.ExecutorCrashed, message: "executor sent a malformed frame" });
-      else conn.socket.end();
-      return;
+  /** apply feeds one event to the core and carries out its instructions, in order. */
+  private apply(event: ExecutorPoolEvent): void {
+    for (const i of this.core.handle(event, monotonicNowMs())) this.carryOut(i);
+  }
+
+  private carryOut(i: ExecutorPoolInstruction): void {
+    const e = this.executors[i.index] ?? null;
+    const current = e !== null && !e.dead && e.id === i.executorId ? e : null;
+    switch (i.type) {
+      case "killHungExecutor":
+        if (current) {
+          this.log.error({ component: "executor-pool", executorId: current.id }, "executor hung: no answer to pings; killing it");
+          this.killExecutor(current, { code: CallErrorCode.ExecutorHung, message: `executor ${current.id} stopped answering pings and was replaced` });
+        }
+        return;
+      case "startExecutor":
+        this.restarts += e ? 1 : 0;
+        this.spawn(i.index, i.executorId);
+        return;
+      case "pingExecutor":
+        if (current) this.send(current, { type: "Ping", seq: ++this.pingSeq });
+        return;
+      case "sendCall":
+        return this.sendCall(i.callId, current);
+      case "scheduleRestart":
+        if (!this.closed) {
+          const reason = e?.killReason?.code ?? CallErrorCode.ExecutorCrashed;
+          this.log.warn({ component: "executor-pool", executorId: i.executorId, reason, restartInMs: i.restartAtMs - monotonicNowMs() }, "executor down; restart scheduled");
+        }
+        return;
     }
-    for (const m of messages) this.onMessage(conn, m as ExecutorMessage);
   }
 
-  private onMessage(conn: Conn, m: ExecutorMessage): void {
-    if (conn.index === null) {
+  private onMessage(conn: ExecutorConnection, m: ExecutorMessage): void {
+    if (conn.executorIndex === null) {
       // The first frame must be a Hello carrying our token and the id of an executor we started
       // and still count alive. An executor's exit can be seen before the Hello it sent just before
       // dying (found by the soak): accepting it would mark the slot READY with a dead executor,
@@ -308,19 +286,22 @@ export class ExecutorPool {
       const e = this.executors[index];
       if (m.type !== "Hello" || m.token !== this.token || !e || e.dead || e.id !== m.executorId || e.conn || m.protocol !== PROTOCOL_VERSION) {
         this.log.warn({ component: "executor-pool", type: m.type }, "rejected a connection that did not introduce itself properly");
-        conn.socket.end();
+        conn.end();
         return;
       }
-      conn.index = index;
+      conn.executorIndex = index;
       e.conn = conn;
-      this.core.ready(index, Date.now());
+      e.process.markConnected();
       this.log.info({ component: "executor-pool", executorId: e.id, pid: m.pid, python: m.python }, "executor ready");
-      this.drainQueue();
+      // Waiting calls are sent to it now.
+      this.apply({ type: "executorIntroduced", index });
       for (const w of this.readyWaiters.splice(0)) w();
       return;
     }
-    const e = this.executors[conn.index]!;
-    this.core.heard(e.index, Date.now());
+    const e = this.executors[conn.executorIndex];
+    // A late frame of an earlier incarnation's connection is not news of the current executor.
+    if (!e || e.conn !== conn) return;
+    this.apply({ type: "executorHeardFrom", index: e.index });
     switch (m.type) {
       case "Pong":
         return;
@@ -372,13 +353,13 @@ export class ExecutorPool {
     }
   }
 
-  private onConnClosed(conn: Conn): void {
-    if (conn.index === null) return;
-    const e = this.executors[conn.index];
+  private onConnClosed(conn: ExecutorConnection): void {
+    if (conn.executorIndex === null) return;
+    const e = this.executors[conn.executorIndex];
     if (e && e.conn === conn) this.markDead(e, null);
   }
 
-  private onExit(e: Executor, code: number, signal: string | null): void {
+  private onExit(e: Executor, code: number | null, signal: string | null): void {
     if (!e.dead && !this.closed && !e.killReason) {
       this.log.warn({ component: "executor-pool", executorId: e.id, code, signal }, "executor exited");
     }
@@ -389,14 +370,10 @@ export class ExecutorPool {
   private markDead(e: Executor, exitCode: number | null): void {
     if (e.dead) return;
     e.dead = true;
-    try {
-      // The whole process group: anything the executor forked dies with it.
-      if (this.isolation.ownProcessGroup) process.kill(-e.proc.pid, "SIGKILL");
-      else e.proc.kill("SIGKILL");
-    } catch {
-      // already gone
-    }
-    e.conn?.socket.end();
+    e.process.kill();
+    e.conn?.end();
+    // The core first: no waiting call may be sent to this executor while its calls fail below.
+    if (this.executors[e.index] === e) this.apply({ type: "executorDied", index: e.index });
     const reason = e.killReason ?? {
       code: CallErrorCode.ExecutorCrashed,
       message: `executor ${e.id} died${exitCode !== null ? ` (exit code ${exitCode})` : ""} while running the call`,
@@ -412,8 +389,6 @@ export class ExecutorPool {
       }
     }
     if (this.closed) return;
-    const restartAt = this.core.died(e.index, Date.now());
-    this.log.warn({ component: "executor-pool", executorId: e.id, reason: reason.code, restartInMs: restartAt - Date.now() }, "executor down; restart scheduled");
     // A start waiting for executors re-checks whether any can still come up.
     for (const w of this.readyWaiters.splice(0)) w();
   }
@@ -426,23 +401,7 @@ export class ExecutorPool {
 
   private tick(): void {
     if (this.closed) return;
-    const now = Date.now();
-    const d = this.core.tick(now);
-    for (const i of d.hung) {
-      const e = this.executors[i];
-      if (e && !e.dead) {
-        this.log.error({ component: "executor-pool", executorId: e.id }, "executor hung: no answer to pings; killing it");
-        this.killExecutor(e, { code: CallErrorCode.ExecutorHung, message: `executor ${e.id} stopped answering pings and was replaced` });
-      }
-    }
-    for (const i of d.start) {
-      this.restarts += this.executors[i] ? 1 : 0;
-      this.spawn(i, now);
-    }
-    for (const i of d.ping) {
-      const e = this.executors[i];
-      if (e && !e.dead) this.send(e, { type: "Ping", seq: ++this.pingSeq });
-    }
+    this.apply({ type: "timeAdvanced" });
     this.checkMemory();
     this.checkWallClock();
   }
@@ -450,13 +409,8 @@ export class ExecutorPool {
   private checkMemory(): void {
     for (const e of this.executors) {
       if (!e || e.dead) continue;
-      let rss: number;
-      try {
-        rss = Number(readFileSync(`/proc/${e.proc.pid}/statm`, "utf8").split(" ")[1]) * PAGE_SIZE;
-      } catch {
-        continue;
-      }
-      if (rss > this.config.memoryLimitBytes) {
+      const rss = e.process.rssBytes();
+      if (rss !== null && rss > this.config.memoryLimitBytes) {
         const mb = (b: number) => `${Math.round(b / 1048576)} MiB`;
         this.log.error({ component: "executor-pool", executorId: e.id, rssBytes: rss }, "executor over its memory limit; killing it");
         this.killExecutor(e, {
@@ -487,16 +441,14 @@ export class ExecutorPool {
   private async startFailure(): Promise<ExecutorStartError> {
     const dead = this.executors.filter((e): e is Executor => e !== null && e.dead && !e.conn);
     // The process has exited: its stderr ends within moments (bounded, should a grandchild hold it).
-    await Promise.race([Promise.all(dead.map((e) => e.stderrDone)), Bun.sleep(1000)]);
-    const first = dead.find((e) => e.startStderr.length > 0) ?? dead[0];
-    const how = first?.exit
-      ? first.exit.signal
-        ? `was killed by ${first.exit.signal}`
-        : `exited with code ${first.exit.code}`
-      : (first?.killReason?.message ?? "died");
-    const stderr = first && first.startStderr.length > 0 ? first.startStderr.map((l) => `    ${l}`).join("\n") : "    (nothing)";
+    await Promise.race([Promise.all(dead.map((e) => e.process.stderrDone)), Bun.sleep(1000)]);
+    const first = dead.find((e) => e.process.startStderr.length > 0) ?? dead[0];
+    const exit = first?.process.exit;
+    const how = exit ? (exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`) : (first?.killReason?.message ?? "died");
+    const startStderr = first?.process.startStderr ?? [];
+    const stderr = startStderr.length > 0 ? startStderr.map((l) => `    ${l}`).join("\n") : "    (nothing)";
     const user = this.isolation.runAs?.name ?? `this process's user (uid ${process.getuid?.()})`;
-    const cause = likelyStartCause(first?.startStderr ?? [], { python: this.python, pythonPath: this.pythonPath, user, exitCode: first?.exit?.code ?? null });
+    const cause = likelyStartCause(startStderr, { python: this.python, pythonPath: this.pythonPath, user, exitCode: exit?.code ?? null });
     return new ExecutorStartError(
       "EXECUTORS_DIED_AT_START",
       `${dead.length} of ${this.config.executorCount} executors died before starting; executor ${first?.id ?? "?"} ${how}. Its stderr:\n${stderr}\n` +
@@ -506,14 +458,15 @@ export class ExecutorPool {
 
   // --- calls -----------------------------------------------------------------------------
 
-  private dispatch(call: ActiveCall): void {
-    const index = this.core.pickExecutor();
-    const e = index === null ? null : this.executors[index];
-    if (index === null || !e || e.dead || !e.conn) {
-      this.queue.push(call);
+  /** sendCall carries out the core's sendCall: the call goes to `e` (the incarnation the core named). */
+  private sendCall(callId: string, e: Executor | null): void {
+    const call = this.calls.get(callId);
+    if (!call) return;
+    if (!e || !e.conn) {
+      // The core and the pool disagree on whether the executor lives: a bug, never seen.
+      this.finish(call, this.failure(CallErrorCode.Internal, `the executor chosen for call ${callId} is gone`));
       return;
     }
-    this.core.callAssigned(index);
     call.executor = e;
     const now = performance.now();
     call.firstSentMs ??= now;
@@ -530,15 +483,12 @@ export class ExecutorPool {
     });
   }
 
-  private drainQueue(): void {
-    while (this.queue.length > 0 && this.core.pickExecutor() !== null) this.dispatch(this.queue.shift()!);
-  }
-
   private finish(call: ActiveCall, result: CallResult, extra: { output?: string; stdout?: string; stderr?: string; logs?: LogLine[]; compiled?: boolean } = {}): void {
-    if (this.calls.get(call.req.callId) === call) this.calls.delete(call.req.callId);
-    if (call.executor && !call.executor.dead) this.core.callFinished(call.executor.index);
+    const registered = this.calls.get(call.req.callId) === call;
+    if (registered) this.calls.delete(call.req.callId);
     call.resolve(this.outcome(call, result, extra));
-    this.drainQueue();
+    // Its place on the executor (or in the queue) is free: the next waiting call may go.
+    if (registered) this.apply({ type: "callEnded", callId: call.req.callId });
   }
 
   private outcome(
@@ -569,50 +519,10 @@ export class ExecutorPool {
 
   // --- wire ------------------------------------------------------------------------------
 
-  /** send queues a frame; frames of one tick go out in one write. */
+  /** send queues a frame to a live executor; frames of one tick go out in one write. */
   private send(e: Executor, m: PoolMessage): void {
-    const conn = e.conn;
-    if (!conn || e.dead) return;
-    conn.corked.push(encodeFrame(m, m.type === "ResumeCall" && m.results.some((r) => r.ok && r.value instanceof RawJson)));
-    if (conn.corked.length === 1) queueMicrotask(() => this.uncork(conn));
-  }
-
-  private uncork(conn: Conn): void {
-    const frames = conn.corked;
-    conn.corked = [];
-    if (frames.length === 0) return;
-    const total = frames.reduce((n, f) => n + f.length, 0);
-    // Small frames of one tick go out in one write; large ones (a block) are not copied again.
-    let chunks = frames;
-    if (frames.length > 1 && total <= COALESCE_MAX_BYTES) {
-      const data = new Uint8Array(total);
-      let off = 0;
-      for (const f of frames) {
-        data.set(f, off);
-        off += f.length;
-      }
-      chunks = [data];
-    }
-    for (const data of chunks) {
-      if (conn.backlog.length > 0) {
-        conn.backlog.push(data);
-        continue;
-      }
-      const written = conn.socket.write(data);
-      if (written < data.length) conn.backlog.push(data.subarray(Math.max(0, written)));
-    }
-  }
-
-  private flushBacklog(conn: Conn): void {
-    while (conn.backlog.length > 0) {
-      const data = conn.backlog[0]!;
-      const written = conn.socket.write(data);
-      if (written < data.length) {
-        conn.backlog[0] = data.subarray(Math.max(0, written));
-        return;
-      }
-      conn.backlog.shift();
-    }
+    if (!e.conn || e.dead) return;
+    e.conn.send(m);
   }
 
   private async waitReady(count: number, timeoutMs: number): Promise<void> {

@@ -9,6 +9,7 @@ import type { FaultInjector } from "./fault-injection";
 import { registerIoMetrics } from "./io-metrics";
 import { IoSubsystem, type IoConfig } from "./io-subsystem";
 import { localtestserviceBackend } from "./backends/localtestservice-backend";
+import { logicalTypesBackend } from "./backends/logical-types-backend";
 import { metaBackend } from "./backends/meta-backend";
 import { routerBackend } from "./backends/router-backend";
 import { rpcBackend } from "./backends/rpc-backend";
@@ -27,7 +28,7 @@ export interface BackendSetOptions {
 /**
  * buildBackendSet assembles the backends user functions reach through `ctx.io`, the same in
  * every process that runs them (Worker, Sync Invoker): localtestservice (behind the fault
- * injector), router, rpc and blockdb over the chains config, and meta.
+ * injector), router, rpc, blockdb and logicalTypes over the chains config, and meta.
  */
 export function buildBackendSet(o: BackendSetOptions): { registry: BackendRegistry; router: ChainRouter } {
   const router = new ChainRouter(o.chains, o.localTestChainHead);
@@ -36,6 +37,7 @@ export function buildBackendSet(o: BackendSetOptions): { registry: BackendRegist
     .register(routerBackend(router))
     .register(rpcBackend(router))
     .register(blockdbBackend(router))
+    .register(logicalTypesBackend(router))
     .register(metaBackend(o.functions));
   return { registry, router };
 }

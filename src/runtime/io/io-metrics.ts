@@ -26,9 +26,9 @@ export function registerIoMetrics(registry: MetricsRegistry, io: () => IoSubsyst
     cacheBytes.set({}, c.bytes);
     cacheEntries.set({}, c.size);
     // The cache counts for itself (no call per request); bring the counters up to its totals.
-    hits.inc({}, c.hits - hits.value());
-    misses.inc({}, c.misses - misses.value());
-    evictions.inc({}, c.evictions - evictions.value());
+    hits.setTotal({}, c.hits);
+    misses.setTotal({}, c.misses);
+    evictions.setTotal({}, c.evictions);
   });
   // Rendering follows registration: these gauges' collectors run before the counters they update render.
   limit.onCollect(() => {
@@ -39,7 +39,7 @@ export function registerIoMetrics(registry: MetricsRegistry, io: () => IoSubsyst
       inflight.set({ backend: name }, l.inflight);
       peak.set({ backend: name }, l.peakInflight);
       queued.set({ backend: name }, l.queued);
-      rejected.inc({ backend: name }, l.rejected - rejected.value({ backend: name }));
+      rejected.setTotal({ backend: name }, l.rejected);
     }
   });
   return {

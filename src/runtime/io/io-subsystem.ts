@@ -98,6 +98,8 @@ interface Cacheable {
   readonly backend: Backend;
   readonly chain: string;
   readonly block: number;
+  /** Final at once: the answer depends on the params alone. */
+  readonly pure: boolean;
 }
 
 const NO_OBSERVER: IoObserver = { answered() {}, backendCalled() {} };
@@ -228,18 +230,22 @@ export class IoSubsystem {
 
   /** cacheableOf reads the op's cache declaration (none for bad params: the op's handler reports them). */
   private cacheableOf(backend: string, op: string, r: ResolvedOp, params: JsonValue): Cacheable | null {
-    if (!r.op.cache || !r.backend.head) return null;
+    if (!r.op.cache) return null;
     let decl: CacheDeclaration | null;
     try {
       decl = r.op.cache(params);
     } catch {
       return null;
     }
-    return decl && { key: `${backend}\u0000${op}\u0000${decl.key}`, backend: r.backend, chain: decl.chain, block: decl.block };
+    if (decl === null) return null;
+    const key = `${backend}\u0000${op}\u0000${decl.key}`;
+    if ("pure" in decl) return { key, backend: r.backend, chain: "", block: 0, pure: true };
+    return r.backend.head ? { key, backend: r.backend, chain: decl.chain, block: decl.block, pure: false } : null;
   }
 
   /** isFinalNow applies the finality rule with the chain's last known head (none known yet: not final). */
   private isFinalNow(c: Cacheable): boolean {
+    if (c.pure) return true;
     const head = this.headOf(c.backend, c.chain);
     if (head === undefined) return false;
     const depth = this.options.finalityDepthOf?.(c.backend.name, c.chain) ?? this.config.finalityDepth;

@@ -1,4 +1,5 @@
 import * as grpc from "@grpc/grpc-js";
+import { hostname, userInfo } from "node:os";
 import { BundleCoordinatorServiceClient } from "../../gen/bundlecoordinator/v1/bundle_coordinator";
 import { CoordinatorServiceClient, type ReserveWorkerSlotResponse } from "../../gen/coordinator/v1/coordinator";
 import { SyncInvokerServiceClient } from "../../gen/syncinvoker/v1/sync_invoker";
@@ -87,6 +88,7 @@ export class GrpcTransport {
       client,
       metadata: () => {
         const md = new grpc.Metadata();
+        md.set(OWNER_HEADER, OWNER);
         if (this.viaProxy) md.set(WORKER_ADDR_HEADER, addr);
         return md;
       },
@@ -100,6 +102,22 @@ export class GrpcTransport {
   close(): void {
     for (const c of this.clients.values()) c.close();
     this.clients.clear();
+  }
+}
+
+/**
+ * The owner label sent with every call to a Worker (x-blockx-owner: user@host), shown by
+ * `blockx tasks`. A name, not a proof: identities come from certificates once the trust boundary
+ * is in place.
+ */
+const OWNER_HEADER = "x-blockx-owner";
+const OWNER = ownerLabel();
+
+function ownerLabel(): string {
+  try {
+    return `${userInfo().username}@${hostname()}`;
+  } catch {
+    return `uid ${process.getuid?.() ?? "?"}@${hostname()}`;
   }
 }
 

@@ -1,4 +1,5 @@
-import { AdmissionCore, type AdmissionConfig, type AdmissionEvent } from "../core/admission-core";
+import { AdmissionCore, type AdmissionConfig } from "../core/admission-core";
+import type { AdmissionEvent } from "../core/admission-core-events";
 import { SyncInvokerError, SyncInvokerErrorCode } from "../core/sync-invoker-error";
 
 interface Waiter {
@@ -55,7 +56,7 @@ export class AdmissionGate {
 
   /** drain refuses new requests and resolves once nothing runs or waits. */
   drain(): Promise<void> {
-    this.apply({ type: "drainStarted" });
+    this.apply({ type: "drainingStarted" });
     return new Promise((resolve) => {
       this.idleWaiters.push(resolve);
       this.maybeIdle();
@@ -98,7 +99,7 @@ export class AdmissionGate {
       () => {
         this.timer = null;
         this.timerAtMs = Infinity;
-        this.apply({ type: "timerFired" });
+        this.apply({ type: "timeAdvanced" });
       },
       Math.max(0, Math.ceil(next - this.nowMs())),
     );

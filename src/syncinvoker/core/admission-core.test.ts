@@ -1,6 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { mulberry32 } from "../../../test/support/mulberry32";
-import { AdmissionCore, type AdmissionEvent, type AdmissionInstruction } from "./admission-core";
+import { AdmissionCore } from "./admission-core";
+import type { AdmissionEvent } from "./admission-core-events";
+import type { AdmissionInstruction } from "./admission-core-instructions";
 
 /** step feeds one event and checks the invariants afterwards. */
 function stepper(capacity: number, queueMax: number) {
@@ -9,7 +11,7 @@ function stepper(capacity: number, queueMax: number) {
     core,
     step(event: AdmissionEvent, nowMs: number): AdmissionInstruction[] {
       const out = core.handle(event, nowMs);
-      core.validate();
+      core.validateState();
       return out;
     },
   };
@@ -56,8 +58,8 @@ describe("AdmissionCore", () => {
     step(arrive("b", 100), 0);
     step(arrive("c", 300), 0);
     expect(core.nextDeadlineMs()).toBe(100);
-    expect(step({ type: "timerFired" }, 99)).toEqual([]);
-    expect(step({ type: "timerFired" }, 100)).toEqual([{ type: "dropExpired", id: "b", queuedMs: 100 }]);
+    expect(step({ type: "timeAdvanced" }, 99)).toEqual([]);
+    expect(step({ type: "timeAdvanced" }, 100)).toEqual([{ type: "dropExpired", id: "b", queuedMs: 100 }]);
     expect(core.nextDeadlineMs()).toBe(300);
     // The expired request never starts, even when the executor frees up.
     expect(step({ type: "callFinished", id: "a" }, 150)).toEqual([{ type: "startCall", id: "c", queuedMs: 150 }]);
@@ -96,7 +98,7 @@ describe("AdmissionCore", () => {
     const { step } = stepper(1, 5);
     step(arrive("a"), 0);
     step(arrive("b"), 0);
-    step({ type: "drainStarted" }, 1);
+    step({ type: "drainingStarted" }, 1);
     expect(step(arrive("c"), 2)).toEqual([{ type: "rejectDraining", id: "c" }]);
     expect(step({ type: "callFinished", id: "a" }, 3)).toEqual([{ type: "startCall", id: "b", queuedMs: 3 }]);
   });
@@ -149,7 +151,7 @@ describe("AdmissionCore", () => {
           outcome.set(id, "abandoned");
           apply(step({ type: "requestAbandoned", id }, now));
         } else {
-          apply(step({ type: "timerFired" }, now));
+          apply(step({ type: "timeAdvanced" }, now));
         }
         expect(core.counts()).toEqual({ running: running.length, queued: queued.size });
       }

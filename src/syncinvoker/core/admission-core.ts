@@ -1,34 +1,5 @@
-/**
- * Admission of Sync Invoker requests: at most `capacity` calls run at once (by default one per
- * executor, so a synchronous caller never waits behind another call inside an executor); the rest wait
- * in one FIFO queue of at most `queueMax`; past that a request is refused at once
- * (backpressure the caller can act on, instead of a queue growing without bound). A queued
- * request whose deadline passes is dropped without running: its caller has given up, and
- * running it would only delay the requests behind it.
- *
- * Sans-IO: one doorway, `handle(event, nowMs)`, which returns the instructions for the adapter
- * to carry out; time is passed in and the next deadline goes out as data (`nextDeadlineMs`).
- */
-
-/** AdmissionEvent: what happened to a request (facts, past tense). */
-export type AdmissionEvent =
-  /** A request arrived; `deadlineMs` is when its caller stops waiting (Infinity: never). */
-  | { readonly type: "requestArrived"; readonly id: string; readonly deadlineMs: number }
-  /** An admitted request's call ended (any outcome). */
-  | { readonly type: "callFinished"; readonly id: string }
-  /** The caller went away (cancelled the RPC) before its request finished. */
-  | { readonly type: "requestAbandoned"; readonly id: string }
-  /** The adapter's timer fired (at or after `nextDeadlineMs`). */
-  | { readonly type: "timerFired" }
-  /** Shutdown began: no new request is admitted; queued ones still run. */
-  | { readonly type: "drainStarted" };
-
-/** AdmissionInstruction: what the adapter must do now (imperatives). */
-export type AdmissionInstruction =
-  | { readonly type: "startCall"; readonly id: string; readonly queuedMs: number }
-  | { readonly type: "rejectQueueFull"; readonly id: string; readonly queueMax: number }
-  | { readonly type: "dropExpired"; readonly id: string; readonly queuedMs: number }
-  | { readonly type: "rejectDraining"; readonly id: string };
+import type { AdmissionEvent } from "./admission-core-events";
+import type { AdmissionInstruction } from "./admission-core-instructions";
 
 export interface AdmissionConfig {
   /** Calls running at once (executors x calls per executor). */
@@ -43,6 +14,18 @@ interface Queued {
   readonly deadlineMs: number;
 }
 
+/**
+ * AdmissionCore admits Sync Invoker requests: at most `capacity` calls run at once (by default one per
+ * executor, so a synchronous caller never waits behind another call inside an executor); the rest wait
+ * in one FIFO queue of at most `queueMax`; past that a request is refused at once
+ * (backpressure the caller can act on, instead of a queue growing without bound). A queued
+ * request whose deadline passes is dropped without running: its caller has given up, and
+ * running it would only delay the requests behind it.
+ *
+ * Sans-IO: one doorway, `handle(event, nowMs)` (events in admission-core-events.ts), which returns
+ * the instructions for the adapter to carry out (admission-core-instructions.ts); time is passed in
+ * and the next deadline goes out as data (`nextDeadlineMs`).
+ */
 export class AdmissionCore {
   private readonly running = new Set<string>();
   /** FIFO; bounded by queueMax, so linear scans stay cheap. */
@@ -67,9 +50,9 @@ export class AdmissionCore {
         // Running: its call is being cancelled and will report callFinished. Queued: forget it.
         this.queue = this.queue.filter((q) => q.id !== event.id);
         break;
-      case "timerFired":
+      case "timeAdvanced":
         break;
-      case "drainStarted":
+      case "drainingStarted":
         this.draining = true;
         break;
     }
@@ -89,8 +72,8 @@ export class AdmissionCore {
     return { running: this.running.size, queued: this.queue.length };
   }
 
-  /** validate checks the invariants; tests call it after every step. */
-  validate(): void {
+  /** validateState checks the invariants and throws on a broken one; tests call it after every step. */
+  validateState(): void {
     if (this.running.size > this.config.capacity) throw new Error(`${this.running.size} running > capacity ${this.config.capacity}`);
     if (this.queue.length > this.config.queueMax) throw new Error(`${this.queue.length} queued > queueMax ${this.config.queueMax}`);
     if (this.queue.length > 0 && this.running.size < this.config.capacity) throw new Error("a request waits while capacity is free");

@@ -1,22 +1,44 @@
 import type { Etcd3, Lease } from "etcd3";
 import type { Logger } from "../../common/logging/logger";
 import type { WorkerHeartbeat } from "../../common/registry/worker-heartbeat";
+import {
+  DEFAULT_RED_LINES,
+  HeartbeatScheduleCore,
+  type HeartbeatPublishMode,
+  type HeartbeatScheduleInstruction,
+  type PutReason,
+  type RedLines,
+} from "../core/heartbeat-schedule";
+
+/** DEFAULT_REFRESH_MS: HEARTBEAT_REFRESH_MS, half the seed's COORDINATOR_HEARTBEAT_TIMEOUT_MS. */
+export const DEFAULT_REFRESH_MS = 5_000;
 
 export interface HeartbeatPublisherOptions {
   /** Registry prefix, e.g. /blockx/workers/; the key is prefix + workerAddr. */
   readonly prefix: string;
   readonly workerAddr: string;
-  /** HEARTBEAT_INTERVAL_MS: 200 by default, 2000 advised in production. */
+  /** HEARTBEAT_INTERVAL_MS: how often the state is sampled (200 by default, 2000 advised in production). */
   readonly intervalMs: number;
   /** Lease TTL in seconds (10). */
   readonly leaseTtlSeconds: number;
+  /** HEARTBEAT_PUBLISH: ON_CHANGE (default) or EVERY_INTERVAL (every sample, as before issue 22). */
+  readonly mode?: HeartbeatPublishMode;
+  /** HEARTBEAT_REFRESH_MS (ON_CHANGE): an unchanged state is put again once the last put is this old. */
+  readonly refreshMs?: number;
+  /** The Coordinators' red lines: crossing one is a change worth a put. */
+  readonly redLines?: RedLines;
+  /** Called after each successful put with its reason (metrics). */
+  readonly onPut?: (reason: PutReason) => void;
 }
 
 /**
- * HeartbeatPublisher puts the Worker's WorkerHeartbeat JSON at `<prefix><workerAddr>` under a
- * kept-alive lease every interval. If etcd goes away the Worker keeps serving; puts fail
- * quietly (one warning per outage) and, once etcd is back, the heartbeat is put again under the
- * same lease if it survived or under a new one if it was lost. stop() revokes the lease, so the
+ * HeartbeatPublisher samples the Worker's WorkerHeartbeat every interval and puts it at
+ * `<prefix><workerAddr>` under a kept-alive lease when HeartbeatScheduleCore says so: in ON_CHANGE
+ * mode only when the capacity or a red-line side changed, or to refresh `lastHeartbeatMs` before
+ * it is `refreshMs` old; in EVERY_INTERVAL mode every sample. If etcd goes away the Worker keeps
+ * serving; puts fail quietly (one warning per outage) and, once etcd is back, the heartbeat is put
+ * again under the same lease if it survived or under a new one if it was lost (a new lease always
+ * gets a put at once: the old key went with the old lease). stop() revokes the lease, so the
  * Worker leaves every Coordinator's view at once instead of after the heartbeat timeout.
  */
 export class HeartbeatPublisher {
@@ -25,13 +47,24 @@ export class HeartbeatPublisher {
   private stopped = false;
   private failing = false;
   private publishes = 0;
+  private samples = 0;
+  private readonly core: HeartbeatScheduleCore;
 
   constructor(
     private readonly client: Etcd3,
     private readonly opts: HeartbeatPublisherOptions,
     private readonly sample: () => WorkerHeartbeat,
     private readonly log: Logger,
-  ) {}
+    /** Called at the start of every wake (the clock-offset check samples here). */
+    private readonly onCycle: () => void = () => {},
+  ) {
+    this.core = new HeartbeatScheduleCore({
+      mode: opts.mode ?? "ON_CHANGE",
+      intervalMs: opts.intervalMs,
+      refreshMs: opts.refreshMs ?? Math.max(DEFAULT_REFRESH_MS, opts.intervalMs),
+      redLines: opts.redLines ?? DEFAULT_RED_LINES,
+    });
+  }
 
   get key(): string {
     return this.opts.prefix + this.opts.workerAddr;
@@ -42,20 +75,56 @@ export class HeartbeatPublisher {
     return this.publishes;
   }
 
-  start(): void {
-    void this.beat();
+  /** Samples taken so far (one per wake: tick or refresh deadline). */
+  get sampled(): number {
+    return this.samples;
   }
 
-  private async beat(): Promise<void> {
+  start(): void {
+    void this.wake();
+  }
+
+  private async wake(): Promise<void> {
+    this.timer = null;
     if (this.stopped) return;
+    this.onCycle();
+    let sample: WorkerHeartbeat;
+    try {
+      sample = this.sample();
+    } catch (err) {
+      this.log.warn({ component: "heartbeat", key: this.key, err }, "heartbeat sample failed; trying again next interval");
+      this.arm(Date.now() + this.opts.intervalMs);
+      return;
+    }
+    this.samples++;
+    await this.carryOut(this.core.handle({ type: "sampleTaken", sample }, Date.now()));
+  }
+
+  private async carryOut(instructions: HeartbeatScheduleInstruction[]): Promise<void> {
+    for (const ins of instructions) {
+      if (this.stopped) return;
+      if (ins.type === "armTimer") this.arm(ins.atMs);
+      else await this.carryOut(await this.put(ins.heartbeat, ins.reason));
+    }
+  }
+
+  private async put(heartbeat: WorkerHeartbeat, reason: PutReason): Promise<HeartbeatScheduleInstruction[]> {
     try {
       const lease = this.currentLease();
-      await lease.put(this.key).value(JSON.stringify(this.sample()));
+      await lease.put(this.key).value(JSON.stringify(heartbeat));
+      if (this.lease !== lease) {
+        // The lease was lost while the put was on its way: the new lease has no value yet.
+        this.core.handle({ type: "putSucceeded", heartbeat }, Date.now());
+        this.core.handle({ type: "leaseReplaced" }, Date.now());
+        return [{ type: "armTimer", atMs: Date.now() }];
+      }
       this.publishes++;
+      this.opts.onPut?.(reason);
       if (this.failing) {
         this.failing = false;
         this.log.info({ component: "heartbeat", key: this.key }, "heartbeat published again");
       }
+      return this.core.handle({ type: "putSucceeded", heartbeat }, Date.now());
     } catch (err) {
       // A put under a lease etcd no longer knows (expired during an outage) fails: start over.
       this.dropLease();
@@ -63,19 +132,28 @@ export class HeartbeatPublisher {
         this.failing = true;
         this.log.warn({ component: "heartbeat", key: this.key, err }, "heartbeat failed; retrying every interval while etcd is away");
       }
+      return this.core.handle({ type: "putFailed" }, Date.now());
     }
-    if (!this.stopped) this.timer = setTimeout(() => void this.beat(), this.opts.intervalMs);
+  }
+
+  private arm(atMs: number): void {
+    if (this.stopped) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.wake(), Math.max(0, atMs - Date.now()));
   }
 
   private currentLease(): Lease {
     if (!this.lease) {
       const lease = this.client.lease(this.opts.leaseTtlSeconds, { autoKeepAlive: true });
       lease.on("lost", () => {
-        if (this.lease === lease) this.lease = null;
+        if (this.lease !== lease) return;
+        this.lease = null;
+        this.core.handle({ type: "leaseReplaced" }, Date.now());
       });
       // keepalive failures while etcd is down are expected; 'lost' is what matters.
       lease.on("keepaliveFailed", () => {});
       this.lease = lease;
+      this.core.handle({ type: "leaseReplaced" }, Date.now());
     }
     return this.lease;
   }
@@ -84,6 +162,7 @@ export class HeartbeatPublisher {
     const lease = this.lease;
     this.lease = null;
     if (lease) void lease.revoke().catch(() => {});
+    this.core.handle({ type: "leaseReplaced" }, Date.now());
   }
 
   /** stop ends the heartbeats and revokes the lease (deleting the key). */

@@ -1,11 +1,12 @@
 import type { Logger } from "../../common/logging/logger";
-import type { NowMs } from "../../common/time/monotonic-clock";
+import type { NowMs } from "../../common/clock/monotonic-clock";
 import type { CallError, TableWriteSummary } from "../../gen/worker/v1/worker";
 import { CallErrorCode, type CallOutcome, type CallOwner } from "../../runtime/calls/call";
 import { createCallOwner, resumeResultOf, type CallPool, type RunSubCall } from "../../runtime/calls/call-owner";
 import type { JsonValue } from "../../runtime/executor/protocol";
 import type { TaskIo } from "../../runtime/io/io-subsystem";
 import { DispatcherCore, type CallResult, type DispatchedCall, type DispatcherConfig, type DispatcherDecision, type DispatcherEvent } from "../core/dispatcher-core";
+import { TaskLogBook, type TaskLogCaps, type TaskLogEntry } from "../core/task-log-book";
 import type { TaskPlan } from "../core/task-plan";
 import type { WorkerEvent } from "../core/worker-core-events";
 import type { TableStore } from "../../common/tables/table-store";
@@ -38,6 +39,16 @@ export interface TaskRunnerDeps {
   readonly nowMs: NowMs;
   /** Every call's budget; undefined: the pool's default. */
   readonly callBudgetMs?: number;
+  /** Bounds of each task's kept log lines (DEFAULT_TASK_LOG_CAPS when absent). */
+  readonly logCaps?: TaskLogCaps;
+}
+
+/** What ListTasks shows of a task besides its snapshot. */
+export interface TaskInfo {
+  readonly owner: string;
+  /** The function's name, or `inline:` and the first 12 hex digits of its digest. */
+  readonly function: string;
+  readonly logLinesDropped: number;
 }
 
 interface RunningTask {
@@ -70,8 +81,10 @@ interface RunningTask {
  */
 export class TaskRunner {
   private readonly dispatcher: DispatcherCore<JsonValue>;
-  /** Plans accepted and not yet forgotten (a task is started from its plan). */
-  private readonly plans = new Map<string, TaskPlan>();
+  /** Plans accepted and not yet forgotten (a task is started from its plan), with their owner label. */
+  private readonly plans = new Map<string, { readonly plan: TaskPlan; readonly owner: string }>();
+  /** What each task's calls logged and printed, bounded, until the task is forgotten. */
+  private readonly logs: TaskLogBook;
   private readonly tasks = new Map<string, RunningTask>();
   /** Ended tasks' outputs, until the Worker forgets the task. */
   private readonly outputs = new Map<string, TaskOutput>();
@@ -84,22 +97,38 @@ export class TaskRunner {
    * hung, ran out of memory, internal error), the Worker's own health. A user's error, an
    * over-budget call or a failing backend says nothing about the Worker and counts as false.
    */
-  onCallFinished: (systemFailure: boolean) => void = () => {};
+  onCallFinished: (systemFailure: boolean, info: CallFinishedInfo) => void = () => {};
+  /** New log lines of a task, as its calls end (StreamTaskLogs followers). */
+  onLogLines: (taskId: string, lines: readonly TaskLogEntry[]) => void = () => {};
 
   constructor(private readonly deps: TaskRunnerDeps) {
     this.dispatcher = new DispatcherCore(deps.dispatcher);
+    this.logs = new TaskLogBook(deps.logCaps);
   }
 
   /** accept keeps a validated plan until WorkerCore starts the task; false if the id is known already. */
-  accept(plan: TaskPlan): boolean {
+  accept(plan: TaskPlan, owner = ""): boolean {
     if (this.plans.has(plan.taskId)) return false;
-    this.plans.set(plan.taskId, plan);
+    this.plans.set(plan.taskId, { plan, owner });
     return true;
+  }
+
+  /** readLogs: the task's kept lines after `afterSeq`, or its last `tail`; null when it has none. */
+  readLogs(taskId: string, o: { afterSeq?: number; tail?: number }): ReturnType<TaskLogBook["read"]> {
+    return this.logs.read(taskId, o);
+  }
+
+  /** info: what ListTasks shows of a task the runner knows (undefined: never submitted here). */
+  info(taskId: string): TaskInfo | undefined {
+    const p = this.plans.get(taskId);
+    if (!p) return undefined;
+    const fn = p.plan.fn.name !== "" ? p.plan.fn.name : `inline:${p.plan.fn.digest.slice(0, 12)}`;
+    return { owner: p.owner, function: fn, logLinesDropped: this.logs.dropped(taskId) };
   }
 
   /** start runs an accepted task (WorkerCore's startTask): writers first, then its calls. */
   start(taskId: string): void {
-    const plan = this.plans.get(taskId);
+    const plan = this.plans.get(taskId)?.plan;
     if (!plan) {
       this.deps.log.error({ taskId }, "startTask for a task without a plan");
       this.onEvent({ type: "taskFailed", taskId, error: { code: CallErrorCode.Internal, message: "the worker lost the task's plan" } });
@@ -159,10 +188,18 @@ export class TaskRunner {
     this.stop(taskId);
     this.plans.delete(taskId);
     this.outputs.delete(taskId);
+    this.logs.forget(taskId);
   }
 
   get runningTasks(): number {
     return this.tasks.size;
+  }
+
+  /** inflightCalls: calls (sub-calls included) of running tasks that are in an executor or waiting for one. */
+  get inflightCalls(): number {
+    let n = 0;
+    for (const t of this.tasks.values()) n += t.inflight.size + t.subCalls.size;
+    return n;
   }
 
   /** end records a task's output and reports its end; nothing of it runs any more. */
@@ -207,16 +244,18 @@ export class TaskRunner {
     const t = this.tasks.get(d.taskId)!;
     const callId = `${d.taskId}/${d.index}/${d.attempt}`;
     t.inflight.set(callId, d);
-    void this.deps.pool.execute({ callId, fn: t.plan.fn, args: d.call, ...this.budget() }, t.owner).then((outcome) => this.onCallDone(t, callId, d, outcome));
+    const startedMs = this.deps.nowMs();
+    void this.deps.pool.execute({ callId, fn: t.plan.fn, args: d.call, ...this.budget() }, t.owner).then((outcome) => this.onCallDone(t, callId, d, outcome, startedMs));
   }
 
   private budget(): { budgetMs?: number } {
     return this.deps.callBudgetMs ? { budgetMs: this.deps.callBudgetMs } : {};
   }
 
-  private onCallDone(t: RunningTask, callId: string, d: DispatchedCall<JsonValue>, result: CallOutcome): void {
-    this.onCallFinished(isSystemFailure(result));
+  private onCallDone(t: RunningTask, callId: string, d: DispatchedCall<JsonValue>, result: CallOutcome, startedMs: number): void {
+    this.onCallFinished(isSystemFailure(result), finishedInfo(result, this.deps.nowMs() - startedMs));
     if (!t.inflight.delete(callId) || this.tasks.get(t.plan.taskId) !== t) return; // the task ended meanwhile
+    this.keepLogs(t, d, result);
     this.cancelSubCallsOf(t, callId); // a parent that ended (its executor died) no longer waits for them
     if (!result.ok) return this.callSettled(t, callId, d, result);
     // The call's rows go to the table store (asynchronously: the event loop goes on meanwhile); the
@@ -277,6 +316,22 @@ export class TaskRunner {
     this.end(taskId, { returnValues, firstError: undefined, writes: summaries(t) }, { type: "taskSucceeded", taskId });
   }
 
+  /** keepLogs files what a call logged and printed under its task, tagged with its input, and tells followers. */
+  private keepLogs(t: RunningTask, d: DispatchedCall<JsonValue>, o: CallOutcome): void {
+    const stdout = o.stderr !== undefined ? (o.stdout ?? "") : o.output;
+    if (o.logs.length === 0 && stdout === "" && !o.stderr) return;
+    const lines = this.logs.append(t.plan.taskId, {
+      callIndex: d.index,
+      attempt: d.attempt,
+      input: t.plan.inputLabel(d.call, d.index),
+      endedAtMs: Date.now(),
+      logs: o.logs,
+      stdout,
+      stderr: o.stderr ?? "",
+    });
+    if (lines.length > 0) this.onLogLines(t.plan.taskId, lines);
+  }
+
   /** Counts are coalesced: one report per task per turn of the event loop. */
   private scheduleCountsFlush(t: RunningTask): void {
     if (!t.countsDirty || t.countsFlushQueued) return;
@@ -329,9 +384,10 @@ export class TaskRunner {
       const callId = call.nextCallId();
       t.subCalls.add(callId);
       this.step({ type: "subCallStarted", taskId });
+      const startedMs = this.deps.nowMs();
       const out = await this.deps.pool.execute({ callId, fn: call.fn, args: call.args, ...(call.budgetMs !== undefined ? { budgetMs: call.budgetMs } : {}) }, owner);
       t.subCalls.delete(callId);
-      this.onCallFinished(isSystemFailure(out));
+      this.onCallFinished(isSystemFailure(out), finishedInfo(out, this.deps.nowMs() - startedMs));
       const decision = this.step({ type: "subCallFinished", taskId, attempt, result: resultOf(out) }).reply!;
       this.pump(); // its place in the window is free for the task's next call
       if (out.ok) return resumeResultOf(out);
@@ -358,6 +414,19 @@ export class TaskRunner {
 
 function resultOf(o: CallOutcome): CallResult {
   return o.ok ? { ok: true } : { ok: false, retryable: o.error.retryable };
+}
+
+/** What metrics learn of a finished call: its outcome (`OK` or the error code, a closed set) and how long it took. */
+export interface CallFinishedInfo {
+  readonly outcome: "OK" | CallErrorCode | "OTHER";
+  readonly seconds: number;
+}
+
+const KNOWN_CODES: ReadonlySet<string> = new Set(Object.values(CallErrorCode));
+
+function finishedInfo(o: CallOutcome, ms: number): CallFinishedInfo {
+  const outcome = o.ok ? "OK" : KNOWN_CODES.has(o.error.code) ? (o.error.code as CallErrorCode) : "OTHER";
+  return { outcome, seconds: Math.max(0, ms) / 1000 };
 }
 
 /**

@@ -1,12 +1,13 @@
 import type { Logger } from "../../common/logging/logger";
-import type { NowMs } from "../../common/time/monotonic-clock";
+import type { NowMs } from "../../common/clock/monotonic-clock";
 import { TERMINAL_TASK_STATES } from "../../common/terminal-task-states";
 import type { Task, TaskSnapshot, TaskState } from "../../gen/worker/v1/worker";
+import type { TaskLogEntry } from "../core/task-log-book";
 import type { TaskPlan } from "../core/task-plan";
 import type { WorkerCore } from "../core/worker-core";
 import type { WorkerEvent } from "../core/worker-core-events";
 import type { SnapshotReply, WorkerDecision } from "../core/worker-core-instructions";
-import type { TaskOutput, TaskRunner } from "./task-runner";
+import type { TaskInfo, TaskOutput, TaskRunner } from "./task-runner";
 
 /**
  * WorkerDriver runs WorkerCore: it feeds the core one event at a time (client requests, the task
@@ -26,8 +27,10 @@ export class WorkerDriver {
   private readonly ended = new Set<string>();
   /** Every snapshot the core publishes (WatchTasks streams subscribe here). */
   onSnapshot: (snapshot: TaskSnapshot) => void = () => {};
+  /** New log lines of a task (StreamTaskLogs followers). */
+  onLogLines: (taskId: string, lines: readonly TaskLogEntry[]) => void = () => {};
   /** Called once per task that reaches a terminal state (metrics). */
-  onTaskEnded: (state: TaskState) => void = () => {};
+  onTaskEnded: (state: TaskState, snapshot: TaskSnapshot) => void = () => {};
 
   constructor(
     private readonly core: WorkerCore,
@@ -38,6 +41,7 @@ export class WorkerDriver {
     private readonly nowMs: NowMs,
   ) {
     runner.onEvent = (e) => this.enqueue(e);
+    runner.onLogLines = (taskId, lines) => this.onLogLines(taskId, lines);
   }
 
   requestTaskSlot(taskId: string, ttlMs: number): SnapshotReply {
@@ -49,10 +53,10 @@ export class WorkerDriver {
    * core decide, hands the reply to `respond` and only then starts the task, so the client hears
    * RUNNING before the task's first calls are dispatched.
    */
-  submitTask(task: Task | undefined, slotId: string, respond: (reply: SnapshotReply) => void): void {
+  submitTask(task: Task | undefined, slotId: string, owner: string, respond: (reply: SnapshotReply) => void): void {
     const plan = this.plan(task);
     // Kept before the core decides, so that startTask finds it; dropped again if nothing starts.
-    const fresh = this.runner.accept(plan);
+    const fresh = this.runner.accept(plan, owner);
     const decision = this.core.handle({ type: "taskSubmitted", task: { taskId: plan.taskId, timeoutMs: plan.timeoutMs }, slotId }, this.nowMs());
     if (fresh && !decision.instructions.some((i) => i.type === "startTask")) this.runner.forget(plan.taskId);
     respond(decision.reply);
@@ -74,6 +78,23 @@ export class WorkerDriver {
     if (reply.err) return reply;
     const output = this.runner.result(taskId);
     return output ? { ...reply, output } : reply;
+  }
+
+  /** readLogs: a task's kept log lines (see TaskRunner.readLogs). */
+  readLogs(taskId: string, o: { afterSeq?: number; tail?: number }): ReturnType<TaskRunner["readLogs"]> {
+    return this.runner.readLogs(taskId, o);
+  }
+
+  /** listTasks: every task this Worker knows as of now, newest first, with what the runner knows of it. */
+  listTasks(limit: number): { tasks: { snapshot: TaskSnapshot; info: TaskInfo | undefined }[]; truncated: boolean } {
+    this.apply(this.core.handle({ type: "timeAdvanced" }, this.nowMs()));
+    const all = this.core.snapshots().sort((a, b) => b.allocatedAtMs - a.allocatedAtMs || b.acceptedAtMs - a.acceptedAtMs || (a.taskId < b.taskId ? -1 : 1));
+    return { tasks: all.slice(0, limit).map((snapshot) => ({ snapshot, info: this.runner.info(snapshot.taskId) })), truncated: all.length > limit };
+  }
+
+  /** story: the task's history as the core kept it (oldest first; [] for a task it does not know). */
+  story(taskId: string): ReturnType<WorkerCore["story"]> {
+    return this.core.story(taskId);
   }
 
   /** drain stops taking slots; resolves when no task holds a slot any more. */
@@ -122,7 +143,7 @@ export class WorkerDriver {
         case "publishSnapshot":
           if (TERMINAL_TASK_STATES.has(ins.snapshot.state) && !this.ended.has(ins.snapshot.taskId)) {
             this.ended.add(ins.snapshot.taskId);
-            this.onTaskEnded(ins.snapshot.state);
+            this.onTaskEnded(ins.snapshot.state, ins.snapshot);
           }
           this.onSnapshot(ins.snapshot);
           break;

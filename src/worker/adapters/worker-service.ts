@@ -3,19 +3,33 @@ import { TERMINAL_TASK_STATES } from "../../common/terminal-task-states";
 import { grpcError } from "../../common/grpc/grpc-server";
 import type { Logger } from "../../common/logging/logger";
 import {
+  ListTasksResponse,
+  TaskLogLine,
+  TaskStory,
   TaskResult,
+  type StreamTaskLogsRequest,
   type TaskSnapshot,
   type WatchTasksRequest,
   type WorkerServiceServer,
 } from "../../gen/worker/v1/worker";
 import type { SnapshotReply } from "../core/worker-core-instructions";
 import { WorkerError } from "../core/worker-error";
+import type { TaskLogEntry } from "../core/task-log-book";
 import type { WorkerDriver } from "./worker-driver";
 import { workerCodeToGRPC } from "./worker-code-to-grpc";
 
 const MAX_WATCHED_TASKS = 10_000;
+/** StreamTaskLogs: at most this many lines of tail, and this many following streams open at once. */
+const MAX_LOG_TAIL = 100_000;
+const MAX_LOG_FOLLOWERS = 1_000;
+/** ListTasks: the default and the largest limit. */
+const DEFAULT_LIST_LIMIT = 1_000;
+const MAX_LIST_LIMIT = 10_000;
+/** The owner label a client may send (x-blockx-owner): printable, at most this long. */
+const MAX_OWNER_LENGTH = 128;
 
 type Watch = { call: grpc.ServerWritableStream<WatchTasksRequest, TaskSnapshot>; ids: Set<string>; open: boolean };
+type LogFollower = { call: grpc.ServerWritableStream<StreamTaskLogsRequest, TaskLogLine>; taskId: string; lastSeq: number; open: boolean };
 
 /**
  * WorkerService is worker.v1.WorkerService and nothing else: it takes each request off the wire,
@@ -25,18 +39,25 @@ type Watch = { call: grpc.ServerWritableStream<WatchTasksRequest, TaskSnapshot>;
  */
 export class WorkerService {
   private readonly watches = new Set<Watch>();
+  private readonly followers = new Set<LogFollower>();
 
   constructor(
     private readonly driver: WorkerDriver,
     private readonly log: Logger,
   ) {
-    driver.onSnapshot = (s) => this.publish(s);
+    driver.onSnapshot = (s) => {
+      this.publish(s);
+      if (TERMINAL_TASK_STATES.has(s.state)) this.endFollowers(s.taskId);
+    };
+    driver.onLogLines = (taskId, lines) => this.followLines(taskId, lines);
   }
 
-  /** endWatches closes every WatchTasks stream (shutdown). */
+  /** endWatches closes every WatchTasks and StreamTaskLogs stream (shutdown). */
   endWatches(): void {
     for (const w of this.watches) if (w.open) w.call.end();
     this.watches.clear();
+    for (const f of this.followers) if (f.open) f.call.end();
+    this.followers.clear();
   }
 
   handlers(): WorkerServiceServer {
@@ -47,7 +68,7 @@ export class WorkerService {
       },
       submitTask: (call, callback) => {
         try {
-          this.driver.submitTask(call.request.task, call.request.slotId, (r) => this.reply(callback, r));
+          this.driver.submitTask(call.request.task, call.request.slotId, ownerOf(call.metadata), (r) => this.reply(callback, r));
         } catch (e) {
           this.fail(callback, e);
         }
@@ -70,7 +91,78 @@ export class WorkerService {
         );
       },
       watchTasks: (call) => this.watch(call),
+      streamTaskLogs: (call) => this.streamLogs(call),
+      listTasks: (call, callback) => {
+        const limit = call.request.limit === 0 ? DEFAULT_LIST_LIMIT : call.request.limit;
+        if (limit > MAX_LIST_LIMIT) return callback(grpcError(grpc.status.INVALID_ARGUMENT, `limit: at most ${MAX_LIST_LIMIT}, got ${limit}`));
+        const { tasks, truncated } = this.driver.listTasks(limit);
+        callback(
+          null,
+          ListTasksResponse.create({
+            tasks: tasks.map((t) => ({ snapshot: t.snapshot, owner: t.info?.owner ?? "", function: t.info?.function ?? "", logLinesDropped: t.info?.logLinesDropped ?? 0 })),
+            truncated,
+          }),
+        );
+      },
+      getTaskStory: (call, callback) => {
+        const entries = this.driver.story(call.request.taskId);
+        if (entries.length === 0) return callback(grpcError(grpc.status.NOT_FOUND, `task ${JSON.stringify(call.request.taskId)} is not known here`));
+        callback(null, TaskStory.create({ entries: entries.map((e) => ({ atMs: e.atMs, event: e.event, outcome: e.outcome })) }));
+      },
     };
+  }
+
+  /**
+   * streamLogs sends a task's kept log lines (its last `tail`, or all), then, with `follow`, each
+   * new line as its call ends, and ends when the task is terminal or the client goes away.
+   */
+  private streamLogs(call: grpc.ServerWritableStream<StreamTaskLogsRequest, TaskLogLine>): void {
+    const { taskId, tail, follow } = call.request;
+    if (taskId === "" || taskId.length > 256) return void call.emit("error", grpcError(grpc.status.INVALID_ARGUMENT, "task_id: 1 to 256 characters"));
+    if (tail > MAX_LOG_TAIL) return void call.emit("error", grpcError(grpc.status.INVALID_ARGUMENT, `tail: at most ${MAX_LOG_TAIL}, got ${tail}`));
+    const snap = this.driver.queryTask(taskId);
+    if (snap.err) return void call.emit("error", grpcError(workerCodeToGRPC(snap.err.code), snap.err.message));
+    const live = follow && !TERMINAL_TASK_STATES.has(snap.snapshot.state);
+    if (live && this.followers.size >= MAX_LOG_FOLLOWERS) {
+      return void call.emit("error", grpcError(grpc.status.RESOURCE_EXHAUSTED, `at most ${MAX_LOG_FOLLOWERS} log streams may follow tasks at once; retry later`));
+    }
+    const read = this.driver.readLogs(taskId, { tail });
+    const f: LogFollower = { call, taskId, lastSeq: 0, open: true };
+    if (read) {
+      read.entries.forEach((e, i) => this.sendLine(f, e, i === 0 ? read.droppedBefore : 0));
+      f.lastSeq = read.lastSeq;
+    }
+    if (!live) return void call.end();
+    this.followers.add(f);
+    const close = () => {
+      f.open = false;
+      this.followers.delete(f);
+    };
+    call.on("cancelled", close);
+    call.on("close", close);
+  }
+
+  private followLines(taskId: string, lines: readonly TaskLogEntry[]): void {
+    for (const f of this.followers) {
+      if (!f.open || f.taskId !== taskId) continue;
+      for (const e of lines) if (e.seq > f.lastSeq) this.sendLine(f, e, e.seq - f.lastSeq - 1);
+    }
+  }
+
+  private sendLine(f: LogFollower, e: TaskLogEntry, droppedBefore: number): void {
+    f.lastSeq = e.seq;
+    f.call.write(
+      TaskLogLine.create({ seq: e.seq, timeMs: e.timeMs, callIndex: e.callIndex, attempt: e.attempt, input: e.input, stream: e.stream, level: e.level, text: e.text, droppedBefore }),
+    );
+  }
+
+  private endFollowers(taskId: string): void {
+    for (const f of this.followers) {
+      if (f.taskId !== taskId) continue;
+      f.open = false;
+      this.followers.delete(f);
+      f.call.end();
+    }
   }
 
   private watch(call: grpc.ServerWritableStream<WatchTasksRequest, TaskSnapshot>): void {
@@ -149,4 +241,13 @@ export class WorkerService {
     this.log.error({ err: e }, "worker request failed unexpectedly");
     callback(grpcError(grpc.status.INTERNAL, `internal error: ${(e as Error).message}`));
   }
+}
+
+/**
+ * ownerOf: the owner label the client sent in x-blockx-owner (the SDK and CLI send user@host), cut
+ * to printable characters; not an authenticated identity (that comes with the trust boundary).
+ */
+function ownerOf(metadata: grpc.Metadata): string {
+  const v = metadata.get("x-blockx-owner")[0];
+  return typeof v === "string" ? v.replace(/[^\x20-\x7e]/g, "").slice(0, MAX_OWNER_LENGTH) : "";
 }

@@ -1,12 +1,15 @@
 import { tableStoreProblems, tableStoreVars, type TableStoreConfig } from "../../common/tables/table-store-config";
 import type { ChainsConfig } from "../../common/config/chains-config";
+import { clockVars } from "../../common/clock/clock-vars";
 import { commonVars } from "../../common/config/common-vars";
-import { ConfigError, envVar, intSchema, listenAddrSchema, listSchema, loadEnvConfig, stringSchema, type EnvValues } from "../../common/config/env-config";
+import { ConfigError, enumSchema, envVar, fractionSchema, intSchema, listenAddrSchema, listSchema, loadEnvConfig, stringSchema, type EnvValues } from "../../common/config/env-config";
 import { parseRegistryPrefix } from "../../common/registry/registry-prefix";
 import { executorPoolConfigFrom, executorPoolVars, type ExecutorPoolConfig } from "../../runtime/executor/executor-pool-config";
 import type { Faults } from "../../runtime/io/fault-injection";
 import { ioSettingsFrom, ioVars, type IoSettings } from "../../runtime/io/io-config";
 import type { IoConfig } from "../../runtime/io/io-subsystem";
+import type { HeartbeatPublishMode, RedLines } from "../core/heartbeat-schedule";
+import { DEFAULT_TASK_LOG_CAPS, type TaskLogCaps } from "../core/task-log-book";
 import type { WorkerProfile } from "./profile";
 
 const MAX_MS = 24 * 3600 * 1000;
@@ -33,6 +36,35 @@ export function workerVars(profile: WorkerProfile) {
     ),
     taskSlots: envVar("TASK_SLOTS", "50", "an integer from 1 to 100000", "tasks this Worker runs at once", intSchema(1, 100_000)),
     heartbeatIntervalMs: envVar("HEARTBEAT_INTERVAL_MS", "200", MS_RULE, "heartbeat period (2000 advised in production)", intSchema(1, MAX_MS)),
+    heartbeatPublish: envVar(
+      "HEARTBEAT_PUBLISH",
+      "on-change",
+      "on-change or every-interval",
+      "on-change: put the heartbeat only when free capacity or a red-line side changed, or to refresh it (HEARTBEAT_REFRESH_MS); every-interval: put every sample, as Workers did before on-change existed",
+      enumSchema(["on-change", "every-interval"] as const),
+    ),
+    heartbeatRefreshMs: envVar(
+      "HEARTBEAT_REFRESH_MS",
+      "5000",
+      `${MS_RULE}, >= HEARTBEAT_INTERVAL_MS`,
+      "on-change: an unchanged heartbeat is put again once this old; keep it well below the Coordinators' COORDINATOR_HEARTBEAT_TIMEOUT_MS",
+      intSchema(1, MAX_MS),
+    ),
+    heartbeatCpuRedLine: envVar("HEARTBEAT_CPU_RED_LINE", "0.90", "a number in (0, 1]", "on-change: crossing it is a change (set it to the Coordinators' COORDINATOR_CPU_RED_LINE)", fractionSchema(0, 1)),
+    heartbeatMemoryRedLine: envVar(
+      "HEARTBEAT_MEMORY_RED_LINE",
+      "0.90",
+      "a number in (0, 1]",
+      "on-change: crossing it is a change (set it to the Coordinators' COORDINATOR_MEMORY_RED_LINE)",
+      fractionSchema(0, 1),
+    ),
+    heartbeatErrorRateRedLine: envVar(
+      "HEARTBEAT_ERROR_RATE_RED_LINE",
+      "0.50",
+      "a number in (0, 1]",
+      "on-change: crossing it is a change (set it to the Coordinators' COORDINATOR_ERROR_RATE_RED_LINE)",
+      fractionSchema(0, 1),
+    ),
     leaseTtlSeconds: envVar("HEARTBEAT_LEASE_TTL_S", "10", "an integer from 2 to 3600", "TTL of the heartbeat lease", intSchema(2, 3600)),
     resultRetentionMs: envVar("RESULT_RETENTION_MS", "300000", MS_RULE, "how long a finished task's result stays queryable", intSchema(1, MAX_MS)),
     drainTimeoutMs: envVar("WORKER_DRAIN_TIMEOUT_MS", "30000", "an integer from 0 to 86400000", "on SIGTERM, how long running tasks may finish", intSchema(0, MAX_MS)),
@@ -48,8 +80,12 @@ export function workerVars(profile: WorkerProfile) {
       stringSchema(),
     ),
     callMaxAttempts: envVar("CALL_MAX_ATTEMPTS", "4", "an integer from 1 to 100", "tries per call for retryable failures (a user's error is never retried)", intSchema(1, 100)),
+    taskLogMaxBytes: envVar("TASK_LOG_MAX_BYTES", "1048576", "an integer from 1024 to 1073741824", "log lines kept per task (`blockx logs`): beyond this the oldest go first, counted", intSchema(1024, 1 << 30)),
+    taskLogMaxLineBytes: envVar("TASK_LOG_MAX_LINE_BYTES", "4096", "an integer from 64 to 1048576", "a longer log line is cut, saying how much", intSchema(64, 1 << 20)),
+    taskLogMaxCallBytes: envVar("TASK_LOG_MAX_CALL_BYTES", "65536", "an integer from 64 to 1073741824", "log lines kept per call; the rest become one line saying how many", intSchema(64, 1 << 30)),
     ...ioVars,
     ...executorPoolVars,
+    ...clockVars,
     ...commonVars,
   };
 }
@@ -62,11 +98,15 @@ export interface WorkerRuntimeConfig extends TableStoreConfig {
   readonly registryPrefix: string;
   readonly taskSlots: number;
   readonly heartbeatIntervalMs: number;
+  readonly heartbeatPublish: HeartbeatPublishMode;
+  readonly heartbeatRefreshMs: number;
+  readonly heartbeatRedLines: RedLines;
   readonly leaseTtlSeconds: number;
   readonly resultRetentionMs: number;
   readonly drainTimeoutMs: number;
   readonly taskMaxInflightCalls: number;
   readonly callMaxAttempts: number;
+  readonly taskLogCaps: TaskLogCaps;
   readonly functionsDir: string;
   readonly localTestChainHead: number;
   readonly chains: ChainsConfig;
@@ -76,6 +116,8 @@ export interface WorkerRuntimeConfig extends TableStoreConfig {
   readonly localTestFaults: Faults;
   readonly localTestFaultsFile: string;
   readonly pool: ExecutorPoolConfig;
+  /** CLOCK_MAX_OFFSET_MS and CLOCK_TEST_OFFSET_MS. */
+  readonly clock: { readonly maxOffsetMs: number; readonly testOffsetMs: number };
   readonly logLevel: EnvValues<ReturnType<typeof workerVars>>["logLevel"];
   readonly prometheusListenAddr: string;
   readonly prometheusPath: string;
@@ -98,6 +140,9 @@ export function loadWorkerRuntimeConfigFromEnv(
     problems.push(`WORKER_REGISTRY_PREFIX: ${(e as Error).message}`);
   }
   problems.push(...tableStoreProblems(v));
+  if (v.heartbeatRefreshMs < v.heartbeatIntervalMs) {
+    problems.push(`HEARTBEAT_REFRESH_MS: expected >= HEARTBEAT_INTERVAL_MS (${v.heartbeatIntervalMs}), got "${v.heartbeatRefreshMs}"`);
+  }
   let io: IoSettings | null = null;
   try {
     io = ioSettingsFrom(v);
@@ -114,11 +159,15 @@ export function loadWorkerRuntimeConfigFromEnv(
     registryPrefix: v.registryPrefix,
     taskSlots: v.taskSlots,
     heartbeatIntervalMs: v.heartbeatIntervalMs,
+    heartbeatPublish: v.heartbeatPublish === "on-change" ? "ON_CHANGE" : "EVERY_INTERVAL",
+    heartbeatRefreshMs: v.heartbeatRefreshMs,
+    heartbeatRedLines: Object.freeze({ cpu: v.heartbeatCpuRedLine, memory: v.heartbeatMemoryRedLine, errorRate: v.heartbeatErrorRateRedLine }),
     leaseTtlSeconds: v.leaseTtlSeconds,
     resultRetentionMs: v.resultRetentionMs,
     drainTimeoutMs: v.drainTimeoutMs,
     taskMaxInflightCalls: v.taskMaxInflightCalls,
     callMaxAttempts: v.callMaxAttempts,
+    taskLogCaps: { ...DEFAULT_TASK_LOG_CAPS, bytesPerTask: v.taskLogMaxBytes, bytesPerLine: v.taskLogMaxLineBytes, bytesPerCall: v.taskLogMaxCallBytes },
     functionsDir: v.functionsDir.trim(),
     tableStoreUrl: v.tableStoreUrl.trim(),
     tableStorePath: v.tableStorePath.trim(),
@@ -133,6 +182,7 @@ export function loadWorkerRuntimeConfigFromEnv(
     localTestBlockStore: v.localTestBlockStore,
     ...io,
     pool: executorPoolConfigFrom(v),
+    clock: Object.freeze({ maxOffsetMs: v.clockMaxOffsetMs, testOffsetMs: v.clockTestOffsetMs }),
     logLevel: v.logLevel,
     prometheusListenAddr: v.prometheusListenAddr,
     prometheusPath: v.prometheusPath,

@@ -2,6 +2,7 @@ import * as grpc from "@grpc/grpc-js";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { ConfigError } from "../../common/config/env-config";
+import { startClockMonitor } from "../../common/clock/clock-monitor";
 import { createEtcdClient } from "../../common/etcd/etcd-client";
 import { sdNotify } from "../../common/lifecycle/sd-notify";
 import { bindGrpcServer, grpcError, GRPC_SERVER_OPTIONS, shutdownGrpcServer } from "../../common/grpc/grpc-server";
@@ -12,11 +13,12 @@ import { startMetricsServer } from "../../common/metrics/metrics-server";
 import { MetricsRegistry } from "../../common/metrics/metrics";
 import { registerProcessMetrics } from "../../common/metrics/process-metrics";
 import { TaskState, WorkerServiceService, type Task, type WorkerServiceServer } from "../../gen/worker/v1/worker";
-import { monotonicNowMs } from "../../common/time/monotonic-clock";
+import { monotonicNowMs } from "../../common/clock/monotonic-clock";
 import { planTask } from "../core/task-plan";
 import { ErrorRateWindow } from "../adapters/error-rate-window";
 import { HeartbeatPublisher } from "../adapters/heartbeat-publisher";
 import { HostMetrics } from "../adapters/host-metrics";
+import { registerWorkerMetrics } from "../adapters/worker-metrics";
 import { TaskRunner } from "../adapters/task-runner";
 import { WorkerDriver } from "../adapters/worker-driver";
 import { BlockTextStore } from "../../runtime/chains/localtestservice/block-text-store";
@@ -73,6 +75,9 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     cancelTask: (call, cb) => (impl ? impl.cancelTask(call, cb) : notReady(cb)),
     getTaskResult: (call, cb) => (impl ? impl.getTaskResult(call, cb) : notReady(cb)),
     watchTasks: (call) => (impl ? impl.watchTasks(call) : void call.emit("error", grpcError(grpc.status.UNAVAILABLE, "worker is starting"))),
+    streamTaskLogs: (call) => (impl ? impl.streamTaskLogs(call) : void call.emit("error", grpcError(grpc.status.UNAVAILABLE, "worker is starting"))),
+    listTasks: (call, cb) => (impl ? impl.listTasks(call, cb) : notReady(cb)),
+    getTaskStory: (call, cb) => (impl ? impl.getTaskStory(call, cb) : notReady(cb)),
   };
   const grpcServer = new grpc.Server(GRPC_SERVER_OPTIONS);
   const health = new HealthStatus(["worker.v1.WorkerService"]);
@@ -108,33 +113,41 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     tables: tableStore,
     log: log.child({ component: "task-runner" }),
     nowMs: monotonicNowMs,
+    logCaps: config.taskLogCaps,
   });
   // A task by name pins the function snapshot current at its submission; a miss re-reads FUNCTIONS_DIR.
   const plan = (task: Task | undefined) => planTask(task, config.profile, functions.current(task?.functionCallConfig?.function?.name || undefined));
   const driver = new WorkerDriver(core, runner, plan, log.child({ component: "worker-driver" }), monotonicNowMs);
   const svc = new WorkerService(driver, log.child({ component: "worker-service" }));
-  const tasksEnded = registry.counter("blockx_worker_tasks_total", "Tasks that reached a terminal state, by state.", ["state"]);
-  const callsFinished = registry.counter("blockx_worker_calls_total", "Calls finished, by whether they failed for a system reason.", ["result"]);
-  driver.onTaskEnded = (state) => tasksEnded.inc({ state: TaskState[state] ?? String(state) });
-  runner.onCallFinished = (systemFailure) => {
+  const metrics = registerWorkerMetrics(registry, {
+    slotCounts: () => core.slotCounts(),
+    inflightCalls: () => runner.inflightCalls,
+    poolStats: () => pool.stats(),
+    writesOf: (taskId) => runner.result(taskId)?.writes ?? [],
+  });
+  driver.onTaskEnded = (state, snapshot) => metrics.taskEnded(state, snapshot);
+  runner.onCallFinished = (systemFailure, info) => {
     errors.record(systemFailure, Date.now());
-    callsFinished.inc({ result: systemFailure ? "system_failure" : "finished" });
+    metrics.callFinished(systemFailure, info);
   };
   impl = svc.handlers();
 
-  const slots = registry.gauge("blockx_worker_slots", "Task slots by state.", ["state"]);
-  slots.onCollect(() => {
-    const c = core.slotCounts();
-    slots.set({ state: "free" }, c.freeSlots);
-    slots.set({ state: "allocated" }, c.reservedSlots);
-    slots.set({ state: "running" }, c.runningTasks);
-  });
-
   const etcd = await createEtcdClient({ endpoints: config.etcdEndpoints, dialTimeoutMs: 5_000 });
   const host = new HostMetrics();
+  const clock = startClockMonitor(registry, { etcdEndpoints: config.etcdEndpoints, ...config.clock }, log);
+  const heartbeatPuts = registry.counter("blockx_worker_heartbeat_puts_total", "Heartbeats put into etcd, by reason (HEARTBEAT_PUBLISH).", ["reason"]);
   const heartbeat = new HeartbeatPublisher(
     etcd,
-    { prefix: config.registryPrefix, workerAddr, intervalMs: config.heartbeatIntervalMs, leaseTtlSeconds: config.leaseTtlSeconds },
+    {
+      prefix: config.registryPrefix,
+      workerAddr,
+      intervalMs: config.heartbeatIntervalMs,
+      leaseTtlSeconds: config.leaseTtlSeconds,
+      mode: config.heartbeatPublish,
+      refreshMs: config.heartbeatRefreshMs,
+      redLines: config.heartbeatRedLines,
+      onPut: (reason) => heartbeatPuts.inc({ reason: reason.toLowerCase() }),
+    },
     () => {
       const c = core.slotCounts();
       const now = Date.now();
@@ -150,6 +163,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
       };
     },
     log,
+    () => clock.onHeartbeatCycle(),
   );
   heartbeat.start();
   const metricsServer = startMetricsServer(registry, config.prometheusListenAddr, config.prometheusPath, log);
@@ -161,6 +175,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     // slot granted meanwhile would be a task started on a Worker that is going away.
     const drained = driver.drain().then(() => true);
     await heartbeat.stop();
+    clock.stop();
     const timedOut = new Promise<boolean>((r) => setTimeout(() => r(false), config.drainTimeoutMs));
     if (!(await Promise.race([drained, timedOut]))) log.warn({ drainTimeoutMs: config.drainTimeoutMs }, "drain deadline passed with tasks still running");
     driver.stop();

@@ -50,6 +50,7 @@ describe("planTask (pure: a Task in, a plan or a named refusal out)", () => {
     expect(p.fn.digest).toMatch(/^[0-9a-f]{64}$/);
     expect(p.scopeOf).toBeNull();
     expect(p.outputs).toEqual([{ kind: "returnValue" }]);
+    expect(p.inputLabel({ blockNumber: 5 }, 1)).toBe("input 1"); // a user's input is named by its index, whatever it holds
   });
 
   test("a block range is never materialised and each call's scope is its block; a bundle's scope is its range", () => {
@@ -57,12 +58,14 @@ describe("planTask (pure: a Task in, a plan or a named refusal out)", () => {
     expect(p.calls.total).toBe(10_000_000);
     const first = p.calls.source().next()!.call;
     expect(p.scopeOf!(first)).toEqual({ chain: "ethereum", fromBlock: 5, toBlock: 5 });
+    expect(p.inputLabel(first, 0)).toBe("block 5");
     const b = planTask(task({ config: bundle(10, 34, 10), outputs: [{ handler: { $case: "blockTableWrite", blockTableWrite: { table: "t" } } }] }), bundleWorkerProfile);
     expect(drain(b).map((c) => b.scopeOf!(c as never))).toEqual([
       { chain: "ethereum", fromBlock: 10, toBlock: 19 },
       { chain: "ethereum", fromBlock: 20, toBlock: 29 },
       { chain: "ethereum", fromBlock: 30, toBlock: 34 },
     ]);
+    expect(drain(b).map((c, i) => b.inputLabel(c as never, i))).toEqual(["blocks 10..19", "blocks 20..29", "blocks 30..34"]);
   });
 
   test("a function by name resolves in the snapshot given, pinned into the plan for its sub-calls", () => {

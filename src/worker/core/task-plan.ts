@@ -25,6 +25,8 @@ export interface TaskPlan {
   readonly outputs: readonly OutputSpec[];
   /** The function snapshot pinned at activation: sub-calls by name resolve here. */
   readonly functions: FunctionSnapshot | null;
+  /** A call's input as people name it in logs: `block 1234`, `blocks 100..199`, `input 3`. */
+  readonly inputLabel: (input: JsonValue, index: number) => string;
 }
 
 /** Block ranges at most this long per task (10 million blocks: a full backfill of a chain segment). */
@@ -65,6 +67,7 @@ export function planTask(task: Task | undefined, profile: WorkerProfile, functio
   }
   let calls: CallPlan<JsonValue>;
   let scopeOf: TaskPlan["scopeOf"] = null;
+  let inputLabel: TaskPlan["inputLabel"] = (_input, index) => `input ${index}`;
   switch (config.$case) {
     case "inputs":
       calls = inputCalls(
@@ -85,6 +88,7 @@ export function planTask(task: Task | undefined, profile: WorkerProfile, functio
         const i = input as unknown as BlockCallInput;
         return { chain: i.chain, fromBlock: i.blockNumber, toBlock: i.blockNumber };
       };
+      inputLabel = (input) => `block ${(input as unknown as BlockCallInput).blockNumber}`;
       break;
     }
     case "blockBundle": {
@@ -93,6 +97,10 @@ export function planTask(task: Task | undefined, profile: WorkerProfile, functio
       if (bundleSize < 1 || bundleSize > 1_000_000) throw invalid(`task.function_call_config.block_bundle.bundle_size: from 1 to 1000000, got ${bundleSize}`);
       calls = blockBundleCalls(chain, fromBlock, toBlock, bundleSize) as unknown as CallPlan<JsonValue>;
       scopeOf = (input) => input as unknown as BundleCallInput;
+      inputLabel = (input) => {
+        const b = input as unknown as BundleCallInput;
+        return `blocks ${b.fromBlock}..${b.toBlock}`;
+      };
       break;
     }
   }
@@ -109,7 +117,7 @@ export function planTask(task: Task | undefined, profile: WorkerProfile, functio
     if (h.$case === "blockTableWrite" && !scopeOf) throw invalid(`task.outputs[${i}].block_table_write: needs a block_table or block_bundle call config (inputs have no block)`);
     return { kind: h.$case, table };
   });
-  return { taskId: task.taskId, timeoutMs: task.taskTimeoutMs, fn, calls, scopeOf, outputs, functions };
+  return { taskId: task.taskId, timeoutMs: task.taskTimeoutMs, fn, calls, scopeOf, outputs, functions, inputLabel };
 }
 
 function checkRange(field: string, chain: string, fromBlock: number, toBlock: number): void {

@@ -330,6 +330,11 @@ export class WorkerCore {
     return rec === undefined ? undefined : this.snapshot(rec);
   }
 
+  /** snapshots: every task the core knows (ALLOCATED, RUNNING and retained) as of the last step. */
+  snapshots(): TaskSnapshot[] {
+    return [...this.tasks.values()].map((rec) => this.snapshot(rec));
+  }
+
   /** taskCount is the number of task ids the core knows (ALLOCATED, RUNNING and retained). */
   taskCount(): number {
     return this.tasks.size;

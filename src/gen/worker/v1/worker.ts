@@ -284,6 +284,79 @@ export interface CancelTaskRequest {
   reason: string;
 }
 
+export interface StreamTaskLogsRequest {
+  taskId: string;
+  /** Only the last `tail` lines kept (0: all of them). */
+  tail: number;
+  /** Keep the stream open and send new lines until the task is terminal. */
+  follow: boolean;
+}
+
+/** TaskLogLine is one line a call logged or printed. */
+export interface TaskLogLine {
+  /** Position among the task's lines, from 1, consecutive. */
+  seq: number;
+  /** Wall-clock ms: when ctx.log was called, or when the call that printed the line ended. */
+  timeMs: number;
+  callIndex: number;
+  attempt: number;
+  /** The call's input as people name it: "block 1234", "blocks 100..199", "input 3". */
+  input: string;
+  /** "log" (ctx.log), "stdout" or "stderr". */
+  stream: string;
+  /** ctx.log's level: debug, info, warning or error; empty for printed lines. */
+  level: string;
+  text: string;
+  /**
+   * Lines dropped (the task's buffer is bounded, oldest first) between the previous line sent on
+   * this stream and this one.
+   */
+  droppedBefore: number;
+}
+
+export interface ListTasksRequest {
+  /** At most this many tasks (0: 1000; at most 10000). */
+  limit: number;
+}
+
+export interface ListTasksResponse {
+  tasks: TaskListEntry[];
+  /** More tasks matched than `limit`. */
+  truncated: boolean;
+}
+
+export interface TaskListEntry {
+  snapshot:
+    | TaskSnapshot
+    | undefined;
+  /**
+   * Who submitted the task: the x-blockx-owner label the client sent (a name, not yet an
+   * authenticated identity), or empty.
+   */
+  owner: string;
+  /** The function: its name in FUNCTIONS_DIR, or "inline:" and the first 12 hex digits of its digest. */
+  function: string;
+  /** Log lines of the task dropped so far (over the per-task cap). */
+  logLinesDropped: number;
+}
+
+export interface GetTaskStoryRequest {
+  taskId: string;
+}
+
+export interface TaskStory {
+  entries: TaskStoryEntry[];
+}
+
+export interface TaskStoryEntry {
+  /** When it happened: ms since the Unix epoch (the Worker's clock). */
+  atMs: number;
+  /** What happened: the event (taskSubmitted, taskPhaseEntered, ...) or what became due (taskTimedOut). */
+  event: string;
+  /** What the Worker decided, in words. */
+  outcome: string;
+}
+
 function createBaseFunctionRef(): FunctionRef {
   return { name: "", source: "", entry: "", filename: "" };
 }
@@ -2601,6 +2674,844 @@ export const CancelTaskRequest: MessageFns<CancelTaskRequest> = {
   },
 };
 
+function createBaseStreamTaskLogsRequest(): StreamTaskLogsRequest {
+  return { taskId: "", tail: 0, follow: false };
+}
+
+export const StreamTaskLogsRequest: MessageFns<StreamTaskLogsRequest> = {
+  encode(message: StreamTaskLogsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.taskId !== "") {
+      writer.uint32(10).string(message.taskId);
+    }
+    if (message.tail !== 0) {
+      writer.uint32(16).uint32(message.tail);
+    }
+    if (message.follow !== false) {
+      writer.uint32(24).bool(message.follow);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StreamTaskLogsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStreamTaskLogsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.taskId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.tail = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.follow = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StreamTaskLogsRequest {
+    return {
+      taskId: isSet(object.taskId)
+        ? globalThis.String(object.taskId)
+        : isSet(object.task_id)
+        ? globalThis.String(object.task_id)
+        : "",
+      tail: isSet(object.tail) ? globalThis.Number(object.tail) : 0,
+      follow: isSet(object.follow) ? globalThis.Boolean(object.follow) : false,
+    };
+  },
+
+  toJSON(message: StreamTaskLogsRequest): unknown {
+    const obj: any = {};
+    if (message.taskId !== "") {
+      obj.taskId = message.taskId;
+    }
+    if (message.tail !== 0) {
+      obj.tail = Math.round(message.tail);
+    }
+    if (message.follow !== false) {
+      obj.follow = message.follow;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<StreamTaskLogsRequest>): StreamTaskLogsRequest {
+    return StreamTaskLogsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<StreamTaskLogsRequest>): StreamTaskLogsRequest {
+    const message = createBaseStreamTaskLogsRequest();
+    message.taskId = object.taskId ?? "";
+    message.tail = object.tail ?? 0;
+    message.follow = object.follow ?? false;
+    return message;
+  },
+};
+
+function createBaseTaskLogLine(): TaskLogLine {
+  return { seq: 0, timeMs: 0, callIndex: 0, attempt: 0, input: "", stream: "", level: "", text: "", droppedBefore: 0 };
+}
+
+export const TaskLogLine: MessageFns<TaskLogLine> = {
+  encode(message: TaskLogLine, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.seq !== 0) {
+      writer.uint32(8).uint64(message.seq);
+    }
+    if (message.timeMs !== 0) {
+      writer.uint32(16).int64(message.timeMs);
+    }
+    if (message.callIndex !== 0) {
+      writer.uint32(24).uint64(message.callIndex);
+    }
+    if (message.attempt !== 0) {
+      writer.uint32(32).uint32(message.attempt);
+    }
+    if (message.input !== "") {
+      writer.uint32(42).string(message.input);
+    }
+    if (message.stream !== "") {
+      writer.uint32(50).string(message.stream);
+    }
+    if (message.level !== "") {
+      writer.uint32(58).string(message.level);
+    }
+    if (message.text !== "") {
+      writer.uint32(66).string(message.text);
+    }
+    if (message.droppedBefore !== 0) {
+      writer.uint32(72).uint64(message.droppedBefore);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TaskLogLine {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTaskLogLine();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.seq = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.timeMs = longToNumber(reader.int64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.callIndex = longToNumber(reader.uint64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.attempt = reader.uint32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.input = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.stream = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.level = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.text = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.droppedBefore = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TaskLogLine {
+    return {
+      seq: isSet(object.seq) ? globalThis.Number(object.seq) : 0,
+      timeMs: isSet(object.timeMs)
+        ? globalThis.Number(object.timeMs)
+        : isSet(object.time_ms)
+        ? globalThis.Number(object.time_ms)
+        : 0,
+      callIndex: isSet(object.callIndex)
+        ? globalThis.Number(object.callIndex)
+        : isSet(object.call_index)
+        ? globalThis.Number(object.call_index)
+        : 0,
+      attempt: isSet(object.attempt) ? globalThis.Number(object.attempt) : 0,
+      input: isSet(object.input) ? globalThis.String(object.input) : "",
+      stream: isSet(object.stream) ? globalThis.String(object.stream) : "",
+      level: isSet(object.level) ? globalThis.String(object.level) : "",
+      text: isSet(object.text) ? globalThis.String(object.text) : "",
+      droppedBefore: isSet(object.droppedBefore)
+        ? globalThis.Number(object.droppedBefore)
+        : isSet(object.dropped_before)
+        ? globalThis.Number(object.dropped_before)
+        : 0,
+    };
+  },
+
+  toJSON(message: TaskLogLine): unknown {
+    const obj: any = {};
+    if (message.seq !== 0) {
+      obj.seq = Math.round(message.seq);
+    }
+    if (message.timeMs !== 0) {
+      obj.timeMs = Math.round(message.timeMs);
+    }
+    if (message.callIndex !== 0) {
+      obj.callIndex = Math.round(message.callIndex);
+    }
+    if (message.attempt !== 0) {
+      obj.attempt = Math.round(message.attempt);
+    }
+    if (message.input !== "") {
+      obj.input = message.input;
+    }
+    if (message.stream !== "") {
+      obj.stream = message.stream;
+    }
+    if (message.level !== "") {
+      obj.level = message.level;
+    }
+    if (message.text !== "") {
+      obj.text = message.text;
+    }
+    if (message.droppedBefore !== 0) {
+      obj.droppedBefore = Math.round(message.droppedBefore);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<TaskLogLine>): TaskLogLine {
+    return TaskLogLine.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<TaskLogLine>): TaskLogLine {
+    const message = createBaseTaskLogLine();
+    message.seq = object.seq ?? 0;
+    message.timeMs = object.timeMs ?? 0;
+    message.callIndex = object.callIndex ?? 0;
+    message.attempt = object.attempt ?? 0;
+    message.input = object.input ?? "";
+    message.stream = object.stream ?? "";
+    message.level = object.level ?? "";
+    message.text = object.text ?? "";
+    message.droppedBefore = object.droppedBefore ?? 0;
+    return message;
+  },
+};
+
+function createBaseListTasksRequest(): ListTasksRequest {
+  return { limit: 0 };
+}
+
+export const ListTasksRequest: MessageFns<ListTasksRequest> = {
+  encode(message: ListTasksRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.limit !== 0) {
+      writer.uint32(8).uint32(message.limit);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListTasksRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListTasksRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.limit = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListTasksRequest {
+    return { limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0 };
+  },
+
+  toJSON(message: ListTasksRequest): unknown {
+    const obj: any = {};
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListTasksRequest>): ListTasksRequest {
+    return ListTasksRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListTasksRequest>): ListTasksRequest {
+    const message = createBaseListTasksRequest();
+    message.limit = object.limit ?? 0;
+    return message;
+  },
+};
+
+function createBaseListTasksResponse(): ListTasksResponse {
+  return { tasks: [], truncated: false };
+}
+
+export const ListTasksResponse: MessageFns<ListTasksResponse> = {
+  encode(message: ListTasksResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.tasks) {
+      TaskListEntry.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.truncated !== false) {
+      writer.uint32(16).bool(message.truncated);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListTasksResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListTasksResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tasks.push(TaskListEntry.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.truncated = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListTasksResponse {
+    return {
+      tasks: globalThis.Array.isArray(object?.tasks) ? object.tasks.map((e: any) => TaskListEntry.fromJSON(e)) : [],
+      truncated: isSet(object.truncated) ? globalThis.Boolean(object.truncated) : false,
+    };
+  },
+
+  toJSON(message: ListTasksResponse): unknown {
+    const obj: any = {};
+    if (message.tasks?.length) {
+      obj.tasks = message.tasks.map((e) => TaskListEntry.toJSON(e));
+    }
+    if (message.truncated !== false) {
+      obj.truncated = message.truncated;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListTasksResponse>): ListTasksResponse {
+    return ListTasksResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListTasksResponse>): ListTasksResponse {
+    const message = createBaseListTasksResponse();
+    message.tasks = object.tasks?.map((e) => TaskListEntry.fromPartial(e)) || [];
+    message.truncated = object.truncated ?? false;
+    return message;
+  },
+};
+
+function createBaseTaskListEntry(): TaskListEntry {
+  return { snapshot: undefined, owner: "", function: "", logLinesDropped: 0 };
+}
+
+export const TaskListEntry: MessageFns<TaskListEntry> = {
+  encode(message: TaskListEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.snapshot !== undefined) {
+      TaskSnapshot.encode(message.snapshot, writer.uint32(10).fork()).join();
+    }
+    if (message.owner !== "") {
+      writer.uint32(18).string(message.owner);
+    }
+    if (message.function !== "") {
+      writer.uint32(26).string(message.function);
+    }
+    if (message.logLinesDropped !== 0) {
+      writer.uint32(32).uint64(message.logLinesDropped);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TaskListEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTaskListEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.snapshot = TaskSnapshot.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.owner = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.function = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.logLinesDropped = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TaskListEntry {
+    return {
+      snapshot: isSet(object.snapshot) ? TaskSnapshot.fromJSON(object.snapshot) : undefined,
+      owner: isSet(object.owner) ? globalThis.String(object.owner) : "",
+      function: isSet(object.function) ? globalThis.String(object.function) : "",
+      logLinesDropped: isSet(object.logLinesDropped)
+        ? globalThis.Number(object.logLinesDropped)
+        : isSet(object.log_lines_dropped)
+        ? globalThis.Number(object.log_lines_dropped)
+        : 0,
+    };
+  },
+
+  toJSON(message: TaskListEntry): unknown {
+    const obj: any = {};
+    if (message.snapshot !== undefined) {
+      obj.snapshot = TaskSnapshot.toJSON(message.snapshot);
+    }
+    if (message.owner !== "") {
+      obj.owner = message.owner;
+    }
+    if (message.function !== "") {
+      obj.function = message.function;
+    }
+    if (message.logLinesDropped !== 0) {
+      obj.logLinesDropped = Math.round(message.logLinesDropped);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<TaskListEntry>): TaskListEntry {
+    return TaskListEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<TaskListEntry>): TaskListEntry {
+    const message = createBaseTaskListEntry();
+    message.snapshot = (object.snapshot !== undefined && object.snapshot !== null)
+      ? TaskSnapshot.fromPartial(object.snapshot)
+      : undefined;
+    message.owner = object.owner ?? "";
+    message.function = object.function ?? "";
+    message.logLinesDropped = object.logLinesDropped ?? 0;
+    return message;
+  },
+};
+
+function createBaseGetTaskStoryRequest(): GetTaskStoryRequest {
+  return { taskId: "" };
+}
+
+export const GetTaskStoryRequest: MessageFns<GetTaskStoryRequest> = {
+  encode(message: GetTaskStoryRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.taskId !== "") {
+      writer.uint32(10).string(message.taskId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetTaskStoryRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetTaskStoryRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.taskId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetTaskStoryRequest {
+    return {
+      taskId: isSet(object.taskId)
+        ? globalThis.String(object.taskId)
+        : isSet(object.task_id)
+        ? globalThis.String(object.task_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetTaskStoryRequest): unknown {
+    const obj: any = {};
+    if (message.taskId !== "") {
+      obj.taskId = message.taskId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetTaskStoryRequest>): GetTaskStoryRequest {
+    return GetTaskStoryRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetTaskStoryRequest>): GetTaskStoryRequest {
+    const message = createBaseGetTaskStoryRequest();
+    message.taskId = object.taskId ?? "";
+    return message;
+  },
+};
+
+function createBaseTaskStory(): TaskStory {
+  return { entries: [] };
+}
+
+export const TaskStory: MessageFns<TaskStory> = {
+  encode(message: TaskStory, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.entries) {
+      TaskStoryEntry.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TaskStory {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTaskStory();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.entries.push(TaskStoryEntry.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TaskStory {
+    return {
+      entries: globalThis.Array.isArray(object?.entries)
+        ? object.entries.map((e: any) => TaskStoryEntry.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: TaskStory): unknown {
+    const obj: any = {};
+    if (message.entries?.length) {
+      obj.entries = message.entries.map((e) => TaskStoryEntry.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<TaskStory>): TaskStory {
+    return TaskStory.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<TaskStory>): TaskStory {
+    const message = createBaseTaskStory();
+    message.entries = object.entries?.map((e) => TaskStoryEntry.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseTaskStoryEntry(): TaskStoryEntry {
+  return { atMs: 0, event: "", outcome: "" };
+}
+
+export const TaskStoryEntry: MessageFns<TaskStoryEntry> = {
+  encode(message: TaskStoryEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.atMs !== 0) {
+      writer.uint32(8).int64(message.atMs);
+    }
+    if (message.event !== "") {
+      writer.uint32(18).string(message.event);
+    }
+    if (message.outcome !== "") {
+      writer.uint32(26).string(message.outcome);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TaskStoryEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTaskStoryEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.atMs = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.event = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.outcome = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TaskStoryEntry {
+    return {
+      atMs: isSet(object.atMs)
+        ? globalThis.Number(object.atMs)
+        : isSet(object.at_ms)
+        ? globalThis.Number(object.at_ms)
+        : 0,
+      event: isSet(object.event) ? globalThis.String(object.event) : "",
+      outcome: isSet(object.outcome) ? globalThis.String(object.outcome) : "",
+    };
+  },
+
+  toJSON(message: TaskStoryEntry): unknown {
+    const obj: any = {};
+    if (message.atMs !== 0) {
+      obj.atMs = Math.round(message.atMs);
+    }
+    if (message.event !== "") {
+      obj.event = message.event;
+    }
+    if (message.outcome !== "") {
+      obj.outcome = message.outcome;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<TaskStoryEntry>): TaskStoryEntry {
+    return TaskStoryEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<TaskStoryEntry>): TaskStoryEntry {
+    const message = createBaseTaskStoryEntry();
+    message.atMs = object.atMs ?? 0;
+    message.event = object.event ?? "";
+    message.outcome = object.outcome ?? "";
+    return message;
+  },
+};
+
 export type WorkerServiceService = typeof WorkerServiceService;
 export const WorkerServiceService = {
   /**
@@ -2667,6 +3578,44 @@ export const WorkerServiceService = {
     responseSerialize: (value: TaskSnapshot): Buffer => Buffer.from(TaskSnapshot.encode(value).finish()),
     responseDeserialize: (value: Buffer): TaskSnapshot => TaskSnapshot.decode(value),
   },
+  /**
+   * StreamTaskLogs sends what a task's calls logged (ctx.log) and printed, kept per task and
+   * bounded: the last `tail` lines (0: every line kept), then, with `follow`, each new line as
+   * its call ends, until the task is terminal. Unknown task: NotFound.
+   */
+  streamTaskLogs: {
+    path: "/worker.v1.WorkerService/StreamTaskLogs" as const,
+    requestStream: false as const,
+    responseStream: true as const,
+    requestSerialize: (value: StreamTaskLogsRequest): Buffer =>
+      Buffer.from(StreamTaskLogsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): StreamTaskLogsRequest => StreamTaskLogsRequest.decode(value),
+    responseSerialize: (value: TaskLogLine): Buffer => Buffer.from(TaskLogLine.encode(value).finish()),
+    responseDeserialize: (value: Buffer): TaskLogLine => TaskLogLine.decode(value),
+  },
+  /** ListTasks lists this Worker's tasks (allocated, running and retained), newest first. */
+  listTasks: {
+    path: "/worker.v1.WorkerService/ListTasks" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListTasksRequest): Buffer => Buffer.from(ListTasksRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListTasksRequest => ListTasksRequest.decode(value),
+    responseSerialize: (value: ListTasksResponse): Buffer => Buffer.from(ListTasksResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListTasksResponse => ListTasksResponse.decode(value),
+  },
+  /**
+   * GetTaskStory returns a task's story: its last state changes and decisions, oldest first, each
+   * with when it happened (ms since the Unix epoch). Unknown task: NotFound.
+   */
+  getTaskStory: {
+    path: "/worker.v1.WorkerService/GetTaskStory" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetTaskStoryRequest): Buffer => Buffer.from(GetTaskStoryRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetTaskStoryRequest => GetTaskStoryRequest.decode(value),
+    responseSerialize: (value: TaskStory): Buffer => Buffer.from(TaskStory.encode(value).finish()),
+    responseDeserialize: (value: Buffer): TaskStory => TaskStory.decode(value),
+  },
 } as const;
 
 export interface WorkerServiceServer extends UntypedServiceImplementation {
@@ -2693,6 +3642,19 @@ export interface WorkerServiceServer extends UntypedServiceImplementation {
    * its final snapshot unchanged.
    */
   cancelTask: handleUnaryCall<CancelTaskRequest, TaskSnapshot>;
+  /**
+   * StreamTaskLogs sends what a task's calls logged (ctx.log) and printed, kept per task and
+   * bounded: the last `tail` lines (0: every line kept), then, with `follow`, each new line as
+   * its call ends, until the task is terminal. Unknown task: NotFound.
+   */
+  streamTaskLogs: handleServerStreamingCall<StreamTaskLogsRequest, TaskLogLine>;
+  /** ListTasks lists this Worker's tasks (allocated, running and retained), newest first. */
+  listTasks: handleUnaryCall<ListTasksRequest, ListTasksResponse>;
+  /**
+   * GetTaskStory returns a task's story: its last state changes and decisions, oldest first, each
+   * with when it happened (ms since the Unix epoch). Unknown task: NotFound.
+   */
+  getTaskStory: handleUnaryCall<GetTaskStoryRequest, TaskStory>;
 }
 
 export interface WorkerServiceClient extends Client {
@@ -2779,6 +3741,52 @@ export interface WorkerServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: TaskSnapshot) => void,
+  ): ClientUnaryCall;
+  /**
+   * StreamTaskLogs sends what a task's calls logged (ctx.log) and printed, kept per task and
+   * bounded: the last `tail` lines (0: every line kept), then, with `follow`, each new line as
+   * its call ends, until the task is terminal. Unknown task: NotFound.
+   */
+  streamTaskLogs(request: StreamTaskLogsRequest, options?: Partial<CallOptions>): ClientReadableStream<TaskLogLine>;
+  streamTaskLogs(
+    request: StreamTaskLogsRequest,
+    metadata?: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<TaskLogLine>;
+  /** ListTasks lists this Worker's tasks (allocated, running and retained), newest first. */
+  listTasks(
+    request: ListTasksRequest,
+    callback: (error: ServiceError | null, response: ListTasksResponse) => void,
+  ): ClientUnaryCall;
+  listTasks(
+    request: ListTasksRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListTasksResponse) => void,
+  ): ClientUnaryCall;
+  listTasks(
+    request: ListTasksRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListTasksResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * GetTaskStory returns a task's story: its last state changes and decisions, oldest first, each
+   * with when it happened (ms since the Unix epoch). Unknown task: NotFound.
+   */
+  getTaskStory(
+    request: GetTaskStoryRequest,
+    callback: (error: ServiceError | null, response: TaskStory) => void,
+  ): ClientUnaryCall;
+  getTaskStory(
+    request: GetTaskStoryRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: TaskStory) => void,
+  ): ClientUnaryCall;
+  getTaskStory(
+    request: GetTaskStoryRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: TaskStory) => void,
   ): ClientUnaryCall;
 }
 

@@ -1,4 +1,6 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import { keccak256, serializeTransaction, stringToBytes, toRlp, type Hex } from "viem";
+import { headerFields, recomputedBlockHash } from "../../../../test/support/eth-header";
 import type { EthBlock, EthLog, EthReceipt, EthTransaction } from "./eth-types";
 import {
   APPROVAL_TOPIC,
@@ -7,6 +9,7 @@ import {
   DEFAULT_HEAD,
   EMPTY_TRIE_ROOT,
   MAX_LOG_BLOCK_RANGE,
+  PARENT_LINK_RUN,
   SWAP_TOPIC,
   SyntheticChain,
   TRANSFER_SELECTOR,
@@ -23,6 +26,8 @@ const BLOOM = /^0x[0-9a-f]{512}$/;
 const NONCE8 = /^0x[0-9a-f]{16}$/;
 
 const BASE = 18_000_000;
+// Some tests generate a few thousand blocks (Keccak of every transaction): minutes on a loaded 2-core box.
+setDefaultTimeout(180_000);
 const chain = new SyntheticChain("ethereum");
 
 function fullBlock(c: SyntheticChain, n: number): EthBlock<EthTransaction> {
@@ -38,6 +43,19 @@ function receipts(c: SyntheticChain, n: number): EthReceipt[] {
 }
 
 const num = (hex: string): number => Number.parseInt(hex, 16);
+
+/** Ethereum's bloom, written here from the Yellow Paper: 3 bits of 2048 from the first 6 bytes of keccak256(item). */
+function bloomOf(items: string[]): string {
+  const bloom = new Uint8Array(256);
+  for (const item of items) {
+    const h = Buffer.from(keccak256(item as Hex).slice(2), "hex");
+    for (let i = 0; i < 6; i += 2) {
+      const bit = ((h[i]! << 8) | h[i + 1]!) & 2047;
+      bloom[255 - (bit >> 3)]! |= 1 << (bit & 7);
+    }
+  }
+  return `0x${Buffer.from(bloom).toString("hex")}`;
+}
 
 /** First non-empty block at or after n (with at least one Transfer log). */
 function busyBlock(c: SyntheticChain, n: number): number {
@@ -80,12 +98,51 @@ describe("determinism", () => {
 });
 
 describe("chain structure", () => {
-  test("parentHash links to the previous block's hash; genesis has the zero parent", () => {
-    for (let n = BASE; n < BASE + 20; n++) {
-      expect(chain.block(n + 1)!.parentHash).toBe(chain.block(n)!.hash);
+  test("parentHash links to the previous block's hash within each run of PARENT_LINK_RUN blocks; genesis has the zero parent", () => {
+    const first = BASE - (BASE % PARENT_LINK_RUN);
+    // Asked newest first, on a fresh chain: every parent is computed on demand, not found in order.
+    const fresh = new SyntheticChain("ethereum");
+    for (let n = first + PARENT_LINK_RUN + 3; n > first; n--) {
+      const parent = fresh.block(n)!.parentHash;
+      if (n % PARENT_LINK_RUN === 0) {
+        expect(parent).toBe(keccak256(stringToBytes(`blockx-localtestservice:ethereum:parent:${n}`)));
+        expect(parent).not.toBe(chain.block(n - 1)!.hash);
+      } else {
+        expect(parent).toBe(chain.block(n - 1)!.hash);
+      }
     }
     expect(chain.block(0)!.parentHash).toBe(ZERO_HASH);
     expect(chain.block(1)!.parentHash).toBe(chain.block(0)!.hash);
+    expect(fresh.blockHash(first + 5)).toBe(chain.block(first + 5)!.hash);
+  });
+
+  test("a block's hash is Keccak-256 of its RLP header, a transaction's of its signed type-2 encoding, size the block's RLP size", () => {
+    // Recomputed with viem's RLP and transaction serializer, not the chain's own encoder. The same
+    // header function gives ganache's block hashes (test/io/logical-types-ganache.test.ts).
+    for (const n of [0, 1, BASE, BASE + 1, busyBlock(chain, BASE + 40)]) {
+      const b = fullBlock(chain, n);
+      expect(b.hash).toBe(recomputedBlockHash(b));
+      const txs = b.transactions.map((tx) => {
+        const signed = serializeTransaction(
+          {
+            type: "eip1559",
+            chainId: num(tx.chainId),
+            nonce: num(tx.nonce),
+            maxPriorityFeePerGas: BigInt(tx.maxPriorityFeePerGas),
+            maxFeePerGas: BigInt(tx.maxFeePerGas),
+            gas: BigInt(tx.gas),
+            to: tx.to as `0x${string}`,
+            value: BigInt(tx.value),
+            data: tx.input as `0x${string}`,
+            accessList: [],
+          },
+          { r: tx.r as `0x${string}`, s: tx.s as `0x${string}`, yParity: num(tx.yParity) },
+        );
+        expect(tx.hash).toBe(keccak256(signed));
+        return signed;
+      });
+      expect(num(b.size)).toBe((toRlp([headerFields(b), txs, [], []]).length - 2) / 2);
+    }
   });
 
   test("timestamps are genesis + 12 s * n", () => {
@@ -235,6 +292,7 @@ describe("receipts consistent with the block", () => {
         expect(num(r.cumulativeGasUsed)).toBe(cumulative);
         if (r.status === "0x0") expect(r.logs).toEqual([]);
         if (r.logs.length === 0) expect(r.logsBloom).toBe(ZERO_BLOOM);
+        expect(r.logsBloom).toBe(bloomOf(r.logs.flatMap((l) => [l.address, ...l.topics])));
         for (const l of r.logs) {
           expect(num(l.logIndex)).toBe(nextLogIndex++);
           expect(l.transactionHash).toBe(tx.hash);
@@ -249,6 +307,7 @@ describe("receipts consistent with the block", () => {
       }
       expect(num(b.gasUsed)).toBe(cumulative);
       expect(num(b.gasUsed)).toBeLessThanOrEqual(num(b.gasLimit));
+      expect(b.logsBloom).toBe(bloomOf(rs.flatMap((r) => r.logs.flatMap((l) => [l.address, ...l.topics]))));
     }
   });
 

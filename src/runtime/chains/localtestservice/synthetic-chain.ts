@@ -14,20 +14,27 @@
  * Uniswap-V2-style swaps through 8 pair contracts (two `Transfer`s, `Sync`, `Swap`), and a few other
  * contract calls without logs. About 3% of transactions fail (`status` `0x0`, no logs).
  *
- * NOT real cryptography (no keccak available, and it would be slow):
- * - block hashes are `sha256("blockx-localtestservice:<chain>:<n>")`, so `parentHash` of block n is
- *   recomputable and equals the hash of block n-1;
- * - transaction hashes, signatures (`r`, `s`), state/transactions/receipts roots and `mixHash` are 32-byte
- *   outputs of the per-block PRNG (deterministic and, in practice, distinct);
- * - account, token and pair addresses are PRNG outputs keyed by (chain, kind, index);
- * - `logsBloom` uses Ethereum's construction (3 bits of 2048 per address/topic, taken from the first
- *   6 bytes of the item's hash) but with sha256 in place of keccak256; `bloomContains` tests it. It is
- *   internally consistent (block bloom = OR of receipt blooms) but will not match a keccak bloom check.
- * - the event topic0 constants (`Transfer`, `Approval`, `Sync`, `Swap`) and the empty-trie/uncle hashes
- *   ARE the real keccak values.
+ * Hashes are Ethereum's (Keccak-256, from @noble/hashes), so code tested here reads a node unchanged:
+ * - a block's `hash` is Keccak-256 of its RLP header (the 17 fields of a Shanghai header, in order);
+ * - a transaction's `hash` is Keccak-256 of `0x02 ++ RLP([chainId, nonce, maxPriorityFeePerGas,
+ *   maxFeePerGas, gas, to, value, input, accessList, yParity, r, s])`, as for a real type-2 transaction;
+ * - `logsBloom` is Ethereum's (3 bits of 2048 per address and topic, from the Keccak-256 of each), in
+ *   receipts and blocks (block bloom = OR of receipt blooms); `size` is the RLP size of the block;
+ * - event topic0s (`Transfer`, `Approval`, `Sync`, `Swap`) and selectors are the real Keccak values.
+ * What is still not real: signatures (`r`, `s`) do not recover to `from`, and the state, transactions
+ * and receipts roots and `mixHash` are PRNG outputs, not trie roots.
+ *
+ * Parent links: `parentHash` of block n is the hash of block n-1, except at the first block of each
+ * aligned run of PARENT_LINK_RUN blocks (n % 32 == 0), whose parent hash is Keccak-256 of
+ * "blockx-localtestservice:<chain>:parent:<n>". A hash of the RLP header that includes the parent's
+ * hash chains every block to genesis; the runs keep any block computable from at most 31 others,
+ * in any order, at the price of one link in 32 that a real chain would have (a function following
+ * parent links sees a break there). The hashes of recently generated blocks are remembered, so a
+ * backfill in block order generates each block once.
  */
-import { createHash } from "node:crypto";
+import { keccak_256 } from "@noble/hashes/sha3.js";
 import type { EthBlock, EthLog, EthLogFilter, EthReceipt, EthTransaction, Hex } from "./eth-types";
+import { blockHeaderRlp, keccakHex, signedTransactionBytes } from "./eth-hashing";
 
 export type { EthBlock, EthLog, EthLogFilter, EthReceipt, EthTransaction } from "./eth-types";
 
@@ -36,7 +43,7 @@ export const TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11
 /** keccak256("Approval(address,address,uint256)") */
 export const APPROVAL_TOPIC = "0x8c5be1e5ebec7d5bd14f71427d1e84f3dd0314c0f7b2291e5b200ac8c7c3b925";
 /** keccak256("Sync(uint112,uint112)") (Uniswap V2 pair) */
-export const SYNC_TOPIC = "0x1c411e9a96e071241c2f21f7726b17ae89e3cab4c78be50e062b03a9fffbb7d1";
+export const SYNC_TOPIC = "0x1c411e9a96e071241c2f21f7726b17ae89e3cab4c78be50e062b03a9fffbbad1";
 /** keccak256("Swap(address,uint256,uint256,uint256,uint256,address)") (Uniswap V2 pair) */
 export const SWAP_TOPIC = "0xd78ad95fa46c994b6551d0da85fc275fe613ce37657fb8d5e3d130840159d822";
 /** `transfer(address,uint256)` selector. */
@@ -52,6 +59,10 @@ const ZERO_WORD = "0".repeat(64);
 const MAX_WORD = "f".repeat(64);
 
 export const DEFAULT_HEAD = 20_000_000;
+/** parentHash links hold within each aligned run of this many blocks (see the header comment). */
+export const PARENT_LINK_RUN = 32;
+/** Hashes of generated blocks remembered per chain (a backfill's next block finds its parent's here). */
+const REMEMBERED_HASHES = 65_536;
 /** Ethereum mainnet genesis timestamp (2015-07-30). */
 export const DEFAULT_GENESIS_TIMESTAMP = 1_438_269_973;
 export const BLOCK_TIME_SECONDS = 12;
@@ -220,7 +231,7 @@ class Rng {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Bloom (Ethereum construction, sha256 instead of keccak256)
+// Bloom (Ethereum's construction)
 
 const bloomBitsCache = new Map<string, Uint16Array>();
 
@@ -229,7 +240,7 @@ function bloomBits(item: Hex): Uint16Array {
   const key = item.toLowerCase();
   let bits = bloomBitsCache.get(key);
   if (bits === undefined) {
-    const h = createHash("sha256").update(Buffer.from(key.slice(2), "hex")).digest();
+    const h = keccak_256(Buffer.from(key.slice(2), "hex"));
     bits = new Uint16Array(6);
     for (let i = 0; i < 3; i++) {
       const bit = ((h[2 * i]! << 8) | h[2 * i + 1]!) & 2047;
@@ -319,6 +330,7 @@ export class SyntheticChain {
   /** The 8 Uniswap-V2-style pair contracts (deterministic per chain). */
   readonly pairs: readonly Hex[];
   private readonly miners: readonly Hex[];
+  private readonly hashes = new Map<number, Hex>();
 
   constructor(chain: string, options: SyntheticChainOptions = {}) {
     const head = options.head ?? DEFAULT_HEAD;
@@ -341,9 +353,30 @@ export class SyntheticChain {
     return this.headNumber;
   }
 
-  /** Hash of block `n` (pure function of (chain, n)). */
+  /**
+   * Hash of block `n`: Keccak-256 of its RLP header (a pure function of (chain, n)). It needs the
+   * block's contents and its parent's hash, so the blocks from the start of its parent-link run
+   * are generated, oldest first, unless their hashes are remembered.
+   */
   blockHash(n: number): Hex {
-    return `0x${createHash("sha256").update(`blockx-localtestservice:${this.chain}:${n}`).digest("hex")}`;
+    const known = this.hashes.get(n);
+    if (known !== undefined) return known;
+    let from = n;
+    while (from % PARENT_LINK_RUN !== 0 && !this.hashes.has(from - 1)) from--;
+    for (let k = from; k < n; k++) this.generate(k, false);
+    return this.generate(n, false)!.block.hash;
+  }
+
+  /** parentHashOf: the hash of block n-1, or at the first block of a run (and genesis) a stand-in (see the header comment). */
+  private parentHashOf(n: number): Hex {
+    if (n === 0) return ZERO_HASH;
+    if (n % PARENT_LINK_RUN === 0) return keccakHex(Buffer.from(`blockx-localtestservice:${this.chain}:parent:${n}`));
+    return this.blockHash(n - 1);
+  }
+
+  private remember(n: number, hash: Hex): void {
+    if (this.hashes.size >= REMEMBERED_HASHES) this.hashes.delete(this.hashes.keys().next().value!);
+    this.hashes.set(n, hash);
   }
 
   /** `eth_getBlockByNumber(n, fullTransactions)`; `null` for blocks that do not exist (n < 0 or n > head). */
@@ -418,12 +451,19 @@ export class SyntheticChain {
     return this.tokenParties[Math.floor(TOKEN_COUNT * u * u)]!;
   }
 
-  private generate(n: number): GeneratedBlock | null {
+  /**
+   * generate builds block n with its receipts. With `withTransactionHashes` false it skips the
+   * Keccak of every transaction (their `hash` fields stay empty): enough for the block's own
+   * hash, which a child's parentHash needs, at a fraction of the cost.
+   */
+  private generate(n: number, withTransactionHashes = true): GeneratedBlock | null {
     if (!Number.isSafeInteger(n)) throw new Error(`SyntheticChain: block number must be a safe integer, got ${n}`);
     if (n < 0 || n > this.headNumber) return null;
 
     const rng = new Rng(this.key, Domain.Block, n);
-    const blockHash = this.blockHash(n);
+    const parentHash = this.parentHashOf(n);
+    // Every blockHash field is set once the header, and so the hash, is known.
+    const blockHash = "";
     const blockNumber = qty(n);
 
     // Header randomness first, so the header does not depend on transaction content order.
@@ -445,7 +485,7 @@ export class SyntheticChain {
     let blockHasLogs = false;
     let cumulativeGas = 0;
     let logIndex = 0;
-    let size = 620 + (EXTRA_DATA.length - 2) / 2;
+    let transactionsBytes = 0;
 
     for (let i = 0; i < txCount; i++) {
       const sender = this.pickAccount(rng);
@@ -535,10 +575,8 @@ export class SyntheticChain {
       const yParity = (rng.next() & 1) === 1 ? "0x1" : "0x0";
       const r = `0x${rng.significantDigits(64)}`;
       const s = `0x${(rng.next() & 0x7fffffff).toString(16)}${rng.digits(7)}`;
-      const hash = rng.hash32();
       const transactionIndex = qty(i);
-
-      transactions.push({
+      const tx: EthTransaction = {
         blockHash,
         blockNumber,
         from,
@@ -546,7 +584,7 @@ export class SyntheticChain {
         gasPrice: effectiveGasPrice,
         maxFeePerGas: qty(maxFee),
         maxPriorityFeePerGas: qty(priority),
-        hash,
+        hash: "",
         input,
         nonce,
         to: to.address,
@@ -559,8 +597,14 @@ export class SyntheticChain {
         r,
         s,
         yParity,
-      });
-      size += 115 + (input.length - 2) / 2;
+      };
+      if (withTransactionHashes) {
+        const signed = signedTransactionBytes(tx);
+        tx.hash = keccakHex(signed);
+        transactionsBytes += rlpStringLength(signed.length);
+      }
+      const hash = tx.hash;
+      transactions.push(tx);
 
       const receiptLogs: EthLog[] = [];
       let logsBloom = ZERO_BLOOM;
@@ -612,7 +656,7 @@ export class SyntheticChain {
     const block: EthBlock<EthTransaction> = {
       number: blockNumber,
       hash: blockHash,
-      parentHash: n === 0 ? ZERO_HASH : this.blockHash(n - 1),
+      parentHash,
       nonce: "0x0000000000000000",
       sha3Uncles: EMPTY_UNCLES_HASH,
       logsBloom: blockHasLogs ? bytesHex(blockBloom) : ZERO_BLOOM,
@@ -623,7 +667,7 @@ export class SyntheticChain {
       difficulty: "0x0",
       totalDifficulty: TOTAL_DIFFICULTY,
       extraData: EXTRA_DATA,
-      size: qty(size),
+      size: "0x0",
       gasLimit: qty(BLOCK_GAS_LIMIT),
       gasUsed: qty(cumulativeGas),
       timestamp: qty(this.genesisTimestamp + BLOCK_TIME_SECONDS * n),
@@ -634,10 +678,32 @@ export class SyntheticChain {
       withdrawals: [],
       withdrawalsRoot: EMPTY_TRIE_ROOT,
     };
+    const header = blockHeaderRlp(block);
+    block.hash = keccakHex(header);
+    // RLP of [header, transactions, uncles (empty), withdrawals (empty)].
+    block.size = qty(rlpListLength(header.length + rlpListLength(transactionsBytes) + 1 + 1));
+    for (const tx of transactions) tx.blockHash = block.hash;
+    for (const r of receipts) {
+      r.blockHash = block.hash;
+      for (const l of r.logs) l.blockHash = block.hash;
+    }
+    this.remember(n, block.hash);
     return { block, receipts };
   }
 }
 
+
+function lengthOfLength(n: number): number {
+  let k = 0;
+  for (let x = n; x > 0; x = Math.floor(x / 256)) k++;
+  return k;
+}
+
+/** The RLP size of a byte string of n bytes (n > 1), or of a list whose items take n bytes: the same prefix rule. */
+function rlpStringLength(n: number): number {
+  return n + (n < 56 ? 1 : 1 + lengthOfLength(n));
+}
+const rlpListLength = rlpStringLength;
 
 function matchesLog(log: EthLog, addresses: Set<string> | null, topics: (Set<string> | null)[]): boolean {
   // geth semantics: an empty address list is no address filter.

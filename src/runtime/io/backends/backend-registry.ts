@@ -4,13 +4,12 @@ import type { JsonValue, RawJson } from "../../executor/protocol";
 /**
  * CacheDeclaration says that an op's answer is immutable once `block <= head(chain) -
  * finalityDepth(chain)`: `block` is the block the request depends on (a range's highest),
- * `key` identifies the request fully (the op's canonical params).
+ * `key` identifies the request fully (the op's canonical params). A `pure` answer depends on its
+ * params alone (a decoding of data the request carries) and is final at once.
  */
-export interface CacheDeclaration {
-  readonly key: string;
-  readonly chain: string;
-  readonly block: number;
-}
+export type CacheDeclaration =
+  | { readonly key: string; readonly chain: string; readonly block: number }
+  | { readonly key: string; readonly pure: true };
 
 /** Every backend op is declared read or write (the Sync Invoker will refuse writes). */
 export interface BackendOp {

@@ -99,11 +99,31 @@ class GetTaskResultRequest(_message.Message):
     task_id: str
     def __init__(self, task_id: _Optional[str] = ...) -> None: ...
 
+class GetTaskStoryRequest(_message.Message):
+    __slots__ = ["task_id"]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    def __init__(self, task_id: _Optional[str] = ...) -> None: ...
+
 class InputsCallConfig(_message.Message):
     __slots__ = ["inputs"]
     INPUTS_FIELD_NUMBER: _ClassVar[int]
     inputs: _containers.RepeatedScalarFieldContainer[bytes]
     def __init__(self, inputs: _Optional[_Iterable[bytes]] = ...) -> None: ...
+
+class ListTasksRequest(_message.Message):
+    __slots__ = ["limit"]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    limit: int
+    def __init__(self, limit: _Optional[int] = ...) -> None: ...
+
+class ListTasksResponse(_message.Message):
+    __slots__ = ["tasks", "truncated"]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    tasks: _containers.RepeatedCompositeFieldContainer[TaskListEntry]
+    truncated: bool
+    def __init__(self, tasks: _Optional[_Iterable[_Union[TaskListEntry, _Mapping]]] = ..., truncated: bool = ...) -> None: ...
 
 class NormalTableWriteHandler(_message.Message):
     __slots__ = ["table"]
@@ -132,6 +152,16 @@ class RequestTaskSlotRequest(_message.Message):
 class ReturnValueHandler(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
+
+class StreamTaskLogsRequest(_message.Message):
+    __slots__ = ["follow", "tail", "task_id"]
+    FOLLOW_FIELD_NUMBER: _ClassVar[int]
+    TAIL_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    follow: bool
+    tail: int
+    task_id: str
+    def __init__(self, task_id: _Optional[str] = ..., tail: _Optional[int] = ..., follow: bool = ...) -> None: ...
 
 class SubmitTaskRequest(_message.Message):
     __slots__ = ["slot_id", "task"]
@@ -172,6 +202,40 @@ class TaskError(_message.Message):
     code: str
     message: str
     def __init__(self, code: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class TaskListEntry(_message.Message):
+    __slots__ = ["function", "log_lines_dropped", "owner", "snapshot"]
+    FUNCTION_FIELD_NUMBER: _ClassVar[int]
+    LOG_LINES_DROPPED_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    function: str
+    log_lines_dropped: int
+    owner: str
+    snapshot: TaskSnapshot
+    def __init__(self, snapshot: _Optional[_Union[TaskSnapshot, _Mapping]] = ..., owner: _Optional[str] = ..., function: _Optional[str] = ..., log_lines_dropped: _Optional[int] = ...) -> None: ...
+
+class TaskLogLine(_message.Message):
+    __slots__ = ["attempt", "call_index", "dropped_before", "input", "level", "seq", "stream", "text", "time_ms"]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    CALL_INDEX_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_BEFORE_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    attempt: int
+    call_index: int
+    dropped_before: int
+    input: str
+    level: str
+    seq: int
+    stream: str
+    text: str
+    time_ms: int
+    def __init__(self, seq: _Optional[int] = ..., time_ms: _Optional[int] = ..., call_index: _Optional[int] = ..., attempt: _Optional[int] = ..., input: _Optional[str] = ..., stream: _Optional[str] = ..., level: _Optional[str] = ..., text: _Optional[str] = ..., dropped_before: _Optional[int] = ...) -> None: ...
 
 class TaskResult(_message.Message):
     __slots__ = ["first_error", "return_values", "snapshot", "writes"]
@@ -218,6 +282,22 @@ class TaskSnapshot(_message.Message):
     updated_at_ms: int
     worker_addr: str
     def __init__(self, task_id: _Optional[str] = ..., slot_id: _Optional[str] = ..., worker_addr: _Optional[str] = ..., state: _Optional[_Union[TaskState, str]] = ..., phase: _Optional[_Union[TaskPhase, str]] = ..., calls_total: _Optional[int] = ..., calls_succeeded: _Optional[int] = ..., calls_failed: _Optional[int] = ..., error: _Optional[_Union[TaskError, _Mapping]] = ..., allocated_at_ms: _Optional[int] = ..., accepted_at_ms: _Optional[int] = ..., finished_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., calls_retried: _Optional[int] = ..., deadline_ms: _Optional[int] = ...) -> None: ...
+
+class TaskStory(_message.Message):
+    __slots__ = ["entries"]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[TaskStoryEntry]
+    def __init__(self, entries: _Optional[_Iterable[_Union[TaskStoryEntry, _Mapping]]] = ...) -> None: ...
+
+class TaskStoryEntry(_message.Message):
+    __slots__ = ["at_ms", "event", "outcome"]
+    AT_MS_FIELD_NUMBER: _ClassVar[int]
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    at_ms: int
+    event: str
+    outcome: str
+    def __init__(self, at_ms: _Optional[int] = ..., event: _Optional[str] = ..., outcome: _Optional[str] = ...) -> None: ...
 
 class WatchTasksRequest(_message.Message):
     __slots__ = ["task_ids"]

@@ -39,6 +39,21 @@ class WorkerServiceStub(object):
                 request_serializer=worker_dot_v1_dot_worker__pb2.CancelTaskRequest.SerializeToString,
                 response_deserializer=worker_dot_v1_dot_worker__pb2.TaskSnapshot.FromString,
                 )
+        self.StreamTaskLogs = channel.unary_stream(
+                '/worker.v1.WorkerService/StreamTaskLogs',
+                request_serializer=worker_dot_v1_dot_worker__pb2.StreamTaskLogsRequest.SerializeToString,
+                response_deserializer=worker_dot_v1_dot_worker__pb2.TaskLogLine.FromString,
+                )
+        self.ListTasks = channel.unary_unary(
+                '/worker.v1.WorkerService/ListTasks',
+                request_serializer=worker_dot_v1_dot_worker__pb2.ListTasksRequest.SerializeToString,
+                response_deserializer=worker_dot_v1_dot_worker__pb2.ListTasksResponse.FromString,
+                )
+        self.GetTaskStory = channel.unary_unary(
+                '/worker.v1.WorkerService/GetTaskStory',
+                request_serializer=worker_dot_v1_dot_worker__pb2.GetTaskStoryRequest.SerializeToString,
+                response_deserializer=worker_dot_v1_dot_worker__pb2.TaskStory.FromString,
+                )
 
 
 class WorkerServiceServicer(object):
@@ -84,6 +99,30 @@ class WorkerServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def StreamTaskLogs(self, request, context):
+        """StreamTaskLogs sends what a task's calls logged (ctx.log) and printed, kept per task and
+        bounded: the last `tail` lines (0: every line kept), then, with `follow`, each new line as
+        its call ends, until the task is terminal. Unknown task: NotFound.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListTasks(self, request, context):
+        """ListTasks lists this Worker's tasks (allocated, running and retained), newest first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetTaskStory(self, request, context):
+        """GetTaskStory returns a task's story: its last state changes and decisions, oldest first, each
+        with when it happened (ms since the Unix epoch). Unknown task: NotFound.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -111,6 +150,21 @@ def add_WorkerServiceServicer_to_server(servicer, server):
                     servicer.CancelTask,
                     request_deserializer=worker_dot_v1_dot_worker__pb2.CancelTaskRequest.FromString,
                     response_serializer=worker_dot_v1_dot_worker__pb2.TaskSnapshot.SerializeToString,
+            ),
+            'StreamTaskLogs': grpc.unary_stream_rpc_method_handler(
+                    servicer.StreamTaskLogs,
+                    request_deserializer=worker_dot_v1_dot_worker__pb2.StreamTaskLogsRequest.FromString,
+                    response_serializer=worker_dot_v1_dot_worker__pb2.TaskLogLine.SerializeToString,
+            ),
+            'ListTasks': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTasks,
+                    request_deserializer=worker_dot_v1_dot_worker__pb2.ListTasksRequest.FromString,
+                    response_serializer=worker_dot_v1_dot_worker__pb2.ListTasksResponse.SerializeToString,
+            ),
+            'GetTaskStory': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetTaskStory,
+                    request_deserializer=worker_dot_v1_dot_worker__pb2.GetTaskStoryRequest.FromString,
+                    response_serializer=worker_dot_v1_dot_worker__pb2.TaskStory.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -204,5 +258,56 @@ class WorkerService(object):
         return grpc.experimental.unary_unary(request, target, '/worker.v1.WorkerService/CancelTask',
             worker_dot_v1_dot_worker__pb2.CancelTaskRequest.SerializeToString,
             worker_dot_v1_dot_worker__pb2.TaskSnapshot.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def StreamTaskLogs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(request, target, '/worker.v1.WorkerService/StreamTaskLogs',
+            worker_dot_v1_dot_worker__pb2.StreamTaskLogsRequest.SerializeToString,
+            worker_dot_v1_dot_worker__pb2.TaskLogLine.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListTasks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/worker.v1.WorkerService/ListTasks',
+            worker_dot_v1_dot_worker__pb2.ListTasksRequest.SerializeToString,
+            worker_dot_v1_dot_worker__pb2.ListTasksResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetTaskStory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/worker.v1.WorkerService/GetTaskStory',
+            worker_dot_v1_dot_worker__pb2.GetTaskStoryRequest.SerializeToString,
+            worker_dot_v1_dot_worker__pb2.TaskStory.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

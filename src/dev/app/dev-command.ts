@@ -1,6 +1,13 @@
-import { devVars, loadDevConfig } from "../dev/app/config";
-import { DevError } from "../dev/core/dev-error";
-import type { Command } from "./command";
+import type { ParsedArgs } from "../../cli/args";
+import type { Command } from "../../cli/command";
+import { DevError } from "../core/dev-error";
+import { devVars, loadDevConfig, type DevConfig } from "./config";
+
+/** devConfigFrom: dev's configuration from the environment and its command line (`--keep` is DEV_KEEP=true, `--postgres` DEV_POSTGRES=true). */
+export function devConfigFrom(args: ParsedArgs, env: Readonly<Record<string, string | undefined>>): DevConfig {
+  const switches = (["keep", "postgres"] as const).filter((s) => args.flags.has(s)).map((s) => `--${s}`);
+  return loadDevConfig(env, [...args.configArgv, ...switches]);
+}
 
 /**
  * devCommand: `blockx dev`, the whole system on one machine. It looks at the other commands of
@@ -11,10 +18,11 @@ export function devCommand(allCommands: () => readonly Command[]): Command {
     name: "dev",
     summary: "the whole system on one machine: etcd, both Coordinators, Workers, syncinvoker and proxy when built in (Ctrl-C stops all)",
     vars: devVars,
-    async run(argv) {
-      const config = loadDevConfig(process.env, argv);
+    flags: { keep: "bool", postgres: "bool" },
+    async run(args) {
+      const config = devConfigFrom(args, process.env);
       const commands = allCommands();
-      const { runDev } = await import("../dev/app/run-dev");
+      const { runDev } = await import("./run-dev");
       try {
         const code = await runDev(config, {
           commands: new Set(commands.map((c) => c.name)),

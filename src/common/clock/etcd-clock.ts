@@ -1,0 +1,62 @@
+import { ClockOffsetCore, type ClockDecision, type ClockSample } from "./clock-offset-core";
+
+export interface EtcdClockOptions {
+  /** One exchange's timeout. */
+  readonly timeoutMs: number;
+  /** CLOCK_TEST_OFFSET_MS: added to every local reading (a skewed clock for tests). */
+  readonly testOffsetMs: number;
+}
+
+/** etcdHttpUrl: an ETCD_ENDPOINTS entry (`host:port` or a URL) as the base URL of etcd's HTTP endpoints. */
+export function etcdHttpUrl(endpoint: string): string {
+  return (/^https?:\/\//.test(endpoint) ? endpoint : `http://${endpoint}`).replace(/\/+$/, "");
+}
+
+/**
+ * sampleEtcdClock asks etcd for `/version` over HTTP (served on the client port, beside gRPC) and
+ * reads its `Date` header: whole seconds of etcd's clock, bracketed by our send and receive times.
+ * etcd's gRPC replies carry no time; the Date header is what every etcd answers with.
+ */
+export async function sampleEtcdClock(endpoint: string, opts: EtcdClockOptions): Promise<ClockSample> {
+  const sentMs = Date.now() + opts.testOffsetMs;
+  const res = await fetch(`${etcdHttpUrl(endpoint)}/version`, { signal: AbortSignal.timeout(opts.timeoutMs) });
+  const receivedMs = Date.now() + opts.testOffsetMs;
+  await res.arrayBuffer();
+  const date = res.headers.get("date");
+  const referenceSecondMs = date === null ? NaN : Date.parse(date);
+  if (!res.ok || !Number.isFinite(referenceSecondMs)) throw new Error(`etcd ${endpoint} answered /version with HTTP ${res.status} and Date ${JSON.stringify(date)}`);
+  return { sentMs, receivedMs, referenceSecondMs };
+}
+
+/**
+ * phaseDelayMs: the k-th sample's delay within its cycle, spread over a second (steps of 379 ms
+ * mod 1000), so that samples land at different phases of etcd's second whatever the heartbeat
+ * interval (2000 ms would otherwise sample the same phase forever) and their bounds narrow.
+ */
+export function phaseDelayMs(k: number): number {
+  return (k * 379) % 1000;
+}
+
+/**
+ * measureEtcdClockOffset takes `samples` exchanges with one etcd endpoint, 200-400 ms apart at
+ * spread phases, and returns the core's last decision (about ±100 ms plus the round trip after
+ * five). Throws when no exchange succeeded.
+ */
+export async function measureEtcdClockOffset(
+  endpoint: string,
+  opts: EtcdClockOptions & { readonly samples: number; readonly maxOffsetMs: number },
+): Promise<ClockDecision> {
+  const core = new ClockOffsetCore({ maxOffsetMs: opts.maxOffsetMs, window: opts.samples });
+  let decision: ClockDecision | null = null;
+  let lastError = "";
+  for (let i = 0; i < opts.samples; i++) {
+    if (i > 0) await Bun.sleep(200 + phaseDelayMs(i) / 5);
+    try {
+      decision = core.handle({ type: "sampled", sample: await sampleEtcdClock(endpoint, opts) });
+    } catch (e) {
+      lastError = (e as Error).message;
+    }
+  }
+  if (!decision) throw new Error(lastError);
+  return decision;
+}

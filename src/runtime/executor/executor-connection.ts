@@ -1,0 +1,117 @@
+import { chmodSync, chownSync } from "node:fs";
+import type { Socket, UnixSocketListener } from "bun";
+import { encodeFrame, FrameDecoder } from "./frame-codec";
+import { RawJson, type ExecutorMessage, type PoolMessage } from "./protocol";
+
+/** Frames of one tick up to this size are joined into one write. */
+const COALESCE_MAX_BYTES = 64 * 1024;
+
+/** ConnectionHandlers: what the pool hears from the executors' connections. */
+export interface ConnectionHandlers {
+  /** One decoded frame. The first one of a connection must be its executor's Hello. */
+  message(conn: ExecutorConnection, m: ExecutorMessage): void;
+  /** A frame that does not decode: nothing more is read from this connection's chunk. */
+  malformed(conn: ExecutorConnection, err: unknown): void;
+  /** The socket closed or failed. */
+  closed(conn: ExecutorConnection): void;
+}
+
+/**
+ * ExecutorConnection is the framed Unix-socket protocol (4-byte length + JSON, see frame-codec.ts)
+ * to one executor: decoding what it sends, and writing what the pool sends. Frames sent within one
+ * tick go out in one write (small ones joined, large ones not copied again); a partial write keeps
+ * the rest in a backlog flushed on drain (Bun's socket `write` may write partially).
+ */
+export class ExecutorConnection {
+  private readonly decoder = new FrameDecoder();
+  /** Frames waiting for the socket to drain. */
+  private readonly backlog: Uint8Array[] = [];
+  /** Frames written in this tick, flushed together. */
+  private corked: Uint8Array[] = [];
+  /** The pool's slot index of the executor, once its Hello was accepted; null before. */
+  executorIndex: number | null = null;
+
+  private constructor(private readonly socket: Socket<unknown>) {}
+
+  /**
+   * listen opens the pool's socket at `socketPath` (owner `runAs` when set, mode 0600) and makes an
+   * ExecutorConnection of every connection to it.
+   */
+  static listen(socketPath: string, runAs: { readonly uid: number; readonly gid: number } | null, handlers: ConnectionHandlers): UnixSocketListener<unknown> {
+    const listener = Bun.listen<unknown>({
+      unix: socketPath,
+      socket: {
+        open: (socket) => {
+          socket.data = new ExecutorConnection(socket);
+        },
+        data: (socket, chunk) => (socket.data as ExecutorConnection).received(chunk, handlers),
+        drain: (socket) => (socket.data as ExecutorConnection).flushBacklog(),
+        close: (socket) => handlers.closed(socket.data as ExecutorConnection),
+        error: (socket) => handlers.closed(socket.data as ExecutorConnection),
+      },
+    });
+    if (runAs) chownSync(socketPath, runAs.uid, runAs.gid);
+    chmodSync(socketPath, 0o600);
+    return listener;
+  }
+
+  /** send queues a frame; frames of one tick go out in one write. */
+  send(m: PoolMessage): void {
+    this.corked.push(encodeFrame(m, m.type === "ResumeCall" && m.results.some((r) => r.ok && r.value instanceof RawJson)));
+    if (this.corked.length === 1) queueMicrotask(() => this.uncork());
+  }
+
+  /** end closes the connection. */
+  end(): void {
+    this.socket.end();
+  }
+
+  private received(chunk: Uint8Array, handlers: ConnectionHandlers): void {
+    let messages: unknown[];
+    try {
+      messages = this.decoder.push(chunk);
+    } catch (err) {
+      handlers.malformed(this, err);
+      return;
+    }
+    for (const m of messages) handlers.message(this, m as ExecutorMessage);
+  }
+
+  private uncork(): void {
+    const frames = this.corked;
+    this.corked = [];
+    if (frames.length === 0) return;
+    const total = frames.reduce((n, f) => n + f.length, 0);
+    // Small frames of one tick go out in one write; large ones (a block) are not copied again.
+    let chunks = frames;
+    if (frames.length > 1 && total <= COALESCE_MAX_BYTES) {
+      const data = new Uint8Array(total);
+      let off = 0;
+      for (const f of frames) {
+        data.set(f, off);
+        off += f.length;
+      }
+      chunks = [data];
+    }
+    for (const data of chunks) {
+      if (this.backlog.length > 0) {
+        this.backlog.push(data);
+        continue;
+      }
+      const written = this.socket.write(data);
+      if (written < data.length) this.backlog.push(data.subarray(Math.max(0, written)));
+    }
+  }
+
+  private flushBacklog(): void {
+    while (this.backlog.length > 0) {
+      const data = this.backlog[0]!;
+      const written = this.socket.write(data);
+      if (written < data.length) {
+        this.backlog[0] = data.subarray(Math.max(0, written));
+        return;
+      }
+      this.backlog.shift();
+    }
+  }
+}

@@ -1,0 +1,62 @@
+/**
+ * ExecutorPoolEvent is everything that can happen to ExecutorPoolCore: facts, in the past tense,
+ * that the ExecutorPool feeds through `ExecutorPoolCore.handle(event, nowMs)`. The union is closed;
+ * `handle` switches over it exhaustively. Executors are named by their slot `index`; an event about
+ * an executor is about the slot's current incarnation (the adapter drops messages of an earlier one
+ * by their executor id before they get here).
+ */
+export type ExecutorPoolEvent = TimeAdvanced | ExecutorIntroduced | ExecutorHeardFrom | ExecutorDied | CallSubmitted | CallEnded;
+
+/**
+ * The adapter's periodic timer fired: pings become due, silent executors turn out hung, dead slots
+ * become due to start. A fresh pool's first timeAdvanced starts every executor.
+ */
+export interface TimeAdvanced {
+  readonly type: "timeAdvanced";
+}
+
+/**
+ * The STARTING executor of slot `index` connected and said a valid Hello: it is READY and takes
+ * calls, so waiting calls are sent to it. The adapter checks the Hello (token, executor id,
+ * protocol, an executor it still counts alive); one for a slot that is not STARTING is refused.
+ */
+export interface ExecutorIntroduced {
+  readonly type: "executorIntroduced";
+  readonly index: number;
+}
+
+/**
+ * Any message came from the executor of slot `index` (a Pong or call traffic): its frame loop is
+ * alive. A Pong alone is not enough under load: pings queue behind large ResumeCall frames, and an
+ * executor busy working through them would be killed as hung.
+ */
+export interface ExecutorHeardFrom {
+  readonly type: "executorHeardFrom";
+  readonly index: number;
+}
+
+/**
+ * The executor of slot `index` is gone (exited, its socket closed, or the pool killed it). Its calls
+ * leave the slot (the adapter fails them and reports callEnded for each); the slot restarts after
+ * a backoff. Repeating it for the same incarnation changes nothing.
+ */
+export interface ExecutorDied {
+  readonly type: "executorDied";
+  readonly index: number;
+}
+
+/** A call was handed to the pool: it goes to the least-loaded READY executor, or waits (FIFO). Ids are unique while the call lives. */
+export interface CallSubmitted {
+  readonly type: "callSubmitted";
+  readonly callId: string;
+}
+
+/**
+ * A call ended, however (result, failure, cancelled while waiting, its executor died): it frees its
+ * place on its executor (if that incarnation still lives) or leaves the wait queue. Unknown ids:
+ * nothing.
+ */
+export interface CallEnded {
+  readonly type: "callEnded";
+  readonly callId: string;
+}

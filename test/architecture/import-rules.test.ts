@@ -1,0 +1,83 @@
+/**
+ * Import rules of the source tree (issue 13): what several components share lives beside them,
+ * never inside one of them. Each rule names folders whose files (tests included) must not import
+ * from another folder, by any path: static, type-only, re-export, dynamic `import()`, `require`.
+ * Specifiers are read with TypeScript's own scanner, so a comment or a string is never taken for
+ * an import, and a type-only import counts as much as any other.
+ */
+import { describe, expect, test } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import * as ts from "typescript";
+
+const REPO = resolve(import.meta.dir, "..", "..");
+
+interface ImportRule {
+  readonly from: readonly string[];
+  readonly forbidden: string;
+  readonly why: string;
+}
+
+export const IMPORT_RULES: readonly ImportRule[] = [
+  {
+    from: ["src/syncinvoker/", "src/cli/"],
+    forbidden: "src/worker/",
+    why: "the Sync Invoker and the CLI share the call runtime (src/runtime) and the table store (src/common/tables) with the Worker, not the Worker itself; a role's command lives in its own app folder",
+  },
+];
+
+function tsFiles(dir: string): string[] {
+  return readdirSync(join(REPO, dir), { recursive: true, encoding: "utf8" })
+    .filter((f) => /\.(ts|tsx|mts|cts)$/.test(f))
+    .map((f) => join(dir, f));
+}
+
+/** importsOf: every module specifier of a file, resolved against the repository when relative. */
+export function importsOf(file: string, text: string): { specifier: string; target: string | null }[] {
+  return ts.preProcessFile(text, true, true).importedFiles.map(({ fileName }) => ({
+    specifier: fileName,
+    target: fileName.startsWith(".") ? relative(REPO, resolve(REPO, dirname(file), fileName)) + "/" : null,
+  }));
+}
+
+/** violations: `file: "specifier"` for each import of a rule's folders that lands in its forbidden folder. */
+export function violations(rule: ImportRule): string[] {
+  const out: string[] = [];
+  for (const file of rule.from.flatMap(tsFiles)) {
+    for (const { specifier, target } of importsOf(file, readFileSync(join(REPO, file), "utf8"))) {
+      if (target?.startsWith(rule.forbidden)) out.push(`${file}: "${specifier}"`);
+    }
+  }
+  return out;
+}
+
+describe("import rules", () => {
+  test("the scanner sees static, type-only, re-exported, dynamic and required imports, and nothing in comments or strings", () => {
+    const text = [
+      'import type { A } from "../worker/a";',
+      'import { type B } from "../worker/b";',
+      'export { C } from "../../src/worker/c";',
+      'const d = await import("../worker/d");',
+      'type E = import("../worker/e").E;',
+      'const f = require("../worker/f");',
+      '// import { G } from "../worker/g";',
+      'const h = "from \\"../worker/h\\"";',
+      'import { z } from "zod";',
+      'import { gen } from "../gen/worker/v1/worker";',
+    ].join("\n");
+    const found = importsOf("src/cli/x.ts", text);
+    expect(found.map((i) => i.specifier)).toEqual(["../worker/a", "../worker/b", "../../src/worker/c", "../worker/d", "../worker/e", "../worker/f", "zod", "../gen/worker/v1/worker"]);
+    const intoWorker = found.filter((i) => i.target?.startsWith("src/worker/")).map((i) => i.specifier);
+    // Any path that lands in src/worker counts, however it gets there; src/gen/worker is not src/worker.
+    expect(intoWorker).toEqual(["../worker/a", "../worker/b", "../../src/worker/c", "../worker/d", "../worker/e", "../worker/f"]);
+    expect(importsOf("src/cli/client/y.ts", 'import "../../worker/app/run";')[0]!.target).toBe("src/worker/app/run/");
+    expect(importsOf("src/cli/y.ts", 'import "../workers-view";')[0]!.target).toBe("src/workers-view/");
+  });
+
+  for (const rule of IMPORT_RULES) {
+    test(`no file under ${rule.from.join(" or ")} imports from ${rule.forbidden} (${rule.why})`, () => {
+      expect(rule.from.flatMap(tsFiles).length).toBeGreaterThan(0);
+      expect(violations(rule)).toEqual([]);
+    });
+  }
+});
