@@ -88,6 +88,11 @@ export class TaskRunner {
   private readonly tasks = new Map<string, RunningTask>();
   /** Ended tasks' outputs, until the Worker forgets the task. */
   private readonly outputs = new Map<string, TaskOutput>();
+  /**
+   * Table commits sent and not yet settled, by task. They outlive a stop: a commit in flight when
+   * a task is cancelled cannot be recalled, so its end is told only once they settled.
+   */
+  private readonly commits = new Map<string, Set<Promise<unknown>>>();
   private wakeTimer: ReturnType<typeof setTimeout> | null = null;
   private pumping = false;
   /** Progress and ends of tasks, for WorkerCore (the driver queues them). */
@@ -191,6 +196,19 @@ export class TaskRunner {
     this.logs.forget(taskId);
   }
 
+  /** hasPendingWrites: some of the task's table commits are still in flight. */
+  hasPendingWrites(taskId: string): boolean {
+    return this.commits.has(taskId);
+  }
+
+  /**
+   * writesSettled resolves once none of the task's table commits is in flight (at once when none
+   * is): after a stop, nothing more of the task is written once it resolves.
+   */
+  async writesSettled(taskId: string): Promise<void> {
+    for (let pending = this.commits.get(taskId); pending; pending = this.commits.get(taskId)) await Promise.allSettled([...pending]);
+  }
+
   get runningTasks(): number {
     return this.tasks.size;
   }
@@ -260,8 +278,14 @@ export class TaskRunner {
     if (!result.ok) return this.callSettled(t, callId, d, result);
     // The call's rows go to the table store (asynchronously: the event loop goes on meanwhile); the
     // dispatcher hears of the call only once they are durable, so a task never succeeds before them.
-    void this.write(t, d, result).then((outcome) => {
-      if (this.tasks.get(t.plan.taskId) === t) this.callSettled(t, callId, d, outcome);
+    const taskId = t.plan.taskId;
+    const commit = this.write(t, d, result);
+    const pending = this.commits.get(taskId) ?? new Set<Promise<unknown>>();
+    this.commits.set(taskId, pending.add(commit));
+    void commit.then((outcome) => {
+      pending.delete(commit);
+      if (pending.size === 0 && this.commits.get(taskId) === pending) this.commits.delete(taskId);
+      if (this.tasks.get(taskId) === t) this.callSettled(t, callId, d, outcome);
     });
   }
 
