@@ -181,10 +181,12 @@ bench: deps build
 	$(BUN) bench/scale/scale.ts --quick
 
 # The long soak: a cluster under seeded faults for MINUTES, then every row checked (README "Soak").
+# STORE=postgres: every Worker a host of its own writing one Postgres (a private server).
 SEED ?= 1
 MINUTES ?= 10
+STORE ?= sqlite
 soak: deps build
-	SEED=$(SEED) MINUTES=$(MINUTES) $(BUN) test/soak/main.ts
+	SEED=$(SEED) MINUTES=$(MINUTES) STORE=$(STORE) $(BUN) test/soak/main.ts
 
 # Each test/mutants/*.patch breaks a promise on purpose; its tests must fail (scripts/mutants.sh).
 mutants: deps build
