@@ -8,6 +8,7 @@ ETCD := $(CACHE)/etcd/root/usr/bin/etcd
 GRPCIO_STAMP := $(CACHE)/python3-debs.stamp
 GANACHE_STAMP := $(CACHE)/ganache.stamp
 SYSTEMD_STAMP := $(CACHE)/systemd-analyze.stamp
+POSTGRES_STAMP := $(CACHE)/postgres.stamp
 QEMU_STAMP := $(CACHE)/qemu-user-static.stamp
 ARM64_LIBC := $(CACHE)/arm64-libc/root/usr/aarch64-linux-gnu
 BUN_TARGETS := $(CACHE)/bun-targets
@@ -27,7 +28,7 @@ export BLOCKX_ETCD_BIN := $(abspath $(ETCD))
 .PHONY: deps build dist test typecheck proto py-stubs bench clean run demo soak source-digest mutants
 .DEFAULT_GOAL := build
 
-deps: $(BUN) $(DEPS_STAMP) $(ETCD) $(GRPCIO_STAMP) $(GANACHE_STAMP) $(SYSTEMD_STAMP) $(QEMU_STAMP) $(ARM64_LIBC)/lib/ld-linux-aarch64.so.1 $(DIST_RUNTIMES) $(CHROMIUM_STAMP)
+deps: $(BUN) $(DEPS_STAMP) $(ETCD) $(GRPCIO_STAMP) $(GANACHE_STAMP) $(SYSTEMD_STAMP) $(QEMU_STAMP) $(ARM64_LIBC)/lib/ld-linux-aarch64.so.1 $(DIST_RUNTIMES) $(CHROMIUM_STAMP) $(POSTGRES_STAMP)
 
 # Bun from the npm registry, pinned; bun-types in package.json carries the same version.
 $(BUN):
@@ -79,6 +80,24 @@ $(SYSTEMD_STAMP):
 	   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends systemd))
 	systemd-analyze --version | head -1
 	@touch $@
+
+# Debian's Postgres 15 server for the tests and `blockx dev --postgres` (each starts a private server
+# as an unprivileged user). Uses an installed /usr/lib/postgresql/<v>/bin when there is one; else
+# installs postgresql-15 as root, or unpacks it (and its libraries' packages) into the cache like etcd.
+$(POSTGRES_STAMP):
+	@mkdir -p $(CACHE)
+	if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql-15 || \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql-15); \
+	  else \
+	    mkdir -p $(CACHE)/postgres && cd $(CACHE)/postgres && \
+	    (apt-get download postgresql-15 libpq5 2>/dev/null || (apt-get update -qq && apt-get download postgresql-15 libpq5)) && \
+	    for d in *.deb; do dpkg -x $$d root; done; \
+	  fi; \
+	fi
+	for p in /usr/lib/postgresql/*/bin/postgres $(CACHE)/postgres/root/usr/lib/postgresql/*/bin/postgres; do \
+	  if [ -x "$$p" ]; then "$$p" --version; exit 0; fi; done; echo "no Postgres binaries" >&2; exit 1
 
 # qemu-user-static from Debian (only when missing; root then): the tests run the arm64 release
 # binary with it, over the arm64 C library of Debian's libc6-arm64-cross (apt-get download + dpkg -x
@@ -162,10 +181,12 @@ bench: deps build
 	$(BUN) bench/scale/scale.ts --quick
 
 # The long soak: a cluster under seeded faults for MINUTES, then every row checked (README "Soak").
+# STORE=postgres: every Worker a host of its own writing one Postgres (a private server).
 SEED ?= 1
 MINUTES ?= 10
+STORE ?= sqlite
 soak: deps build
-	SEED=$(SEED) MINUTES=$(MINUTES) $(BUN) test/soak/main.ts
+	SEED=$(SEED) MINUTES=$(MINUTES) STORE=$(STORE) $(BUN) test/soak/main.ts
 
 # Each test/mutants/*.patch breaks a promise on purpose; its tests must fail (scripts/mutants.sh).
 mutants: deps build

@@ -18,7 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { FunctionCallConfig, Task, TaskState } from "../../src/gen/worker/v1/worker";
-import { SqliteTableStore } from "../../src/common/tables/table-store";
+import { RawTableReader } from "../../test/support/raw-table-reader";
 import { BlockxProcess } from "../../test/support/blockx-process";
 import { EtcdProcess } from "../../test/support/etcd";
 import { GanacheNode, TRANSFER_TOPIC } from "../../test/support/ganache";
@@ -114,7 +114,7 @@ async function worker(label: string, head: number, env: Record<string, string>):
     await client.watch([`${label}-warm`]);
     const first = await run(`${label}-1`);
     const rerun = await run(`${label}-2`);
-    const store = new SqliteTableStore(dbPath);
+    const store = new RawTableReader(dbPath);
     const rows = store.query("facts").length;
     store.close();
     return { first, rerun, rows };

@@ -27,7 +27,7 @@ import { parseArgs } from "node:util";
 import { FunctionCallConfig, Task, TaskState } from "../../src/gen/worker/v1/worker";
 import { writeBlockStore } from "../../src/runtime/chains/localtestservice/block-text-store";
 import { SyntheticChain } from "../../src/runtime/chains/localtestservice/synthetic-chain";
-import { SqliteTableStore } from "../../src/common/tables/table-store";
+import { RawTableReader } from "../../test/support/raw-table-reader";
 import { BlockxProcess } from "../../test/support/blockx-process";
 import { treeCpuSeconds } from "../../test/support/proc-scan";
 import { EtcdProcess } from "../../test/support/etcd";
@@ -130,7 +130,7 @@ async function pipeline(fromStore: boolean): Promise<{ perSecond: number; second
     };
     await run("warm", TO + 1, TO + 500, "warm_stats");
     const { seconds, last, cpu } = await run("backfill", FROM, TO, "block_stats");
-    const store = new SqliteTableStore(dbPath);
+    const store = new RawTableReader(dbPath);
     const rows = store.query("block_stats").map((r) => Number(r.block));
     store.close();
     const distinct = new Set(rows).size;

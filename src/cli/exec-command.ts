@@ -1,3 +1,4 @@
+import { parseExactJson } from "../common/json/exact-json";
 import { existsSync, readFileSync } from "node:fs";
 import { basename, dirname, resolve } from "node:path";
 import { commonVars } from "../common/config/common-vars";
@@ -52,7 +53,7 @@ export const execCommand: Command = {
     let input: JsonValue = null;
     if (inputText !== undefined) {
       try {
-        input = JSON.parse(inputText) as JsonValue;
+        input = parseExactJson(inputText) as JsonValue;
       } catch (e) {
         throw new UsageError(`INPUT_JSON is not JSON: ${(e as Error).message}`);
       }

@@ -1,3 +1,4 @@
+import { parseExactJson } from "../common/json/exact-json";
 import * as grpc from "@grpc/grpc-js";
 import { TERMINAL_TASK_STATES } from "../common/terminal-task-states";
 import type { GetReservationOutcomesResponse, ReserveWorkerSlotResponse } from "../gen/coordinator/v1/coordinator";
@@ -150,7 +151,7 @@ export class BlockxClient {
           state,
           succeeded: state === "SUCCEEDED",
           result: outcome.result,
-          returnValues: outcome.result.returnValues.map((b) => JSON.parse(b.toString("utf8")) as unknown),
+          returnValues: outcome.result.returnValues.map((b) => parseExactJson(b.toString("utf8")) as unknown),
           attempts: attempt,
           workers,
           events,

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { tableStoreVars } from "../common/tables/table-store-config";
 import { envVar, intSchema, listSchema, loadEnvConfig, stringSchema, type EnvValues } from "../common/config/env-config";
 
 const HOST_PORT = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.\-_]+):(\d{1,5})$/;
@@ -19,7 +20,7 @@ export const clientVars = {
   syncInvokerAddr: envVar("BLOCKX_SYNCINVOKER_ADDR", "127.0.0.1:9070", "host:port", "Sync Invoker (invoke, precheck)", stringSchema().refine((s) => HOST_PORT.test(s))),
   proxySocketPath: envVar("PROXY_SOCKET_PATH", "", "a path, or empty", "when set, every call goes through the `blockx proxy` Unix socket instead of direct", stringSchema()),
   etcdEndpoints: envVar("ETCD_ENDPOINTS", "localhost:2379", "comma-separated host:port list", "etcd endpoints (the `workers` command)", listSchema()),
-  tableStorePath: envVar("TABLE_STORE_PATH", "blockx-tables.sqlite", "a file path", "SQLite table store (the `table` command), as the Worker's", stringSchema().refine((s) => s.length > 0)),
+  ...tableStoreVars,
   slotTtlMs: envVar("BLOCKX_SLOT_TTL_MS", "5000", MS_RULE, "after Aborted, wait at least this long (the slot TTL) before retrying", intSchema(1, 86_400_000)),
   rpcTimeoutMs: envVar("BLOCKX_RPC_TIMEOUT_MS", "10000", MS_RULE, "deadline of each unary call", intSchema(1, 86_400_000)),
   workerLostAfterMs: envVar("BLOCKX_WORKER_LOST_AFTER_MS", "3000", MS_RULE, "a Worker unreachable this long while running a task counts as lost", intSchema(1, 86_400_000)),

@@ -164,7 +164,7 @@ describe("client CLI", () => {
       return [...help.stdout.matchAll(/^ {2}([A-Z][A-Z0-9_]+) /gm)].map((m) => m[1]).sort();
     };
     const dial = ["BLOCKX_KEEPALIVE_TIME_MS", "BLOCKX_RPC_TIMEOUT_MS", "PROXY_SOCKET_PATH"];
-    expect(await listed("table")).toEqual(["TABLE_STORE_PATH"]);
+    expect(await listed("table")).toEqual(["TABLE_STORE_CONNECT_TIMEOUT_MS", "TABLE_STORE_PATH", "TABLE_STORE_STATEMENT_TIMEOUT_MS", "TABLE_STORE_TLS", "TABLE_STORE_TLS_CA", "TABLE_STORE_URL"]);
     expect(await listed("workers")).toEqual(["BLOCKX_RPC_TIMEOUT_MS", "ETCD_ENDPOINTS"]);
     expect(await listed("invoke")).toEqual(["BLOCKX_SYNCINVOKER_ADDR", ...dial].sort());
     expect(await listed("precheck")).toEqual(["BLOCKX_SYNCINVOKER_ADDR", ...dial].sort());

@@ -11,7 +11,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FunctionCallConfig, Task, TaskState } from "../../src/gen/worker/v1/worker";
 import { SyntheticChain } from "../../src/runtime/chains/localtestservice/synthetic-chain";
-import { RawTableReader } from "../support/raw-table-reader";
+import { rawRows, RawTableReader } from "../support/raw-table-reader";
+import { loadDevConfig } from "../../src/dev/app/config";
 import { BLOCKX_BINARY, BlockxProcess } from "../support/blockx-process";
 import { descendants, processesMentioning } from "../support/proc-scan";
 import { reserve, waitFor } from "../support/coordinator-client";
@@ -81,6 +82,26 @@ function expectNothingLeft(dir: string, pids: number[]) {
   expect(unixSocketsIn(dir)).toEqual([]);
 }
 
+/** runBlockStats: the block-stats example by name from the dev's FUNCTIONS_DIR, through its block Coordinator; the last snapshot. */
+async function runBlockStats(env: Record<string, string | undefined>, taskId: string, from: number, to: number) {
+  copyFileSync(join(EXAMPLES, "block-stats", "block_stats.py"), join(env.FUNCTIONS_DIR!, "block_stats.py"));
+  const task = Task.fromPartial({
+    taskId,
+    functionCallConfig: FunctionCallConfig.fromPartial({
+      function: { name: "block_stats", entry: "main" },
+      config: { $case: "blockTable", blockTable: { chain: "ethereum", fromBlock: from, toBlock: to } },
+    }),
+    outputs: [{ handler: { $case: "blockTableWrite", blockTableWrite: { table: "block_stats" } } }],
+  });
+  const slot = await waitFor(() => reserve(env.BLOCKX_COORDINATOR_ADDRS!, task.taskId), (o) => o.ok, 30_000);
+  if (!slot.ok) throw new Error(slot.details);
+  const worker = new WorkerClient(slot.res.workerAddr);
+  cleanups.push(() => worker.close());
+  const submitted = await waitFor(() => worker.submitTask(task, slot.res.slotId), (s) => s.ok || !s.details.includes("block_stats"), 10_000);
+  if (!submitted.ok) throw new Error(submitted.details);
+  return (await worker.watch([task.taskId])).snapshots.at(-1)!;
+}
+
 describe("blockx dev", () => {
   test("starts everything, runs the block-stats example, and one SIGINT leaves no process and no socket behind", async () => {
     const { dir, dev } = startDev();
@@ -97,23 +118,7 @@ describe("blockx dev", () => {
     });
 
     // The example, by name from the dev's FUNCTIONS_DIR, through the block Coordinator.
-    copyFileSync(join(EXAMPLES, "block-stats", "block_stats.py"), join(env.FUNCTIONS_DIR!, "block_stats.py"));
-    const task = Task.fromPartial({
-      taskId: "dev-example",
-      functionCallConfig: FunctionCallConfig.fromPartial({
-        function: { name: "block_stats", entry: "main" },
-        config: { $case: "blockTable", blockTable: { chain: "ethereum", fromBlock: 100, toBlock: 299 } },
-      }),
-      outputs: [{ handler: { $case: "blockTableWrite", blockTableWrite: { table: "block_stats" } } }],
-    });
-    const slot = await waitFor(() => reserve(env.BLOCKX_COORDINATOR_ADDRS!, task.taskId), (o) => o.ok, 30_000);
-    if (!slot.ok) throw new Error(slot.details);
-    const worker = new WorkerClient(slot.res.workerAddr);
-    cleanups.push(() => worker.close());
-    const submitted = await waitFor(() => worker.submitTask(task, slot.res.slotId), (s) => s.ok || !s.details.includes("block_stats"), 10_000);
-    if (!submitted.ok) throw new Error(submitted.details);
-    const last = (await worker.watch([task.taskId])).snapshots.at(-1)!;
-    expect(last).toMatchObject({ state: TaskState.SUCCEEDED, callsTotal: 200 });
+    expect(await runBlockStats(env, "dev-example", 100, 299)).toMatchObject({ state: TaskState.SUCCEEDED, callsTotal: 200 });
     const store = new RawTableReader(env.TABLE_STORE_PATH!);
     const rows = store.query("block_stats", "ORDER BY block");
     store.close();
@@ -130,6 +135,22 @@ describe("blockx dev", () => {
     // A DEV_DIR named by the person is kept, with the logs; etcd's data is gone.
     expect(existsSync(join(dir, "worker-1.log"))).toBe(true);
     expect(existsSync(join(dir, "etcd-data"))).toBe(false);
+  }, 180_000);
+
+  test("--postgres: a private Postgres is the Workers' table store, TABLE_STORE_URL is in the env file, `blockx table` reads it; one SIGINT stops it with the rest", async () => {
+    expect(loadDevConfig({}, ["--postgres"]).postgres).toBe(true);
+    const { dir, dev } = startDev({ DEV_POSTGRES: "true", DEV_BUNDLE_WORKERS: "0" });
+    const r = await ready(dev);
+    const env = Object.fromEntries([...readFileSync(r.envFile, "utf8").matchAll(/^export (\w+)='([^']*)'$/gm)].map((m) => [m[1], m[2]]));
+    expect(env.TABLE_STORE_URL).toMatch(/^postgres:\/\/blockx@127\.0\.0\.1:\d+\/blockx$/);
+    expect(await runBlockStats(env, "dev-pg", 100, 119)).toMatchObject({ state: TaskState.SUCCEEDED, callsTotal: 20 });
+    expect((await rawRows(env.TABLE_STORE_URL!, "block_stats")).map((x) => Number(x.block)).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => 100 + i));
+    const table = Bun.spawnSync([BLOCKX_BINARY, "table", "block_stats", "--limit", "0", "--json"], { env: { ...process.env, ...env }, cwd: dir });
+    expect((JSON.parse(table.stdout.toString()) as unknown[]).length).toBe(20);
+    const pids = descendants(dev.proc.pid);
+    dev.proc.kill("SIGINT");
+    expect(await dev.exited).toBe(0);
+    expect(pids.filter(alive)).toEqual([]); // Postgres among them
   }, 180_000);
 
   test("a child that dies is reported by name, everything else stops, dev exits 1, nothing is left", async () => {

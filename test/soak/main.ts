@@ -1,6 +1,7 @@
 /**
- * `make soak SEED=n MINUTES=m [BASELINE_SECONDS=60]`: the long soak, after a fault-free
- * baseline on the same cluster. Prints the fault log as it goes, then the
+ * `make soak SEED=n MINUTES=m [BASELINE_SECONDS=60] [STORE=sqlite|postgres]`: the long soak, after
+ * a fault-free baseline on the same cluster. STORE=postgres runs every Worker as a host of its own
+ * writing one Postgres (a private server started for the soak). Prints the fault log as it goes, then the
  * report; writes every task's outcome to soak-report-<seed>.json; exits 1 on any missing or
  * duplicated row or any task that never succeeded.
  */
@@ -21,12 +22,17 @@ function intArg(name: string, fallback: number): number {
 const seed = intArg("SEED", 1);
 const minutes = intArg("MINUTES", 10);
 const baselineSeconds = intArg("BASELINE_SECONDS", 60);
+const store = process.env.STORE || "sqlite";
+if (store !== "sqlite" && store !== "postgres") {
+  console.error(`STORE must be sqlite or postgres, got ${JSON.stringify(store)}`);
+  process.exit(2);
+}
 // Worker variables to try under the soak, passed through: IO_*, CALL_MAX_ATTEMPTS, EXECUTOR_*.
 const workerEnv = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => /^(IO_|EXECUTOR_|CALL_MAX_ATTEMPTS$)/.test(e[0]) && e[1] !== undefined));
 const started = new Date().toISOString();
-console.log(`soak: seed ${seed}, ${baselineSeconds} s of backfill without faults, then ${minutes} minutes with (started ${started})`);
-const report = await runSoak({ seed, durationMs: minutes * 60_000, baselineMs: baselineSeconds * 1000, workerEnv, log: (l) => console.log(l) });
-const out = `soak-report-${seed}.json`;
+console.log(`soak: seed ${seed}, table store ${store}, ${baselineSeconds} s of backfill without faults, then ${minutes} minutes with (started ${started})`);
+const report = await runSoak({ seed, store, durationMs: minutes * 60_000, baselineMs: baselineSeconds * 1000, workerEnv, log: (l) => console.log(l) });
+const out = `soak-report-${store}-${seed}.json`;
 writeFileSync(out, JSON.stringify({ started, minutes, ...report }, null, 2));
 console.log("\n" + formatReport(report));
 console.log(`\nevery task's outcome: ${out}`);

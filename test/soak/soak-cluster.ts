@@ -1,9 +1,11 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadClientConfig, type ClientConfig } from "../../src/sdk/client-config";
+import type { PrivatePostgres } from "../../src/common/tables/private-postgres";
 import { BlockxProcess } from "../support/blockx-process";
 import { EtcdProcess } from "../support/etcd";
+import { freshDatabase, startPostgres } from "../support/postgres";
 import { freePort } from "../support/ports";
 import { randomLanePrefix } from "../support/worker-double";
 
@@ -49,7 +51,16 @@ export class Member {
   }
 }
 
+/**
+ * SoakStore: where the Workers' rows go. `sqlite`: one host, every Worker sharing one file.
+ * `postgres`: every Worker a host of its own (its own state, cache, functions and temporary
+ * folders, nothing shared on disk) writing one Postgres: the run's (BLOCKX_TEST_POSTGRES_URL, a
+ * fresh database) under `make test`, else a private server started for the soak.
+ */
+export type SoakStore = "sqlite" | "postgres";
+
 export interface SoakClusterOptions {
+  readonly store: SoakStore;
   readonly workers: number;
   readonly coordinators: number;
   readonly executorsPerWorker: number;
@@ -59,12 +70,15 @@ export interface SoakClusterOptions {
 
 /**
  * SoakCluster: a private etcd, block Coordinators and Workers on fixed loopback ports (so a
- * restarted process comes back at the same address), one shared table store, one backend
+ * restarted process comes back at the same address), one table store (see SoakStore), one backend
  * faults file every Worker reads. Everything dies in `stop`.
  */
 export class SoakCluster {
   readonly dir = mkdtempSync(join(tmpdir(), "blockx-soak-"));
-  readonly tableStorePath = join(this.dir, "tables.sqlite");
+  /** The table store the checker reads: the SQLite file, or the Postgres database's URL. */
+  tableStore = join(this.dir, "tables.sqlite");
+  /** The soak's own Postgres, when it started one (stopped with the cluster). */
+  private postgres: PrivatePostgres | undefined;
   readonly faultsPath = join(this.dir, "backend-faults.json");
   readonly prefix = randomLanePrefix("block");
   readonly workers: Member[] = [];
@@ -78,9 +92,11 @@ export class SoakCluster {
     const c = new SoakCluster(await EtcdProcess.start());
     try {
       c.setBackendFaults({ latencyMs: 0, errorRate: 0 });
+      if (o.store === "postgres") c.tableStore = await c.startPostgres();
       const common = { ETCD_ENDPOINTS: c.etcd.endpoint, BLOCKX_LOG_LEVEL: "info" };
       for (let i = 0; i < o.workers; i++) {
         const port = await freePort();
+        const store = o.store === "postgres" ? c.hostFolders(`host-${i + 1}`) : { TABLE_STORE_PATH: c.tableStore };
         c.workers.push(
           new Member(`worker-${i + 1}`, "worker", port, {
             ...common,
@@ -88,7 +104,7 @@ export class SoakCluster {
             WORKER_REGISTRY_PREFIX: c.prefix,
             EXECUTOR_COUNT: String(o.executorsPerWorker),
             TASK_SLOTS: String(o.taskSlots),
-            TABLE_STORE_PATH: c.tableStorePath,
+            ...store,
             LOCALTESTSERVICE_FAULTS_FILE: c.faultsPath,
             // Backend errors and killed executors are retried by the Worker; a few more tries than
             // the default ride out a degraded backend without failing the whole task.
@@ -119,6 +135,31 @@ export class SoakCluster {
     }
   }
 
+  /** startPostgres: a fresh database on the test run's Postgres, or on a private server of the soak's own. */
+  private async startPostgres(): Promise<string> {
+    if (process.env.BLOCKX_TEST_POSTGRES_URL) return freshDatabase();
+    this.postgres = await startPostgres();
+    return this.postgres.createDatabase("soak");
+  }
+
+  /**
+   * hostFolders: a Worker's environment as if it ran on a host of its own: its state (an unused
+   * SQLite path), cache, functions and temporary folders under <dir>/<host>, and the shared
+   * Postgres as its table store. The soak's functions are inline: they travel with each task.
+   */
+  private hostFolders(host: string): Record<string, string> {
+    const home = join(this.dir, host);
+    for (const d of ["state", "cache", "functions", "tmp"]) mkdirSync(join(home, d), { recursive: true, mode: 0o755 });
+    Bun.spawnSync(["chmod", "-R", "755", home]); // executors may run as another user
+    return {
+      TABLE_STORE_URL: this.tableStore,
+      TABLE_STORE_PATH: join(home, "state", "unused.sqlite"),
+      BLOCKX_CACHE_DIR: join(home, "cache"),
+      FUNCTIONS_DIR: join(home, "functions"),
+      TMPDIR: join(home, "tmp"),
+    };
+  }
+
   /** setBackendFaults rewrites the file the Workers' local test chain re-reads every 200 ms. */
   setBackendFaults(f: { latencyMs: number; errorRate: number }): void {
     const tmp = `${this.faultsPath}.tmp`;
@@ -131,7 +172,7 @@ export class SoakCluster {
     return loadClientConfig({
       BLOCKX_COORDINATOR_ADDRS: this.coordinators.map((m) => m.addr).join(","),
       ETCD_ENDPOINTS: this.etcd.endpoint,
-      TABLE_STORE_PATH: this.tableStorePath,
+      ...(this.tableStore.startsWith("postgres") ? { TABLE_STORE_URL: this.tableStore } : { TABLE_STORE_PATH: this.tableStore }),
       BLOCKX_WORKER_LOST_AFTER_MS: "3000",
       BLOCKX_RPC_TIMEOUT_MS: "5000",
       BLOCKX_MAX_ATTEMPTS: "20",
@@ -141,6 +182,7 @@ export class SoakCluster {
   async stop(): Promise<void> {
     await Promise.all([...this.workers, ...this.coordinators].map((m) => m.kill()));
     await this.etcd.destroy();
+    await this.postgres?.destroy();
     rmSync(this.dir, { recursive: true, force: true });
   }
 }

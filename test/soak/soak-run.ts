@@ -6,11 +6,13 @@ import { countByKind, faultSchedule, type FaultEvent, type FaultKind } from "./f
 import { faultsFor } from "./faults";
 import { RssSampler } from "./rss-sampler";
 import { childPids } from "../support/proc-scan";
-import { SoakCluster } from "./soak-cluster";
+import { SoakCluster, type SoakStore } from "./soak-cluster";
 import { BLOCK_STATS, ERC20_TRANSFERS, type SoakTable } from "./soak-functions";
 
 export interface SoakOptions {
   readonly seed: number;
+  /** Where the rows go (default sqlite: one host, one shared file); see SoakStore. */
+  readonly store?: SoakStore;
   /** How long tasks keep being submitted and faults injected; in-flight tasks then finish. */
   readonly durationMs: number;
   /** A fault-free backfill this long first, on the same cluster: the baseline rate. */
@@ -79,6 +81,7 @@ export interface InjectedFault {
 
 export interface SoakReport {
   readonly seed: number;
+  readonly store: SoakStore;
   readonly wallSeconds: number;
   readonly backfillSeconds: number;
   readonly faults: InjectedFault[];
@@ -132,7 +135,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   const firstBlock = o.firstBlock ?? 15_000_000;
   const maxRuns = o.maxRunsPerTask ?? 10;
   const started = performance.now();
-  const cluster = await SoakCluster.start({ workers: o.workers ?? 3, coordinators: o.coordinators ?? 2, executorsPerWorker: o.executorsPerWorker ?? 2, taskSlots: 8, workerEnv: o.workerEnv ?? {} });
+  const cluster = await SoakCluster.start({ store: o.store ?? "sqlite", workers: o.workers ?? 3, coordinators: o.coordinators ?? 2, executorsPerWorker: o.executorsPerWorker ?? 2, taskSlots: 8, workerEnv: o.workerEnv ?? {} });
   const client = new BlockxClient(cluster.clientConfig());
   const sampler = new RssSampler(() => [
     { name: "etcd", pids: cluster.etcd.pid === undefined ? [] : [cluster.etcd.pid] },
@@ -227,12 +230,13 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     await driver;
     sampler.stop();
 
-    const check = checkTables(
-      cluster.tableStorePath,
+    const check = await checkTables(
+      cluster.tableStore,
       tasks.map((t) => ({ table: tableOf(t.table), fromBlock: t.fromBlock, toBlock: t.toBlock })),
     );
     return {
       seed: o.seed,
+      store: o.store ?? "sqlite",
       wallSeconds: (performance.now() - started) / 1000,
       backfillSeconds: faulted.seconds,
       faults: injected,
@@ -274,7 +278,7 @@ export function formatReport(r: SoakReport): string {
   const retried = r.tasks.filter((t) => t.runs > 1);
   const resubmitted = r.tasks.filter((t) => t.resubmissions > 0);
   const lines = [
-    `BlockX soak, seed ${r.seed}: ${r.passed ? "PASSED" : "FAILED"}`,
+    `BlockX soak, seed ${r.seed}, table store ${r.store === "postgres" ? "Postgres (every Worker its own host)" : "SQLite (one host, one file)"}: ${r.passed ? "PASSED" : "FAILED"}`,
     `wall ${r.wallSeconds.toFixed(1)} s, backfill under faults ${r.backfillSeconds.toFixed(1)} s`,
     "",
     "faults that took effect, by kind:",

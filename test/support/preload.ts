@@ -1,11 +1,14 @@
 import { afterAll } from "bun:test";
 import { EtcdProcess } from "./etcd";
+import { startPostgres } from "./postgres";
 
-// One etcd for the whole run, started here rather than in a test file's beforeAll: a test
-// timeout kills every process its file spawned. Tests that need to stop etcd start their own.
-const shared = await EtcdProcess.start();
+// One etcd and one Postgres for the whole run, started here rather than in a test file's
+// beforeAll: a test timeout kills every process its file spawned. Tests that need to stop
+// either start their own. Tests get a database of their own with freshDatabase().
+const [shared, postgres] = await Promise.all([EtcdProcess.start(), startPostgres()]);
 process.env.BLOCKX_TEST_ETCD_ENDPOINT = shared.endpoint;
+process.env.BLOCKX_TEST_POSTGRES_URL = postgres.url();
 
 afterAll(async () => {
-  await shared.destroy();
+  await Promise.all([shared.destroy(), postgres.destroy()]);
 });

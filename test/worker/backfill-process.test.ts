@@ -8,8 +8,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FunctionCallConfig, Task, TaskState } from "../../src/gen/worker/v1/worker";
-import { SyntheticChain } from "../../src/runtime/chains/localtestservice/synthetic-chain";
 import { RawTableReader } from "../support/raw-table-reader";
+import { BLOCK_STATS, BUNDLE_STATS, expectedBlockStats as expected } from "../support/block-stats";
 import { BLOCKX_BINARY, BlockxProcess } from "../support/blockx-process";
 import { NO_HOST_RED_LINES, reserve, waitFor } from "../support/coordinator-client";
 import { randomLanePrefix } from "../support/worker-double";
@@ -19,21 +19,6 @@ const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
-
-const BLOCK_STATS = [
-  "def main(ctx, input):",
-  "    b = ctx.io('localtestservice', 'eth_getBlockByNumber', {'chain': input['chain'], 'number': input['blockNumber']})",
-  "    return [{'block': int(b['number'], 16), 'tx_count': len(b['transactions']), 'gas_used': int(b['gasUsed'], 16)}]",
-].join("\n");
-
-const BUNDLE_STATS = [
-  "def main(ctx, input):",
-  "    rows = []",
-  "    for n in range(input['fromBlock'], input['toBlock'] + 1):",
-  "        b = ctx.io('localtestservice', 'eth_getBlockByNumber', {'chain': input['chain'], 'number': n, 'full': False})",
-  "        rows.append({'block': n, 'tx_count': len(b['transactions']), 'gas_used': int(b['gasUsed'], 16)})",
-  "    return rows",
-].join("\n");
 
 function blockTask(taskId: string, fn: { source?: string; name?: string }, from: number, to: number, table: string, bundleSize = 0): Task {
   return Task.fromPartial({
@@ -70,16 +55,6 @@ async function runTask(s: Awaited<ReturnType<typeof setup>>, task: Task) {
   const submitted = await s.client.submitTask(task, slot.ok ? slot.res.slotId : "");
   if (!submitted.ok) throw new Error(submitted.details);
   return (await s.client.watch([task.taskId])).snapshots.at(-1)!;
-}
-
-function expected(from: number, to: number) {
-  const chain = new SyntheticChain("ethereum");
-  const rows = [];
-  for (let n = from; n <= to; n++) {
-    const b = chain.block(n, false)!;
-    rows.push({ block: n, tx_count: b.transactions.length, gas_used: parseInt(b.gasUsed, 16) });
-  }
-  return rows;
 }
 
 describe("a backfill over the local test chain", () => {

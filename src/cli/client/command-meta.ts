@@ -48,14 +48,14 @@ export const submitMeta: ClientCommandMeta = {
 
 export const tableMeta: ClientCommandMeta = {
   name: "table",
-  summary: "print rows of a table from the SQLite table store: table NAME [--limit N] [--order COLUMN] [--json]",
+  summary: "print rows of a table from the table store (Postgres or SQLite): table NAME [--limit N] [--order COLUMN] [--json]",
   usage: [
     "usage: blockx table NAME [--limit N] [--order COLUMN] [--json]",
-    "  reads TABLE_STORE_PATH (the Workers' table store on this host); --limit default 20, 0 = all",
+    "  reads TABLE_STORE_URL (the Workers' Postgres) when set, else TABLE_STORE_PATH (their SQLite file on this host); --limit default 20, 0 = all",
   ].join("\n"),
   flags: { limit: "value", order: "value" },
   positionals: { required: ["NAME"] },
-  reads: ["tableStorePath"],
+  reads: ["tableStoreUrl", "tableStorePath", "tableStoreConnectTimeoutMs", "tableStoreStatementTimeoutMs", "tableStoreTls", "tableStoreTlsCa"],
 };
 
 /**

@@ -1,3 +1,4 @@
+import { parseExactJson } from "../../common/json/exact-json";
 import type { DebugInvokeResponse, InvokeResponse } from "../../gen/syncinvoker/v1/sync_invoker";
 import { DebugInvokeResponse as DebugJson, InvokeResponse as InvokeJson, PrecheckResponse } from "../../gen/syncinvoker/v1/sync_invoker";
 import { UsageError } from "../usage-error";
@@ -23,7 +24,7 @@ export const invokeRun: ClientCommandRun = async (args, client) => {
   const failed = !!r.error?.code;
   if (args.flags.has("json")) {
     const json = (isDebug(r) ? DebugJson.toJSON(r) : InvokeJson.toJSON(r)) as Record<string, unknown>;
-    console.log(JSON.stringify({ ...json, result: r.result.length > 0 ? (JSON.parse(r.result.toString("utf8")) as unknown) : null }));
+    console.log(JSON.stringify({ ...json, result: r.result.length > 0 ? (parseExactJson(r.result.toString("utf8")) as unknown) : null }));
   } else {
     if (isDebug(r)) {
       if (r.stdout) console.log(`--- stdout\n${r.stdout.trimEnd()}`);

@@ -1,3 +1,4 @@
+import { parseExactJson } from "../../common/json/exact-json";
 import { TaskResult, TaskSnapshot } from "../../gen/worker/v1/worker";
 import { stateName, type RunResult } from "../../sdk/blockx-client";
 import { exitCodeOfState } from "./exit-codes";
@@ -8,7 +9,7 @@ export function resultJson(result: TaskResult, run?: Pick<RunResult, "attempts" 
   return {
     ...snapshot,
     state: stateName(result.snapshot?.state),
-    returnValues: result.returnValues.map((b) => JSON.parse(b.toString("utf8")) as unknown),
+    returnValues: result.returnValues.map((b) => parseExactJson(b.toString("utf8")) as unknown),
     writes: result.writes,
     firstError: result.firstError ?? null,
     ...(run ? { attempts: run.attempts, workers: run.workers, cluster: run.cluster } : {}),

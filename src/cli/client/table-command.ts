@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
-import { SqliteTableStore, TableStoreError } from "../../common/tables/table-store";
+import { openTableStore } from "../../common/tables/open-table-store";
+import { type CellValue, TableStoreError } from "../../common/tables/table-store";
 import { UsageError } from "../usage-error";
 import { flagValue, intFlag } from "../args";
 import type { ClientCommandRun } from "./client-command";
@@ -9,25 +10,32 @@ function cell(v: unknown): string {
   return v === null || v === undefined ? "" : typeof v === "object" ? JSON.stringify(v) : String(v);
 }
 
+/**
+ * `blockx table NAME` reads a table from the store the environment names, as the Workers do:
+ * TABLE_STORE_URL (Postgres) when set, else the SQLite file TABLE_STORE_PATH. Integers beyond
+ * 2^53 print (and --json writes) every digit.
+ */
 export const tableRun: ClientCommandRun = async (args, _client, config) => {
   const name = args.positional[0]!; // exactly one: tableMeta's positionals
   if (!name) throw new UsageError("usage: blockx table NAME [--limit N] [--order COLUMN] [--json]");
-  if (!existsSync(config.tableStorePath)) throw new UsageError(`no table store at ${config.tableStorePath} (set TABLE_STORE_PATH to the Workers' file)`);
+  if (config.tableStoreUrl.trim() === "" && !existsSync(config.tableStorePath)) {
+    throw new UsageError(`no table store at ${config.tableStorePath} (set TABLE_STORE_PATH to the Workers' file, or TABLE_STORE_URL to their Postgres)`);
+  }
   const limit = intFlag(args, "limit", 0) ?? 20;
   const order = flagValue(args, "order");
   if (order !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(order)) throw new UsageError(`--order: expected a column name, got ${JSON.stringify(order)}`);
-  const store = new SqliteTableStore(config.tableStorePath);
-  let rows: Record<string, unknown>[];
+  const store = openTableStore(config, { inline: true });
+  let rows: Record<string, CellValue>[];
   try {
-    rows = store.query(name, `${order ? `ORDER BY "${order}"` : ""} ${limit > 0 ? "LIMIT ?" : ""}`, limit > 0 ? [limit] : []);
+    rows = await store.read(name, { ...(order ? { orderBy: order } : {}), limit });
   } catch (e) {
-    if (e instanceof TableStoreError || (e as Error).name === "SQLiteError") {
-      console.error(`blockx table: ${(e as Error).message}`);
-      return EXIT.TASK_FAILED;
+    if (e instanceof TableStoreError) {
+      console.error(`blockx table: ${e.message}`);
+      return e.code === "STORE_UNAVAILABLE" ? EXIT.UNREACHABLE : EXIT.TASK_FAILED;
     }
     throw e;
   } finally {
-    store.close();
+    await store.close();
   }
   if (args.flags.has("json")) {
     console.log(JSON.stringify(rows));

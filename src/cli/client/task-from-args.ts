@@ -1,3 +1,4 @@
+import { parseExactJson } from "../../common/json/exact-json";
 import { existsSync, readFileSync } from "node:fs";
 import { basename } from "node:path";
 import { z } from "zod";
@@ -19,7 +20,7 @@ export function functionRefFrom(spec: string, entry: string): FunctionRef {
 export function readJsonArg(flag: string, text: string): unknown {
   const raw = text.startsWith("@") ? readFileOr(flag, text.slice(1)) : text;
   try {
-    return JSON.parse(raw) as unknown;
+    return parseExactJson(raw) as unknown;
   } catch (e) {
     throw new UsageError(`--${flag}: not JSON: ${(e as Error).message}`);
   }

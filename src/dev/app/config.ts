@@ -1,3 +1,4 @@
+import { tableStoreVars } from "../../common/tables/table-store-config";
 import { commonVars } from "../../common/config/common-vars";
 import { enumSchema, envVar, intSchema, loadEnvConfig, stringSchema } from "../../common/config/env-config";
 
@@ -23,6 +24,14 @@ export const devVars = {
     "etcd executable; empty: .cache/etcd/root/usr/bin/etcd next to the binary's checkout or in the current directory, else etcd on PATH",
     stringSchema(),
   ),
+  postgres: envVar(
+    "DEV_POSTGRES",
+    "false",
+    "true or false (flag --postgres alone means true)",
+    "start a private Postgres (Debian's postgresql, as `nobody` when root) as the Workers' table store, stopped with the cluster",
+    enumSchema(["true", "false"] as const),
+  ),
+  tableStoreUrl: tableStoreVars.tableStoreUrl,
   proxy: envVar("DEV_PROXY", "true", "true or false", "also run `blockx proxy` on <DEV_DIR>/proxy.sock when this build has it", enumSchema(["true", "false"] as const)),
   ui: envVar("DEV_UI", "true", "true or false", "serve the web dashboard (`blockx ui`) on a loopback port, printed and in blockx-dev.env as BLOCKX_UI_URL", enumSchema(["true", "false"] as const)),
   readyTimeoutMs: envVar("DEV_READY_TIMEOUT_MS", "60000", "an integer from 1 to 86400000", "how long each start stage may take to become ready", intSchema(1, MAX_MS)),
@@ -52,6 +61,10 @@ export interface DevConfig {
   readonly keep: boolean;
   readonly etcdBin: string;
   readonly proxy: boolean;
+  /** Start a private Postgres as the table store. */
+  readonly postgres: boolean;
+  /** Passed to the Workers (and the client environment) when set. */
+  readonly tableStoreUrl: string;
   readonly ui: boolean;
   readonly readyTimeoutMs: number;
   readonly stopGraceMs: number;
@@ -61,7 +74,7 @@ export interface DevConfig {
 
 /** loadDevConfig reads the variables (flags win); a bare `--keep` stands for `--dev-keep=true`. */
 export function loadDevConfig(env: Readonly<Record<string, string | undefined>>, argv: readonly string[]): DevConfig {
-  const args = argv.map((a) => (a === "--keep" ? "--dev-keep=true" : a));
+  const args = argv.map((a) => (a === "--keep" ? "--dev-keep=true" : a === "--postgres" ? "--dev-postgres=true" : a));
   const v = loadEnvConfig(devVars, env, args);
   return Object.freeze({
     workers: v.workers,
@@ -71,6 +84,8 @@ export function loadDevConfig(env: Readonly<Record<string, string | undefined>>,
     keep: v.keep === "true",
     etcdBin: v.etcdBin.trim(),
     proxy: v.proxy === "true",
+    postgres: v.postgres === "true",
+    tableStoreUrl: v.tableStoreUrl.trim(),
     ui: v.ui === "true",
     readyTimeoutMs: v.readyTimeoutMs,
     stopGraceMs: v.stopGraceMs,

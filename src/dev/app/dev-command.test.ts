@@ -15,6 +15,14 @@ describe("blockx dev's command line", () => {
     expect(config(["--dev-keep", "false"], { DEV_KEEP: "true" }).keep).toBe(false);
   });
 
+  test("a bare --postgres starts a private Postgres, as DEV_POSTGRES=true does; TABLE_STORE_URL passes through", () => {
+    expect(config([]).postgres).toBe(false);
+    expect(config(["--postgres"]).postgres).toBe(true);
+    expect(config([], { DEV_POSTGRES: "true" }).postgres).toBe(true);
+    expect(() => config(["--postgres=yes"])).toThrow("--postgres takes no value");
+    expect(config([], { TABLE_STORE_URL: " postgres://db.example/blockx " }).tableStoreUrl).toBe("postgres://db.example/blockx");
+  });
+
   test("its variables are flags that win over the environment; --keep takes no value", () => {
     expect(config(["--dev-workers=3"], { DEV_WORKERS: "1" }).workers).toBe(3);
     expect(() => config(["--keep=yes"])).toThrow("--keep takes no value");

@@ -3,9 +3,10 @@ import type { Command } from "../../cli/command";
 import { DevError } from "../core/dev-error";
 import { devVars, loadDevConfig, type DevConfig } from "./config";
 
-/** devConfigFrom: dev's configuration from the environment and its command line (`--keep` is DEV_KEEP=true). */
+/** devConfigFrom: dev's configuration from the environment and its command line (`--keep` is DEV_KEEP=true, `--postgres` DEV_POSTGRES=true). */
 export function devConfigFrom(args: ParsedArgs, env: Readonly<Record<string, string | undefined>>): DevConfig {
-  return loadDevConfig(env, args.flags.has("keep") ? [...args.configArgv, "--keep"] : args.configArgv);
+  const switches = (["keep", "postgres"] as const).filter((s) => args.flags.has(s)).map((s) => `--${s}`);
+  return loadDevConfig(env, [...args.configArgv, ...switches]);
 }
 
 /**
@@ -17,7 +18,7 @@ export function devCommand(allCommands: () => readonly Command[]): Command {
     name: "dev",
     summary: "the whole system on one machine: etcd, both Coordinators, Workers, syncinvoker and proxy when built in (Ctrl-C stops all)",
     vars: devVars,
-    flags: { keep: "bool" },
+    flags: { keep: "bool", postgres: "bool" },
     async run(args) {
       const config = devConfigFrom(args, process.env);
       const commands = allCommands();

@@ -1,6 +1,7 @@
+import { findPostgresBinDir, postgresBinDirs, PrivatePostgres } from "../../common/tables/private-postgres";
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { createLogger } from "../../common/logging/logger";
 import { BlockxClient } from "../../sdk/blockx-client";
 import { loadClientConfig } from "../../sdk/client-config";
@@ -50,6 +51,28 @@ function prepareDir(config: DevConfig): { layout: DevLayout; temporary: boolean 
 }
 
 /**
+ * startDevPostgres starts `--postgres`'s private server (Debian's binaries; a temporary folder that
+ * `nobody` can reach when running as root) with a database `blockx` for the Workers' tables.
+ */
+async function startDevPostgres(config: DevConfig): Promise<{ server: PrivatePostgres; url: string }> {
+  if (config.tableStoreUrl !== "") throw new DevError("CONFLICTING_STORES", "--postgres starts a Postgres of its own: unset TABLE_STORE_URL, or drop --postgres to use that one");
+  const checkout = dirname(dirname(process.execPath));
+  const binDir = findPostgresBinDir(process.env, checkout) ?? findPostgresBinDir(process.env, process.cwd());
+  if (!binDir) {
+    throw new DevError(
+      "POSTGRES_NOT_FOUND",
+      `Postgres not found (looked in ${postgresBinDirs(process.env, checkout).join(", ")}). Run \`make deps\` in the checkout (it gets Debian's postgresql-15), or set BLOCKX_POSTGRES_BINDIR.`,
+    );
+  }
+  try {
+    const server = await PrivatePostgres.start({ binDir, port: await freePort() });
+    return { server, url: await server.createDatabase("blockx") };
+  } catch (e) {
+    throw new DevError("POSTGRES_FAILED", `the private Postgres did not start: ${(e as Error).message}`);
+  }
+}
+
+/**
  * runDev starts the local cluster and returns the exit code once every child has ended. The
  * decisions are SupervisorCore's; this function only carries them out (spawn, signal, print)
  * and feeds back readiness, exits, signals and ticks.
@@ -58,6 +81,8 @@ export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise
   const etcdBin = locateEtcd(config.etcdBin, { execPath: process.execPath, cwd: process.cwd(), path: process.env.PATH ?? "" });
   const { layout, temporary } = prepareDir(config);
   const [etcdClientPort, etcdPeerPort] = [await freePort(), await freePort()];
+  const postgres = config.postgres ? await startDevPostgres(config) : undefined;
+  const tableStoreUrl = postgres ? postgres.url : config.tableStoreUrl;
   const plan = planChildren({
     workers: config.workers,
     bundleWorkers: config.bundleWorkers,
@@ -91,6 +116,7 @@ export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise
           executorsPerWorker: config.executorsPerWorker,
           logLevel: config.logLevel,
           endpoints,
+          tableStoreUrl,
           metricsAddrs,
           declaredVars: devEnv.declaredVars,
         });
@@ -127,11 +153,11 @@ export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise
   const announce = (ready: ReadonlyArray<readonly [string, string]>) => {
     // The dashboard runs inside dev itself, reading the cluster as any client would.
     if (config.ui) {
-      const clientEnv = Object.fromEntries(clientEnvironment({ layout, endpoints, etcdClientPort }));
+      const clientEnv = Object.fromEntries(clientEnvironment({ layout, endpoints, etcdClientPort, tableStoreUrl }));
       uiClient = new BlockxClient(loadClientConfig({ ...clientEnv, PROXY_SOCKET_PATH: "" }));
       ui = startUiServer(uiClient, { listenAddr: "127.0.0.1:0", refreshMs: 1000, maxStreams: 32 }, createLogger("warn", { role: "ui" }, 2));
     }
-    const vars = clientEnvironment({ layout, endpoints, etcdClientPort, metricsAddrs, ...(ui ? { uiUrl: ui.url } : {}) });
+    const vars = clientEnvironment({ layout, endpoints, etcdClientPort, tableStoreUrl, metricsAddrs, ...(ui ? { uiUrl: ui.url } : {}) });
     writeFileSync(layout.envFilePath, renderEnvFile(vars));
     const width = Math.max(...ready.map(([id]) => id.length));
     const lines = ["ready:", ...ready.map(([id, ep]) => `  ${id.padEnd(width)}  ${ep}  (pid ${children.get(id)?.pid})`)];
@@ -155,6 +181,7 @@ export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise
   (uiClient as BlockxClient | null)?.close();
   for (const s of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.off(s, onSignal);
 
+  await postgres?.server.destroy();
   // etcd's data and the children's scratch files are temporary whatever happens.
   rmSync(layout.etcdDataDir, { recursive: true, force: true });
   rmSync(layout.tmpDir, { recursive: true, force: true });

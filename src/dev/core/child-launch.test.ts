@@ -48,6 +48,16 @@ describe("child launches", () => {
     expect(proxy.readiness).toEqual({ kind: "socketFile", path: "/d/proxy.sock" });
   });
 
+  test("a Postgres table store (TABLE_STORE_URL, or --postgres's) reaches every Worker and the client environment", () => {
+    const url = "postgres://blockx@127.0.0.1:5999/blockx";
+    const withPg = { ...ctx({}), tableStoreUrl: url };
+    expect(launchFor({ id: "worker-1", role: "worker", stage: 1 }, withPg).env).toMatchObject({ TABLE_STORE_URL: url });
+    expect(launchFor({ id: "bundle-worker-1", role: "bundle-worker", stage: 1 }, withPg).env).toMatchObject({ TABLE_STORE_URL: url });
+    expect(launchFor({ id: "worker-1", role: "worker", stage: 1 }, ctx({})).env).not.toHaveProperty("TABLE_STORE_URL");
+    const vars = clientEnvironment({ layout: devLayout("/d"), endpoints: new Map(), etcdClientPort: 7, tableStoreUrl: url });
+    expect(vars.find(([k]) => k === "TABLE_STORE_URL")).toEqual(["TABLE_STORE_URL", url]);
+  });
+
   test("the env file is `export NAME='value'` lines that survive quotes in paths", () => {
     const vars = clientEnvironment({ layout: devLayout("/tmp/it's"), endpoints: new Map([["coordinator", "127.0.0.1:9"]]), etcdClientPort: 7 });
     expect(vars.map(([k]) => k)).toEqual(["BLOCKX_COORDINATOR_ADDRS", "ETCD_ENDPOINTS", "TABLE_STORE_PATH", "FUNCTIONS_DIR"]);

@@ -49,6 +49,8 @@ export interface LaunchContext {
   readonly self: readonly string[];
   readonly executorsPerWorker: number;
   readonly logLevel: string;
+  /** The Workers' Postgres table store (TABLE_STORE_URL, or `--postgres`'s); empty: the SQLite file. */
+  readonly tableStoreUrl?: string;
   /** Endpoints of the children ready so far, by child id. */
   readonly endpoints: ReadonlyMap<string, string>;
   /** host:port of each blockx child's /metrics (chosen before it starts); a child without one serves none. */
@@ -63,7 +65,7 @@ const LOOPBACK_ANY_PORT = "127.0.0.1:0";
  * clientEnvironment: the agreed client variables (the SDK and CLI read them), in the order
  * `blockx dev` prints them and writes them to blockx-dev.env.
  */
-export function clientEnvironment(ctx: Pick<LaunchContext, "layout" | "endpoints" | "etcdClientPort"> & { metricsAddrs?: ReadonlyMap<string, string>; uiUrl?: string }): [string, string][] {
+export function clientEnvironment(ctx: Pick<LaunchContext, "layout" | "endpoints" | "etcdClientPort" | "tableStoreUrl"> & { metricsAddrs?: ReadonlyMap<string, string>; uiUrl?: string }): [string, string][] {
   const out: [string, string][] = [];
   const e = ctx.endpoints;
   if (e.has("coordinator")) out.push(["BLOCKX_COORDINATOR_ADDRS", e.get("coordinator")!]);
@@ -71,6 +73,7 @@ export function clientEnvironment(ctx: Pick<LaunchContext, "layout" | "endpoints
   if (e.has("syncinvoker")) out.push(["BLOCKX_SYNCINVOKER_ADDR", e.get("syncinvoker")!]);
   if (e.has("proxy")) out.push(["PROXY_SOCKET_PATH", e.get("proxy")!]);
   out.push(["ETCD_ENDPOINTS", `127.0.0.1:${ctx.etcdClientPort}`]);
+  if (ctx.tableStoreUrl) out.push(["TABLE_STORE_URL", ctx.tableStoreUrl]);
   out.push(["TABLE_STORE_PATH", ctx.layout.tableStorePath]);
   out.push(["FUNCTIONS_DIR", ctx.layout.functionsDir]);
   // Not read by the SDK: where to point Prometheus (child=host:port, comma-separated) and a browser.
@@ -132,6 +135,7 @@ export function launchFor(child: ChildSpec, ctx: LaunchContext): ChildLaunch {
           ...common,
           WORKER_LISTEN: LOOPBACK_ANY_PORT,
           TABLE_STORE_PATH: layout.tableStorePath,
+          ...(ctx.tableStoreUrl ? { TABLE_STORE_URL: ctx.tableStoreUrl } : {}),
           FUNCTIONS_DIR: layout.functionsDir,
           EXECUTOR_COUNT: String(ctx.executorsPerWorker),
           WORKER_DRAIN_TIMEOUT_MS: "5000",

@@ -25,6 +25,8 @@ export const CallErrorCode = {
   ResultNotRows: "RESULT_NOT_ROWS",
   /** A row did not fit its table (an unknown column, a value of another kind). */
   RowMismatch: "ROW_MISMATCH",
+  /** The table store could not be reached (down, timed out, locked too long): retry the call later. */
+  StoreUnavailable: "STORE_UNAVAILABLE",
   Internal: "INTERNAL",
 } as const;
 export type CallErrorCode = (typeof CallErrorCode)[keyof typeof CallErrorCode];
@@ -35,6 +37,7 @@ const RETRYABLE: ReadonlySet<string> = new Set([
   CallErrorCode.OomKilled,
   CallErrorCode.PoolClosed,
   CallErrorCode.BackendRetryable,
+  CallErrorCode.StoreUnavailable,
 ]);
 
 export function isRetryable(code: string): boolean {

@@ -1,3 +1,4 @@
+import { parseExactJson } from "../../common/json/exact-json";
 /**
  * The executor wire format: a 4-byte big-endian length, then that many bytes of UTF-8 JSON
  * (executor-py/PROTOCOL.md). One object per frame.
@@ -90,7 +91,7 @@ export class FrameDecoder {
       const text = decoder.decode(data.subarray(pos + 4, pos + 4 + len));
       pos += 4 + len;
       try {
-        out.push(JSON.parse(text));
+        out.push(parseExactJson(text));
       } catch (e) {
         throw new FrameError(`frame is not JSON: ${(e as Error).message}`);
       }

@@ -1,3 +1,4 @@
+import { parseExactJson } from "../../common/json/exact-json";
 import type { FunctionRef } from "../../gen/worker/v1/worker";
 import type { FunctionSnapshot } from "../../runtime/functions/function-code-view";
 import { inlineFunction, lookupFunction, type ResolvedFunction } from "../../runtime/functions/function-lookup";
@@ -33,7 +34,7 @@ export function parseArgs(args: Buffer): JsonValue {
   if (args.length === 0) return null;
   const text = args.toString("utf8");
   try {
-    return JSON.parse(text) as JsonValue;
+    return parseExactJson(text) as JsonValue;
   } catch (e) {
     const shown = text.length > 80 ? `${text.slice(0, 80)}...` : text;
     throw invalid(`args: not valid JSON (${(e as Error).message}): ${JSON.stringify(shown)}`);

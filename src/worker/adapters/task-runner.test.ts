@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,7 +9,7 @@ import { FunctionCodeView } from "../../runtime/functions/function-code-view";
 import { InMemoryPool } from "../../../test/support/in-memory-pool";
 import { blockWorkerProfile } from "../app/profile";
 import { planTask } from "../core/task-plan";
-import { SqliteTableStore } from "../../common/tables/table-store";
+import { SqliteTableStore } from "../../common/tables/sqlite-table-store";
 import { TaskRunner, type TaskRunnerEvent } from "./task-runner";
 
 const log = createLogger("fatal");
@@ -209,7 +210,7 @@ describe("TaskRunner", () => {
 
     test("a value that is not rows fails its call as RESULT_NOT_ROWS, not retried; rows of good calls are in the table", async () => {
       dir = mkdtempSync(join(tmpdir(), "runner-"));
-      const tables = new SqliteTableStore(join(dir, "t.sqlite"));
+      const tables = new SqliteTableStore(join(dir, "t.sqlite"), { inline: true });
       const r = rig({ tables });
       run(r, task("t10", [1, 2], { outputs: [{ handler: { $case: "normalTableWrite", normalTableWrite: { table: "rows" } } }] }));
       r.pool.call("t10/0/1").finish({ value: [{ n: 1 }] });
@@ -219,7 +220,39 @@ describe("TaskRunner", () => {
       expect(ends(r)).toEqual([expect.objectContaining({ type: "taskFailed", error: expect.objectContaining({ code: "RESULT_NOT_ROWS" }) })]);
       expect(r.pool.started).toEqual(["t10/0/1", "t10/1/1"]);
       expect(r.runner.result("t10")?.writes).toMatchObject([{ table: "rows" }]);
-      tables.close();
+      await tables.close();
+    });
+
+    test("a commit in flight when its task is stopped lands; writesSettled resolves only after it; the cancelled call writes nothing", async () => {
+      dir = mkdtempSync(join(tmpdir(), "runner-"));
+      const path = join(dir, "t.sqlite");
+      // The store's own thread, as in a Worker; another connection holds the file's write lock.
+      const tables = new SqliteTableStore(path, { busyTimeoutMs: 30_000 });
+      const r = rig({ tables });
+      const outputs: Task["outputs"] = [{ handler: { $case: "normalTableWrite", normalTableWrite: { table: "rows" } } }];
+      run(r, task("t11", [1, 2, 3], { outputs }));
+      r.pool.call("t11/0/1").finish({ value: [{ n: 1 }] });
+      await settle();
+      await r.runner.writesSettled("t11"); // the thread has opened the file and made the table
+      const holder = new Database(path);
+      holder.exec("BEGIN IMMEDIATE");
+      r.pool.call("t11/1/1").finish({ value: [{ n: 2 }] });
+      await settle();
+      expect(r.runner.hasPendingWrites("t11")).toBe(true);
+      r.runner.stop("t11"); // cancelled while call 1's commit waits on the lock
+      let settled = false;
+      const done = r.runner.writesSettled("t11").then(() => (settled = true));
+      await Bun.sleep(200);
+      expect(settled).toBe(false);
+      holder.exec("COMMIT");
+      holder.close();
+      await done;
+      expect(r.runner.hasPendingWrites("t11")).toBe(false);
+      const raw = new Database(path, { readonly: true });
+      expect(raw.query("SELECT n FROM rows ORDER BY n").all()).toEqual([{ n: 1 }, { n: 2 }]);
+      raw.close();
+      expect(ends(r)).toEqual([]); // a stop reports nothing
+      await tables.close();
     });
   });
 });

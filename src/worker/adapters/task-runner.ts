@@ -10,7 +10,8 @@ import { TaskLogBook, type TaskLogCaps, type TaskLogEntry } from "../core/task-l
 import type { TaskPlan } from "../core/task-plan";
 import type { WorkerEvent } from "../core/worker-core-events";
 import type { TableStore } from "../../common/tables/table-store";
-import { WriteRejected, type Writer } from "../writers/writer";
+import { commitRejection } from "../writers/table-write-checks";
+import type { Writer } from "../writers/writer";
 import { createWriters, WriterSetupError } from "../writers/writers";
 
 /** The events a task runner reports to WorkerCore: a task's progress and its end. */
@@ -87,6 +88,11 @@ export class TaskRunner {
   private readonly tasks = new Map<string, RunningTask>();
   /** Ended tasks' outputs, until the Worker forgets the task. */
   private readonly outputs = new Map<string, TaskOutput>();
+  /**
+   * Table commits sent and not yet settled, by task. They outlive a stop: a commit in flight when
+   * a task is cancelled cannot be recalled, so its end is told only once they settled.
+   */
+  private readonly commits = new Map<string, Set<Promise<unknown>>>();
   private wakeTimer: ReturnType<typeof setTimeout> | null = null;
   private pumping = false;
   /** Progress and ends of tasks, for WorkerCore (the driver queues them). */
@@ -190,6 +196,19 @@ export class TaskRunner {
     this.logs.forget(taskId);
   }
 
+  /** hasPendingWrites: some of the task's table commits are still in flight. */
+  hasPendingWrites(taskId: string): boolean {
+    return this.commits.has(taskId);
+  }
+
+  /**
+   * writesSettled resolves once none of the task's table commits is in flight (at once when none
+   * is): after a stop, nothing more of the task is written once it resolves.
+   */
+  async writesSettled(taskId: string): Promise<void> {
+    for (let pending = this.commits.get(taskId); pending; pending = this.commits.get(taskId)) await Promise.allSettled([...pending]);
+  }
+
   get runningTasks(): number {
     return this.tasks.size;
   }
@@ -256,8 +275,21 @@ export class TaskRunner {
     if (!t.inflight.delete(callId) || this.tasks.get(t.plan.taskId) !== t) return; // the task ended meanwhile
     this.keepLogs(t, d, result);
     this.cancelSubCallsOf(t, callId); // a parent that ended (its executor died) no longer waits for them
-    // Each writer takes the call's value as it finishes; a value it cannot write fails the call (not retryable).
-    const outcome = result.ok ? this.write(t, d, result) : result;
+    if (!result.ok) return this.callSettled(t, callId, d, result);
+    // The call's rows go to the table store (asynchronously: the event loop goes on meanwhile); the
+    // dispatcher hears of the call only once they are durable, so a task never succeeds before them.
+    const taskId = t.plan.taskId;
+    const commit = this.write(t, d, result);
+    const pending = this.commits.get(taskId) ?? new Set<Promise<unknown>>();
+    this.commits.set(taskId, pending.add(commit));
+    void commit.then((outcome) => {
+      pending.delete(commit);
+      if (pending.size === 0 && this.commits.get(taskId) === pending) this.commits.delete(taskId);
+      if (this.tasks.get(taskId) === t) this.callSettled(t, callId, d, outcome);
+    });
+  }
+
+  private callSettled(t: RunningTask, callId: string, d: DispatchedCall<JsonValue>, outcome: CallOutcome): void {
     const decision = this.step({ type: "callFinished", call: d, result: resultOf(outcome) }).reply!;
     t.countsDirty = true;
     if (outcome.ok) {
@@ -340,18 +372,26 @@ export class TaskRunner {
     this.onEvent({ type: "taskCallCountsChanged", taskId: t.plan.taskId, callsTotal: t.plan.calls.total, callsSucceeded: t.succeeded, callsFailed: t.failed, callsRetried: t.retried });
   }
 
-  /** write hands a succeeded call's value to each of the task's writers; a value one cannot write fails the call. */
-  private write(t: RunningTask, d: DispatchedCall<JsonValue>, outcome: Extract<CallOutcome, { ok: true }>): CallOutcome {
-    const fail = (code: CallErrorCode, message: string): CallOutcome => ({
-      ...outcome,
-      ok: false,
-      error: { code, message, traceback: "", line: 0, column: 0, retryable: false },
-    });
+  /**
+   * write stages a succeeded call's value with each of the task's writers and commits all their
+   * table writes in one transaction, then tells each writer. A value a writer cannot take fails the
+   * call as the user's error (not retried); a store that is down fails it as STORE_UNAVAILABLE
+   * (retried with backoff). Nothing of a failed commit is written.
+   */
+  private async write(t: RunningTask, d: DispatchedCall<JsonValue>, outcome: Extract<CallOutcome, { ok: true }>): Promise<CallOutcome> {
+    const call = { index: d.index, input: d.call, value: outcome.value };
     try {
-      for (const w of t.writers) w.write({ index: d.index, input: d.call, value: outcome.value });
+      const staged = t.writers.map((w) => w.stage(call));
+      const all = staged.flat();
+      const outcomes = all.length > 0 ? await this.deps.tables!.commit(all) : [];
+      let at = 0;
+      t.writers.forEach((w, i) => {
+        w.committed(call, outcomes.slice(at, at + staged[i]!.length));
+        at += staged[i]!.length;
+      });
     } catch (e) {
-      if (e instanceof WriteRejected) return fail(e.code, e.message);
-      return fail(CallErrorCode.Internal, `writing rows failed: ${(e as Error).message}`);
+      const r = commitRejection(e);
+      return { ...outcome, ok: false, error: { code: r.code, message: r.message, traceback: "", line: 0, column: 0, retryable: r.retryable } };
     }
     return outcome;
   }
@@ -419,7 +459,7 @@ function finishedInfo(o: CallOutcome, ms: number): CallFinishedInfo {
  * or overloaded says nothing about the Worker's health.
  */
 function isSystemFailure(o: CallOutcome): boolean {
-  return !o.ok && o.error.code !== CallErrorCode.BackendRetryable && (o.error.retryable || o.error.code === CallErrorCode.Internal);
+  return !o.ok && o.error.code !== CallErrorCode.BackendRetryable && o.error.code !== CallErrorCode.StoreUnavailable && (o.error.retryable || o.error.code === CallErrorCode.Internal);
 }
 
 function summaries(t: RunningTask): TableWriteSummary[] {

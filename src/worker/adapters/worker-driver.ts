@@ -63,8 +63,15 @@ export class WorkerDriver {
     this.apply(decision);
   }
 
-  cancelTask(taskId: string, reason: string): SnapshotReply {
-    return this.apply(this.core.handle({ type: "taskCancelRequested", taskId, reason }, this.nowMs()));
+  /**
+   * cancelTask stops the task and resolves with the core's reply once none of its table commits is
+   * in flight: a commit sent before the cancel cannot be recalled, and no row may land after the
+   * client heard CANCELLED.
+   */
+  async cancelTask(taskId: string, reason: string): Promise<SnapshotReply> {
+    const reply = this.apply(this.core.handle({ type: "taskCancelRequested", taskId, reason }, this.nowMs()));
+    await this.runner.writesSettled(taskId);
+    return reply;
   }
 
   /** queryTask: the task's snapshot as of now (every due expiry applied first). */
@@ -150,7 +157,7 @@ export class WorkerDriver {
             this.ended.add(ins.snapshot.taskId);
             this.onTaskEnded(ins.snapshot.state, ins.snapshot);
           }
-          this.onSnapshot(ins.snapshot);
+          this.publish(ins.snapshot);
           break;
         case "startTask":
           this.log.debug({ taskId: ins.taskId, slotId: ins.slotId, deadlineMs: ins.deadlineMs }, "task started");
@@ -170,6 +177,16 @@ export class WorkerDriver {
           break;
       }
     }
+  }
+
+  /**
+   * publish hands a snapshot to the watchers; a terminal one waits until the task's table commits
+   * in flight have settled (a task cancelled, timed out or failed while another call's rows were
+   * being committed), so that a watcher that hears the end finds every row the task will write.
+   */
+  private publish(snapshot: TaskSnapshot): void {
+    if (!TERMINAL_TASK_STATES.has(snapshot.state) || !this.runner.hasPendingWrites(snapshot.taskId)) return this.onSnapshot(snapshot);
+    void this.runner.writesSettled(snapshot.taskId).then(() => this.onSnapshot(snapshot));
   }
 
   private armTimer(): void {

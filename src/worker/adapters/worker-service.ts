@@ -75,7 +75,7 @@ export class WorkerService {
       },
       cancelTask: (call, callback) => {
         const { taskId, reason } = call.request;
-        this.reply(callback, this.driver.cancelTask(taskId, reason || "cancelled by the client"));
+        void this.driver.cancelTask(taskId, reason || "cancelled by the client").then((r) => this.reply(callback, r));
       },
       getTaskResult: (call, callback) => {
         const r = this.driver.result(call.request.taskId);

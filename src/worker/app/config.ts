@@ -1,3 +1,4 @@
+import { tableStoreProblems, tableStoreVars, type TableStoreConfig } from "../../common/tables/table-store-config";
 import type { ChainsConfig } from "../../common/config/chains-config";
 import { clockVars } from "../../common/clock/clock-vars";
 import { commonVars } from "../../common/config/common-vars";
@@ -69,13 +70,7 @@ export function workerVars(profile: WorkerProfile) {
     drainTimeoutMs: envVar("WORKER_DRAIN_TIMEOUT_MS", "30000", "an integer from 0 to 86400000", "on SIGTERM, how long running tasks may finish", intSchema(0, MAX_MS)),
     taskMaxInflightCalls: envVar("TASK_MAX_INFLIGHT_CALLS", "1024", "an integer from 1 to 1000000", "calls of one task in flight at once", intSchema(1, 1_000_000)),
     functionsDir: envVar("FUNCTIONS_DIR", "", "a directory path, or empty", "functions by name: <name>.py files, re-read every second (empty: inline sources only)", stringSchema()),
-    tableStorePath: envVar(
-      "TABLE_STORE_PATH",
-      "blockx-tables.sqlite",
-      "a file path",
-      "embedded SQLite table store written by block_table_write / normal_table_write (WAL: Workers on one host may share it)",
-      stringSchema().refine((s) => s.trim() !== ""),
-    ),
+    ...tableStoreVars,
     localTestChainHead: envVar("LOCALTESTSERVICE_HEAD", "20000000", "an integer from 0 to 1000000000", "highest block of the synthetic local test chain", intSchema(0, 1_000_000_000)),
     localTestBlockStore: envVar(
       "LOCALTESTSERVICE_BLOCK_STORE",
@@ -95,7 +90,7 @@ export function workerVars(profile: WorkerProfile) {
   };
 }
 
-export interface WorkerRuntimeConfig {
+export interface WorkerRuntimeConfig extends TableStoreConfig {
   readonly profile: WorkerProfile;
   readonly listenAddr: string;
   readonly advertiseAddr: string;
@@ -113,7 +108,6 @@ export interface WorkerRuntimeConfig {
   readonly callMaxAttempts: number;
   readonly taskLogCaps: TaskLogCaps;
   readonly functionsDir: string;
-  readonly tableStorePath: string;
   readonly localTestChainHead: number;
   readonly chains: ChainsConfig;
   /** Empty: every block is generated on demand. */
@@ -145,6 +139,7 @@ export function loadWorkerRuntimeConfigFromEnv(
   } catch (e) {
     problems.push(`WORKER_REGISTRY_PREFIX: ${(e as Error).message}`);
   }
+  problems.push(...tableStoreProblems(v));
   if (v.heartbeatRefreshMs < v.heartbeatIntervalMs) {
     problems.push(`HEARTBEAT_REFRESH_MS: expected >= HEARTBEAT_INTERVAL_MS (${v.heartbeatIntervalMs}), got "${v.heartbeatRefreshMs}"`);
   }
@@ -174,7 +169,15 @@ export function loadWorkerRuntimeConfigFromEnv(
     callMaxAttempts: v.callMaxAttempts,
     taskLogCaps: { ...DEFAULT_TASK_LOG_CAPS, bytesPerTask: v.taskLogMaxBytes, bytesPerLine: v.taskLogMaxLineBytes, bytesPerCall: v.taskLogMaxCallBytes },
     functionsDir: v.functionsDir.trim(),
+    tableStoreUrl: v.tableStoreUrl.trim(),
     tableStorePath: v.tableStorePath.trim(),
+    tableStorePoolSize: v.tableStorePoolSize,
+    tableStoreStatementTimeoutMs: v.tableStoreStatementTimeoutMs,
+    tableStoreConnectTimeoutMs: v.tableStoreConnectTimeoutMs,
+    tableStoreReconnectMinMs: v.tableStoreReconnectMinMs,
+    tableStoreReconnectMaxMs: v.tableStoreReconnectMaxMs,
+    tableStoreTls: v.tableStoreTls,
+    tableStoreTlsCa: v.tableStoreTlsCa,
     localTestChainHead: v.localTestChainHead,
     localTestBlockStore: v.localTestBlockStore,
     ...io,

@@ -29,7 +29,7 @@ import { ExecutorPool, type ExecutorPoolStats } from "../../runtime/executor/exe
 import { functionsFromDir } from "../../runtime/functions/functions-dir";
 import { FaultInjector } from "../../runtime/io/fault-injection";
 import { buildBackendSet, buildIoSubsystem } from "../../runtime/io/io-assembly";
-import { SqliteTableStore } from "../../common/tables/table-store";
+import { openTableStore } from "../../common/tables/open-table-store";
 import type { WorkerRuntimeConfig } from "./config";
 
 export type WorkerLifecycle = "starting" | "serving" | "draining" | "stopped";
@@ -100,7 +100,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     functions: () => functions.current(),
   });
   const io = buildIoSubsystem(backends, config.io, registry);
-  const tableStore = new SqliteTableStore(config.tableStorePath);
+  const tableStore = openTableStore(config);
   const runner = new TaskRunner({
     pool,
     dispatcher: {
@@ -186,7 +186,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     await pool.close();
     functions.stop();
     faults.stop();
-    tableStore.close();
+    await tableStore.close();
     blockStore?.close();
     etcd.close();
     metricsServer?.stop();

@@ -101,7 +101,11 @@ describe("planTask (pure: a Task in, a plan or a named refusal out)", () => {
     expect(refusal(task({ outputs: [] }))).toBe("task.outputs: at least one output is required");
     expect(refusal(task({ outputs: [{ handler: undefined }] }))).toContain("task.outputs[0]: one of");
     expect(refusal(task({ config: bundle(1, 2, 1) }), bundleWorkerProfile)).toBe("task.outputs[0].return_value: the bundle cluster does not run this writer");
-    expect(refusal(task({ outputs: [{ handler: { $case: "normalTableWrite", normalTableWrite: { table: "a-b" } } }] }))).toBe('task.outputs[0].normal_table_write.table: an identifier (letters, digits, _), got "a-b"');
+    expect(refusal(task({ outputs: [{ handler: { $case: "normalTableWrite", normalTableWrite: { table: "a-b" } } }] }))).toBe('task.outputs[0].normal_table_write.table: an identifier (letters, digits, _; at most 63), got "a-b"');
+    // The stores' own tables and the databases' catalogs are not user tables (issue 15).
+    for (const table of ["_blockx_tables", "_BLOCKX_scope_spans", "sqlite_master", "pg_class"]) {
+      expect(refusal(task({ outputs: [{ handler: { $case: "normalTableWrite", normalTableWrite: { table } } }] }))).toContain(`task.outputs[0].normal_table_write.table: names starting with`);
+    }
     expect(refusal(task({ outputs: [{ handler: { $case: "blockTableWrite", blockTableWrite: { table: "t" } } }] }))).toContain("task.outputs[0].block_table_write: needs a block_table or block_bundle call config");
   });
 });

@@ -1,8 +1,10 @@
+import { parseExactJson } from "../../common/json/exact-json";
 import { ErrorCode } from "../../common/error-code";
 import type { Task } from "../../gen/worker/v1/worker";
 import { blockBundleCalls, blockTableCalls, inputCalls, type BlockCallInput, type BundleCallInput, type CallPlan } from "./call-builder";
 import type { FunctionSnapshot } from "../../runtime/functions/function-code-view";
 import { inlineFunction, lookupFunction, type ResolvedFunction } from "../../runtime/functions/function-lookup";
+import { tableNameProblem } from "../../common/tables/table-schema";
 import type { BlockScope } from "../../common/tables/table-store";
 import type { OutputSpec } from "../writers/writers";
 import type { JsonValue } from "../../runtime/executor/protocol";
@@ -71,7 +73,7 @@ export function planTask(task: Task | undefined, profile: WorkerProfile, functio
       calls = inputCalls(
         config.inputs.inputs.map((raw, i) => {
           try {
-            return JSON.parse(Buffer.from(raw).toString("utf8")) as JsonValue;
+            return parseExactJson(Buffer.from(raw).toString("utf8")) as JsonValue;
           } catch (e) {
             throw invalid(`task.function_call_config.inputs.inputs[${i}]: not JSON: ${(e as Error).message}`);
           }
@@ -110,7 +112,8 @@ export function planTask(task: Task | undefined, profile: WorkerProfile, functio
     if (!profile.outputs.includes(h.$case)) throw invalid(`task.outputs[${i}].${snake(h.$case)}: the ${profile.deployment} cluster does not run this writer`);
     if (h.$case === "returnValue") return { kind: "returnValue" };
     const table = h.$case === "blockTableWrite" ? h.blockTableWrite.table : h.normalTableWrite.table;
-    if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(table)) throw invalid(`task.outputs[${i}].${snake(h.$case)}.table: an identifier (letters, digits, _), got ${JSON.stringify(table)}`);
+    const problem = tableNameProblem(table);
+    if (problem) throw invalid(`task.outputs[${i}].${snake(h.$case)}.table: ${problem}`);
     if (h.$case === "blockTableWrite" && !scopeOf) throw invalid(`task.outputs[${i}].block_table_write: needs a block_table or block_bundle call config (inputs have no block)`);
     return { kind: h.$case, table };
   });

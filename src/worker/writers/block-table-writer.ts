@@ -1,32 +1,33 @@
 import type { Logger } from "../../common/logging/logger";
+import type { BlockScope, ReplaceOutcome, TableWrite } from "../../common/tables/table-store";
 import type { TableWriteSummary } from "../../gen/worker/v1/worker";
 import type { JsonValue } from "../../runtime/executor/protocol";
-import type { BlockScope, TableStore } from "../../common/tables/table-store";
-import { intoStore, rowsOf } from "./table-write-checks";
+import { rowsOf } from "./table-write-checks";
 import type { WrittenCall, Writer } from "./writer";
 
 /**
- * BlockTableWriter (block_table_write): each call's rows replace, in one transaction, every row of
- * its chain whose scope overlaps the call's block or bundle, so a retried, resubmitted or rerun
- * call never leaves a block's rows twice. Commits as each call finishes.
+ * BlockTableWriter (block_table_write): each call's rows replace, in its call's transaction, every
+ * row of its chain whose scope overlaps the call's block or bundle, so a retried, resubmitted or
+ * rerun call never leaves a block's rows twice. Commits as each call finishes.
  */
 export class BlockTableWriter implements Writer {
   private rows = 0;
   private calls = 0;
 
   constructor(
-    private readonly store: TableStore,
     private readonly table: string,
     private readonly scopeOf: (input: JsonValue) => BlockScope,
     private readonly taskId: string,
     private readonly log: Logger,
   ) {}
 
-  write(call: WrittenCall): void {
-    const rows = rowsOf(call.value);
+  stage(call: WrittenCall): TableWrite[] {
+    return [{ kind: "replaceBlock", table: this.table, scope: this.scopeOf(call.input), rows: rowsOf(call.value) }];
+  }
+
+  committed(call: WrittenCall, [replaced]: readonly ReplaceOutcome[]): void {
     const scope = this.scopeOf(call.input);
-    const replaced = intoStore(() => this.store.replaceBlockRows(this.table, scope, rows));
-    if (replaced.uncovered.length > 0) {
+    if (replaced && replaced.uncovered.length > 0) {
       // An earlier call's scope reached past this one: its rows went whole, so those blocks
       // outside this call's range have none now. Said once per write, with the blocks.
       const blocks = replaced.uncovered.map((u) => `${u.fromBlock}..${u.toBlock}`).join(", ");
@@ -35,7 +36,7 @@ export class BlockTableWriter implements Writer {
         `block table ${this.table}: rows of earlier scopes ${blocks} were replaced by scope ${scope.fromBlock}..${scope.toBlock}; blocks of those scopes outside it have no rows until a task covers them again`,
       );
     }
-    this.rows += rows.length;
+    this.rows += (call.value as unknown[]).length;
     this.calls++;
   }
 

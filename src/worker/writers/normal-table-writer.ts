@@ -1,25 +1,24 @@
+import type { TableWrite } from "../../common/tables/table-store";
 import type { TableWriteSummary } from "../../gen/worker/v1/worker";
-import type { TableStore } from "../../common/tables/table-store";
-import { intoStore, rowsOf } from "./table-write-checks";
+import { rowsOf } from "./table-write-checks";
 import type { WrittenCall, Writer } from "./writer";
 
 /**
- * NormalTableWriter (normal_table_write): each call's rows are appended in one transaction as the
- * call finishes. A rerun appends again, which is why the SDK never resubmits such a task by itself.
+ * NormalTableWriter (normal_table_write): each call's rows are appended in its call's transaction
+ * as the call finishes. A rerun appends again, which is why the SDK never resubmits such a task by itself.
  */
 export class NormalTableWriter implements Writer {
   private rows = 0;
   private calls = 0;
 
-  constructor(
-    private readonly store: TableStore,
-    private readonly table: string,
-  ) {}
+  constructor(private readonly table: string) {}
 
-  write(call: WrittenCall): void {
-    const rows = rowsOf(call.value);
-    intoStore(() => this.store.appendRows(this.table, rows));
-    this.rows += rows.length;
+  stage(call: WrittenCall): TableWrite[] {
+    return [{ kind: "append", table: this.table, rows: rowsOf(call.value) }];
+  }
+
+  committed(call: WrittenCall): void {
+    this.rows += (call.value as unknown[]).length;
     this.calls++;
   }
 

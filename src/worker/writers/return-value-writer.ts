@@ -1,3 +1,4 @@
+import type { TableWrite } from "../../common/tables/table-store";
 import type { JsonValue } from "../../runtime/executor/protocol";
 import type { WrittenCall, Writer } from "./writer";
 
@@ -13,7 +14,11 @@ export class ReturnValueWriter implements Writer {
     this.values = new Array<JsonValue>(total);
   }
 
-  write(call: WrittenCall): void {
+  stage(): readonly TableWrite[] {
+    return [];
+  }
+
+  committed(call: WrittenCall): void {
     this.values[call.index] = call.value;
   }
 

@@ -1,6 +1,7 @@
+import type { Row } from "../../common/tables/table-store";
+import { TableStoreError } from "../../common/tables/table-store";
 import { CallErrorCode } from "../../runtime/calls/call";
 import type { JsonValue } from "../../runtime/executor/protocol";
-import { type Row, TableStoreError } from "../../common/tables/table-store";
 import { WriteRejected } from "./writer";
 
 /** rowsOf checks that a function writing to a table returned a list of row objects. */
@@ -11,12 +12,16 @@ export function rowsOf(value: JsonValue): Row[] {
   return value as Row[];
 }
 
-/** intoStore runs one table-store write; a row the table refuses becomes the call's ROW_MISMATCH. */
-export function intoStore<T>(write: () => T): T {
-  try {
-    return write();
-  } catch (e) {
-    if (e instanceof TableStoreError) throw new WriteRejected(CallErrorCode.RowMismatch, e.message);
-    throw e;
+/**
+ * commitRejection: what a failed commit does to its call. A row the table refuses is the user's
+ * ROW_MISMATCH (never retried); a store that is down is STORE_UNAVAILABLE (retried with backoff);
+ * anything else is the Worker's INTERNAL error.
+ */
+export function commitRejection(e: unknown): WriteRejected {
+  if (e instanceof WriteRejected) return e;
+  if (e instanceof TableStoreError) {
+    if (e.code === "ROW_MISMATCH" || e.code === "INVALID_ARGUMENT") return new WriteRejected(CallErrorCode.RowMismatch, e.message);
+    if (e.code === "STORE_UNAVAILABLE") return new WriteRejected(CallErrorCode.StoreUnavailable, e.message, true);
   }
+  return new WriteRejected(CallErrorCode.Internal, `writing rows failed: ${(e as Error).message ?? String(e)}`);
 }

@@ -1,3 +1,4 @@
+import type { ReplaceOutcome, TableWrite } from "../../common/tables/table-store";
 import type { TableWriteSummary } from "../../gen/worker/v1/worker";
 import type { CallErrorCode } from "../../runtime/calls/call";
 import type { JsonValue } from "../../runtime/executor/protocol";
@@ -11,26 +12,32 @@ export interface WrittenCall {
 
 /**
  * WriteRejected: the call's value cannot be written (not a list of rows, a row that does not fit
- * its table). It fails the call as the user's error, with the code and a message naming the table.
+ * its table, a table store that is down). It fails the call with the code; `retryable` only for a
+ * store that is down (STORE_UNAVAILABLE), never for the user's own value.
  */
 export class WriteRejected extends Error {
   constructor(
     readonly code: CallErrorCode,
     message: string,
+    readonly retryable = false,
   ) {
     super(message);
   }
 }
 
 /**
- * Writer is one output of a task (an OutputHandler of the Task): it receives each succeeded call's
- * value during EXECUTE (and may commit it at once), and `finish` is the WRITE phase, its last
- * commit, run once after every call succeeded. A writer never sees a failed call.
+ * Writer is one output of a task (an OutputHandler of the Task). For each succeeded call during
+ * EXECUTE, `stage` checks the value and returns the table writes it asks for; the TaskRunner
+ * commits the writes of all the task's writers for that call in one transaction and then tells
+ * each writer `committed`. `finish` is the WRITE phase, run once after every call succeeded. A
+ * writer never sees a failed call, and never sees `committed` for writes that did not commit.
  */
 export interface Writer {
-  /** write takes one succeeded call's value; throws WriteRejected when it cannot be written. */
-  write(call: WrittenCall): void;
-  /** finish is the WRITE phase: the writer's closing commit. */
+  /** stage checks one succeeded call's value; throws WriteRejected when it cannot be written. */
+  stage(call: WrittenCall): readonly TableWrite[];
+  /** committed: the call's staged writes are durable; one outcome per staged write, in order. */
+  committed(call: WrittenCall, outcomes: readonly ReplaceOutcome[]): void;
+  /** finish is the WRITE phase: the writer's closing step. */
   finish(): void;
   /** The table summary for GetTaskResult, if this writer writes a table. */
   summary(): TableWriteSummary | undefined;

@@ -3,9 +3,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { silentLogger } from "../../common/logging/logger";
+import { SqliteTableStore } from "../../common/tables/sqlite-table-store";
 import { CallErrorCode } from "../../runtime/calls/call";
 import type { JsonValue } from "../../runtime/executor/protocol";
-import { SqliteTableStore } from "../../common/tables/table-store";
 import { WriteRejected } from "./writer";
 import { createWriters, type OutputSpec, WriterSetupError } from "./writers";
 
@@ -16,7 +16,7 @@ afterEach(() => {
 function store(): SqliteTableStore {
   const d = mkdtempSync(join(tmpdir(), "blockx-writers-"));
   dirs.push(d);
-  return new SqliteTableStore(join(d, "t.sqlite"));
+  return new SqliteTableStore(join(d, "t.sqlite"), { inline: true });
 }
 const scopeOf = (input: JsonValue) => {
   const i = input as { chain: string; blockNumber: number };
@@ -25,12 +25,19 @@ const scopeOf = (input: JsonValue) => {
 const deps = (over: Partial<Parameters<typeof createWriters>[1]> = {}) => ({ taskId: "t1", totalCalls: 3, scopeOf, tables: store(), log: silentLogger(), ...over });
 
 describe("writer plugins", () => {
-  test("one writer per output, in the task's order; each table writer sums its own rows and calls", () => {
+  test("one writer per output, in the task's order; each stages its table's write and counts only what committed", async () => {
     const outputs: OutputSpec[] = [{ kind: "blockTableWrite", table: "b" }, { kind: "normalTableWrite", table: "n" }, { kind: "returnValue" }];
-    const writers = createWriters(outputs, deps());
+    const tables = store();
+    const d = deps({ tables });
+    const writers = createWriters(outputs, d);
     for (let i = 0; i < 3; i++) {
       const call = { index: 2 - i, input: { chain: "eth", blockNumber: 10 + i }, value: [{ v: i }, { v: i + 10 }] };
-      for (const w of writers) w.write(call);
+      const staged = writers.map((w) => w.stage(call));
+      expect(staged.map((s) => s.map((w) => [w.kind, w.table]))).toEqual([[["replaceBlock", "b"]], [["append", "n"]], []]);
+      const outcomes = await tables.commit(staged.flat());
+      writers[0]!.committed(call, outcomes.slice(0, 1));
+      writers[1]!.committed(call, outcomes.slice(1, 2));
+      writers[2]!.committed(call, []);
     }
     // Return values exist only once WRITE sealed them, in call-index order.
     expect(writers[2]!.returnValues()).toBeUndefined();
@@ -41,23 +48,23 @@ describe("writer plugins", () => {
       undefined,
     ]);
     expect(writers[2]!.returnValues()).toEqual([[{ v: 2 }, { v: 12 }], [{ v: 1 }, { v: 11 }], [{ v: 0 }, { v: 10 }]]);
+    expect((await tables.read("b")).length).toBe(6);
+    await tables.close();
   });
 
-  test("a value that is not rows, or a row that does not fit, is rejected with its call error code", () => {
+  test("a value that is not rows is rejected with RESULT_NOT_ROWS when staged", () => {
     const [block, normal] = createWriters([{ kind: "blockTableWrite", table: "b" }, { kind: "normalTableWrite", table: "n" }], deps());
     const reject = (f: () => void) => {
       try {
         f();
       } catch (e) {
-        return e instanceof WriteRejected ? [e.code, e.message] : ["not WriteRejected", String(e)];
+        return e instanceof WriteRejected ? [e.code, e.retryable] : ["not WriteRejected", String(e)];
       }
       return ["no error", ""];
     };
-    expect(reject(() => block!.write({ index: 0, input: { chain: "eth", blockNumber: 1 }, value: 5 }))[0]).toBe(CallErrorCode.ResultNotRows);
-    expect(reject(() => normal!.write({ index: 0, input: null, value: [[1]] }))[0]).toBe(CallErrorCode.ResultNotRows);
-    normal!.write({ index: 0, input: null, value: [{ a: 1 }] });
-    expect(reject(() => normal!.write({ index: 1, input: null, value: [{ a: "x" }] }))).toEqual([CallErrorCode.RowMismatch, 'row 0: column "a" of table n holds INTEGER, got TEXT ("x")']);
-    expect(normal!.summary()).toEqual({ table: "n", handler: "normal_table_write", rowsWritten: 1, callsWritten: 1 });
+    expect(reject(() => block!.stage({ index: 0, input: { chain: "eth", blockNumber: 1 }, value: 5 }))).toEqual([CallErrorCode.ResultNotRows, false]);
+    expect(reject(() => normal!.stage({ index: 0, input: null, value: [[1]] }))).toEqual([CallErrorCode.ResultNotRows, false]);
+    expect(normal!.summary()).toEqual({ table: "n", handler: "normal_table_write", rowsWritten: 0, callsWritten: 0 });
   });
 
   test("a table output on a Worker without a table store, or a block table without blocks, cannot be set up", () => {

@@ -25,8 +25,8 @@ export class WriterSetupError extends Error {}
 
 /** The writer plugins: one line per output kind. */
 const WRITERS: { readonly [K in OutputKind]: (spec: Extract<OutputSpec, { kind: K }>, d: WriterDeps) => Writer } = {
-  blockTableWrite: (s, d) => new BlockTableWriter(tablesOf(d), s.table, scopeOf(d), d.taskId, d.log),
-  normalTableWrite: (s, d) => new NormalTableWriter(tablesOf(d), s.table),
+  blockTableWrite: (s, d) => (tablesOf(d), new BlockTableWriter(s.table, scopeOf(d), d.taskId, d.log)),
+  normalTableWrite: (s, d) => (tablesOf(d), new NormalTableWriter(s.table)),
   returnValue: (_s, d) => new ReturnValueWriter(d.totalCalls),
 };
 

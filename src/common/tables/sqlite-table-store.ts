@@ -1,0 +1,120 @@
+import { existsSync } from "node:fs";
+import { parseExactJson } from "../json/exact-json";
+import { SqliteTables } from "./sqlite-tables";
+import { type CellValue, type ReadOptions, type ReplaceOutcome, type TableStore, TableStoreError, type TableWrite } from "./table-store";
+import type { SqliteThreadReply, SqliteThreadRequest } from "./sqlite-thread-protocol";
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+/** SQLite result codes that mean "not now" (locked, busy, out of disk, unreadable): retryable. */
+const UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|PROTOCOL|NOMEM)/;
+
+/** storeErrorOf maps what bun:sqlite throws to a TableStoreError with a code. */
+export function sqliteStoreError(e: unknown, description: string): TableStoreError {
+  if (e instanceof TableStoreError) return e;
+  const code = String((e as { code?: unknown }).code ?? "");
+  const message = (e as Error).message ?? String(e);
+  if (UNAVAILABLE.test(code) || /database is locked/.test(message)) return new TableStoreError("STORE_UNAVAILABLE", `table store ${description} unavailable: ${message}`);
+  return new TableStoreError("INTERNAL", `table store ${description}: ${message}`);
+}
+
+/**
+ * threadEntry: the SQLite thread's module. The Makefile compiles src/common/tables/sqlite-thread.ts
+ * into the binary as a second entry point, which Bun embeds at this path (relative to the repository,
+ * with .js); from source it is the file beside this one.
+ */
+function threadEntry(): string {
+  if (!import.meta.url.startsWith("file:///$bunfs/")) return new URL("./sqlite-thread.ts", import.meta.url).href;
+  // Bun roots the embedded entries at their common folder (src/): common/tables/sqlite-thread.js.
+  const embedded = ["/$bunfs/root/common/tables/sqlite-thread.js", "/$bunfs/root/src/common/tables/sqlite-thread.js"];
+  return embedded.find((p) => existsSync(p)) ?? embedded[0]!;
+}
+
+/**
+ * SqliteTableStore: the embedded table store for one host (TABLE_STORE_PATH). Its SQLite calls
+ * run on a thread of their own (a Bun Worker holding a SqliteTables), so a write waiting on another
+ * process's lock (up to the busy timeout) or an fsync never stalls the Worker's event loop:
+ * heartbeats, executor pings and gRPC go on. `inline` runs them on the calling thread instead
+ * (`blockx table`, tests of the engine). Values cross the thread as JSON text, parsed exactly.
+ */
+export class SqliteTableStore implements TableStore {
+  readonly description: string;
+  private readonly thread: Worker | undefined;
+  private readonly inline: SqliteTables | undefined;
+  private nextId = 1;
+  private readonly waiting = new Map<number, { resolve: (text: string) => void; reject: (e: Error) => void }>();
+  private closed = false;
+  private broken: TableStoreError | undefined;
+
+  constructor(path: string, options: { readonly inline?: boolean; readonly busyTimeoutMs?: number } = {}) {
+    this.description = `sqlite:${path}`;
+    if (options.inline) {
+      try {
+        this.inline = new SqliteTables(path, options.busyTimeoutMs);
+      } catch (e) {
+        throw sqliteStoreError(e, this.description);
+      }
+      return;
+    }
+    this.thread = new Worker(threadEntry());
+    this.thread.onmessage = (ev: MessageEvent<SqliteThreadReply>) => {
+      const w = this.waiting.get(ev.data.id);
+      if (!w) return;
+      this.waiting.delete(ev.data.id);
+      if (ev.data.ok) w.resolve(ev.data.text);
+      else w.reject(new TableStoreError(ev.data.code, ev.data.message));
+    };
+    this.thread.onerror = (ev) => {
+      // A thread that failed answers nothing more: every request from now on fails at once.
+      this.broken = new TableStoreError("STORE_UNAVAILABLE", `table store ${this.description}: its thread failed: ${ev.message}`);
+      this.failAll(this.broken);
+    };
+    this.post({ id: 0, op: "open", path, busyTimeoutMs: options.busyTimeoutMs ?? 10_000 });
+  }
+
+  async commit(writes: readonly TableWrite[]): Promise<ReplaceOutcome[]> {
+    if (this.inline) return this.run(() => this.inline!.commit(writes));
+    return JSON.parse(await this.request({ op: "commit", writes: JSON.stringify(writes) })) as ReplaceOutcome[];
+  }
+
+  async read(table: string, options: ReadOptions = {}): Promise<Record<string, CellValue>[]> {
+    if (this.inline) return this.run(() => this.inline!.read(table, options));
+    return parseExactJson(await this.request({ op: "read", table, options })) as Record<string, CellValue>[];
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.inline) return this.inline.close();
+    await this.request({ op: "close" }).catch(() => {});
+    this.thread!.terminate();
+    this.failAll(new TableStoreError("STORE_UNAVAILABLE", `table store ${this.description} is closed`));
+  }
+
+  private run<T>(f: () => T): T {
+    try {
+      return f();
+    } catch (e) {
+      throw sqliteStoreError(e, this.description);
+    }
+  }
+
+  private request(r: DistributiveOmit<SqliteThreadRequest, "id">): Promise<string> {
+    if (this.broken) return Promise.reject(this.broken);
+    if (this.closed && r.op !== "close") return Promise.reject(new TableStoreError("STORE_UNAVAILABLE", `table store ${this.description} is closed`));
+    const id = this.nextId++;
+    return new Promise<string>((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      this.post({ ...r, id } as SqliteThreadRequest);
+    });
+  }
+
+  private post(r: SqliteThreadRequest): void {
+    this.thread!.postMessage(r);
+  }
+
+  private failAll(e: TableStoreError): void {
+    for (const w of this.waiting.values()) w.reject(e);
+    this.waiting.clear();
+  }
+}

@@ -1,0 +1,163 @@
+import { z } from "zod";
+import { type ExactInt, isExactInt, MAX_EXACT_DIGITS } from "../json/exact-json";
+import { type CellValue, type Row, TableStoreError } from "./table-store";
+
+/**
+ * The pure part of every table store: names, column kinds, and whether a row fits its table.
+ * SqliteTableStore and PostgresTableStore both use it, which is what makes a row that one store
+ * takes also fit the other and a misfit fail with the same ROW_MISMATCH message on both.
+ */
+
+/** ColumnKind: what a column holds. INTEGER is exact at any size up to 78 digits (2^256 − 1). */
+export type ColumnKind = "INTEGER" | "REAL" | "TEXT" | "JSON";
+export const COLUMN_KINDS = ["INTEGER", "REAL", "TEXT", "JSON"] as const satisfies readonly ColumnKind[];
+
+export const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+/** Name prefixes of the stores' own tables and indexes and of the databases' catalogs. */
+export const RESERVED_TABLE_PREFIXES = ["_blockx", "sqlite_", "pg_"] as const;
+/** Hidden columns of block tables: the scope of the call that wrote the row. */
+export const SCOPE_COLUMNS = ["_chain", "_scope_from", "_scope_to"] as const;
+
+/** tableNameProblem says why a name cannot be a user table's (undefined: it can). */
+export function tableNameProblem(name: string): string | undefined {
+  if (!IDENT.test(name)) return `an identifier (letters, digits, _; at most 63), got ${JSON.stringify(name.slice(0, 80))}`;
+  const lower = name.toLowerCase();
+  const reserved = RESERVED_TABLE_PREFIXES.find((p) => lower.startsWith(p));
+  if (reserved) return `names starting with ${reserved} are reserved for the table store, got ${JSON.stringify(name)}`;
+  return undefined;
+}
+
+/** checkTableName throws INVALID_ARGUMENT for a name a user table may not have. */
+export function checkTableName(name: string): void {
+  const problem = tableNameProblem(name);
+  if (problem) throw new TableStoreError("INVALID_ARGUMENT", `table name: ${problem}`);
+}
+
+export function kindOf(v: CellValue): ColumnKind | null {
+  if (v === null) return null;
+  if (typeof v === "boolean") return "INTEGER";
+  if (typeof v === "number") return Number.isInteger(v) ? "INTEGER" : "REAL";
+  if (typeof v === "string") return "TEXT";
+  if (isExactInt(v)) return "INTEGER";
+  return "JSON";
+}
+
+/**
+ * inferColumns: the columns of a table created from `rows`. A column's kind is that of its first
+ * non-null value; integers and reals mix as REAL; a column null in every row is TEXT.
+ */
+export function inferColumns(table: string, rows: readonly Row[]): Map<string, ColumnKind> {
+  const inferred = new Map<string, ColumnKind | null>();
+  for (const row of rows) {
+    for (const [name, v] of Object.entries(row)) {
+      if (!IDENT.test(name) || name.startsWith("_")) throw new TableStoreError("ROW_MISMATCH", `table ${table}: column name ${JSON.stringify(name.slice(0, 80))} must be an identifier not starting with _`);
+      const k = kindOf(v);
+      const prev = inferred.get(name) ?? null;
+      if (prev === null) inferred.set(name, k);
+      else if (k !== null && prev !== k && (prev === "INTEGER" || prev === "REAL") && (k === "INTEGER" || k === "REAL")) inferred.set(name, "REAL");
+    }
+  }
+  return new Map([...inferred].map(([c, k]) => [c, k ?? "TEXT"]));
+}
+
+/** A cell as a store binds it: exact integers as digits, JSON as its text, booleans as 0/1. */
+export type BoundCell = null | number | string | { readonly digits: string };
+
+function exactDigitsOk(digits: string): boolean {
+  return digits.replace("-", "").length <= MAX_EXACT_DIGITS;
+}
+
+/**
+ * bindRow checks that a row fits the table's columns and returns its cells in column order.
+ * A misfit throws ROW_MISMATCH naming the row, table, column and both kinds.
+ */
+export function bindRow(table: string, columns: ReadonlyMap<string, ColumnKind>, row: Row, i: number): BoundCell[] {
+  for (const name of Object.keys(row)) {
+    if (!columns.has(name)) throw new TableStoreError("ROW_MISMATCH", `row ${i}: column ${JSON.stringify(name)} is not in table ${table} (columns: ${[...columns.keys()].join(", ")})`);
+  }
+  const out: BoundCell[] = [];
+  for (const [c, want] of columns) {
+    const v = row[c] ?? null;
+    const got = kindOf(v);
+    const mismatch = () => new TableStoreError("ROW_MISMATCH", `row ${i}: column ${JSON.stringify(c)} of table ${table} holds ${want}, got ${got} (${JSON.stringify(v).slice(0, 80)})`);
+    if (got === null) {
+      out.push(null);
+    } else if (want === "INTEGER") {
+      if (got !== "INTEGER") throw mismatch();
+      if (typeof v === "boolean") out.push(v ? 1 : 0);
+      else if (typeof v === "number") out.push(v);
+      else {
+        const digits = (v as ExactInt).rawJSON;
+        if (!exactDigitsOk(digits)) throw new TableStoreError("ROW_MISMATCH", `row ${i}: column ${JSON.stringify(c)} of table ${table} holds integers of at most ${MAX_EXACT_DIGITS} digits, got ${digits.length} digits`);
+        out.push({ digits });
+      }
+    } else if (want === "REAL") {
+      // An integer beyond 2^53 would lose digits in a REAL column.
+      if (got === "INTEGER" && typeof v !== "boolean" && typeof v === "number") out.push(v);
+      else if (got === "REAL") out.push(v as number);
+      else throw mismatch();
+    } else if (want === "TEXT") {
+      if (got !== "TEXT") throw mismatch();
+      out.push(v as string);
+    } else {
+      if (got !== "JSON") throw mismatch();
+      out.push(JSON.stringify(v));
+    }
+  }
+  return out;
+}
+
+/** TableInfo: a table's columns and whether it is a block table (hidden scope columns). */
+export interface TableInfo {
+  readonly columns: ReadonlyMap<string, ColumnKind>;
+  readonly blockTable: boolean;
+}
+
+const kindsSchema = z.record(z.string().regex(IDENT), z.enum(COLUMN_KINDS));
+
+/**
+ * parseTableMeta validates a row of the store's own `_blockx_tables` as it is read: a metadata row
+ * that someone edited into nonsense fails the write with CORRUPT_METADATA instead of being trusted.
+ */
+export function parseTableMeta(table: string, kinds: unknown, blockTable: unknown): TableInfo {
+  let parsed: unknown;
+  try {
+    parsed = typeof kinds === "string" ? JSON.parse(kinds) : kinds;
+  } catch {
+    parsed = undefined;
+  }
+  const k = kindsSchema.safeParse(parsed);
+  const b = z.union([z.boolean(), z.literal(0), z.literal(1)]).safeParse(blockTable);
+  if (!k.success || !b.success) {
+    throw new TableStoreError("CORRUPT_METADATA", `the table store's metadata for ${table} is not valid (kinds ${JSON.stringify(kinds).slice(0, 120)}, block_table ${JSON.stringify(blockTable)})`);
+  }
+  return { columns: new Map(Object.entries(k.data)), blockTable: b.data === true || b.data === 1 };
+}
+
+/** kindsText is the metadata form of a table's columns. */
+export function kindsText(columns: ReadonlyMap<string, ColumnKind>): string {
+  return JSON.stringify(Object.fromEntries(columns));
+}
+
+/** checkScope: a block scope must be a range of block numbers. */
+export function checkScope(scope: { fromBlock: number; toBlock: number }): void {
+  if (!Number.isSafeInteger(scope.fromBlock) || !Number.isSafeInteger(scope.toBlock) || scope.fromBlock < 0 || scope.toBlock < scope.fromBlock) {
+    throw new TableStoreError("INVALID_ARGUMENT", `block scope ${scope.fromBlock}..${scope.toBlock} is not a range of block numbers`);
+  }
+}
+
+/** scopeIndexName: the index of a block table's scope columns, in the reserved namespace. */
+export function scopeIndexName(table: string): string {
+  return `_blockx_scope_${new Bun.CryptoHasher("sha256").update(table).digest("hex").slice(0, 24)}`;
+}
+
+/** checkOrderColumn: a reader sorts by one of the table's columns (its scope columns included). */
+export function checkOrderColumn(table: string, info: TableInfo, column: string): void {
+  if (info.columns.has(column) || (info.blockTable && (SCOPE_COLUMNS as readonly string[]).includes(column))) return;
+  throw new TableStoreError("INVALID_ARGUMENT", `table ${table} has no column ${JSON.stringify(column)} to order by (columns: ${[...info.columns.keys()].join(", ")})`);
+}
+
+/** checkColumnName: a column name a reader may sort by. */
+export function checkColumnName(name: string): void {
+  if (!IDENT.test(name)) throw new TableStoreError("INVALID_ARGUMENT", `not a column name: ${JSON.stringify(name.slice(0, 80))}`);
+}

@@ -1,0 +1,63 @@
+import { envVar, enumSchema, intSchema, stringSchema } from "../config/env-config";
+
+const POSTGRES_URL = /^postgres(ql)?:\/\/[^\s]+$/;
+
+/**
+ * tableStoreVars: where a Worker's rows go and how it talks to the store. The Worker, `blockx
+ * table` and `blockx dev` read the same names, so one environment file serves all three.
+ */
+export const tableStoreVars = {
+  tableStoreUrl: envVar(
+    "TABLE_STORE_URL",
+    "",
+    "empty, or postgres://user:password@host:port/database (also postgresql://; ?sslmode=... works)",
+    "a Postgres table store shared by every Worker host; empty: the SQLite file TABLE_STORE_PATH",
+    stringSchema().refine((s) => s === "" || POSTGRES_URL.test(s.trim())),
+  ),
+  tableStorePath: envVar(
+    "TABLE_STORE_PATH",
+    "blockx-tables.sqlite",
+    "a file path",
+    "embedded SQLite table store (when TABLE_STORE_URL is empty); Workers on one host may share it (WAL, synchronous=FULL)",
+    stringSchema().refine((s) => s.trim() !== ""),
+  ),
+  tableStorePoolSize: envVar("TABLE_STORE_POOL_SIZE", "8", "an integer from 1 to 1000", "Postgres: connections per Worker", intSchema(1, 1000)),
+  tableStoreStatementTimeoutMs: envVar(
+    "TABLE_STORE_STATEMENT_TIMEOUT_MS",
+    "30000",
+    "an integer from 1 to 86400000",
+    "Postgres: a statement running (or waiting for a lock) longer fails its call as STORE_UNAVAILABLE (retried); SQLite: the busy timeout",
+    intSchema(1, 86_400_000),
+  ),
+  tableStoreConnectTimeoutMs: envVar("TABLE_STORE_CONNECT_TIMEOUT_MS", "10000", "an integer from 1000 to 600000", "Postgres: how long opening a connection may take", intSchema(1000, 600_000)),
+  tableStoreReconnectMinMs: envVar("TABLE_STORE_RECONNECT_MIN_MS", "100", "an integer from 0 to 600000", "Postgres: first backoff after the database was unreachable (calls fail fast as STORE_UNAVAILABLE meanwhile)", intSchema(0, 600_000)),
+  tableStoreReconnectMaxMs: envVar("TABLE_STORE_RECONNECT_MAX_MS", "5000", "an integer from 0 to 600000", "Postgres: the backoff doubles up to this", intSchema(0, 600_000)),
+  tableStoreTls: envVar(
+    "TABLE_STORE_TLS",
+    "",
+    "empty, disable, prefer, require, verify-ca or verify-full",
+    "Postgres: TLS mode (empty: the URL's sslmode, else none)",
+    enumSchema(["", "disable", "prefer", "require", "verify-ca", "verify-full"] as const),
+  ),
+  tableStoreTlsCa: envVar("TABLE_STORE_TLS_CA", "", "a PEM file path, or empty", "Postgres: CA certificate to verify the server against (implies verify-full)", stringSchema()),
+};
+
+/** TableStoreConfig: the compiled values of tableStoreVars. */
+export interface TableStoreConfig {
+  readonly tableStoreUrl: string;
+  readonly tableStorePath: string;
+  readonly tableStorePoolSize: number;
+  readonly tableStoreStatementTimeoutMs: number;
+  readonly tableStoreConnectTimeoutMs: number;
+  readonly tableStoreReconnectMinMs: number;
+  readonly tableStoreReconnectMaxMs: number;
+  readonly tableStoreTls: string;
+  readonly tableStoreTlsCa: string;
+}
+
+/** tableStoreProblems: cross-variable rules, as ConfigError lines. */
+export function tableStoreProblems(c: TableStoreConfig): string[] {
+  return c.tableStoreReconnectMaxMs < c.tableStoreReconnectMinMs
+    ? [`TABLE_STORE_RECONNECT_MAX_MS: expected at least TABLE_STORE_RECONNECT_MIN_MS (${c.tableStoreReconnectMinMs}), got ${c.tableStoreReconnectMaxMs}`]
+    : [];
+}
