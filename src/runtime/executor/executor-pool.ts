@@ -1,6 +1,6 @@
 import { monotonicNowMs } from "../../common/clock/monotonic-clock";
 import { createHash, randomBytes } from "node:crypto";
-import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { UnixSocketListener } from "bun";
@@ -16,7 +16,9 @@ import type { ExecutorPoolEvent } from "./executor-pool-core-events";
 import type { ExecutorPoolInstruction } from "./executor-pool-core-instructions";
 import type { ExecutorPoolConfig } from "./executor-pool-config";
 import { ExecutorProcess } from "./executor-process";
-import { resolveIsolation, resolvePython, type Isolation } from "./isolation";
+import { resolveIsolation, resolvePython, SANDBOX_OFF_WARNING, type Isolation } from "./isolation";
+import { BwrapSandbox } from "./sandbox/bwrap-sandbox";
+import { probePythonRuntime } from "./sandbox/python-runtime";
 import { PROTOCOL_VERSION, type ExecutorMessage, type JsonValue, type LogLine, type PoolMessage, type ResumeResult, type SuspensionRequest } from "./protocol";
 
 /** How often the pool checks pings, memory, wall-clock ceilings and restarts. */
@@ -29,6 +31,8 @@ interface Executor {
   readonly index: number;
   readonly id: string;
   readonly process: ExecutorProcess;
+  /** The secret its Hello must carry: one per executor, so a token read by user code opens nothing. */
+  readonly token: string;
   /** Set once its Hello was accepted. */
   conn: ExecutorConnection | null;
   /** Why the pool killed it, when it did: decides how its calls fail. */
@@ -75,7 +79,6 @@ export class ExecutorPool {
   private readonly executors: (Executor | null)[];
   /** Every call from execute() to its end; one not yet sent to an executor waits in the core's queue. */
   private readonly calls = new Map<string, ActiveCall>();
-  private readonly token = randomBytes(16).toString("hex");
   private readonly runtimeDir: string;
   private readonly socketPath: string;
   private listener: UnixSocketListener<unknown> | null = null;
@@ -86,6 +89,8 @@ export class ExecutorPool {
   private readonly python: string;
   readonly isolation: Isolation;
   private readonly readyWaiters: (() => void)[] = [];
+  /** The bubblewrap sandbox executors start in (EXECUTOR_SANDBOX=on), or null. */
+  private readonly sandbox: BwrapSandbox | null;
 
   private constructor(
     private readonly config: ExecutorPoolConfig,
@@ -107,9 +112,10 @@ export class ExecutorPool {
     this.executors = Array.from({ length: config.executorCount }, () => null);
     this.python = python;
     this.isolation = isolation;
-    for (const w of this.isolation.warnings) log.warn({ component: "executor-pool" }, `isolation: ${w}`);
+    for (const w of this.isolation.warnings) if (w !== SANDBOX_OFF_WARNING) log.warn({ component: "executor-pool" }, `isolation: ${w}`);
     this.runtimeDir = makeRuntimeDir(isolation);
     this.socketPath = join(this.runtimeDir, "executors.sock");
+    this.sandbox = isolation.sandbox ? makeSandbox(isolation, python, this.runtimeDir) : null;
   }
 
   /**
@@ -122,7 +128,14 @@ export class ExecutorPool {
     const python = resolvePython(config.python);
     const isolation = resolveIsolation(config);
     const pool = new ExecutorPool(config, log, await executorPythonPath(config.cacheDir, isolation.runAs), python, isolation);
+    if (!isolation.sandbox) log.error({ component: "executor-pool" }, SANDBOX_OFF_WARNING);
     pool.listen();
+    try {
+      pool.checkSandbox();
+    } catch (e) {
+      await pool.close();
+      throw e;
+    }
     // A fresh core has every slot due to start.
     pool.apply({ type: "timeAdvanced" });
     pool.timer = setInterval(() => pool.tick(), TICK_MS);
@@ -226,20 +239,57 @@ export class ExecutorPool {
     });
   }
 
+  /**
+   * checkSandbox starts the sandbox once with `python -c pass` before any executor: where bwrap is
+   * missing or user namespaces are not allowed, the role stops here with bwrap's own words.
+   */
+  private checkSandbox(): void {
+    if (!this.sandbox) return;
+    const scratchDir = join(this.runtimeDir, "scratch-check");
+    mkdirSync(scratchDir, { mode: 0o700 });
+    if (this.isolation.runAs) chownSync(scratchDir, this.isolation.runAs.uid, this.isolation.runAs.gid);
+    const fd = this.sandbox.openSeccomp();
+    try {
+      const argv = this.sandbox.argv({ packageDir: this.pythonPath, socketPath: this.socketPath, scratchDir }, [this.python, "-c", "import blockx_executor"]);
+      let r: { exitCode: number | null; stderr: Buffer | undefined };
+      try {
+        r = Bun.spawnSync(argv, { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", PYTHONPATH: this.pythonPath }, stdio: ["ignore", "ignore", "pipe", fd] });
+      } catch (e) {
+        r = { exitCode: null, stderr: Buffer.from((e as Error).message) };
+      }
+      if (r.exitCode !== 0) {
+        const said = r.stderr?.toString().trim() || `exit code ${r.exitCode}`;
+        throw new ExecutorStartError(
+          "EXECUTOR_SANDBOX_UNAVAILABLE",
+          `bubblewrap (${this.sandbox.bwrap}) cannot start an executor's sandbox on this host: ${said}. ` +
+            "Install bubblewrap (apt-get install bubblewrap) and allow user namespaces (sysctl user.max_user_namespaces > 0; " +
+            "kernel.unprivileged_userns_clone=1 where it exists), or set EXECUTOR_SANDBOX=off to run user code without the sandbox " +
+            "(see --help for what that gives up)",
+        );
+      }
+    } finally {
+      BwrapSandbox.closeSeccomp(fd);
+      rmSync(scratchDir, { recursive: true, force: true });
+    }
+  }
+
   private spawn(index: number, id: string): void {
+    const token = randomBytes(16).toString("hex");
     const spec = {
       id,
       python: this.python,
       isolation: this.isolation,
       socketPath: this.socketPath,
-      scratchDir: join(this.runtimeDir, `scratch-${index}`),
+      // One per incarnation, wiped when it exits.
+      scratchDir: join(this.runtimeDir, `scratch-${id}`),
+      sandbox: this.sandbox,
       pythonPath: this.pythonPath,
-      token: this.token,
+      token,
       nprocLimit: this.config.nprocLimit,
     };
     // The exit comes later, asynchronously: `e` is set by then.
     const proc = new ExecutorProcess(spec, this.log, (exit) => this.onExit(e, exit.code, exit.signal));
-    const e: Executor = { index, id, process: proc, conn: null, killReason: null, dead: false };
+    const e: Executor = { index, id, process: proc, token, conn: null, killReason: null, dead: false };
     this.executors[index] = e;
   }
 
@@ -284,7 +334,7 @@ export class ExecutorPool {
       // whose restart then never comes and whose calls wait forever.
       const index = m.type === "Hello" ? Number(m.executorId.split(".")[0]) : -1;
       const e = this.executors[index];
-      if (m.type !== "Hello" || m.token !== this.token || !e || e.dead || e.id !== m.executorId || e.conn || m.protocol !== PROTOCOL_VERSION) {
+      if (m.type !== "Hello" || !e || m.token !== e.token || e.dead || e.id !== m.executorId || e.conn || m.protocol !== PROTOCOL_VERSION) {
         this.log.warn({ component: "executor-pool", type: m.type }, "rejected a connection that did not introduce itself properly");
         conn.end();
         return;
@@ -559,4 +609,15 @@ function makeRuntimeDir(isolation: Isolation): string {
     problem ||= `the executors' socket folder ${dir} is out of reach of EXECUTOR_USER ${isolation.runAs!.name}: ${describeBlock(blocked)}`;
   }
   throw new ExecutorStartError("EXECUTOR_CODE_UNREADABLE", `${problem}; set TMPDIR to a folder ${isolation.runAs!.name} can pass through`);
+}
+
+/** makeSandbox prepares the executors' sandbox: the interpreter's folders and the seccomp program. */
+function makeSandbox(isolation: Isolation, python: string, runtimeDir: string): BwrapSandbox {
+  const s = isolation.sandbox!;
+  const drop = s.setpriv && isolation.runAs ? { user: isolation.runAs, setpriv: s.setpriv } : null;
+  try {
+    return BwrapSandbox.create(s.bwrap, probePythonRuntime(python), drop, runtimeDir);
+  } catch (e) {
+    throw new ExecutorStartError("EXECUTOR_SANDBOX_UNAVAILABLE", `${(e as Error).message}; set EXECUTOR_SANDBOX=off to run user code without the sandbox`);
+  }
 }
