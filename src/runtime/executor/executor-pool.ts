@@ -201,9 +201,9 @@ export class ExecutorPool {
     };
   }
 
-  /** pids of live executors, by slot (tests kill them). */
+  /** pids of live executors' interpreters, by slot (tests kill and stop them). */
   pids(): (number | null)[] {
-    return this.executors.map((e) => (e && !e.dead ? e.process.pid : null));
+    return this.executors.map((e) => (e && !e.dead ? e.process.interpreterPid() : null));
   }
 
   async close(): Promise<void> {
@@ -241,7 +241,8 @@ export class ExecutorPool {
 
   /**
    * checkSandbox starts the sandbox once with `python -c pass` before any executor: where bwrap is
-   * missing or user namespaces are not allowed, the role stops here with bwrap's own words.
+   * missing or user namespaces are not allowed, the role stops here with bwrap's own words. (A
+   * broken executor package is not its business: executors dying at start say that.)
    */
   private checkSandbox(): void {
     if (!this.sandbox) return;
@@ -250,7 +251,7 @@ export class ExecutorPool {
     if (this.isolation.runAs) chownSync(scratchDir, this.isolation.runAs.uid, this.isolation.runAs.gid);
     const fd = this.sandbox.openSeccomp();
     try {
-      const argv = this.sandbox.argv({ packageDir: this.pythonPath, socketPath: this.socketPath, scratchDir }, [this.python, "-c", "import blockx_executor"]);
+      const argv = this.sandbox.argv({ packageDir: this.pythonPath, socketPath: this.socketPath, scratchDir }, [this.python, "-c", "pass"]);
       let r: { exitCode: number | null; stderr: Buffer | undefined };
       try {
         r = Bun.spawnSync(argv, { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", PYTHONPATH: this.pythonPath }, stdio: ["ignore", "ignore", "pipe", fd] });

@@ -110,6 +110,25 @@ export class ExecutorProcess {
     return this.proc.pid;
   }
 
+  /**
+   * interpreterPid is the Python interpreter's pid on this host: the process itself, or, in the
+   * sandbox, the last of bwrap's line of first children (bwrap, its init, the interpreter).
+   */
+  interpreterPid(): number {
+    let pid = this.proc.pid;
+    for (let depth = 0; depth < 4; depth++) {
+      let children: string;
+      try {
+        children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim();
+      } catch {
+        break;
+      }
+      if (!children) break;
+      pid = Number(children.split(" ")[0]);
+    }
+    return pid;
+  }
+
   /** exited resolves when the process has exited. */
   get exited(): Promise<number> {
     return this.proc.exited;
