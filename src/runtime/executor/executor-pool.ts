@@ -23,6 +23,8 @@ import { PROTOCOL_VERSION, type ExecutorMessage, type JsonValue, type LogLine, t
 
 /** How often the pool checks pings, memory, wall-clock ceilings and restarts. */
 const TICK_MS = 50;
+/** How long a closed connection waits for its executor's exit before the executor counts as dead. */
+const EXIT_AFTER_CLOSE_WAIT_MS = 250;
 
 type CallResult = { ok: true; value: JsonValue } | { ok: false; error: CallFailure };
 
@@ -407,7 +409,10 @@ export class ExecutorPool {
   private onConnClosed(conn: ExecutorConnection): void {
     if (conn.executorIndex === null) return;
     const e = this.executors[conn.executorIndex];
-    if (e && e.conn === conn) this.markDead(e, null);
+    if (!e || e.conn !== conn) return;
+    // The exit usually follows within milliseconds: wait for it briefly, so that the calls' error
+    // names how the executor ended (exit code, signal) instead of only "died".
+    void Promise.race([e.process.exited, Bun.sleep(EXIT_AFTER_CLOSE_WAIT_MS)]).then(() => this.markDead(e, null));
   }
 
   private onExit(e: Executor, code: number | null, signal: string | null): void {
@@ -425,18 +430,23 @@ export class ExecutorPool {
     e.conn?.end();
     // The core first: no waiting call may be sent to this executor while its calls fail below.
     if (this.executors[e.index] === e) this.apply({ type: "executorDied", index: e.index });
+    const exit = e.process.exit;
+    const how = exit?.signal ? ` (killed by ${exit.signal})` : (exit?.code ?? exitCode) !== null ? ` (exit code ${exit?.code ?? exitCode})` : "";
     const reason = e.killReason ?? {
       code: CallErrorCode.ExecutorCrashed,
-      message: `executor ${e.id} died${exitCode !== null ? ` (exit code ${exitCode})` : ""} while running the call`,
+      message: `executor ${e.id} died${how} while running the call`,
     };
+    // The calls it was running are charged with its death (one of them caused it), not the host;
+    // a pool shutting down is nobody's fault but its own.
+    const blame = reason.code === CallErrorCode.PoolClosed ? undefined : ("call" as const);
     for (const call of [...this.calls.values()]) {
       if (call.executor !== e) continue;
       if (reason.offendingCallId === call.req.callId) {
-        this.finish(call, this.failure(CallErrorCode.WallClockExceeded, reason.message));
+        this.finish(call, this.failure(CallErrorCode.WallClockExceeded, reason.message, blame));
       } else if (reason.offendingCallId !== undefined) {
-        this.finish(call, this.failure(CallErrorCode.ExecutorCrashed, `executor ${e.id} was killed because another call overran its wall-clock ceiling`));
+        this.finish(call, this.failure(CallErrorCode.ExecutorCrashed, `executor ${e.id} was killed because another call overran its wall-clock ceiling`, blame));
       } else {
-        this.finish(call, this.failure(reason.code, reason.message));
+        this.finish(call, this.failure(reason.code, reason.message, blame));
       }
     }
     if (this.closed) return;
@@ -564,8 +574,8 @@ export class ExecutorPool {
     return result.ok ? { ...common, ok: true, value: result.value } : { ...common, ok: false, error: result.error };
   }
 
-  private failure(code: CallErrorCode, message: string): { ok: false; error: CallFailure } {
-    return { ok: false, error: { code, message, traceback: "", line: 0, column: 0, retryable: isRetryable(code) } };
+  private failure(code: CallErrorCode, message: string, blame?: "call"): { ok: false; error: CallFailure } {
+    return { ok: false, error: { code, message, traceback: "", line: 0, column: 0, retryable: isRetryable(code), ...(blame ? { blame } : {}) } };
   }
 
   // --- wire ------------------------------------------------------------------------------

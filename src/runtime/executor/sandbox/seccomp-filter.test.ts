@@ -1,6 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import {
   AF_UNIX,
+  CLONE_THREAD,
+  PROCESS_SYSCALLS,
+  processFilterBytes,
+  SECCOMP_RET_ERRNO_ENOSYS,
   hostSeccompArch,
   SECCOMP_RET_ALLOW,
   SECCOMP_RET_ERRNO_EPERM,
@@ -32,6 +36,7 @@ function run(bytes: Uint8Array, data: { nr: number; arch: number; arg0?: number 
     if (code === 0x20) acc = seccompData.getUint32(k, true);
     else if (code === 0x15) pc += acc === k ? jt : jf;
     else if (code === 0x35) pc += acc >= k ? jt : jf;
+    else if (code === 0x45) pc += (acc & k) !== 0 ? jt : jf;
     else if (code === 0x06) return k;
     else throw new Error(`unexpected opcode ${code.toString(16)} at ${pc}`);
   }
@@ -92,4 +97,34 @@ test("the host architecture maps to a filter we ship, and others to none", () =>
   expect(hostSeccompArch("x64")).toBe("x86_64");
   expect(hostSeccompArch("arm64")).toBe("aarch64");
   expect(hostSeccompArch("ia32")).toBeNull();
+});
+
+describe.each(["x86_64", "aarch64"] as SeccompArch[])("the %s process filter", (arch) => {
+  const bytes = processFilterBytes(arch);
+  const nr = PROCESS_SYSCALLS[arch];
+  const archValue = AUDIT[arch];
+  // What glibc's pthread_create passes: CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_SIGHAND|CLONE_THREAD|CLONE_SYSVSEM|...
+  const THREAD_FLAGS = 0x003d0f00;
+  const FORK_FLAGS = 0x01200011; // CLONE_CHILD_SETTID|CLONE_CHILD_CLEARTID|SIGCHLD: fork() by clone
+
+  test("a new thread (clone with CLONE_THREAD) is allowed: the executor runs calls in threads", () => {
+    expect(THREAD_FLAGS & CLONE_THREAD).not.toBe(0);
+    expect(run(bytes, { nr: nr.clone, arch: archValue, arg0: THREAD_FLAGS })).toBe(SECCOMP_RET_ALLOW);
+  });
+
+  test("a new process by clone, fork or vfork fails with EPERM", () => {
+    expect(run(bytes, { nr: nr.clone, arch: archValue, arg0: FORK_FLAGS })).toBe(SECCOMP_RET_ERRNO_EPERM);
+    expect(run(bytes, { nr: nr.clone, arch: archValue, arg0: 0x4111 })).toBe(SECCOMP_RET_ERRNO_EPERM); // CLONE_VM|CLONE_VFORK|SIGCHLD
+    for (const n of nr.denied) expect(run(bytes, { nr: n, arch: archValue })).toBe(SECCOMP_RET_ERRNO_EPERM);
+  });
+
+  test("clone3 answers ENOSYS, so the C library falls back to clone, whose flags the filter reads", () => {
+    expect(run(bytes, { nr: nr.clone3, arch: archValue })).toBe(SECCOMP_RET_ERRNO_ENOSYS);
+  });
+
+  test("sockets and everything else pass (the socket filter is bwrap's), another ABI is killed", () => {
+    expect(run(bytes, { nr: SYSCALLS[arch].socket, arch: archValue, arg0: 2 })).toBe(SECCOMP_RET_ALLOW);
+    expect(run(bytes, { nr: 0, arch: archValue })).toBe(SECCOMP_RET_ALLOW);
+    expect(run(bytes, { nr: nr.clone, arch: AUDIT.i386, arg0: THREAD_FLAGS })).toBe(SECCOMP_RET_KILL_PROCESS);
+  });
 });
