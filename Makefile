@@ -15,6 +15,7 @@ BUN_TARGETS := $(CACHE)/bun-targets
 DIST_RUNTIMES := $(BUN_TARGETS)/linux-x64/bun $(BUN_TARGETS)/linux-arm64/bun
 DIST_DIR ?= dist/release
 CHROMIUM_STAMP := $(CACHE)/chromium.stamp
+BWRAP_STAMP := $(CACHE)/bubblewrap.stamp
 DEPS_STAMP := node_modules/.blockx-deps-stamp
 SOURCES := $(shell find src -name '*.ts' -not -name '*.test.ts') $(shell find executor-py/blockx_executor -name '*.py') $(wildcard deploy/systemd/*) package.json
 COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -28,7 +29,7 @@ export BLOCKX_ETCD_BIN := $(abspath $(ETCD))
 .PHONY: deps build dist test typecheck proto py-stubs bench clean run demo soak source-digest mutants
 .DEFAULT_GOAL := build
 
-deps: $(BUN) $(DEPS_STAMP) $(ETCD) $(GRPCIO_STAMP) $(GANACHE_STAMP) $(SYSTEMD_STAMP) $(QEMU_STAMP) $(ARM64_LIBC)/lib/ld-linux-aarch64.so.1 $(DIST_RUNTIMES) $(CHROMIUM_STAMP) $(POSTGRES_STAMP)
+deps: $(BUN) $(DEPS_STAMP) $(ETCD) $(GRPCIO_STAMP) $(GANACHE_STAMP) $(SYSTEMD_STAMP) $(QEMU_STAMP) $(ARM64_LIBC)/lib/ld-linux-aarch64.so.1 $(DIST_RUNTIMES) $(CHROMIUM_STAMP) $(POSTGRES_STAMP) $(BWRAP_STAMP)
 
 # Bun from the npm registry, pinned; bun-types in package.json carries the same version.
 $(BUN):
@@ -131,6 +132,15 @@ $(CHROMIUM_STAMP):
 	  (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium || \
 	   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium))
 	chromium --version | head -1
+	@touch $@
+
+# Debian's bubblewrap: every executor runs in its sandbox (EXECUTOR_SANDBOX=on), in the tests too.
+$(BWRAP_STAMP):
+	@mkdir -p $(CACHE)
+	command -v bwrap >/dev/null || \
+	  (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bubblewrap || \
+	   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bubblewrap))
+	bwrap --version
 	@touch $@
 
 build: dist/blockx

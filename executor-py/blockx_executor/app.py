@@ -4,8 +4,11 @@ Start-up order matters: limits and the scratch directory first, then connect and
 (so the pool sees us as early as possible), then the heavier imports, then the audit hook
 (after which the process may no longer open connections), then serve.
 
-Environment: BLOCKX_EXECUTOR_TOKEN (required, echoed in Hello), BLOCKX_EXECUTOR_NPROC_LIMIT,
-BLOCKX_EXECUTOR_SCRATCH_DIR, BLOCKX_EXECUTOR_ALLOW_NETWORK ("1": tests only).
+Environment: BLOCKX_EXECUTOR_TOKEN_ON_STDIN ("1": the token is the first line of stdin, so that it is
+never in the environment user code can read back from /proc/self/environ) or BLOCKX_EXECUTOR_TOKEN
+(the token itself; removed from os.environ after the Hello), BLOCKX_EXECUTOR_NPROC_LIMIT,
+BLOCKX_EXECUTOR_SCRATCH_DIR, BLOCKX_EXECUTOR_PROCESS_FILTER (a seccomp program in hex, from a
+sandboxing pool: installed before serving), BLOCKX_EXECUTOR_ALLOW_NETWORK ("1": tests only).
 """
 
 import os
@@ -27,9 +30,24 @@ def _parse_args(argv):
     return parser.parse_args(argv)
 
 
+def _read_token() -> str:
+    """_read_token takes the one-time token the pool gave this executor, leaving no copy behind."""
+    token = os.environ.pop("BLOCKX_EXECUTOR_TOKEN", "")
+    if os.environ.pop("BLOCKX_EXECUTOR_TOKEN_ON_STDIN", "") == "1":
+        token = sys.stdin.readline().strip()
+    try:
+        # Nothing more comes on stdin; user code gets an empty one.
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+    except OSError:
+        pass
+    return token
+
+
 def main(argv=None) -> None:
     args = _parse_args(sys.argv[1:] if argv is None else argv)
-    token = os.environ.get("BLOCKX_EXECUTOR_TOKEN", "")
+    token = _read_token()
     if not token:
         warn("BLOCKX_EXECUTOR_TOKEN: expected a non-empty token, got nothing")
         sys.exit(2)
@@ -66,9 +84,18 @@ def main(argv=None) -> None:
         warn(f"cannot send Hello to the pool: {e}")
         sys.exit(1)
 
+    del token, hello
+
     from . import capture
     from .engine import Engine  # resolves its ctypes symbol before the hook denies dlsym
 
+    process_filter = os.environ.pop("BLOCKX_EXECUTOR_PROCESS_FILTER", "")
+    if process_filter:
+        try:
+            isolation.install_process_filter(process_filter)
+        except Exception as e:
+            warn(f"cannot install the process filter the pool asked for: {e}")
+            sys.exit(1)
     engine = Engine(sock, args.id)
     isolation.install_audit_hook(allow_network=os.environ.get("BLOCKX_EXECUTOR_ALLOW_NETWORK") == "1")
     capture.install()

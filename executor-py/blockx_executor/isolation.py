@@ -66,6 +66,39 @@ def set_nproc_limit(value: str) -> None:
         warn(f"could not set RLIMIT_NPROC to {value!r}: {e}")
 
 
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+
+
+def install_process_filter(program_hex: str) -> None:
+    """install_process_filter loads the pool's seccomp program (BLOCKX_EXECUTOR_PROCESS_FILTER, the
+    classic-BPF bytes in hex) into this process: from then on the kernel refuses exec, fork and any
+    clone that is not a thread, whatever Python module asks. Call it before any thread starts (a
+    filter binds the calling thread and the threads it starts) and before the audit hook (it needs
+    ctypes). A filter that cannot be loaded stops the executor: the pool asked for it."""
+    import ctypes
+    import threading
+
+    if threading.active_count() != 1:
+        raise RuntimeError("the process filter must be installed before any thread starts")
+    program = bytes.fromhex(program_hex)
+    if len(program) == 0 or len(program) % 8 != 0:
+        raise ValueError(f"BLOCKX_EXECUTOR_PROCESS_FILTER: {len(program)} bytes is not a BPF program")
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    buf = ctypes.create_string_buffer(program, len(program))
+    fprog = SockFprog(len(program) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    libc = ctypes.CDLL(None, use_errno=True)
+    ulong = ctypes.c_ulong
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, ulong(1), ulong(0), ulong(0), ulong(0)) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+    if libc.prctl(PR_SET_SECCOMP, ulong(SECCOMP_MODE_FILTER), ctypes.byref(fprog), ulong(0), ulong(0)) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP)")
+
+
 def _deny_fork_exec() -> None:
     # _posixsubprocess.fork_exec raises no audit event of its own; subprocess.Popen does, but
     # user code may call fork_exec directly.

@@ -110,13 +110,36 @@ describe("rpc", () => {
     const r = registry(mixedRouter());
     expect(await value(r, "rpc", "call", { chain: "dev", method: "eth_chainId", params: [] })).toBe("0x539");
     expect(await value(r, "rpc", "call", { chain: "ethereum", method: "eth_chainId" })).toBe("0x1");
-    const bad = await error(r, "rpc", "call", { chain: "dev", method: "eth_noSuchMethod", params: [] });
+    const bad = await error(r, "rpc", "call", { chain: "dev", method: "eth_getBalance", params: ["not an address", "latest"] });
     expect(bad.type).toBe("JsonRpcError");
-    expect(bad.message).toMatch(new RegExp(`^rpc\\.call: JSON-RPC error -?\\d+ from chain dev node ${node.url}: The method eth_noSuchMethod does not exist`));
+    expect(bad.message).toMatch(new RegExp(`^rpc\\.call: JSON-RPC error -?\\d+ from chain dev node ${node.url}: `));
     expect(await error(r, "rpc", "call", { chain: "ethereum", method: "eth_getBalance", params: [] })).toMatchObject({ type: "JsonRpcError", message: expect.stringContaining("JSON-RPC error -32601 from chain ethereum (localtestservice)") });
     expect(await error(r, "rpc", "call", { chain: "dev", method: "eth_sendTransaction", params: [{}] })).toMatchObject({ type: "PermissionDenied", message: "rpc.call: call: eth_sendTransaction changes state or signs; use rpc.send" });
     expect(await error(r, "rpc", "call", { chain: "dev", method: "eth_chainId", params: "x" })).toMatchObject({ type: "InvalidParams" });
     expect(await error(r, "rpc", "call", { chain: "dev", method: "" })).toMatchObject({ type: "InvalidParams" });
+  });
+
+  test("call allows only read methods: debug_, admin_, personal_, clique_, miner_ and unknown methods are refused by name before any node sees them", async () => {
+    const r = registry(mixedRouter());
+    for (const method of ["debug_traceTransaction", "debug_traceBlockByNumber", "admin_peers", "personal_listAccounts", "clique_getSigners", "miner_start", "txpool_content", "eth_noSuchMethod"]) {
+      // admin_, personal_ and miner_ are also known writers: their refusal says to use rpc.send.
+      expect(await error(r, "rpc", "call", { chain: "dev", method, params: [] })).toMatchObject({ type: "PermissionDenied", message: expect.stringMatching(new RegExp(`^rpc\\.call: call: ${method} (is not a read method|changes state)`)) });
+    }
+    // What a read needs still reaches the node.
+    expect(await value(r, "rpc", "call", { chain: "dev", method: "net_version", params: [] })).toMatch(/^\d+$/);
+    expect(typeof (await value(r, "rpc", "call", { chain: "dev", method: "web3_clientVersion", params: [] }))).toBe("string");
+    expect(await value(r, "rpc", "call", { chain: "dev", method: "eth_getBalance", params: ["0x" + "0".repeat(40), "latest"] })).toMatch(/^0x[0-9a-f]+$/);
+  });
+
+  test("send reaches a node only on a chain whose CHAINS_CONFIG entry sets allowSend", async () => {
+    const closed = registry(mixedRouter());
+    expect(await error(closed, "rpc", "send", { chain: "dev", method: "eth_sendRawTransaction", params: ["0x00"] })).toEqual({
+      type: "PermissionDenied",
+      message: 'rpc.send: send: chain dev does not allow rpc.send (eth_sendRawTransaction); set "allowSend": true for it in CHAINS_CONFIG',
+    });
+    const open = registry(new ChainRouter(parseChainsConfig({ chains: { dev: { source: "rpc", endpoints: [node.url], allowSend: true } } }), 1_000));
+    // The node itself answers now (and refuses the malformed transaction).
+    expect(await error(open, "rpc", "send", { chain: "dev", method: "eth_sendRawTransaction", params: ["0x00"] })).toMatchObject({ type: "JsonRpcError" });
   });
 });
 

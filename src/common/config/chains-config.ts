@@ -31,6 +31,8 @@ const rpcChain = z
     retryBackoffMs: z.number().int().min(0).max(10_000).default(100),
     /** All tries of one request end within this (it is charged to the call's 5000 ms budget). */
     requestBudgetMs: z.number().int().min(1).max(600_000).default(4_000),
+    /** rpc.send (transactions, signing) reaches this chain's node only when true. */
+    allowSend: z.boolean().optional(),
   })
   .strict();
 
@@ -38,6 +40,7 @@ const localChain = z
   .object({
     source: z.literal("localtestservice"),
     finalityDepth: z.number().int().min(0).max(100_000).optional(),
+    allowSend: z.boolean().optional(),
   })
   .strict();
 

@@ -106,6 +106,14 @@ export interface CallFailure {
   readonly line: number;
   readonly column: number;
   readonly retryable: boolean;
+  /**
+   * "call": the failure is charged to the calls that were running, not to the host: their executor
+   * died (exit, OOM, hung, wall clock) while it ran them, so one of them (maybe this one) killed it.
+   * Such a failure is retried up to CALL_MAX_ATTEMPTS like any retryable one, and never counts
+   * toward the error rate Coordinators read (a hostile function would otherwise take its Worker
+   * out of rotation). Absent: the host's own failure.
+   */
+  readonly blame?: "call";
 }
 
 interface OutcomeCommon {

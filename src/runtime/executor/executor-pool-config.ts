@@ -61,6 +61,18 @@ export const executorPoolVars = {
       "else a warning; user code is always denied sockets by an audit hook",
     enumSchema(["on", "off"] as const),
   ),
+  sandbox: envVar(
+    "EXECUTOR_SANDBOX",
+    "on",
+    "on or off",
+    "on: every executor runs in a bubblewrap sandbox (own user, PID, network, IPC and mount namespaces; sees only " +
+      "the Python runtime, its code, its socket and a scratch folder wiped after use; seccomp denies non-Unix sockets); " +
+      "a role that runs user code refuses to start where bwrap or user namespaces are missing. off (loudly warned): " +
+      "user code can then read what EXECUTOR_USER can read (/etc/blockx, the table store, other executors' folders), " +
+      "see other processes and, past the audit hook, start processes and open connections",
+    enumSchema(["on", "off"] as const),
+  ),
+  bwrap: envVar("EXECUTOR_BWRAP", "bwrap", "a command or an absolute path", "bubblewrap, for EXECUTOR_SANDBOX=on (Debian: apt-get install bubblewrap)", stringSchema().refine((s) => s.trim().length > 0)),
   nprocLimit: envVar(
     "EXECUTOR_NPROC_LIMIT",
     "4096",
@@ -89,6 +101,8 @@ export interface ExecutorPoolConfig {
   readonly pingTimeoutMs: number;
   readonly user: string;
   readonly networkIsolation: "on" | "off";
+  readonly sandbox: "on" | "off";
+  readonly bwrap: string;
   readonly nprocLimit: number;
   readonly cacheDir: string;
 }
@@ -104,6 +118,8 @@ export function executorPoolConfigFrom(v: ExecutorPoolVars): ExecutorPoolConfig 
     pingTimeoutMs: v.pingTimeoutMs,
     user: v.user.trim(),
     networkIsolation: v.networkIsolation,
+    sandbox: v.sandbox,
+    bwrap: v.bwrap.trim(),
     nprocLimit: v.nprocLimit,
     cacheDir: v.cacheDir.trim(),
   });

@@ -1,6 +1,6 @@
 import { monotonicNowMs } from "../../common/clock/monotonic-clock";
 import { createHash, randomBytes } from "node:crypto";
-import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { UnixSocketListener } from "bun";
@@ -16,11 +16,15 @@ import type { ExecutorPoolEvent } from "./executor-pool-core-events";
 import type { ExecutorPoolInstruction } from "./executor-pool-core-instructions";
 import type { ExecutorPoolConfig } from "./executor-pool-config";
 import { type CallsHeld, callsHeldFields, ExecutorProcess } from "./executor-process";
-import { resolveIsolation, resolvePython, type Isolation } from "./isolation";
+import { resolveIsolation, resolvePython, SANDBOX_OFF_WARNING, type Isolation } from "./isolation";
+import { BwrapSandbox } from "./sandbox/bwrap-sandbox";
+import { probePythonRuntime } from "./sandbox/python-runtime";
 import { PROTOCOL_VERSION, type ExecutorMessage, type JsonValue, type LogLine, type PoolMessage, type ResumeResult, type SuspensionRequest } from "./protocol";
 
 /** How often the pool checks pings, memory, wall-clock ceilings and restarts. */
 const TICK_MS = 50;
+/** How long a closed connection waits for its executor's exit before the executor counts as dead. */
+const EXIT_AFTER_CLOSE_WAIT_MS = 250;
 
 type CallResult = { ok: true; value: JsonValue } | { ok: false; error: CallFailure };
 
@@ -29,6 +33,8 @@ interface Executor {
   readonly index: number;
   readonly id: string;
   readonly process: ExecutorProcess;
+  /** The secret its Hello must carry: one per executor, so a token read by user code opens nothing. */
+  readonly token: string;
   /** Set once its Hello was accepted. */
   conn: ExecutorConnection | null;
   /** Why the pool killed it, when it did: decides how its calls fail. */
@@ -75,7 +81,6 @@ export class ExecutorPool {
   private readonly executors: (Executor | null)[];
   /** Every call from execute() to its end; one not yet sent to an executor waits in the core's queue. */
   private readonly calls = new Map<string, ActiveCall>();
-  private readonly token = randomBytes(16).toString("hex");
   private readonly runtimeDir: string;
   private readonly socketPath: string;
   private listener: UnixSocketListener<unknown> | null = null;
@@ -88,6 +93,8 @@ export class ExecutorPool {
   private readonly python: string;
   readonly isolation: Isolation;
   private readonly readyWaiters: (() => void)[] = [];
+  /** The bubblewrap sandbox executors start in (EXECUTOR_SANDBOX=on), or null. */
+  private readonly sandbox: BwrapSandbox | null;
 
   private constructor(
     private readonly config: ExecutorPoolConfig,
@@ -109,9 +116,10 @@ export class ExecutorPool {
     this.executors = Array.from({ length: config.executorCount }, () => null);
     this.python = python;
     this.isolation = isolation;
-    for (const w of this.isolation.warnings) log.warn({ component: "executor-pool" }, `isolation: ${w}`);
+    for (const w of this.isolation.warnings) if (w !== SANDBOX_OFF_WARNING) log.warn({ component: "executor-pool" }, `isolation: ${w}`);
     this.runtimeDir = makeRuntimeDir(isolation);
     this.socketPath = join(this.runtimeDir, "executors.sock");
+    this.sandbox = isolation.sandbox ? makeSandbox(isolation, python, this.runtimeDir) : null;
   }
 
   /**
@@ -124,7 +132,14 @@ export class ExecutorPool {
     const python = resolvePython(config.python);
     const isolation = resolveIsolation(config);
     const pool = new ExecutorPool(config, log, await executorPythonPath(config.cacheDir, isolation.runAs), python, isolation);
+    if (!isolation.sandbox) log.error({ component: "executor-pool" }, SANDBOX_OFF_WARNING);
     pool.listen();
+    try {
+      pool.checkSandbox();
+    } catch (e) {
+      await pool.close();
+      throw e;
+    }
     // A fresh core has every slot due to start.
     pool.apply({ type: "timeAdvanced" });
     pool.timer = setInterval(() => pool.tick(), TICK_MS);
@@ -200,9 +215,9 @@ export class ExecutorPool {
     };
   }
 
-  /** pids of live executors, by slot (tests kill them). */
+  /** pids of live executors' interpreters, by slot (tests kill and stop them). */
   pids(): (number | null)[] {
-    return this.executors.map((e) => (e && !e.dead ? e.process.pid : null));
+    return this.executors.map((e) => (e && !e.dead ? e.process.interpreterPid() : null));
   }
 
   async close(): Promise<void> {
@@ -238,20 +253,58 @@ export class ExecutorPool {
     });
   }
 
+  /**
+   * checkSandbox starts the sandbox once with `python -c pass` before any executor: where bwrap is
+   * missing or user namespaces are not allowed, the role stops here with bwrap's own words. (A
+   * broken executor package is not its business: executors dying at start say that.)
+   */
+  private checkSandbox(): void {
+    if (!this.sandbox) return;
+    const scratchDir = join(this.runtimeDir, "scratch-check");
+    mkdirSync(scratchDir, { mode: 0o700 });
+    if (this.isolation.runAs) chownSync(scratchDir, this.isolation.runAs.uid, this.isolation.runAs.gid);
+    const fd = this.sandbox.openSeccomp();
+    try {
+      const argv = this.sandbox.argv({ packageDir: this.pythonPath, socketPath: this.socketPath, scratchDir }, [this.python, "-c", "pass"]);
+      let r: { exitCode: number | null; stderr: Buffer | undefined };
+      try {
+        r = Bun.spawnSync(argv, { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", PYTHONPATH: this.pythonPath }, stdio: ["ignore", "ignore", "pipe", fd] });
+      } catch (e) {
+        r = { exitCode: null, stderr: Buffer.from((e as Error).message) };
+      }
+      if (r.exitCode !== 0) {
+        const said = r.stderr?.toString().trim() || `exit code ${r.exitCode}`;
+        throw new ExecutorStartError(
+          "EXECUTOR_SANDBOX_UNAVAILABLE",
+          `bubblewrap (${this.sandbox.bwrap}) cannot start an executor's sandbox on this host: ${said}. ` +
+            "Install bubblewrap (apt-get install bubblewrap) and allow user namespaces (sysctl user.max_user_namespaces > 0; " +
+            "kernel.unprivileged_userns_clone=1 where it exists), or set EXECUTOR_SANDBOX=off to run user code without the sandbox " +
+            "(see --help for what that gives up)",
+        );
+      }
+    } finally {
+      BwrapSandbox.closeSeccomp(fd);
+      rmSync(scratchDir, { recursive: true, force: true });
+    }
+  }
+
   private spawn(index: number, id: string): void {
+    const token = randomBytes(16).toString("hex");
     const spec = {
       id,
       python: this.python,
       isolation: this.isolation,
       socketPath: this.socketPath,
-      scratchDir: join(this.runtimeDir, `scratch-${index}`),
+      // One per incarnation, wiped when it exits.
+      scratchDir: join(this.runtimeDir, `scratch-${id}`),
+      sandbox: this.sandbox,
       pythonPath: this.pythonPath,
-      token: this.token,
+      token,
       nprocLimit: this.config.nprocLimit,
     };
     // The exit comes later, asynchronously: `e` is set by then.
     const proc = new ExecutorProcess(spec, this.log, (exit) => this.onExit(e, exit.code, exit.signal), () => this.callsHeld(e));
-    const e: Executor = { index, id, process: proc, conn: null, killReason: null, dead: false };
+    const e: Executor = { index, id, process: proc, token, conn: null, killReason: null, dead: false };
     this.executors[index] = e;
   }
 
@@ -296,7 +349,7 @@ export class ExecutorPool {
       // whose restart then never comes and whose calls wait forever.
       const index = m.type === "Hello" ? Number(m.executorId.split(".")[0]) : -1;
       const e = this.executors[index];
-      if (m.type !== "Hello" || m.token !== this.token || !e || e.dead || e.id !== m.executorId || e.conn || m.protocol !== PROTOCOL_VERSION) {
+      if (m.type !== "Hello" || !e || m.token !== e.token || e.dead || e.id !== m.executorId || e.conn || m.protocol !== PROTOCOL_VERSION) {
         this.log.warn({ component: "executor-pool", type: m.type }, "rejected a connection that did not introduce itself properly");
         conn.end();
         return;
@@ -368,7 +421,10 @@ export class ExecutorPool {
   private onConnClosed(conn: ExecutorConnection): void {
     if (conn.executorIndex === null) return;
     const e = this.executors[conn.executorIndex];
-    if (e && e.conn === conn) this.markDead(e, null);
+    if (!e || e.conn !== conn) return;
+    // The exit usually follows within milliseconds: wait for it briefly, so that the calls' error
+    // names how the executor ended (exit code, signal) instead of only "died".
+    void Promise.race([e.process.exited, Bun.sleep(EXIT_AFTER_CLOSE_WAIT_MS)]).then(() => this.markDead(e, null));
   }
 
   private onExit(e: Executor, code: number | null, signal: string | null): void {
@@ -386,20 +442,25 @@ export class ExecutorPool {
     e.conn?.end();
     // The core first: no waiting call may be sent to this executor while its calls fail below.
     if (this.executors[e.index] === e) this.apply({ type: "executorDied", index: e.index });
+    const exit = e.process.exit;
+    const how = exit?.signal ? ` (killed by ${exit.signal})` : (exit?.code ?? exitCode) !== null ? ` (exit code ${exit?.code ?? exitCode})` : "";
     const reason = e.killReason ?? {
       code: CallErrorCode.ExecutorCrashed,
-      message: `executor ${e.id} died${exitCode !== null ? ` (exit code ${exitCode})` : ""} while running the call`,
+      message: `executor ${e.id} died${how} while running the call`,
     };
     const held = this.callsHeld(e);
     if (held.callIds && !this.closed) this.log.warn({ component: "executor-pool", executorId: e.id, reason: reason.code, ...held }, "executor down with calls in flight; they fail and the Worker decides on retries");
+    // The calls it was running are charged with its death (one of them caused it), not the host;
+    // a pool shutting down is nobody's fault but its own.
+    const blame = reason.code === CallErrorCode.PoolClosed ? undefined : ("call" as const);
     for (const call of [...this.calls.values()]) {
       if (call.executor !== e) continue;
       if (reason.offendingCallId === call.req.callId) {
-        this.finish(call, this.failure(CallErrorCode.WallClockExceeded, reason.message));
+        this.finish(call, this.failure(CallErrorCode.WallClockExceeded, reason.message, blame));
       } else if (reason.offendingCallId !== undefined) {
-        this.finish(call, this.failure(CallErrorCode.ExecutorCrashed, `executor ${e.id} was killed because another call overran its wall-clock ceiling`));
+        this.finish(call, this.failure(CallErrorCode.ExecutorCrashed, `executor ${e.id} was killed because another call overran its wall-clock ceiling`, blame));
       } else {
-        this.finish(call, this.failure(reason.code, reason.message));
+        this.finish(call, this.failure(reason.code, reason.message, blame));
       }
     }
     if (this.closed) return;
@@ -547,8 +608,8 @@ export class ExecutorPool {
     return result.ok ? { ...common, ok: true, value: result.value } : { ...common, ok: false, error: result.error };
   }
 
-  private failure(code: CallErrorCode, message: string): { ok: false; error: CallFailure } {
-    return { ok: false, error: { code, message, traceback: "", line: 0, column: 0, retryable: isRetryable(code) } };
+  private failure(code: CallErrorCode, message: string, blame?: "call"): { ok: false; error: CallFailure } {
+    return { ok: false, error: { code, message, traceback: "", line: 0, column: 0, retryable: isRetryable(code), ...(blame ? { blame } : {}) } };
   }
 
   // --- wire ------------------------------------------------------------------------------
@@ -593,4 +654,15 @@ function makeRuntimeDir(isolation: Isolation): string {
     problem ||= `the executors' socket folder ${dir} is out of reach of EXECUTOR_USER ${isolation.runAs!.name}: ${describeBlock(blocked)}`;
   }
   throw new ExecutorStartError("EXECUTOR_CODE_UNREADABLE", `${problem}; set TMPDIR to a folder ${isolation.runAs!.name} can pass through`);
+}
+
+/** makeSandbox prepares the executors' sandbox: the interpreter's folders and the seccomp program. */
+function makeSandbox(isolation: Isolation, python: string, runtimeDir: string): BwrapSandbox {
+  const s = isolation.sandbox!;
+  const drop = s.setpriv && isolation.runAs ? { user: isolation.runAs, setpriv: s.setpriv } : null;
+  try {
+    return BwrapSandbox.create(s.bwrap, probePythonRuntime(python), drop, runtimeDir);
+  } catch (e) {
+    throw new ExecutorStartError("EXECUTOR_SANDBOX_UNAVAILABLE", `${(e as Error).message}; set EXECUTOR_SANDBOX=off to run user code without the sandbox`);
+  }
 }

@@ -1,7 +1,8 @@
-import { chownSync, mkdirSync, readFileSync } from "node:fs";
+import { chownSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import type { Logger } from "../../common/logging/logger";
 import { forEachLine } from "../../common/streams/for-each-line";
 import type { Isolation } from "./isolation";
+import { BwrapSandbox, SANDBOX_SCRATCH_DIR } from "./sandbox/bwrap-sandbox";
 
 const PAGE_SIZE = 4096;
 /** Lines of an executor's stderr kept for a failed start. */
@@ -15,11 +16,13 @@ export interface ExecutorSpawnSpec {
   readonly isolation: Isolation;
   /** The pool's Unix socket the executor connects to. */
   readonly socketPath: string;
-  /** The executor's own scratch folder (its working directory); made here. */
+  /** The executor's own scratch folder (its working directory); made here, wiped when it exits. */
   readonly scratchDir: string;
+  /** The sandbox it starts in (EXECUTOR_SANDBOX=on), or null. */
+  readonly sandbox: BwrapSandbox | null;
   /** The PYTHONPATH: the blockx_executor package, readable by EXECUTOR_USER. */
   readonly pythonPath: string;
-  /** The secret the executor proves itself with in its Hello. */
+  /** The secret the executor proves itself with in its Hello: its own, used once, given on stdin (never in its environment). */
   readonly token: string;
   readonly nprocLimit: number;
 }
@@ -60,23 +63,34 @@ export class ExecutorProcess {
     const runAs = spec.isolation.runAs;
     mkdirSync(spec.scratchDir, { recursive: true, mode: 0o700 });
     if (runAs) chownSync(spec.scratchDir, runAs.uid, runAs.gid);
-    this.proc = Bun.spawn([...spec.isolation.argvPrefix, spec.python, "-m", "blockx_executor", "--socket", spec.socketPath, "--id", spec.id], {
-      cwd: spec.scratchDir,
-      env: {
-        PATH: process.env.PATH ?? "/usr/bin:/bin",
-        PYTHONPATH: spec.pythonPath,
-        PYTHONDONTWRITEBYTECODE: "1",
-        PYTHONUNBUFFERED: "1",
-        PYTHONHASHSEED: "0",
-        BLOCKX_EXECUTOR_TOKEN: spec.token,
-        BLOCKX_EXECUTOR_NPROC_LIMIT: String(spec.nprocLimit),
-        BLOCKX_EXECUTOR_SCRATCH_DIR: spec.scratchDir,
-        ...(process.env.BLOCKX_EXECUTOR_ALLOW_NETWORK === "1" ? { BLOCKX_EXECUTOR_ALLOW_NETWORK: "1" } : {}),
-      },
-      stdin: "ignore",
-      stdout: "pipe",
-      stderr: "pipe",
-    });
+    const command = [spec.python, "-m", "blockx_executor", "--socket", spec.socketPath, "--id", spec.id];
+    const sandbox = spec.sandbox;
+    const seccompFd = sandbox?.openSeccomp() ?? null;
+    const argv = sandbox ? sandbox.argv({ packageDir: spec.pythonPath, socketPath: spec.socketPath, scratchDir: spec.scratchDir }, command) : command;
+    try {
+      this.proc = Bun.spawn([...spec.isolation.argvPrefix, ...argv], {
+        cwd: spec.scratchDir,
+        env: {
+          PATH: process.env.PATH ?? "/usr/bin:/bin",
+          PYTHONPATH: spec.pythonPath,
+          PYTHONDONTWRITEBYTECODE: "1",
+          PYTHONUNBUFFERED: "1",
+          PYTHONHASHSEED: "0",
+          BLOCKX_EXECUTOR_TOKEN_ON_STDIN: "1",
+          BLOCKX_EXECUTOR_NPROC_LIMIT: String(spec.nprocLimit),
+          BLOCKX_EXECUTOR_SCRATCH_DIR: sandbox ? SANDBOX_SCRATCH_DIR : spec.scratchDir,
+          ...(sandbox ? { BLOCKX_EXECUTOR_PROCESS_FILTER: sandbox.processFilterHex } : {}),
+          ...(process.env.BLOCKX_EXECUTOR_ALLOW_NETWORK === "1" ? { BLOCKX_EXECUTOR_ALLOW_NETWORK: "1" } : {}),
+        },
+        // The seccomp program is the child's fd 3 (SECCOMP_CHILD_FD), which bwrap reads and closes.
+        stdio: ["pipe", "pipe", "pipe", ...(seccompFd !== null ? [seccompFd] : [])],
+      });
+    } finally {
+      if (seccompFd !== null) BwrapSandbox.closeSeccomp(seccompFd);
+    }
+    const stdin = this.proc.stdin as import("bun").FileSink;
+    stdin.write(`${spec.token}\n`);
+    void Promise.resolve(stdin.end()).catch(() => {});
     const id = spec.id;
     // Executors write nothing on stdout (user output is captured per call); stderr carries warnings.
     void forEachLine(this.proc.stdout as ReadableStream<Uint8Array>, (line) => log.warn({ component: "executor", executorId: id, stream: "stdout", ...callsHeld() }, line));
@@ -90,12 +104,33 @@ export class ExecutorProcess {
     const proc = this.proc;
     void proc.exited.then((code) => {
       this.exit = { code, signal: proc.signalCode === null ? null : String(proc.signalCode) };
+      // Its scratch folder dies with it: nothing one executor wrote is seen by the next.
+      rmSync(spec.scratchDir, { recursive: true, force: true });
       onExit(this.exit);
     });
   }
 
   get pid(): number {
     return this.proc.pid;
+  }
+
+  /**
+   * interpreterPid is the Python interpreter's pid on this host: the process itself, or, in the
+   * sandbox, the last of bwrap's line of first children (bwrap, its init, the interpreter).
+   */
+  interpreterPid(): number {
+    let pid = this.proc.pid;
+    for (let depth = 0; depth < 4; depth++) {
+      let children: string;
+      try {
+        children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim();
+      } catch {
+        break;
+      }
+      if (!children) break;
+      pid = Number(children.split(" ")[0]);
+    }
+    return pid;
   }
 
   /** exited resolves when the process has exited. */
@@ -118,13 +153,26 @@ export class ExecutorProcess {
     }
   }
 
-  /** rssBytes is the process's resident memory (from /proc), or null when it cannot be read. */
+  /**
+   * rssBytes is the resident memory of the executor and everything under it (bwrap, its init,
+   * the interpreter, anything it forked), from /proc, or null when it cannot be read.
+   */
   rssBytes(): number | null {
-    try {
-      return Number(readFileSync(`/proc/${this.proc.pid}/statm`, "utf8").split(" ")[1]) * PAGE_SIZE;
-    } catch {
-      return null;
+    let total = 0;
+    let seen = 0;
+    const pending = [this.proc.pid];
+    while (pending.length > 0 && seen < MAX_TREE_PROCESSES) {
+      const pid = pending.pop()!;
+      seen++;
+      try {
+        total += Number(readFileSync(`/proc/${pid}/statm`, "utf8").split(" ")[1]) * PAGE_SIZE;
+        const children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim();
+        if (children) pending.push(...children.split(" ").map(Number));
+      } catch {
+        if (pid === this.proc.pid) return null;
+      }
     }
+    return total;
   }
 }
 
@@ -145,3 +193,6 @@ export function callsHeldFields(callIds: readonly string[]): CallsHeld {
   if (callIds.length <= MAX_LOGGED_CALL_IDS) return { callIds };
   return { callIds: callIds.slice(0, MAX_LOGGED_CALL_IDS), moreCalls: callIds.length - MAX_LOGGED_CALL_IDS };
 }
+
+/** How many processes of an executor's tree rssBytes reads at most (a fork bomb's are bounded by RLIMIT_NPROC anyway). */
+const MAX_TREE_PROCESSES = 64;

@@ -10,6 +10,8 @@ export type ExecutorStartCode =
   | "EXECUTOR_CODE_UNREADABLE"
   /** A fresh copy of the executor code could not be made safe (another user could change it). */
   | "EXECUTOR_CODE_UNTRUSTED"
+  /** EXECUTOR_SANDBOX=on, but bubblewrap cannot build the sandbox here (missing, or no user namespaces). */
+  | "EXECUTOR_SANDBOX_UNAVAILABLE"
   /** Every executor that could have become ready died before saying Hello. */
   | "EXECUTORS_DIED_AT_START"
   /** Executors neither said Hello nor died within the start timeout. */

@@ -1,4 +1,5 @@
 import type { ExecutorPoolConfig } from "./executor-pool-config";
+import { ExecutorStartError } from "./executor-start-error";
 
 export interface Isolation {
   /** Prepended to the executor's command line. */
@@ -8,6 +9,12 @@ export interface Isolation {
   readonly networkNamespace: boolean;
   /** Executors lead their own session and process group: killing the group also kills anything they forked. */
   readonly ownProcessGroup: boolean;
+  /**
+   * EXECUTOR_SANDBOX=on: executors start in a bubblewrap sandbox (sandbox/bwrap-sandbox.ts), which
+   * the pool builds per executor; `bwrap` is its resolved path, `setpriv` the one used to drop to
+   * `runAs` inside it (as root). Null when off.
+   */
+  readonly sandbox: { readonly bwrap: string; readonly setpriv: string | null } | null;
   /** What the host did not allow, for an operator to read (logged as warnings at start). */
   readonly warnings: readonly string[];
 }
@@ -40,6 +47,25 @@ export function resolveIsolation(config: ExecutorPoolConfig): Isolation {
   const ownProcessGroup = run(["setsid", "--", "true"]).ok;
   if (ownProcessGroup) prefix.push("setsid", "--");
   else warnings.push("setsid not found: processes an executor forks are not killed with it");
+
+  if (config.sandbox === "on") {
+    // The sandbox gives executors their network namespace and, as root, drops them to runAs itself.
+    const bwrap = Bun.which(config.bwrap) ?? config.bwrap;
+    let runAs: Isolation["runAs"] = null;
+    let setpriv: string | null = null;
+    if (isRoot) {
+      setpriv = Bun.which("setpriv");
+      if (!setpriv) throw new ExecutorStartError("EXECUTOR_SANDBOX_UNAVAILABLE", "setpriv (util-linux) is not installed: as root, sandboxed executors drop to EXECUTOR_USER with it");
+      runAs = config.user === "" ? null : lookUpUser(config.user);
+      if (config.user !== "" && !runAs) throw new ExecutorStartError("EXECUTOR_SANDBOX_UNAVAILABLE", `EXECUTOR_USER ${JSON.stringify(config.user)} does not exist`);
+      if (!runAs) {
+        setpriv = null;
+        warnings.push("EXECUTOR_USER is empty: sandboxed executors keep root's uid inside a user namespace");
+      }
+    }
+    return { argvPrefix: prefix, runAs, networkNamespace: true, ownProcessGroup, sandbox: { bwrap, setpriv }, warnings };
+  }
+  warnings.push(SANDBOX_OFF_WARNING);
 
   if (config.networkIsolation === "on") {
     if (!isRoot) {
@@ -74,7 +100,19 @@ export function resolveIsolation(config: ExecutorPoolConfig): Isolation {
     }
     prefix.push("--");
   }
-  return { argvPrefix: prefix, runAs, networkNamespace, ownProcessGroup, warnings };
+  return { argvPrefix: prefix, runAs, networkNamespace, ownProcessGroup, sandbox: null, warnings };
+}
+
+/** What EXECUTOR_SANDBOX=off gives up, logged at every start (and said by --help). */
+export const SANDBOX_OFF_WARNING =
+  "EXECUTOR_SANDBOX=off: USER CODE IS NOT SANDBOXED. Only an in-process audit hook (which a hostile function can get " +
+  "around) stands between it and whatever this host's EXECUTOR_USER can reach: /etc/blockx, the table store, other " +
+  "executors' scratch folders and calls, other processes, and the network where executors share it";
+
+function lookUpUser(name: string): { uid: number; gid: number; name: string } | null {
+  const uid = run(["id", "-u", name]);
+  const gid = run(["id", "-g", name]);
+  return uid.ok && gid.ok ? { uid: Number(uid.out), gid: Number(gid.out), name } : null;
 }
 
 /**

@@ -454,12 +454,14 @@ function finishedInfo(o: CallOutcome, ms: number): CallFinishedInfo {
 }
 
 /**
- * isSystemFailure: the call failed for a reason of this Worker's own (an executor died, hung, ran
- * out of memory; an internal error). A user's error, an over-budget call or a backend that is down
- * or overloaded says nothing about the Worker's health.
+ * isSystemFailure: the call failed for a reason of this Worker's own (an internal error, a pool
+ * shutting down under it). A user's error, an over-budget call, a backend or table store that is down or
+ * overloaded, and an executor that died while running calls (blame "call": one of them killed it)
+ * say nothing about the Worker's health.
  */
 function isSystemFailure(o: CallOutcome): boolean {
-  return !o.ok && o.error.code !== CallErrorCode.BackendRetryable && o.error.code !== CallErrorCode.StoreUnavailable && (o.error.retryable || o.error.code === CallErrorCode.Internal);
+  if (o.ok || o.error.blame === "call") return false;
+  return o.error.code !== CallErrorCode.BackendRetryable && o.error.code !== CallErrorCode.StoreUnavailable && (o.error.retryable || o.error.code === CallErrorCode.Internal);
 }
 
 function summaries(t: RunningTask): TableWriteSummary[] {

@@ -9,6 +9,8 @@ export interface ChainRoute {
   readonly source: ChainSource;
   /** From the chains config; undefined = the Worker's IO_FINALITY_DEPTH. */
   readonly finalityDepth: number | undefined;
+  /** CHAINS_CONFIG's per-chain switch for rpc.send (off unless set). */
+  readonly allowSend: boolean;
 }
 
 /**
@@ -25,7 +27,7 @@ export class ChainRouter {
   ) {
     for (const [chain, c] of Object.entries(config.chains ?? {})) {
       const source = c.source === "rpc" ? new JsonRpcClient(chain, c) : this.local(chain);
-      this.routes.set(chain, { chain, source, finalityDepth: c.finalityDepth });
+      this.routes.set(chain, { chain, source, finalityDepth: c.finalityDepth, allowSend: c.allowSend === true });
     }
   }
 
@@ -35,7 +37,7 @@ export class ChainRouter {
     if (this.config.chains !== null) {
       throw new BackendError("UnknownChain", `no chain ${JSON.stringify(chain)} in CHAINS_CONFIG (have: ${[...this.routes.keys()].join(", ") || "none"})`);
     }
-    const created: ChainRoute = { chain, source: this.local(chain), finalityDepth: undefined };
+    const created: ChainRoute = { chain, source: this.local(chain), finalityDepth: undefined, allowSend: false };
     this.routes.set(chain, created);
     return created;
   }
