@@ -16,6 +16,7 @@ const impl: CoordinatorServiceServer = {
     worker.requestTaskSlot({ taskId: call.request.taskId, ttlMs: 5000 }, (err, snapshot) =>
       err ? callback(err) : callback(null, { taskId: call.request.taskId, workerAddr, slotId: snapshot!.slotId }),
     ),
+  reserveWorkerSlots: (_call, callback) => callback({ code: grpc.status.UNIMPLEMENTED, details: "the bare proxy answers ReserveWorkerSlot only" }),
 };
 server.addService(CoordinatorServiceService, impl);
 server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, port) => {

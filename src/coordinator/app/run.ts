@@ -83,9 +83,9 @@ export async function runCoordinator(config: CoordinatorRuntimeConfig): Promise<
   const health = new HealthStatus([config.profile.service]);
   health.register(grpcServer);
   if (config.profile.deployment === "block") {
-    grpcServer.addService(CoordinatorServiceService, { reserveWorkerSlot: server.grpcHandler() });
+    grpcServer.addService(CoordinatorServiceService, { reserveWorkerSlot: server.grpcHandler(), reserveWorkerSlots: server.grpcBatchHandler() });
   } else {
-    grpcServer.addService(BundleCoordinatorServiceService, { reserveWorkerSlot: server.grpcHandler() });
+    grpcServer.addService(BundleCoordinatorServiceService, { reserveWorkerSlot: server.grpcHandler(), reserveWorkerSlots: server.grpcBatchHandler() });
   }
   const boundAddr = await bindGrpcServer(grpcServer, config.listenAddr);
 

@@ -1,7 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { hostname, userInfo } from "node:os";
 import { BundleCoordinatorServiceClient } from "../../gen/bundlecoordinator/v1/bundle_coordinator";
-import { CoordinatorServiceClient, type ReserveWorkerSlotResponse } from "../../gen/coordinator/v1/coordinator";
+import { CoordinatorServiceClient, type ReserveWorkerSlotResponse, type ReserveWorkerSlotsResponse } from "../../gen/coordinator/v1/coordinator";
 import { SyncInvokerServiceClient } from "../../gen/syncinvoker/v1/sync_invoker";
 import { WorkerServiceClient } from "../../gen/worker/v1/worker";
 import type { Cluster } from "../core/cluster-selection";
@@ -29,6 +29,8 @@ type Ctor<C> = new (address: string, credentials: grpc.ChannelCredentials, optio
 export interface Reserver {
   readonly label: string;
   reserve(taskId: string, deadlineMs: number): Promise<ReserveWorkerSlotResponse>;
+  /** ReserveWorkerSlots: one grant per task id, in order (the two clusters' messages have the same shape). */
+  reserveMany(taskIds: readonly string[], deadlineMs: number): Promise<ReserveWorkerSlotsResponse>;
 }
 
 /**
@@ -76,6 +78,10 @@ export class GrpcTransport {
         reserve: (taskId, deadlineMs) =>
           new Promise<ReserveWorkerSlotResponse>((resolve, reject) =>
             c.reserveWorkerSlot({ taskId }, new grpc.Metadata(), { deadline: deadlineMs }, (e, r) => (e ? reject(e) : resolve(r!))),
+          ),
+        reserveMany: (taskIds, deadlineMs) =>
+          new Promise<ReserveWorkerSlotsResponse>((resolve, reject) =>
+            c.reserveWorkerSlots({ taskIds: [...taskIds] }, new grpc.Metadata(), { deadline: deadlineMs }, (e, r) => (e ? reject(e) : resolve(r!))),
           ),
       };
     });

@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n-bundlecoordinator/v1/bundle_coordinator.proto\x12\x14\x62undlecoordinator.v1\"+\n\x18ReserveWorkerSlotRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\"R\n\x19ReserveWorkerSlotResponse\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x13\n\x0bworker_addr\x18\x02 \x01(\t\x12\x0f\n\x07slot_id\x18\x03 \x01(\t2\x90\x01\n\x18\x42undleCoordinatorService\x12t\n\x11ReserveWorkerSlot\x12..bundlecoordinator.v1.ReserveWorkerSlotRequest\x1a/.bundlecoordinator.v1.ReserveWorkerSlotResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n-bundlecoordinator/v1/bundle_coordinator.proto\x12\x14\x62undlecoordinator.v1\"+\n\x18ReserveWorkerSlotRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\"R\n\x19ReserveWorkerSlotResponse\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x13\n\x0bworker_addr\x18\x02 \x01(\t\x12\x0f\n\x07slot_id\x18\x03 \x01(\t\"-\n\x19ReserveWorkerSlotsRequest\x12\x10\n\x08task_ids\x18\x01 \x03(\t\"q\n\tSlotGrant\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x13\n\x0bworker_addr\x18\x02 \x01(\t\x12\x0f\n\x07slot_id\x18\x03 \x01(\t\x12\x0e\n\x06status\x18\x04 \x01(\r\x12\x0c\n\x04\x63ode\x18\x05 \x01(\t\x12\x0f\n\x07message\x18\x06 \x01(\t\"M\n\x1aReserveWorkerSlotsResponse\x12/\n\x06grants\x18\x01 \x03(\x0b\x32\x1f.bundlecoordinator.v1.SlotGrant2\x89\x02\n\x18\x42undleCoordinatorService\x12t\n\x11ReserveWorkerSlot\x12..bundlecoordinator.v1.ReserveWorkerSlotRequest\x1a/.bundlecoordinator.v1.ReserveWorkerSlotResponse\x12w\n\x12ReserveWorkerSlots\x12/.bundlecoordinator.v1.ReserveWorkerSlotsRequest\x1a\x30.bundlecoordinator.v1.ReserveWorkerSlotsResponseb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'bundlecoordinator.v1.bundle_coordinator_pb2', globals())
@@ -24,6 +24,12 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _RESERVEWORKERSLOTREQUEST._serialized_end=114
   _RESERVEWORKERSLOTRESPONSE._serialized_start=116
   _RESERVEWORKERSLOTRESPONSE._serialized_end=198
-  _BUNDLECOORDINATORSERVICE._serialized_start=201
-  _BUNDLECOORDINATORSERVICE._serialized_end=345
+  _RESERVEWORKERSLOTSREQUEST._serialized_start=200
+  _RESERVEWORKERSLOTSREQUEST._serialized_end=245
+  _SLOTGRANT._serialized_start=247
+  _SLOTGRANT._serialized_end=360
+  _RESERVEWORKERSLOTSRESPONSE._serialized_start=362
+  _RESERVEWORKERSLOTSRESPONSE._serialized_end=439
+  _BUNDLECOORDINATORSERVICE._serialized_start=442
+  _BUNDLECOORDINATORSERVICE._serialized_end=707
 # @@protoc_insertion_point(module_scope)

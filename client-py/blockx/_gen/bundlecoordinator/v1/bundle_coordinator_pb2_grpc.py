@@ -19,12 +19,23 @@ class BundleCoordinatorServiceStub(object):
                 request_serializer=bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.ReserveWorkerSlotRequest.SerializeToString,
                 response_deserializer=bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.ReserveWorkerSlotResponse.FromString,
                 )
+        self.ReserveWorkerSlots = channel.unary_unary(
+                '/bundlecoordinator.v1.BundleCoordinatorService/ReserveWorkerSlots',
+                request_serializer=bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.ReserveWorkerSlotsRequest.SerializeToString,
+                response_deserializer=bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.ReserveWorkerSlotsResponse.FromString,
+                )
 
 
 class BundleCoordinatorServiceServicer(object):
     """Missing associated documentation comment in .proto file."""
 
     def ReserveWorkerSlot(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReserveWorkerSlots(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -37,6 +48,11 @@ def add_BundleCoordinatorServiceServicer_to_server(servicer, server):
                     servicer.ReserveWorkerSlot,
                     request_deserializer=bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.ReserveWorkerSlotRequest.FromString,
                     response_serializer=bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.ReserveWorkerSlotResponse.SerializeToString,
+            ),
+            'ReserveWorkerSlots': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReserveWorkerSlots,
+                    request_deserializer=bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.ReserveWorkerSlotsRequest.FromString,
+                    response_serializer=bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.ReserveWorkerSlotsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -62,5 +78,22 @@ class BundleCoordinatorService(object):
         return grpc.experimental.unary_unary(request, target, '/bundlecoordinator.v1.BundleCoordinatorService/ReserveWorkerSlot',
             bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.ReserveWorkerSlotRequest.SerializeToString,
             bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.ReserveWorkerSlotResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ReserveWorkerSlots(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/bundlecoordinator.v1.BundleCoordinatorService/ReserveWorkerSlots',
+            bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.ReserveWorkerSlotsRequest.SerializeToString,
+            bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.ReserveWorkerSlotsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

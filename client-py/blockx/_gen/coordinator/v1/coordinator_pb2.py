@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n coordinator/v1/coordinator.proto\x12\x0e\x63oordinator.v1\"+\n\x18ReserveWorkerSlotRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\"R\n\x19ReserveWorkerSlotResponse\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x13\n\x0bworker_addr\x18\x02 \x01(\t\x12\x0f\n\x07slot_id\x18\x03 \x01(\t2~\n\x12\x43oordinatorService\x12h\n\x11ReserveWorkerSlot\x12(.coordinator.v1.ReserveWorkerSlotRequest\x1a).coordinator.v1.ReserveWorkerSlotResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n coordinator/v1/coordinator.proto\x12\x0e\x63oordinator.v1\"+\n\x18ReserveWorkerSlotRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\"R\n\x19ReserveWorkerSlotResponse\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x13\n\x0bworker_addr\x18\x02 \x01(\t\x12\x0f\n\x07slot_id\x18\x03 \x01(\t\"-\n\x19ReserveWorkerSlotsRequest\x12\x10\n\x08task_ids\x18\x01 \x03(\t\"q\n\tSlotGrant\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x13\n\x0bworker_addr\x18\x02 \x01(\t\x12\x0f\n\x07slot_id\x18\x03 \x01(\t\x12\x0e\n\x06status\x18\x04 \x01(\r\x12\x0c\n\x04\x63ode\x18\x05 \x01(\t\x12\x0f\n\x07message\x18\x06 \x01(\t\"G\n\x1aReserveWorkerSlotsResponse\x12)\n\x06grants\x18\x01 \x03(\x0b\x32\x19.coordinator.v1.SlotGrant2\xeb\x01\n\x12\x43oordinatorService\x12h\n\x11ReserveWorkerSlot\x12(.coordinator.v1.ReserveWorkerSlotRequest\x1a).coordinator.v1.ReserveWorkerSlotResponse\x12k\n\x12ReserveWorkerSlots\x12).coordinator.v1.ReserveWorkerSlotsRequest\x1a*.coordinator.v1.ReserveWorkerSlotsResponseb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'coordinator.v1.coordinator_pb2', globals())
@@ -24,6 +24,12 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _RESERVEWORKERSLOTREQUEST._serialized_end=95
   _RESERVEWORKERSLOTRESPONSE._serialized_start=97
   _RESERVEWORKERSLOTRESPONSE._serialized_end=179
-  _COORDINATORSERVICE._serialized_start=181
-  _COORDINATORSERVICE._serialized_end=307
+  _RESERVEWORKERSLOTSREQUEST._serialized_start=181
+  _RESERVEWORKERSLOTSREQUEST._serialized_end=226
+  _SLOTGRANT._serialized_start=228
+  _SLOTGRANT._serialized_end=341
+  _RESERVEWORKERSLOTSRESPONSE._serialized_start=343
+  _RESERVEWORKERSLOTSRESPONSE._serialized_end=414
+  _COORDINATORSERVICE._serialized_start=417
+  _COORDINATORSERVICE._serialized_end=652
 # @@protoc_insertion_point(module_scope)

@@ -163,6 +163,18 @@ class StreamTaskLogsRequest(_message.Message):
     task_id: str
     def __init__(self, task_id: _Optional[str] = ..., tail: _Optional[int] = ..., follow: bool = ...) -> None: ...
 
+class SubmitTaskOutcome(_message.Message):
+    __slots__ = ["message", "snapshot", "status", "task_id"]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    message: str
+    snapshot: TaskSnapshot
+    status: int
+    task_id: str
+    def __init__(self, task_id: _Optional[str] = ..., snapshot: _Optional[_Union[TaskSnapshot, _Mapping]] = ..., status: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
+
 class SubmitTaskRequest(_message.Message):
     __slots__ = ["slot_id", "task"]
     SLOT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -170,6 +182,18 @@ class SubmitTaskRequest(_message.Message):
     slot_id: str
     task: Task
     def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ..., slot_id: _Optional[str] = ...) -> None: ...
+
+class SubmitTasksRequest(_message.Message):
+    __slots__ = ["tasks"]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    tasks: _containers.RepeatedCompositeFieldContainer[SubmitTaskRequest]
+    def __init__(self, tasks: _Optional[_Iterable[_Union[SubmitTaskRequest, _Mapping]]] = ...) -> None: ...
+
+class SubmitTasksResponse(_message.Message):
+    __slots__ = ["outcomes"]
+    OUTCOMES_FIELD_NUMBER: _ClassVar[int]
+    outcomes: _containers.RepeatedCompositeFieldContainer[SubmitTaskOutcome]
+    def __init__(self, outcomes: _Optional[_Iterable[_Union[SubmitTaskOutcome, _Mapping]]] = ...) -> None: ...
 
 class TableWriteSummary(_message.Message):
     __slots__ = ["calls_written", "handler", "rows_written", "table"]

@@ -24,6 +24,11 @@ class WorkerServiceStub(object):
                 request_serializer=worker_dot_v1_dot_worker__pb2.SubmitTaskRequest.SerializeToString,
                 response_deserializer=worker_dot_v1_dot_worker__pb2.TaskSnapshot.FromString,
                 )
+        self.SubmitTasks = channel.unary_unary(
+                '/worker.v1.WorkerService/SubmitTasks',
+                request_serializer=worker_dot_v1_dot_worker__pb2.SubmitTasksRequest.SerializeToString,
+                response_deserializer=worker_dot_v1_dot_worker__pb2.SubmitTasksResponse.FromString,
+                )
         self.WatchTasks = channel.unary_stream(
                 '/worker.v1.WorkerService/WatchTasks',
                 request_serializer=worker_dot_v1_dot_worker__pb2.WatchTasksRequest.SerializeToString,
@@ -72,6 +77,16 @@ class WorkerServiceServicer(object):
     def SubmitTask(self, request, context):
         """SubmitTask starts a task in the slot reserved for it, or requests a slot inline when
         slot_id is empty. Idempotent by task_id within the result retention window.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SubmitTasks(self, request, context):
+        """SubmitTasks submits many tasks (at most 1024) in one call, each exactly as SubmitTask would
+        (same validation, same idempotency by task_id). The call fails only when the request as a
+        whole is malformed (InvalidArgument: no tasks, too many, one task id twice); each task's
+        outcome is in `outcomes`, in request order.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -135,6 +150,11 @@ def add_WorkerServiceServicer_to_server(servicer, server):
                     servicer.SubmitTask,
                     request_deserializer=worker_dot_v1_dot_worker__pb2.SubmitTaskRequest.FromString,
                     response_serializer=worker_dot_v1_dot_worker__pb2.TaskSnapshot.SerializeToString,
+            ),
+            'SubmitTasks': grpc.unary_unary_rpc_method_handler(
+                    servicer.SubmitTasks,
+                    request_deserializer=worker_dot_v1_dot_worker__pb2.SubmitTasksRequest.FromString,
+                    response_serializer=worker_dot_v1_dot_worker__pb2.SubmitTasksResponse.SerializeToString,
             ),
             'WatchTasks': grpc.unary_stream_rpc_method_handler(
                     servicer.WatchTasks,
@@ -207,6 +227,23 @@ class WorkerService(object):
         return grpc.experimental.unary_unary(request, target, '/worker.v1.WorkerService/SubmitTask',
             worker_dot_v1_dot_worker__pb2.SubmitTaskRequest.SerializeToString,
             worker_dot_v1_dot_worker__pb2.TaskSnapshot.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SubmitTasks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/worker.v1.WorkerService/SubmitTasks',
+            worker_dot_v1_dot_worker__pb2.SubmitTasksRequest.SerializeToString,
+            worker_dot_v1_dot_worker__pb2.SubmitTasksResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
