@@ -22,6 +22,8 @@ export interface ExecutorSpawnSpec {
   /** The secret the executor proves itself with in its Hello. */
   readonly token: string;
   readonly nprocLimit: number;
+  /** µs the executor polls its socket before blocking in recv (0: it blocks at once). */
+  readonly hotSpinUs: number;
 }
 
 /** ExecutorExit: how the process ended (signal set when a signal ended it). */
@@ -67,6 +69,7 @@ export class ExecutorProcess {
         BLOCKX_EXECUTOR_TOKEN: spec.token,
         BLOCKX_EXECUTOR_NPROC_LIMIT: String(spec.nprocLimit),
         BLOCKX_EXECUTOR_SCRATCH_DIR: spec.scratchDir,
+        BLOCKX_EXECUTOR_HOT_SPIN_US: String(spec.hotSpinUs),
         ...(process.env.BLOCKX_EXECUTOR_ALLOW_NETWORK === "1" ? { BLOCKX_EXECUTOR_ALLOW_NETWORK: "1" } : {}),
       },
       stdin: "ignore",
