@@ -5,6 +5,8 @@ import type { Logger } from "../../common/logging/logger";
 import {
   ListTasksResponse,
   SubmitTasksResponse,
+  RequestTaskSlotsResponse,
+  type TaskSlotOutcome,
   type SubmitTaskOutcome,
   type SubmitTaskRequest,
   TaskLogLine,
@@ -22,7 +24,7 @@ import type { WorkerDriver } from "./worker-driver";
 import { workerCodeToGRPC } from "./worker-code-to-grpc";
 
 const MAX_WATCHED_TASKS = 10_000;
-/** SubmitTasks: at most this many tasks in one request. */
+/** SubmitTasks and RequestTaskSlots: at most this many tasks in one request. */
 export const MAX_SUBMIT_BATCH = 1024;
 /** StreamTaskLogs: at most this many lines of tail, and this many following streams open at once. */
 const MAX_LOG_TAIL = 100_000;
@@ -70,6 +72,16 @@ export class WorkerService {
       requestTaskSlot: (call, callback) => {
         const { taskId, ttlMs } = call.request;
         this.reply(callback, this.driver.requestTaskSlot(taskId, ttlMs));
+      },
+      requestTaskSlots: (call, callback) => {
+        const requests = call.request.requests;
+        if (requests.length === 0) return callback(grpcError(grpc.status.INVALID_ARGUMENT, "requests: at least one is required"));
+        if (requests.length > MAX_SUBMIT_BATCH) return callback(grpcError(grpc.status.INVALID_ARGUMENT, `requests: at most ${MAX_SUBMIT_BATCH} in one call, got ${requests.length}`));
+        const outcomes = requests.map(({ taskId, ttlMs }): TaskSlotOutcome => {
+          const r = this.driver.requestTaskSlot(taskId, ttlMs);
+          return r.err ? { taskId, snapshot: undefined, ...this.statusOf(r.err) } : { taskId, snapshot: r.snapshot, status: grpc.status.OK, message: "" };
+        });
+        callback(null, RequestTaskSlotsResponse.create({ outcomes }));
       },
       submitTask: (call, callback) => {
         const outcome = this.submitOne(call.request, ownerOf(call.metadata));

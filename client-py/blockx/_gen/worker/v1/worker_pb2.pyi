@@ -149,6 +149,18 @@ class RequestTaskSlotRequest(_message.Message):
     ttl_ms: int
     def __init__(self, task_id: _Optional[str] = ..., ttl_ms: _Optional[int] = ...) -> None: ...
 
+class RequestTaskSlotsRequest(_message.Message):
+    __slots__ = ["requests"]
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    requests: _containers.RepeatedCompositeFieldContainer[RequestTaskSlotRequest]
+    def __init__(self, requests: _Optional[_Iterable[_Union[RequestTaskSlotRequest, _Mapping]]] = ...) -> None: ...
+
+class RequestTaskSlotsResponse(_message.Message):
+    __slots__ = ["outcomes"]
+    OUTCOMES_FIELD_NUMBER: _ClassVar[int]
+    outcomes: _containers.RepeatedCompositeFieldContainer[TaskSlotOutcome]
+    def __init__(self, outcomes: _Optional[_Iterable[_Union[TaskSlotOutcome, _Mapping]]] = ...) -> None: ...
+
 class ReturnValueHandler(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
@@ -272,6 +284,18 @@ class TaskResult(_message.Message):
     snapshot: TaskSnapshot
     writes: _containers.RepeatedCompositeFieldContainer[TableWriteSummary]
     def __init__(self, snapshot: _Optional[_Union[TaskSnapshot, _Mapping]] = ..., return_values: _Optional[_Iterable[bytes]] = ..., writes: _Optional[_Iterable[_Union[TableWriteSummary, _Mapping]]] = ..., first_error: _Optional[_Union[CallError, _Mapping]] = ...) -> None: ...
+
+class TaskSlotOutcome(_message.Message):
+    __slots__ = ["message", "snapshot", "status", "task_id"]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    message: str
+    snapshot: TaskSnapshot
+    status: int
+    task_id: str
+    def __init__(self, task_id: _Optional[str] = ..., snapshot: _Optional[_Union[TaskSnapshot, _Mapping]] = ..., status: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
 
 class TaskSnapshot(_message.Message):
     __slots__ = ["accepted_at_ms", "allocated_at_ms", "calls_failed", "calls_retried", "calls_succeeded", "calls_total", "deadline_ms", "error", "finished_at_ms", "phase", "slot_id", "state", "task_id", "updated_at_ms", "worker_addr"]

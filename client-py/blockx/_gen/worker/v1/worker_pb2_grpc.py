@@ -19,6 +19,11 @@ class WorkerServiceStub(object):
                 request_serializer=worker_dot_v1_dot_worker__pb2.RequestTaskSlotRequest.SerializeToString,
                 response_deserializer=worker_dot_v1_dot_worker__pb2.TaskSnapshot.FromString,
                 )
+        self.RequestTaskSlots = channel.unary_unary(
+                '/worker.v1.WorkerService/RequestTaskSlots',
+                request_serializer=worker_dot_v1_dot_worker__pb2.RequestTaskSlotsRequest.SerializeToString,
+                response_deserializer=worker_dot_v1_dot_worker__pb2.RequestTaskSlotsResponse.FromString,
+                )
         self.SubmitTask = channel.unary_unary(
                 '/worker.v1.WorkerService/SubmitTask',
                 request_serializer=worker_dot_v1_dot_worker__pb2.SubmitTaskRequest.SerializeToString,
@@ -69,6 +74,16 @@ class WorkerServiceServicer(object):
         slot gets that same slot back (this makes the Coordinator's same-Worker retry safe); a
         task already running or retained gets its snapshot with the slot id it holds or held.
         No free slot: ResourceExhausted.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RequestTaskSlots(self, request, context):
+        """RequestTaskSlots is RequestTaskSlot for many tasks at once (at most 1024), each exactly as
+        RequestTaskSlot would answer it, in request order (the Coordinator sends the requests of one
+        turn of its event loop to one Worker as one call). Fails as a whole only when malformed
+        (InvalidArgument: no requests, too many).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -146,6 +161,11 @@ def add_WorkerServiceServicer_to_server(servicer, server):
                     request_deserializer=worker_dot_v1_dot_worker__pb2.RequestTaskSlotRequest.FromString,
                     response_serializer=worker_dot_v1_dot_worker__pb2.TaskSnapshot.SerializeToString,
             ),
+            'RequestTaskSlots': grpc.unary_unary_rpc_method_handler(
+                    servicer.RequestTaskSlots,
+                    request_deserializer=worker_dot_v1_dot_worker__pb2.RequestTaskSlotsRequest.FromString,
+                    response_serializer=worker_dot_v1_dot_worker__pb2.RequestTaskSlotsResponse.SerializeToString,
+            ),
             'SubmitTask': grpc.unary_unary_rpc_method_handler(
                     servicer.SubmitTask,
                     request_deserializer=worker_dot_v1_dot_worker__pb2.SubmitTaskRequest.FromString,
@@ -210,6 +230,23 @@ class WorkerService(object):
         return grpc.experimental.unary_unary(request, target, '/worker.v1.WorkerService/RequestTaskSlot',
             worker_dot_v1_dot_worker__pb2.RequestTaskSlotRequest.SerializeToString,
             worker_dot_v1_dot_worker__pb2.TaskSnapshot.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def RequestTaskSlots(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/worker.v1.WorkerService/RequestTaskSlots',
+            worker_dot_v1_dot_worker__pb2.RequestTaskSlotsRequest.SerializeToString,
+            worker_dot_v1_dot_worker__pb2.RequestTaskSlotsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
