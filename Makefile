@@ -182,9 +182,11 @@ bench: deps build
 	$(BUN) bench/coordinator/reserve.ts
 	$(BUN) bench/executor/pool.ts
 	$(BUN) bench/worker/run.ts
+	$(BUN) bench/worker/batch.ts
 	$(BUN) bench/syncinvoker/invoke.ts
 	$(BUN) bench/io/ganache-backfill.ts
 	$(BUN) bench/io/cache.ts
+	$(BUN) bench/io/io-bound.ts
 	$(BUN) bench/io/logical-types.ts
 	$(BUN) bench/proxy/pass-through.ts
 	$(BUN) bench/client-py/tiny-task.ts

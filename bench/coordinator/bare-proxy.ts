@@ -17,6 +17,7 @@ const impl: CoordinatorServiceServer = {
       err ? callback(err) : callback(null, { taskId: call.request.taskId, workerAddr, slotId: snapshot!.slotId }),
     ),
   getReservationOutcomes: (_call, callback) => callback({ code: grpc.status.UNIMPLEMENTED, details: "not in the bare baseline" }),
+  reserveWorkerSlots: (_call, callback) => callback({ code: grpc.status.UNIMPLEMENTED, details: "the bare proxy answers ReserveWorkerSlot only" }),
 };
 server.addService(CoordinatorServiceService, impl);
 server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, port) => {

@@ -73,17 +73,21 @@ async function spawnBare(...args: string[]) {
 }
 const bare = await spawnBare();
 const bareExec = await spawnBare("--executors", String(EXECUTORS));
-const si = BlockxProcess.spawn(["syncinvoker"], {
+const invokerEnv = {
   SYNCINVOKER_LISTEN: "127.0.0.1:0",
   EXECUTOR_COUNT: String(EXECUTORS),
   SYNCINVOKER_QUEUE_MAX: "1024",
   SYNCINVOKER_CALLS_PER_EXECUTOR: String(CALLS_PER_EXECUTOR),
   BLOCKX_LOG_LEVEL: "info", // per-call lines are debug: nothing is logged per call
-});
+};
+const si = BlockxProcess.spawn(["syncinvoker"], invokerEnv);
+// The same invoker with executors that sleep at once (the hot spin off): what the spin buys.
+const siCold = BlockxProcess.spawn(["syncinvoker"], { ...invokerEnv, SYNCINVOKER_HOT_SPIN_US: "0" });
 const pool = await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: EXECUTORS }), silentLogger(), { waitForAll: true });
 
 try {
   const siClient = invoker(await si.grpcAddr());
+  const siColdClient = invoker(await siCold.grpcAddr());
   const bareClient = invoker(bare.addr);
   const bareExecClient = invoker(bareExec.addr);
   let seq = 0;
@@ -112,6 +116,7 @@ try {
   for (let i = 0; ; i++) {
     try {
       await siClient.call();
+      await siColdClient.call();
       break;
     } catch (e) {
       if (i > 200) throw e;
@@ -122,7 +127,7 @@ try {
   // ROUNDS interleaved rounds of each series, so that the machine's noise (it is shared) hits
   // every series alike; the figures are the medians of the rounds' p50s and p99s.
   const ROUNDS = 5;
-  const rounds: { grpc: Lat; exec: Lat; execIdle: Lat; handler: Lat; grpcExec: Lat; invoke: Lat }[] = [];
+  const rounds: { grpc: Lat; exec: Lat; execIdle: Lat; handler: Lat; grpcExec: Lat; invoke: Lat; invokeCold: Lat }[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     rounds.push({
       grpc: await latency(bareClient.call, Math.ceil(CALLS / ROUNDS), 300),
@@ -131,12 +136,14 @@ try {
       handler: await latency(handlerCall, Math.ceil(CALLS / ROUNDS), 300),
       grpcExec: await latency(bareExecClient.call, Math.ceil(CALLS / ROUNDS), 300),
       invoke: await latency(siClient.call, Math.ceil(CALLS / ROUNDS), 300),
+      invokeCold: await latency(siColdClient.call, Math.ceil(CALLS / ROUNDS), 300),
     });
   }
   const med = (f: (x: (typeof rounds)[number]) => number) => rounds.map(f).sort((a, b) => a - b)[Math.floor(ROUNDS / 2)]!;
   const grpc1 = { p50: med((x) => x.grpc.p50), p99: med((x) => x.grpc.p99) };
   const exec1 = { p50: med((x) => x.exec.p50), p99: med((x) => x.exec.p99) };
   const invoke1 = { p50: med((x) => x.invoke.p50), p99: med((x) => x.invoke.p99) };
+  const invokeCold1 = { p50: med((x) => x.invokeCold.p50), p99: med((x) => x.invokeCold.p99) };
   const handler1 = { p50: med((x) => x.handler.p50), p99: med((x) => x.handler.p99) };
   const execIdle1 = { p50: med((x) => x.execIdle.p50), p99: med((x) => x.execIdle.p99) };
   const grpcExec1 = { p50: med((x) => x.grpcExec.p50), p99: med((x) => x.grpcExec.p99) };
@@ -169,13 +176,19 @@ try {
     `bare executor round trip after 300 µs idle (the executor asleep, as between two Invokes): p50 ${us(execIdle1.p50)}, p99 ${us(execIdle1.p99)}; ` +
       `Invoke / (bare gRPC + this) p50 = ${(invoke1.p50 / (grpc1.p50 + execIdle1.p50)).toFixed(2)}x`,
   );
+  console.log(
+    `the same invoker with SYNCINVOKER_HOT_SPIN_US=0 (executors sleep at once): p50 ${us(invokeCold1.p50)}, p99 ${us(invokeCold1.p99)}; ` +
+      `its ratio p50 / (bare gRPC + bare executor) = ${(invokeCold1.p50 / (grpc1.p50 + exec1.p50)).toFixed(2)}x; hot / cold p50 = ${(invoke1.p50 / invokeCold1.p50).toFixed(2)}x`,
+  );
   console.log(`ratio p50 / (bare gRPC p50 + bare executor p50) = ${ratio.toFixed(2)} (aim <= 1.3)`);
   siClient.client.close();
+  siColdClient.client.close();
   bareClient.client.close();
   bareExecClient.client.close();
 } finally {
   await pool.close();
   await si.stop("SIGKILL");
+  await siCold.stop("SIGKILL");
   bare.proc.kill("SIGKILL");
   bareExec.proc.kill("SIGKILL");
 }

@@ -96,7 +96,11 @@ def main(argv=None) -> None:
         except Exception as e:
             warn(f"cannot install the process filter the pool asked for: {e}")
             sys.exit(1)
-    engine = Engine(sock, args.id)
+    try:
+        hot_spin_s = int(os.environ.get("BLOCKX_EXECUTOR_HOT_SPIN_US", "0") or "0") / 1e6
+    except ValueError:
+        hot_spin_s = 0.0
+    engine = Engine(sock, args.id, hot_spin_s)
     isolation.install_audit_hook(allow_network=os.environ.get("BLOCKX_EXECUTOR_ALLOW_NETWORK") == "1")
     capture.install()
     engine.run()

@@ -40,6 +40,7 @@ All frames go through one write lock. The baton holder queues frames and sends t
 """
 
 import ctypes
+import socket
 import hashlib
 import json
 import threading
@@ -63,11 +64,13 @@ IDLE_THREAD_TTL_S = 30.0
 MIN_IDLE_THREADS = 4
 THREAD_STACK_BYTES = 2 << 20
 DEFAULT_BUDGET_MS = 5000.0
+MAX_HOT_SPIN_S = 0.005
 
 _thread_time = time.thread_time
 _monotonic = time.monotonic
 _clock_gettime = time.clock_gettime
 _allocate_lock = threading.Lock
+_MSG_DONTWAIT = socket.MSG_DONTWAIT
 _loads = json.loads
 _dumps = encode_json
 
@@ -142,8 +145,11 @@ class _Worker:
 class Engine:
     """Engine serves one pool connection until it closes (then the process exits 0)."""
 
-    def __init__(self, sock, executor_id: str) -> None:
+    def __init__(self, sock, executor_id: str, hot_spin_s: float = 0.0) -> None:
         self._sock = sock
+        # Before blocking in recv, poll the socket for this long: a request arriving meanwhile is
+        # read by a running thread instead of one the kernel must wake (25 vs 165 us measured).
+        self._hot_spin_s = max(0.0, min(hot_spin_s, MAX_HOT_SPIN_S))
         self._reader = FrameReader()
         self._wlock = _allocate_lock()
         self._pending = []
@@ -249,7 +255,9 @@ class Engine:
                 if not self._idle:
                     self._spawn_standby()
                 try:
-                    n = sock.recv_into(reader.space())
+                    n = self._spin_recv(sock, reader) if self._hot_spin_s > 0.0 and len(self._active) <= 1 else None
+                    if n is None:
+                        n = sock.recv_into(reader.space())
                 except OSError as e:
                     self._closed(f"pool connection failed: {e}")
                 if not n:
@@ -270,6 +278,18 @@ class Engine:
                 w.baton.pop()
             except IndexError:
                 return
+
+    def _spin_recv(self, sock, reader):
+        """_spin_recv polls the socket without blocking for up to the hot spin; None if nothing
+        came (then the caller blocks). Only while no other thread runs a step: it holds the GIL."""
+        deadline = _monotonic() + self._hot_spin_s
+        space = reader.space()
+        while True:
+            try:
+                return sock.recv_into(space, 0, _MSG_DONTWAIT)
+            except BlockingIOError:
+                if _monotonic() >= deadline:
+                    return None
 
     def _spawn_standby(self) -> None:
         """_spawn_standby keeps one idle thread ready, so that the next suspension hands the

@@ -22,6 +22,7 @@ import { ProgressMeter, type Progress } from "./core/progress";
 import { DEFAULT_RETRY_POLICY, ReservePolicy, type RetryableFailure } from "./core/retry-policy";
 import { BlockxError, type BlockxErrorCode } from "./sdk-error";
 import { readRegisteredWorkers, type RegisteredWorker } from "./worker-registry";
+import { BatchRunner } from "./batch-runner";
 
 /** TaskRef names a task on the Worker that holds it. */
 export interface TaskRef {
@@ -79,6 +80,25 @@ export interface RunResult {
   readonly events: ClientEvent[];
 }
 
+/** Where runFrom picks a task up (all optional: a fresh run). */
+export interface RunStart {
+  readonly handle?: TaskRef;
+  /** The attempt `handle` is (default 1). */
+  readonly attempt?: number;
+  readonly deadlineMs?: number;
+  /** Events and Workers of the run so far; runFrom appends to them. */
+  readonly events?: ClientEvent[];
+  readonly workers?: string[];
+}
+
+export interface RunTasksOptions extends RunTaskOptions {
+  /** Tasks in flight at most (default 4). */
+  readonly concurrency?: number;
+  /** Tasks per ReserveWorkerSlots / SubmitTasks (default 256, at most 1024). */
+  readonly batchSize?: number;
+  readonly onSettled?: (entry: RunTasksEntry) => void;
+}
+
 export type RunTasksEntry = { readonly task: Task; readonly ok: true; readonly run: RunResult } | { readonly task: Task; readonly ok: false; readonly error: BlockxError };
 
 export interface ClientClock {
@@ -129,34 +149,38 @@ export class BlockxClient {
   /** runTask runs a task to its terminal state; a FAILED task resolves (succeeded: false), it does not throw. */
   async runTask(task: Task, opts: RunTaskOptions = {}): Promise<RunResult> {
     validateTask(task);
+    return this.runFrom(task, opts, {});
+  }
+
+  /**
+   * runFrom runs a task from where a caller left it (the batch path hands over a task it submitted,
+   * or one it could not place): with `start.handle`, that run is followed first; then every retry
+   * and resubmission rule of runTask applies. Not for SDK users: validate first.
+   * @internal
+   */
+  async runFrom(task: Task, opts: RunTaskOptions, start: RunStart): Promise<RunResult> {
     const cluster = clusterFor(task, opts.cluster);
     const resubmit = opts.resubmit ?? resubmitByDefault(task);
     const maxAttempts = opts.maxAttempts ?? this.config.maxAttempts;
-    const deadlineMs = this.deadlineOf(task, opts);
-    const events: ClientEvent[] = [];
+    const deadlineMs = start.deadlineMs ?? this.deadlineOf(task, opts);
+    const events: ClientEvent[] = start.events ?? [];
     const emit = (e: ClientEvent) => {
       events.push(e);
       opts.onEvent?.(e);
     };
-    const workers: string[] = [];
-    for (let attempt = 1; ; attempt++) {
-      const handle = await this.reserveAndSubmit(task, cluster, deadlineMs, emit, attempt);
-      workers.push(handle.workerAddr);
-      const outcome = await this.follow(handle, deadlineMs, opts.onProgress, emit);
-      if (outcome.kind === "terminal") {
-        const state = stateName(outcome.result.snapshot?.state);
-        return {
-          taskId: task.taskId,
-          cluster,
-          state,
-          succeeded: state === "SUCCEEDED",
-          result: outcome.result,
-          returnValues: outcome.result.returnValues.map((b) => parseExactJson(b.toString("utf8")) as unknown),
-          attempts: attempt,
-          workers,
-          events,
-        };
+    const workers: string[] = start.workers ?? [];
+    let handed = start.handle;
+    for (let attempt = start.attempt ?? 1; ; attempt++) {
+      let handle: TaskRef;
+      if (handed) {
+        handle = handed;
+        handed = undefined;
+      } else {
+        handle = await this.reserveAndSubmit(task, cluster, deadlineMs, emit, attempt);
+        workers.push(handle.workerAddr);
       }
+      const outcome = await this.follow(handle, deadlineMs, opts.onProgress, emit);
+      if (outcome.kind === "terminal") return finishedRun(task, cluster, outcome.result, attempt, workers, events);
       const again = resubmit && attempt < maxAttempts && this.clock.now() < deadlineMs;
       emit({ kind: "workerLost", attempt, workerAddr: handle.workerAddr, reason: outcome.reason, resubmit: again });
       if (!again) {
@@ -172,25 +196,18 @@ export class BlockxClient {
 
   /**
    * runTasks runs many tasks (e.g. a backfill cut into ranges) with at most `concurrency` in
-   * flight; each is retried and resubmitted on its own. Settles every task, in input order.
+   * flight, through the batch path: one ReserveWorkerSlots per batch of up to `batchSize` tasks,
+   * one SubmitTasks and one WatchTasks stream per Worker of the batch. A task the batch could not
+   * place (no slot, a refused or lost submit, a lost Worker) continues alone under runTask's retry
+   * and resubmission rules, so every rule holds per task. Settles every task, in input order.
    */
-  async runTasks(tasks: readonly Task[], opts: RunTaskOptions & { concurrency?: number; onSettled?: (entry: RunTasksEntry) => void } = {}): Promise<RunTasksEntry[]> {
-    const out: RunTasksEntry[] = new Array(tasks.length);
-    let next = 0;
-    const lane = async () => {
-      while (next < tasks.length) {
-        const i = next++;
-        const task = tasks[i]!;
-        try {
-          out[i] = { task, ok: true, run: await this.runTask(task, opts) };
-        } catch (e) {
-          out[i] = { task, ok: false, error: e instanceof BlockxError ? e : new BlockxError("RPC_FAILED", String(e)) };
-        }
-        opts.onSettled?.(out[i]!);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.max(1, Math.min(opts.concurrency ?? 4, tasks.length)) }, lane));
-    return out;
+  async runTasks(tasks: readonly Task[], opts: RunTasksOptions = {}): Promise<RunTasksEntry[]> {
+    return new BatchRunner(this, this.transport, this.clock, (capMs) => this.rpcDeadline(capMs)).run(tasks, opts);
+  }
+
+  /** deadlineOf: the wall-clock deadline of a run of `task` started now. @internal */
+  deadlineOf(task: Task, opts: Pick<RunTaskOptions, "deadlineMs" | "timeoutMs">): number {
+    return opts.deadlineMs ?? this.clock.now() + (opts.timeoutMs ?? (task.taskTimeoutMs || DEFAULT_TASK_TIMEOUT_MS) + RUN_MARGIN_MS);
   }
 
   /** submit reserves a slot and submits the task, with the retry rules; it does not wait for the task. */
@@ -343,10 +360,6 @@ export class BlockxClient {
     }
   }
 
-  private deadlineOf(task: Task, opts: Pick<RunTaskOptions, "deadlineMs" | "timeoutMs">): number {
-    return opts.deadlineMs ?? this.clock.now() + (opts.timeoutMs ?? (task.taskTimeoutMs || DEFAULT_TASK_TIMEOUT_MS) + RUN_MARGIN_MS);
-  }
-
   private rpcDeadline(capMs = Infinity): number {
     return Math.min(capMs, this.clock.now() + this.config.rpcTimeoutMs);
   }
@@ -423,7 +436,7 @@ export class BlockxClient {
       // While the Worker is unreachable only the polls (each with a deadline) run: a new stream
       // to a hung Worker could wait for its connection without end.
       if (streaming && unreachableSinceMs === undefined) {
-        const { err, silentSinceMs } = await this.stream(w, ref.taskId, deadlineMs, (s) => {
+        const { err, silentSinceMs } = await this.stream(w, [ref.taskId], deadlineMs, (s) => {
           unreachableSinceMs = undefined;
           seen(s);
           if (TERMINAL_TASK_STATES.has(s.state)) terminalSeen = true;
@@ -458,14 +471,16 @@ export class BlockxClient {
   }
 
   /**
-   * stream runs one WatchTasks call; resolves with its error, if any. A hung Worker (stopped,
-   * not dead) keeps its connection open and just says nothing, so a stream quiet for
-   * STREAM_QUIET_MS is probed with GetTaskResult: a probe unanswered within workerLostAfterMs
-   * ends the stream, with `silentSinceMs` (when the probe was sent) for the caller to judge.
+   * stream runs one WatchTasks call over `taskIds`; resolves with its error, if any. A hung Worker
+   * (stopped, not dead) keeps its connection open and just says nothing, so a stream quiet for
+   * STREAM_QUIET_MS is probed with GetTaskResult of a task not yet seen terminal: a probe
+   * unanswered within workerLostAfterMs ends the stream, with `silentSinceMs` (when the probe was
+   * sent) for the caller to judge; a probe that finds that task terminal ends it too (the caller
+   * reads the results). @internal (the batch path watches its tasks with it)
    */
-  private stream(
+  stream(
     w: ReturnType<GrpcTransport["worker"]>,
-    taskId: string,
+    taskIds: readonly string[],
     deadlineMs: number,
     onSnapshot: (s: TaskSnapshot) => void,
   ): Promise<{ err?: grpc.ServiceError; silentSinceMs?: number }> {
@@ -473,7 +488,8 @@ export class BlockxClient {
       let settled = false;
       let heardMs = this.clock.now();
       let probing = false;
-      const call = w.client.watchTasks({ taskIds: [taskId] }, w.metadata(), { deadline: deadlineMs });
+      const open = new Set(taskIds);
+      const call = w.client.watchTasks({ taskIds: [...taskIds] }, w.metadata(), { deadline: deadlineMs });
       const finish = (r: { err?: grpc.ServiceError; silentSinceMs?: number }) => {
         if (settled) return;
         settled = true;
@@ -483,6 +499,8 @@ export class BlockxClient {
       };
       const probe = () => {
         if (settled || probing || this.clock.now() - heardMs < STREAM_QUIET_MS) return;
+        const taskId = open.values().next().value;
+        if (taskId === undefined) return;
         probing = true;
         const sentMs = this.clock.now();
         unary(w.client.getTaskResult.bind(w.client), { taskId }, w.metadata(), Math.min(deadlineMs, sentMs + this.config.workerLostAfterMs)).then(
@@ -501,6 +519,7 @@ export class BlockxClient {
       const watchdog = setInterval(probe, STREAM_QUIET_MS / 4);
       call.on("data", (s: TaskSnapshot) => {
         heardMs = this.clock.now();
+        if (TERMINAL_TASK_STATES.has(s.state)) open.delete(s.taskId);
         onSnapshot(s);
       });
       call.on("error", (e: grpc.ServiceError) => finish({ err: e }));
@@ -509,14 +528,30 @@ export class BlockxClient {
   }
 }
 
-function validateTask(task: Task): void {
+/** finishedRun: the RunResult of a task that reached a terminal state. */
+export function finishedRun(task: Task, cluster: Cluster, result: TaskResult, attempts: number, workers: string[], events: ClientEvent[]): RunResult {
+  const state = stateName(result.snapshot?.state);
+  return {
+    taskId: task.taskId,
+    cluster,
+    state,
+    succeeded: state === "SUCCEEDED",
+    result,
+    returnValues: result.returnValues.map((b) => parseExactJson(b.toString("utf8")) as unknown),
+    attempts,
+    workers,
+    events,
+  };
+}
+
+export function validateTask(task: Task): void {
   if (!task.taskId) throw new BlockxError("INVALID_ARGUMENT", "the task has no task_id");
   if (!task.functionCallConfig?.config) throw new BlockxError("INVALID_ARGUMENT", `task ${task.taskId}: no call config (block_table, block_bundle or inputs)`);
   if (task.outputs.length === 0) throw new BlockxError("INVALID_ARGUMENT", `task ${task.taskId}: no output (a table or return_value)`);
 }
 
 /** retryableFailure classifies a gRPC error; a call that timed out counts as Unavailable. */
-function retryableFailure(e: unknown): RetryableFailure | undefined {
+export function retryableFailure(e: unknown): RetryableFailure | undefined {
   if (!isServiceError(e)) return undefined;
   switch (e.code) {
     case grpc.status.UNAVAILABLE:
@@ -548,7 +583,12 @@ const CODE_BY_STATUS: Partial<Record<grpc.status, BlockxErrorCode>> = {
 export function toBlockxError(e: unknown, what: string): BlockxError {
   if (e instanceof BlockxError) return e;
   if (!isServiceError(e)) return new BlockxError("RPC_FAILED", `${what}: ${String(e)}`);
-  return new BlockxError(CODE_BY_STATUS[e.code] ?? "RPC_FAILED", `${what}: ${grpc.status[e.code]}: ${e.details}`, e.code);
+  return statusError(e.code, e.details, what);
+}
+
+/** statusError: a gRPC status a batch answered for one task, as the SDK error a single call would have thrown. */
+export function statusError(code: grpc.status, details: string, what: string): BlockxError {
+  return new BlockxError(CODE_BY_STATUS[code] ?? "RPC_FAILED", `${what}: ${grpc.status[code]}: ${details}`, code);
 }
 
 export function stateName(state: TaskState | undefined): TaskStateName {

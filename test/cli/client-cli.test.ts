@@ -68,6 +68,30 @@ describe("client CLI", () => {
     expect((await blockx(["table", "no_such_table"])).code).toBe(1);
   }, 60_000);
 
+  test("submit --many FILE.jsonl: every task through the batch path, one JSON line per task; a task that fails makes exit 1", async () => {
+    const fn = { source: DOUBLE, entry: "main" };
+    const lines = [
+      ...[1, 2, 3].map((x) => ({ taskId: `many-${x}`, functionCallConfig: { function: fn, inputs: { inputs: [x] } }, outputs: [{ returnValue: {} }] })),
+      { taskId: "many-raises", functionCallConfig: { function: { source: RAISES, entry: "main" }, inputs: { inputs: [7] } }, outputs: [{ returnValue: {} }] },
+    ];
+    writeFileSync(join(cluster.dir, "many.jsonl"), `${lines.map((l) => JSON.stringify(l)).join("\n")}\n\n`);
+    const out = await blockx(["submit", "--many", "many.jsonl", "--json", "--batch-size", "2", "--concurrency", "4"]);
+    expect(out.code).toBe(1);
+    const settled = out.stdout.trim().split("\n").map((l) => JSON.parse(l) as { taskId: string; state: string; workerAddr: string });
+    expect(settled.map((l) => [l.taskId, l.state]).sort()).toEqual([
+      ["many-1", "SUCCEEDED"],
+      ["many-2", "SUCCEEDED"],
+      ["many-3", "SUCCEEDED"],
+      ["many-raises", "FAILED"],
+    ]);
+    expect(settled.every((l) => l.workerAddr === workerAddr)).toBe(true);
+    const bad = await blockx(["submit", "--many", "many.jsonl", "--batch-size", "2000"]);
+    expect({ code: bad.code, stderr: bad.stderr }).toMatchObject({ code: 2, stderr: expect.stringContaining("--batch-size: at most 1024") });
+    writeFileSync(join(cluster.dir, "broken.jsonl"), `${JSON.stringify(lines[0])}\nnot json\n`);
+    const broken = await blockx(["submit", "--many", "broken.jsonl"]);
+    expect({ code: broken.code, stderr: broken.stderr }).toMatchObject({ code: 2, stderr: expect.stringContaining("broken.jsonl:2: not JSON") });
+  }, 60_000);
+
   test("submit without --watch returns a handle; watch and result --json follow it; return values are decoded JSON", async () => {
     const sub = await blockx(["submit", "--function", "double.py", "--inputs", "[1, 2, 3]", "--return", "--json", "--task-id", "cli-handle"]);
     expect(sub.code).toBe(0);

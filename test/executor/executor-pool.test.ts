@@ -71,6 +71,20 @@ describe("message flows", () => {
     expect(o.suspensions).toBe(0);
   });
 
+  test("hot spin (the Sync Invoker's): serial calls, def suspensions and async IO still get exactly their own results; a hung call is still caught", async () => {
+    const pool = await startPool({ hotSpinUs: 2000 });
+    for (let i = 0; i < 200; i++) expect(expectOk(await run(pool, "def main(ctx, x):\n    return x + 1\n", i))).toBe(i + 1);
+    const owner: CallOwner = { io: async (r) => ({ ok: true, value: r.params, ioMs: 1 }) };
+    const both = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        run(pool, i % 2 === 0 ? "def main(ctx, x):\n    return ctx.io('b', 'op', x) * 2\n" : "async def main(ctx, x):\n    return (await ctx.io('b', 'op', x)) * 2\n", i, owner),
+      ),
+    );
+    expect(both.map(expectOk)).toEqual(Array.from({ length: 50 }, (_, i) => i * 2));
+    // The spin must not starve the monitor: an over-budget loop is still failed.
+    expectError(await run(pool, "def main(ctx, x):\n    while True:\n        pass\n", null, {}, 200), "BUDGET_EXCEEDED");
+  });
+
   test("async def entries work, awaiting IO", async () => {
     const pool = await startPool();
     const owner: CallOwner = { io: async (r) => ({ ok: true, value: { got: r.params }, ioMs: 3 }) };

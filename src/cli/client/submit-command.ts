@@ -6,7 +6,9 @@ import type { ClientCommandRun } from "./client-command";
 import { EXIT } from "./exit-codes";
 import { onInterrupt, progressHandlers } from "./progress-handlers";
 import { printResult } from "./result-format";
-import { taskFromArgs } from "./task-from-args";
+import { readTaskLines, taskFromArgs } from "./task-from-args";
+import { MAX_BATCH_SIZE } from "../../sdk/batch-runner";
+import { exitCodeOfError, exitCodeOfState } from "./exit-codes";
 
 function clusterFlag(args: ParsedArgs): Cluster | undefined {
   const c = flagValue(args, "cluster");
@@ -16,6 +18,9 @@ function clusterFlag(args: ParsedArgs): Cluster | undefined {
 }
 
 async function submit(args: ParsedArgs, client: BlockxClient): Promise<number> {
+  const many = flagValue(args, "many");
+  if (many !== undefined) return submitMany(args, client, many);
+  for (const f of ["concurrency", "batch-size"]) if (args.flags.has(f)) throw new UsageError(`--${f} goes with --many`);
   const task = taskFromArgs(args, args.positional[0]);
   const cluster = clusterFlag(args);
   const timeoutMs = intFlag(args, "deadline-ms", 1);
@@ -34,6 +39,56 @@ async function submit(args: ParsedArgs, client: BlockxClient): Promise<number> {
     handlers.display.finish();
   });
   return printResult(args.flags.has("json"), run.result, run);
+}
+
+/** What `submit --many` prints per task. */
+interface ManyLine {
+  readonly taskId: string;
+  readonly state: string;
+  readonly workerAddr: string;
+  readonly attempts: number;
+  readonly error?: string;
+}
+
+/**
+ * submitMany runs every task of a JSON Lines file through the SDK's batch path (runTasks) and
+ * prints one line per task as it settles (JSON Lines with --json), then a count. Exit code: the
+ * worst of the tasks' (a failed task 1, an error its code's).
+ */
+async function submitMany(args: ParsedArgs, client: BlockxClient, path: string): Promise<number> {
+  if (args.positional.length > 0) throw new UsageError("--many FILE.jsonl takes no TASK.json (the tasks are in the file)");
+  const tasks = readTaskLines(path);
+  const resubmit = args.flags.has("resubmit") ? true : args.flags.has("no-resubmit") ? false : undefined;
+  const json = args.flags.has("json");
+  let worst: number = EXIT.OK;
+  let succeeded = 0;
+  await client.runTasks(tasks, {
+    cluster: clusterFlag(args),
+    timeoutMs: intFlag(args, "deadline-ms", 1),
+    resubmit,
+    concurrency: intFlag(args, "concurrency", 1) ?? DEFAULT_MANY_CONCURRENCY,
+    batchSize: batchSizeFlag(args),
+    onSettled: (e) => {
+      const line: ManyLine = e.ok
+        ? { taskId: e.task.taskId, state: e.run.state, workerAddr: e.run.workers.at(-1) ?? "", attempts: e.run.attempts }
+        : { taskId: e.task.taskId, state: "ERROR", workerAddr: "", attempts: 0, error: e.error.message };
+      const code = e.ok ? exitCodeOfState(e.run.state) : exitCodeOfError(e.error.code);
+      if (code === EXIT.OK) succeeded++;
+      worst = Math.max(worst, code);
+      console.log(json ? JSON.stringify(line) : `${line.taskId}\t${line.state}\t${line.error ?? line.workerAddr}`);
+    },
+  });
+  if (!json) console.error(`${succeeded} of ${tasks.length} tasks succeeded`);
+  return worst;
+}
+
+/** submit --many: tasks in flight at once by default (a few batches' worth, well under a Worker's 50 slots times a few Workers). */
+const DEFAULT_MANY_CONCURRENCY = 64;
+
+function batchSizeFlag(args: ParsedArgs): number | undefined {
+  const n = intFlag(args, "batch-size", 1);
+  if (n !== undefined && n > MAX_BATCH_SIZE) throw new UsageError(`--batch-size: at most ${MAX_BATCH_SIZE}, got ${n}`);
+  return n;
 }
 
 export const submitRun: ClientCommandRun = (args, client) => submit(args, client);

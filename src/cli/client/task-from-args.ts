@@ -39,9 +39,38 @@ const TaskFileSchema = z.looseObject({}).refine((o) => typeof o === "object" && 
  * value itself (proto3 JSON would want base64 of its encoding, which a string input still is).
  */
 export function readTaskFile(path: string): Task {
-  const raw = readJsonArg("task file", `@${path}`);
+  return taskFromJson(readJsonArg("task file", `@${path}`), `${path}: a task file holds one JSON object (worker.v1.Task)`);
+}
+
+/** A --many file holds at most this many tasks (one per line). */
+export const MAX_TASKS_PER_FILE = 100_000;
+
+/**
+ * readTaskLines reads a JSON Lines file of tasks (`blockx submit --many`): one task per non-empty
+ * line, each in readTaskFile's format. A bad line is named by its number.
+ */
+export function readTaskLines(path: string): Task[] {
+  if (!existsSync(path)) throw new UsageError(`--many ${path}: no such file`);
+  const lines = readFileSync(path, "utf8").split("\n");
+  const tasks: Task[] = [];
+  lines.forEach((line, i) => {
+    if (line.trim() === "") return;
+    if (tasks.length === MAX_TASKS_PER_FILE) throw new UsageError(`--many ${path}: at most ${MAX_TASKS_PER_FILE} tasks in one file (split it)`);
+    let raw: unknown;
+    try {
+      raw = JSON.parse(line) as unknown;
+    } catch (e) {
+      throw new UsageError(`--many ${path}:${i + 1}: not JSON: ${(e as Error).message}`);
+    }
+    tasks.push(taskFromJson(raw, `--many ${path}:${i + 1}: each line holds one JSON object (worker.v1.Task)`));
+  });
+  if (tasks.length === 0) throw new UsageError(`--many ${path}: no task in the file`);
+  return tasks;
+}
+
+function taskFromJson(raw: unknown, notAnObject: string): Task {
   const parsed = TaskFileSchema.safeParse(raw);
-  if (!parsed.success) throw new UsageError(`${path}: a task file holds one JSON object (worker.v1.Task)`);
+  if (!parsed.success) throw new UsageError(notAnObject);
   const obj = structuredClone(parsed.data) as Record<string, Record<string, Record<string, unknown>>>;
   const fcc = obj.functionCallConfig ?? obj.function_call_config;
   const inputs = fcc?.inputs?.inputs;

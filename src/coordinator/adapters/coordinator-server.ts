@@ -7,6 +7,9 @@ import type {
   GetReservationOutcomesResponse,
   ReserveWorkerSlotRequest,
   ReserveWorkerSlotResponse,
+  ReserveWorkerSlotsRequest,
+  ReserveWorkerSlotsResponse,
+  SlotGrant,
 } from "../../gen/coordinator/v1/coordinator";
 import { ErrorCode } from "../../common/error-code";
 import { CoordinatorError } from "../core/coordinator-error";
@@ -15,6 +18,15 @@ import { type Reply, ReservationCore } from "../core/reservation-core";
 import { ReservationOutcomeLog, RESERVATION_LOG_CAPACITY } from "../core/reservation-outcome-log";
 import { coordCodeToGRPC } from "./coord-code-to-grpc";
 import type { SlotReservation, SlotReserver } from "./slot-reserver";
+
+/** ReserveWorkerSlots: at most this many task ids in one request. */
+export const MAX_RESERVE_BATCH = 1024;
+/**
+ * Reservations of one batch in flight at once: enough to overlap the Workers' answers, few enough
+ * that each candidate is chosen after the earlier answers lowered the winners' free capacity (all
+ * at once would send the whole batch to the top-ranked Worker first).
+ */
+const BATCH_RESERVATIONS_IN_FLIGHT = 32;
 
 export interface HandlerConfig {
   /** Retries on the same Worker after an uncertain result (0 allowed). */
@@ -93,6 +105,46 @@ export class CoordinatorServer {
     throw next.result.err;
   }
 
+  /**
+   * reserveWorkerSlots runs one reservation per task id, each through reserveWorkerSlot (the same
+   * validation, readiness, ranking, filters and retries as a single ReserveWorkerSlot), and
+   * returns one grant per id in request order: partial success is explicit, never all-or-nothing.
+   * A task id repeated in the batch is refused after its first occurrence (two concurrent
+   * reservations of one id could land on two Workers). Throws CoordinatorError only for a
+   * malformed request as a whole (no ids, too many).
+   */
+  async reserveWorkerSlots(taskIds: readonly string[], isCancelled: () => boolean = () => false): Promise<ReserveWorkerSlotsResponse> {
+    if (taskIds.length === 0) throw new CoordinatorError(ErrorCode.ErrInvalidArgument, "task_ids: at least one task id is required");
+    if (taskIds.length > MAX_RESERVE_BATCH) throw new CoordinatorError(ErrorCode.ErrInvalidArgument, `task_ids: at most ${MAX_RESERVE_BATCH} in one request, got ${taskIds.length}`);
+    const grants: SlotGrant[] = new Array(taskIds.length);
+    const seen = new Set<string>();
+    const todo: number[] = [];
+    taskIds.forEach((taskId, i) => {
+      if (seen.has(taskId)) {
+        grants[i] = refusal(taskId, new CoordinatorError(ErrorCode.ErrInvalidArgument, `task_id ${JSON.stringify(taskId)} appears more than once in the batch`));
+      } else {
+        seen.add(taskId);
+        todo.push(i);
+      }
+    });
+    let next = 0;
+    const lane = async () => {
+      while (next < todo.length) {
+        const i = todo[next++]!;
+        const taskId = taskIds[i]!;
+        try {
+          const r = await this.reserveWorkerSlot(taskId, isCancelled);
+          grants[i] = { taskId, workerAddr: r.workerAddr, slotId: r.slotId, status: grpc.status.OK, code: "", message: "" };
+        } catch (e) {
+          if (!(e instanceof CoordinatorError)) this.log.error({ err: e, taskId }, "ReserveWorkerSlots failed unexpectedly for a task");
+          grants[i] = refusal(taskId, e instanceof CoordinatorError ? e : new CoordinatorError(ErrorCode.ErrInternal, `internal error: ${(e as Error).message}`));
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(BATCH_RESERVATIONS_IN_FLIGHT, todo.length) }, lane));
+    return { grants };
+  }
+
   /** drive runs one reservation through the core: each requestSlot sent, each answer fed back, to the reply. */
   private async drive(taskId: string, isCancelled: () => boolean, asked: { workerAddr: string; count: number }): Promise<Reply> {
     const reservationId = ++this.nextReservationId;
@@ -142,6 +194,20 @@ export class CoordinatorServer {
     };
   }
 
+  /** grpcBatchHandler adapts reserveWorkerSlots to a grpc-js unary handler (block and bundle services). */
+  grpcBatchHandler(): grpc.handleUnaryCall<ReserveWorkerSlotsRequest, ReserveWorkerSlotsResponse> {
+    return (call, callback) => {
+      this.reserveWorkerSlots(call.request.taskIds, () => call.cancelled).then(
+        (res) => callback(null, res),
+        (e: unknown) => {
+          if (e instanceof CoordinatorError) return callback(grpcError(coordCodeToGRPC(e.code), e.message));
+          this.log.error({ err: e }, "ReserveWorkerSlots failed unexpectedly");
+          callback(grpcError(grpc.status.INTERNAL, `internal error: ${(e as Error).message}`));
+        },
+      );
+    };
+  }
+
   /** grpcHandler adapts reserveWorkerSlot to a grpc-js unary handler (block and bundle services). */
   grpcHandler(): grpc.handleUnaryCall<ReserveWorkerSlotRequest, ReserveWorkerSlotResponse> {
     return (call, callback) => {
@@ -158,4 +224,9 @@ export class CoordinatorServer {
       );
     };
   }
+}
+
+/** refusal: a task's grant that carries no slot, with the status ReserveWorkerSlot would have failed with. */
+function refusal(taskId: string, e: CoordinatorError): SlotGrant {
+  return { taskId, workerAddr: "", slotId: "", status: coordCodeToGRPC(e.code), code: e.code, message: e.message };
 }

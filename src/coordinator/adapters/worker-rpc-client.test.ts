@@ -4,6 +4,14 @@ import { ErrorCode } from "../../common/error-code";
 import { freePort } from "../../../test/support/ports";
 import { WorkerDouble } from "../../../test/support/worker-double";
 import { grpcErrToSlotError, WorkerRPCClient } from "./worker-rpc-client";
+import {
+  type RequestTaskSlotRequest,
+  type RequestTaskSlotsRequest,
+  type RequestTaskSlotsResponse,
+  TaskSnapshot,
+  WorkerServiceService,
+  type WorkerServiceServer,
+} from "../../gen/worker/v1/worker";
 
 describe("grpcErrToSlotError", () => {
   const cases: [grpc.status, string, ErrorCode, boolean][] = [
@@ -83,5 +91,75 @@ describe("WorkerRPCClient against real gRPC servers", () => {
     expect(w.requests.length).toBe(1);
     expect(res.err?.code).toBe(ErrorCode.ErrSlotUncertain);
     expect(res.err?.mayHaveAllocated).toBe(true);
+  });
+
+  test("requests of one turn to a Worker without RequestTaskSlots (UNIMPLEMENTED) each go as RequestTaskSlot", async () => {
+    const w = await WorkerDouble.start();
+    doubles.push(w);
+    const answers = await Promise.all(["a", "b", "c"].map((taskId) => client.requestTaskSlot(w.addr, { taskId, ttlMs: 5000, timeoutMs: 2000 })));
+    expect(answers.map((a) => a.snapshot?.slotId)).toEqual(["slot-a", "slot-b", "slot-c"]);
+    expect(w.requests.map((r) => r.taskId).sort()).toEqual(["a", "b", "c"]);
+  });
+});
+
+describe("WorkerRPCClient coalesces one turn's requests to a Worker into one RequestTaskSlots", () => {
+  /** A WorkerService with only the two slot calls: it records what arrived, answers per task. */
+  async function slotServer(answer: (taskId: string) => { status: grpc.status; message?: string } | "hang") {
+    const calls: { method: string; taskIds: string[] }[] = [];
+    const server = new grpc.Server();
+    server.addService(WorkerServiceService, {
+      requestTaskSlot: (call: grpc.ServerUnaryCall<RequestTaskSlotRequest, TaskSnapshot>, cb: grpc.sendUnaryData<TaskSnapshot>) => {
+        calls.push({ method: "one", taskIds: [call.request.taskId] });
+        cb(null, TaskSnapshot.create({ taskId: call.request.taskId, slotId: `slot-${call.request.taskId}` }));
+      },
+      requestTaskSlots: (call: grpc.ServerUnaryCall<RequestTaskSlotsRequest, RequestTaskSlotsResponse>, cb: grpc.sendUnaryData<RequestTaskSlotsResponse>) => {
+        const ids = call.request.requests.map((r) => r.taskId);
+        calls.push({ method: "many", taskIds: ids });
+        if (ids.some((id) => answer(id) === "hang")) return;
+        cb(null, {
+          outcomes: ids.map((taskId) => {
+            const a = answer(taskId) as { status: grpc.status; message?: string };
+            return a.status === grpc.status.OK
+              ? { taskId, snapshot: TaskSnapshot.create({ taskId, slotId: `slot-${taskId}` }), status: 0, message: "" }
+              : { taskId, snapshot: undefined, status: a.status, message: a.message ?? "" };
+          }),
+        });
+      },
+    } as unknown as WorkerServiceServer);
+    const port = await new Promise<number>((resolve, reject) => server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+    return { addr: `127.0.0.1:${port}`, calls, stop: () => server.forceShutdown() };
+  }
+
+  test("each request gets what RequestTaskSlot would have answered it: a slot, or an explicit refusal", async () => {
+    const client = new WorkerRPCClient();
+    const s = await slotServer((id) => (id === "full" ? { status: grpc.status.RESOURCE_EXHAUSTED, message: "no free slot" } : { status: grpc.status.OK }));
+    try {
+      const answers = await Promise.all(["a", "full", "b"].map((taskId) => client.requestTaskSlot(s.addr, { taskId, ttlMs: 5000, timeoutMs: 2000 })));
+      expect(s.calls).toEqual([{ method: "many", taskIds: ["a", "full", "b"] }]);
+      expect(answers[0]!.snapshot?.slotId).toBe("slot-a");
+      expect(answers[1]!.err).toEqual({ code: ErrorCode.ErrNoSlot, message: "no free slot", mayHaveAllocated: false });
+      expect(answers[2]!.snapshot?.slotId).toBe("slot-b");
+      // A lone request goes as RequestTaskSlot.
+      expect((await client.requestTaskSlot(s.addr, { taskId: "alone", ttlMs: 5000, timeoutMs: 2000 })).snapshot?.slotId).toBe("slot-alone");
+      expect(s.calls.at(-1)).toEqual({ method: "one", taskIds: ["alone"] });
+    } finally {
+      client.close();
+      s.stop();
+    }
+  });
+
+  test("a RequestTaskSlots left unanswered leaves every request in it uncertain (each may have been served)", async () => {
+    const client = new WorkerRPCClient();
+    const s = await slotServer(() => "hang");
+    try {
+      const answers = await Promise.all(["x", "y"].map((taskId) => client.requestTaskSlot(s.addr, { taskId, ttlMs: 5000, timeoutMs: 200 })));
+      expect(answers.map((a) => [a.err?.code, a.err?.mayHaveAllocated])).toEqual([
+        [ErrorCode.ErrSlotUncertain, true],
+        [ErrorCode.ErrSlotUncertain, true],
+      ]);
+    } finally {
+      client.close();
+      s.stop();
+    }
   });
 });

@@ -1,6 +1,6 @@
 import * as grpc from "@grpc/grpc-js";
 import { ErrorCode } from "../../common/error-code";
-import { RequestTaskSlotRequest, WorkerServiceClient } from "../../gen/worker/v1/worker";
+import { RequestTaskSlotRequest, type TaskSlotOutcome, WorkerServiceClient } from "../../gen/worker/v1/worker";
 import type { RequestTaskSlotArgs, SlotError, SlotReservation, SlotReserver } from "./slot-reserver";
 
 /** Channel options for Coordinator -> Worker channels: reconnect fast after a Worker restart. */
@@ -55,15 +55,71 @@ export function grpcErrToSlotError(err: Pick<grpc.ServiceError, "code" | "detail
   }
 }
 
+/** The most slot requests one RequestTaskSlots carries (the Worker's bound). */
+const MAX_SLOT_REQUESTS_PER_CALL = 1024;
+
+interface QueuedSlotRequest {
+  readonly args: RequestTaskSlotArgs;
+  readonly resolve: (r: SlotReservation) => void;
+}
+
 /**
  * WorkerRPCClient is the gRPC SlotReserver: one cached channel per Worker address (a
  * point-to-point client needs no balancer). `forget` closes the channel of a Worker that left
  * the view.
+ *
+ * Requests for one Worker made in the same turn of the event loop (a ReserveWorkerSlots batch,
+ * or concurrent clients) go as one RequestTaskSlots call; each still gets the answer a
+ * RequestTaskSlot would have given it, so the reservation loop decides exactly as before. A lone
+ * request, and every request to a Worker without RequestTaskSlots (UNIMPLEMENTED: nothing ran),
+ * goes as a RequestTaskSlot.
  */
 export class WorkerRPCClient implements SlotReserver {
   private readonly clients = new Map<string, WorkerServiceClient>();
+  private readonly queued = new Map<string, QueuedSlotRequest[]>();
+  private readonly singleOnly = new Set<string>();
 
   requestTaskSlot(workerAddr: string, args: RequestTaskSlotArgs): Promise<SlotReservation> {
+    return new Promise((resolve) => {
+      const q = this.queued.get(workerAddr);
+      if (q) return void q.push({ args, resolve });
+      this.queued.set(workerAddr, [{ args, resolve }]);
+      queueMicrotask(() => this.flush(workerAddr));
+    });
+  }
+
+  private flush(workerAddr: string): void {
+    const q = this.queued.get(workerAddr) ?? [];
+    this.queued.delete(workerAddr);
+    if (q.length === 1 || this.singleOnly.has(workerAddr)) {
+      for (const r of q) void this.requestOne(workerAddr, r.args).then(r.resolve);
+      return;
+    }
+    for (let i = 0; i < q.length; i += MAX_SLOT_REQUESTS_PER_CALL) this.requestMany(workerAddr, q.slice(i, i + MAX_SLOT_REQUESTS_PER_CALL));
+  }
+
+  private requestMany(workerAddr: string, batch: QueuedSlotRequest[]): void {
+    const client = this.clientFor(workerAddr);
+    const requests = batch.map((b) => RequestTaskSlotRequest.create({ taskId: b.args.taskId, ttlMs: b.args.ttlMs }));
+    const deadline = Date.now() + Math.min(...batch.map((b) => b.args.timeoutMs));
+    client.requestTaskSlots({ requests }, new grpc.Metadata(), { deadline }, (err, res) => {
+      if (err?.code === grpc.status.UNIMPLEMENTED) {
+        this.singleOnly.add(workerAddr);
+        for (const b of batch) void this.requestOne(workerAddr, b.args).then(b.resolve);
+        return;
+      }
+      batch.forEach((b, i) => {
+        const o: TaskSlotOutcome | undefined = res?.outcomes[i];
+        if (err) b.resolve({ err: grpcErrToSlotError(err) });
+        else if (!o || o.taskId !== b.args.taskId) b.resolve({ err: { code: ErrorCode.ErrSlotUncertain, message: "the Worker's RequestTaskSlots answer does not match the request", mayHaveAllocated: true } });
+        else if (o.status !== grpc.status.OK) b.resolve({ err: grpcErrToSlotError({ code: o.status, details: o.message }) });
+        else if (!o.snapshot) b.resolve({ err: { code: ErrorCode.ErrSlotUncertain, message: "empty response", mayHaveAllocated: true } });
+        else b.resolve({ snapshot: o.snapshot });
+      });
+    });
+  }
+
+  private requestOne(workerAddr: string, args: RequestTaskSlotArgs): Promise<SlotReservation> {
     const client = this.clientFor(workerAddr);
     const request = RequestTaskSlotRequest.create({ taskId: args.taskId, ttlMs: args.ttlMs });
     return new Promise((resolve) => {
@@ -78,6 +134,7 @@ export class WorkerRPCClient implements SlotReserver {
   forget(workerAddr: string): void {
     this.clients.get(workerAddr)?.close();
     this.clients.delete(workerAddr);
+    this.singleOnly.delete(workerAddr);
   }
 
   close(): void {

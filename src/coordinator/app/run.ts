@@ -83,9 +83,17 @@ export async function runCoordinator(config: CoordinatorRuntimeConfig): Promise<
   const health = new HealthStatus([config.profile.service]);
   health.register(grpcServer);
   if (config.profile.deployment === "block") {
-    grpcServer.addService(CoordinatorServiceService, { reserveWorkerSlot: server.grpcHandler(), getReservationOutcomes: server.grpcOutcomesHandler() });
+    grpcServer.addService(CoordinatorServiceService, {
+      reserveWorkerSlot: server.grpcHandler(),
+      reserveWorkerSlots: server.grpcBatchHandler(),
+      getReservationOutcomes: server.grpcOutcomesHandler(),
+    });
   } else {
-    grpcServer.addService(BundleCoordinatorServiceService, { reserveWorkerSlot: server.grpcHandler(), getReservationOutcomes: server.grpcOutcomesHandler() });
+    grpcServer.addService(BundleCoordinatorServiceService, {
+      reserveWorkerSlot: server.grpcHandler(),
+      reserveWorkerSlots: server.grpcBatchHandler(),
+      getReservationOutcomes: server.grpcOutcomesHandler(),
+    });
   }
   const boundAddr = await bindGrpcServer(grpcServer, config.listenAddr);
 

@@ -105,6 +105,11 @@ export interface ExecutorPoolConfig {
   readonly bwrap: string;
   readonly nprocLimit: number;
   readonly cacheDir: string;
+  /**
+   * µs an executor polls its socket after a call before it blocks (0: none). The Sync Invoker
+   * sets it (SYNCINVOKER_HOT_SPIN_US): a request arriving within it skips the kernel wake-up.
+   */
+  readonly hotSpinUs?: number;
 }
 
 export function executorPoolConfigFrom(v: ExecutorPoolVars): ExecutorPoolConfig {

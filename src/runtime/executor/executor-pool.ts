@@ -301,6 +301,7 @@ export class ExecutorPool {
       pythonPath: this.pythonPath,
       token,
       nprocLimit: this.config.nprocLimit,
+      hotSpinUs: this.config.hotSpinUs ?? 0,
     };
     // The exit comes later, asynchronously: `e` is set by then.
     const proc = new ExecutorProcess(spec, this.log, (exit) => this.onExit(e, exit.code, exit.signal), () => this.callsHeld(e));

@@ -25,6 +25,8 @@ export interface ExecutorSpawnSpec {
   /** The secret the executor proves itself with in its Hello: its own, used once, given on stdin (never in its environment). */
   readonly token: string;
   readonly nprocLimit: number;
+  /** µs the executor polls its socket before blocking in recv (0: it blocks at once). */
+  readonly hotSpinUs: number;
 }
 
 /** ExecutorExit: how the process ended (signal set when a signal ended it). */
@@ -79,6 +81,7 @@ export class ExecutorProcess {
           BLOCKX_EXECUTOR_TOKEN_ON_STDIN: "1",
           BLOCKX_EXECUTOR_NPROC_LIMIT: String(spec.nprocLimit),
           BLOCKX_EXECUTOR_SCRATCH_DIR: sandbox ? SANDBOX_SCRATCH_DIR : spec.scratchDir,
+          BLOCKX_EXECUTOR_HOT_SPIN_US: String(spec.hotSpinUs),
           ...(sandbox ? { BLOCKX_EXECUTOR_PROCESS_FILTER: sandbox.processFilterHex } : {}),
           ...(process.env.BLOCKX_EXECUTOR_ALLOW_NETWORK === "1" ? { BLOCKX_EXECUTOR_ALLOW_NETWORK: "1" } : {}),
         },

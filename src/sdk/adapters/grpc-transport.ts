@@ -1,7 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { hostname, userInfo } from "node:os";
 import { BundleCoordinatorServiceClient } from "../../gen/bundlecoordinator/v1/bundle_coordinator";
-import { CoordinatorServiceClient, type GetReservationOutcomesResponse, type ReserveWorkerSlotResponse } from "../../gen/coordinator/v1/coordinator";
+import { CoordinatorServiceClient, type GetReservationOutcomesResponse, type ReserveWorkerSlotResponse, type ReserveWorkerSlotsResponse } from "../../gen/coordinator/v1/coordinator";
 import { SyncInvokerServiceClient } from "../../gen/syncinvoker/v1/sync_invoker";
 import { WorkerServiceClient } from "../../gen/worker/v1/worker";
 import type { Cluster } from "../core/cluster-selection";
@@ -31,6 +31,8 @@ export interface Reserver {
   reserve(taskId: string, deadlineMs: number): Promise<ReserveWorkerSlotResponse>;
   /** GetReservationOutcomes: how this Coordinator answered lately (the dashboard). */
   outcomes(limit: number, deadlineMs: number): Promise<GetReservationOutcomesResponse>;
+  /** ReserveWorkerSlots: one grant per task id, in order (the two clusters' messages have the same shape). */
+  reserveMany(taskIds: readonly string[], deadlineMs: number): Promise<ReserveWorkerSlotsResponse>;
 }
 
 /**
@@ -83,6 +85,10 @@ export class GrpcTransport {
         outcomes: (limit, deadlineMs) =>
           new Promise<GetReservationOutcomesResponse>((resolve, reject) =>
             c.getReservationOutcomes({ limit }, new grpc.Metadata(), { deadline: deadlineMs }, (e, r) => (e ? reject(e) : resolve(r!))),
+          ),
+        reserveMany: (taskIds, deadlineMs) =>
+          new Promise<ReserveWorkerSlotsResponse>((resolve, reject) =>
+            c.reserveWorkerSlots({ taskIds: [...taskIds] }, new grpc.Metadata(), { deadline: deadlineMs }, (e, r) => (e ? reject(e) : resolve(r!))),
           ),
       };
     });

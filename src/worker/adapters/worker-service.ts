@@ -4,6 +4,11 @@ import { grpcError } from "../../common/grpc/grpc-server";
 import type { Logger } from "../../common/logging/logger";
 import {
   ListTasksResponse,
+  SubmitTasksResponse,
+  RequestTaskSlotsResponse,
+  type TaskSlotOutcome,
+  type SubmitTaskOutcome,
+  type SubmitTaskRequest,
   TaskLogLine,
   TaskStory,
   TaskResult,
@@ -19,6 +24,8 @@ import type { WorkerDriver } from "./worker-driver";
 import { workerCodeToGRPC } from "./worker-code-to-grpc";
 
 const MAX_WATCHED_TASKS = 10_000;
+/** SubmitTasks and RequestTaskSlots: at most this many tasks in one request. */
+export const MAX_SUBMIT_BATCH = 1024;
 /** StreamTaskLogs: at most this many lines of tail, and this many following streams open at once. */
 const MAX_LOG_TAIL = 100_000;
 const MAX_LOG_FOLLOWERS = 1_000;
@@ -66,12 +73,35 @@ export class WorkerService {
         const { taskId, ttlMs } = call.request;
         this.reply(callback, this.driver.requestTaskSlot(taskId, ttlMs));
       },
+      requestTaskSlots: (call, callback) => {
+        const requests = call.request.requests;
+        if (requests.length === 0) return callback(grpcError(grpc.status.INVALID_ARGUMENT, "requests: at least one is required"));
+        if (requests.length > MAX_SUBMIT_BATCH) return callback(grpcError(grpc.status.INVALID_ARGUMENT, `requests: at most ${MAX_SUBMIT_BATCH} in one call, got ${requests.length}`));
+        const outcomes = requests.map(({ taskId, ttlMs }): TaskSlotOutcome => {
+          const r = this.driver.requestTaskSlot(taskId, ttlMs);
+          return r.err ? { taskId, snapshot: undefined, ...this.statusOf(r.err) } : { taskId, snapshot: r.snapshot, status: grpc.status.OK, message: "" };
+        });
+        callback(null, RequestTaskSlotsResponse.create({ outcomes }));
+      },
       submitTask: (call, callback) => {
-        try {
-          this.driver.submitTask(call.request.task, call.request.slotId, ownerOf(call.metadata), (r) => this.reply(callback, r));
-        } catch (e) {
-          this.fail(callback, e);
-        }
+        const outcome = this.submitOne(call.request, ownerOf(call.metadata));
+        if (outcome.status === grpc.status.OK) callback(null, outcome.snapshot!);
+        else callback(grpcError(outcome.status, outcome.message));
+      },
+      submitTasks: (call, callback) => {
+        const requests = call.request.tasks;
+        if (requests.length === 0) return callback(grpcError(grpc.status.INVALID_ARGUMENT, "tasks: at least one task is required"));
+        if (requests.length > MAX_SUBMIT_BATCH) return callback(grpcError(grpc.status.INVALID_ARGUMENT, `tasks: at most ${MAX_SUBMIT_BATCH} in one request, got ${requests.length}`));
+        const owner = ownerOf(call.metadata);
+        const seen = new Set<string>();
+        const outcomes = requests.map((r) => {
+          const taskId = r.task?.taskId ?? "";
+          // A repeated id would be an idempotent hit anyway; refusing it keeps one answer per task.
+          if (taskId !== "" && seen.has(taskId)) return { taskId, snapshot: undefined, status: grpc.status.INVALID_ARGUMENT, message: `task_id ${JSON.stringify(taskId)} appears more than once in the batch` };
+          seen.add(taskId);
+          return this.submitOne(r, owner);
+        });
+        callback(null, SubmitTasksResponse.create({ outcomes }));
       },
       cancelTask: (call, callback) => {
         const { taskId, reason } = call.request;
@@ -229,6 +259,29 @@ export class WorkerService {
         }
       }
     }
+  }
+
+  /**
+   * submitOne is the one per-task submit path (SubmitTask and each task of SubmitTasks): plan,
+   * WorkerCore's decision, start. Its outcome carries the gRPC status SubmitTask answers with.
+   */
+  private submitOne(request: SubmitTaskRequest, owner: string): SubmitTaskOutcome {
+    const taskId = request.task?.taskId ?? "";
+    let reply: SnapshotReply | undefined;
+    try {
+      this.driver.submitTask(request.task, request.slotId, owner, (r) => (reply = r));
+    } catch (e) {
+      return { taskId, snapshot: undefined, ...this.statusOf(e) };
+    }
+    if (!reply) return { taskId, snapshot: undefined, status: grpc.status.INTERNAL, message: "internal error: the submit path gave no answer" };
+    if (reply.err) return { taskId, snapshot: undefined, ...this.statusOf(reply.err) };
+    return { taskId, snapshot: reply.snapshot, status: grpc.status.OK, message: "" };
+  }
+
+  private statusOf(e: unknown): { status: grpc.status; message: string } {
+    if (e instanceof WorkerError) return { status: workerCodeToGRPC(e.code), message: e.message };
+    this.log.error({ err: e }, "worker request failed unexpectedly");
+    return { status: grpc.status.INTERNAL, message: `internal error: ${(e as Error).message}` };
   }
 
   private reply(callback: grpc.sendUnaryData<TaskSnapshot>, r: SnapshotReply): void {

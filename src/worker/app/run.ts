@@ -72,7 +72,9 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   const notReady = (cb: (e: grpc.ServiceError) => void) => cb(grpcError(grpc.status.UNAVAILABLE, "worker is starting"));
   const handlers: WorkerServiceServer = {
     requestTaskSlot: (call, cb) => (impl ? impl.requestTaskSlot(call, cb) : notReady(cb)),
+    requestTaskSlots: (call, cb) => (impl ? impl.requestTaskSlots(call, cb) : notReady(cb)),
     submitTask: (call, cb) => (impl ? impl.submitTask(call, cb) : notReady(cb)),
+    submitTasks: (call, cb) => (impl ? impl.submitTasks(call, cb) : notReady(cb)),
     cancelTask: (call, cb) => (impl ? impl.cancelTask(call, cb) : notReady(cb)),
     getTaskResult: (call, cb) => (impl ? impl.getTaskResult(call, cb) : notReady(cb)),
     watchTasks: (call) => (impl ? impl.watchTasks(call) : void call.emit("error", grpcError(grpc.status.UNAVAILABLE, "worker is starting"))),

@@ -74,6 +74,28 @@ export interface GetReservationOutcomesResponse {
   total: number;
 }
 
+export interface ReserveWorkerSlotsRequest {
+  taskIds: string[];
+}
+
+/**
+ * SlotGrant is one task's outcome in ReserveWorkerSlots. status is the gRPC status code that
+ * ReserveWorkerSlot would have failed with (0 = OK: granted), so the same retry rules apply per
+ * task; code is the Coordinator's ErrorCode (e.g. NoSlot, InvalidArgument), message the reason.
+ */
+export interface SlotGrant {
+  taskId: string;
+  workerAddr: string;
+  slotId: string;
+  status: number;
+  code: string;
+  message: string;
+}
+
+export interface ReserveWorkerSlotsResponse {
+  grants: SlotGrant[];
+}
+
 function createBaseReserveWorkerSlotRequest(): ReserveWorkerSlotRequest {
   return { taskId: "" };
 }
@@ -746,6 +768,309 @@ export const GetReservationOutcomesResponse: MessageFns<GetReservationOutcomesRe
   },
 };
 
+function createBaseReserveWorkerSlotsRequest(): ReserveWorkerSlotsRequest {
+  return { taskIds: [] };
+}
+
+export const ReserveWorkerSlotsRequest: MessageFns<ReserveWorkerSlotsRequest> = {
+  encode(message: ReserveWorkerSlotsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.taskIds) {
+      writer.uint32(10).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReserveWorkerSlotsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReserveWorkerSlotsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.taskIds.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReserveWorkerSlotsRequest {
+    return {
+      taskIds: globalThis.Array.isArray(object?.taskIds)
+        ? object.taskIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.task_ids)
+        ? object.task_ids.map((e: any) => globalThis.String(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ReserveWorkerSlotsRequest): unknown {
+    const obj: any = {};
+    if (message.taskIds?.length) {
+      obj.taskIds = message.taskIds;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ReserveWorkerSlotsRequest>): ReserveWorkerSlotsRequest {
+    return ReserveWorkerSlotsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ReserveWorkerSlotsRequest>): ReserveWorkerSlotsRequest {
+    const message = createBaseReserveWorkerSlotsRequest();
+    message.taskIds = object.taskIds?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseSlotGrant(): SlotGrant {
+  return { taskId: "", workerAddr: "", slotId: "", status: 0, code: "", message: "" };
+}
+
+export const SlotGrant: MessageFns<SlotGrant> = {
+  encode(message: SlotGrant, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.taskId !== "") {
+      writer.uint32(10).string(message.taskId);
+    }
+    if (message.workerAddr !== "") {
+      writer.uint32(18).string(message.workerAddr);
+    }
+    if (message.slotId !== "") {
+      writer.uint32(26).string(message.slotId);
+    }
+    if (message.status !== 0) {
+      writer.uint32(32).uint32(message.status);
+    }
+    if (message.code !== "") {
+      writer.uint32(42).string(message.code);
+    }
+    if (message.message !== "") {
+      writer.uint32(50).string(message.message);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SlotGrant {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSlotGrant();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.taskId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.workerAddr = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.slotId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.status = reader.uint32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.code = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SlotGrant {
+    return {
+      taskId: isSet(object.taskId)
+        ? globalThis.String(object.taskId)
+        : isSet(object.task_id)
+        ? globalThis.String(object.task_id)
+        : "",
+      workerAddr: isSet(object.workerAddr)
+        ? globalThis.String(object.workerAddr)
+        : isSet(object.worker_addr)
+        ? globalThis.String(object.worker_addr)
+        : "",
+      slotId: isSet(object.slotId)
+        ? globalThis.String(object.slotId)
+        : isSet(object.slot_id)
+        ? globalThis.String(object.slot_id)
+        : "",
+      status: isSet(object.status) ? globalThis.Number(object.status) : 0,
+      code: isSet(object.code) ? globalThis.String(object.code) : "",
+      message: isSet(object.message) ? globalThis.String(object.message) : "",
+    };
+  },
+
+  toJSON(message: SlotGrant): unknown {
+    const obj: any = {};
+    if (message.taskId !== "") {
+      obj.taskId = message.taskId;
+    }
+    if (message.workerAddr !== "") {
+      obj.workerAddr = message.workerAddr;
+    }
+    if (message.slotId !== "") {
+      obj.slotId = message.slotId;
+    }
+    if (message.status !== 0) {
+      obj.status = Math.round(message.status);
+    }
+    if (message.code !== "") {
+      obj.code = message.code;
+    }
+    if (message.message !== "") {
+      obj.message = message.message;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SlotGrant>): SlotGrant {
+    return SlotGrant.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SlotGrant>): SlotGrant {
+    const message = createBaseSlotGrant();
+    message.taskId = object.taskId ?? "";
+    message.workerAddr = object.workerAddr ?? "";
+    message.slotId = object.slotId ?? "";
+    message.status = object.status ?? 0;
+    message.code = object.code ?? "";
+    message.message = object.message ?? "";
+    return message;
+  },
+};
+
+function createBaseReserveWorkerSlotsResponse(): ReserveWorkerSlotsResponse {
+  return { grants: [] };
+}
+
+export const ReserveWorkerSlotsResponse: MessageFns<ReserveWorkerSlotsResponse> = {
+  encode(message: ReserveWorkerSlotsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.grants) {
+      SlotGrant.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReserveWorkerSlotsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReserveWorkerSlotsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.grants.push(SlotGrant.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReserveWorkerSlotsResponse {
+    return {
+      grants: globalThis.Array.isArray(object?.grants) ? object.grants.map((e: any) => SlotGrant.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: ReserveWorkerSlotsResponse): unknown {
+    const obj: any = {};
+    if (message.grants?.length) {
+      obj.grants = message.grants.map((e) => SlotGrant.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ReserveWorkerSlotsResponse>): ReserveWorkerSlotsResponse {
+    return ReserveWorkerSlotsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ReserveWorkerSlotsResponse>): ReserveWorkerSlotsResponse {
+    const message = createBaseReserveWorkerSlotsResponse();
+    message.grants = object.grants?.map((e) => SlotGrant.fromPartial(e)) || [];
+    return message;
+  },
+};
+
 export type CoordinatorServiceService = typeof CoordinatorServiceService;
 export const CoordinatorServiceService = {
   /**
@@ -781,6 +1106,23 @@ export const CoordinatorServiceService = {
     responseDeserialize: (value: Buffer): GetReservationOutcomesResponse =>
       GetReservationOutcomesResponse.decode(value),
   },
+  /**
+   * ReserveWorkerSlots reserves one slot per task id (at most 1024 ids), each exactly as
+   * ReserveWorkerSlot would, spread over the Workers by the same ranking and filters. The call
+   * itself fails only when the request as a whole is malformed (InvalidArgument: no ids or too
+   * many); every task's own outcome is in its grant, in request order, never all-or-nothing.
+   */
+  reserveWorkerSlots: {
+    path: "/coordinator.v1.CoordinatorService/ReserveWorkerSlots" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ReserveWorkerSlotsRequest): Buffer =>
+      Buffer.from(ReserveWorkerSlotsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ReserveWorkerSlotsRequest => ReserveWorkerSlotsRequest.decode(value),
+    responseSerialize: (value: ReserveWorkerSlotsResponse): Buffer =>
+      Buffer.from(ReserveWorkerSlotsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ReserveWorkerSlotsResponse => ReserveWorkerSlotsResponse.decode(value),
+  },
 } as const;
 
 export interface CoordinatorServiceServer extends UntypedServiceImplementation {
@@ -796,6 +1138,13 @@ export interface CoordinatorServiceServer extends UntypedServiceImplementation {
    * InvalidArgument: limit over 1,000.
    */
   getReservationOutcomes: handleUnaryCall<GetReservationOutcomesRequest, GetReservationOutcomesResponse>;
+  /**
+   * ReserveWorkerSlots reserves one slot per task id (at most 1024 ids), each exactly as
+   * ReserveWorkerSlot would, spread over the Workers by the same ranking and filters. The call
+   * itself fails only when the request as a whole is malformed (InvalidArgument: no ids or too
+   * many); every task's own outcome is in its grant, in request order, never all-or-nothing.
+   */
+  reserveWorkerSlots: handleUnaryCall<ReserveWorkerSlotsRequest, ReserveWorkerSlotsResponse>;
 }
 
 export interface CoordinatorServiceClient extends Client {
@@ -838,6 +1187,27 @@ export interface CoordinatorServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetReservationOutcomesResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * ReserveWorkerSlots reserves one slot per task id (at most 1024 ids), each exactly as
+   * ReserveWorkerSlot would, spread over the Workers by the same ranking and filters. The call
+   * itself fails only when the request as a whole is malformed (InvalidArgument: no ids or too
+   * many); every task's own outcome is in its grant, in request order, never all-or-nothing.
+   */
+  reserveWorkerSlots(
+    request: ReserveWorkerSlotsRequest,
+    callback: (error: ServiceError | null, response: ReserveWorkerSlotsResponse) => void,
+  ): ClientUnaryCall;
+  reserveWorkerSlots(
+    request: ReserveWorkerSlotsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ReserveWorkerSlotsResponse) => void,
+  ): ClientUnaryCall;
+  reserveWorkerSlots(
+    request: ReserveWorkerSlotsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ReserveWorkerSlotsResponse) => void,
   ): ClientUnaryCall;
 }
 

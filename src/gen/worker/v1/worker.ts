@@ -266,9 +266,47 @@ export interface RequestTaskSlotRequest {
   ttlMs: number;
 }
 
+export interface RequestTaskSlotsRequest {
+  requests: RequestTaskSlotRequest[];
+}
+
+/**
+ * TaskSlotOutcome: status is the gRPC status code RequestTaskSlot would have returned (0 = OK,
+ * then snapshot is set), message its reason.
+ */
+export interface TaskSlotOutcome {
+  taskId: string;
+  snapshot: TaskSnapshot | undefined;
+  status: number;
+  message: string;
+}
+
+export interface RequestTaskSlotsResponse {
+  outcomes: TaskSlotOutcome[];
+}
+
 export interface SubmitTaskRequest {
   task: Task | undefined;
   slotId: string;
+}
+
+export interface SubmitTasksRequest {
+  tasks: SubmitTaskRequest[];
+}
+
+/**
+ * SubmitTaskOutcome: status is the gRPC status code SubmitTask would have returned (0 = OK, then
+ * snapshot is set), message its reason.
+ */
+export interface SubmitTaskOutcome {
+  taskId: string;
+  snapshot: TaskSnapshot | undefined;
+  status: number;
+  message: string;
+}
+
+export interface SubmitTasksResponse {
+  outcomes: SubmitTaskOutcome[];
 }
 
 export interface WatchTasksRequest {
@@ -2350,6 +2388,271 @@ export const RequestTaskSlotRequest: MessageFns<RequestTaskSlotRequest> = {
   },
 };
 
+function createBaseRequestTaskSlotsRequest(): RequestTaskSlotsRequest {
+  return { requests: [] };
+}
+
+export const RequestTaskSlotsRequest: MessageFns<RequestTaskSlotsRequest> = {
+  encode(message: RequestTaskSlotsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.requests) {
+      RequestTaskSlotRequest.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RequestTaskSlotsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRequestTaskSlotsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.requests.push(RequestTaskSlotRequest.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RequestTaskSlotsRequest {
+    return {
+      requests: globalThis.Array.isArray(object?.requests)
+        ? object.requests.map((e: any) => RequestTaskSlotRequest.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: RequestTaskSlotsRequest): unknown {
+    const obj: any = {};
+    if (message.requests?.length) {
+      obj.requests = message.requests.map((e) => RequestTaskSlotRequest.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RequestTaskSlotsRequest>): RequestTaskSlotsRequest {
+    return RequestTaskSlotsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RequestTaskSlotsRequest>): RequestTaskSlotsRequest {
+    const message = createBaseRequestTaskSlotsRequest();
+    message.requests = object.requests?.map((e) => RequestTaskSlotRequest.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseTaskSlotOutcome(): TaskSlotOutcome {
+  return { taskId: "", snapshot: undefined, status: 0, message: "" };
+}
+
+export const TaskSlotOutcome: MessageFns<TaskSlotOutcome> = {
+  encode(message: TaskSlotOutcome, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.taskId !== "") {
+      writer.uint32(10).string(message.taskId);
+    }
+    if (message.snapshot !== undefined) {
+      TaskSnapshot.encode(message.snapshot, writer.uint32(18).fork()).join();
+    }
+    if (message.status !== 0) {
+      writer.uint32(24).uint32(message.status);
+    }
+    if (message.message !== "") {
+      writer.uint32(34).string(message.message);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TaskSlotOutcome {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTaskSlotOutcome();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.taskId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.snapshot = TaskSnapshot.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.status = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TaskSlotOutcome {
+    return {
+      taskId: isSet(object.taskId)
+        ? globalThis.String(object.taskId)
+        : isSet(object.task_id)
+        ? globalThis.String(object.task_id)
+        : "",
+      snapshot: isSet(object.snapshot) ? TaskSnapshot.fromJSON(object.snapshot) : undefined,
+      status: isSet(object.status) ? globalThis.Number(object.status) : 0,
+      message: isSet(object.message) ? globalThis.String(object.message) : "",
+    };
+  },
+
+  toJSON(message: TaskSlotOutcome): unknown {
+    const obj: any = {};
+    if (message.taskId !== "") {
+      obj.taskId = message.taskId;
+    }
+    if (message.snapshot !== undefined) {
+      obj.snapshot = TaskSnapshot.toJSON(message.snapshot);
+    }
+    if (message.status !== 0) {
+      obj.status = Math.round(message.status);
+    }
+    if (message.message !== "") {
+      obj.message = message.message;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<TaskSlotOutcome>): TaskSlotOutcome {
+    return TaskSlotOutcome.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<TaskSlotOutcome>): TaskSlotOutcome {
+    const message = createBaseTaskSlotOutcome();
+    message.taskId = object.taskId ?? "";
+    message.snapshot = (object.snapshot !== undefined && object.snapshot !== null)
+      ? TaskSnapshot.fromPartial(object.snapshot)
+      : undefined;
+    message.status = object.status ?? 0;
+    message.message = object.message ?? "";
+    return message;
+  },
+};
+
+function createBaseRequestTaskSlotsResponse(): RequestTaskSlotsResponse {
+  return { outcomes: [] };
+}
+
+export const RequestTaskSlotsResponse: MessageFns<RequestTaskSlotsResponse> = {
+  encode(message: RequestTaskSlotsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.outcomes) {
+      TaskSlotOutcome.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RequestTaskSlotsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRequestTaskSlotsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.outcomes.push(TaskSlotOutcome.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RequestTaskSlotsResponse {
+    return {
+      outcomes: globalThis.Array.isArray(object?.outcomes)
+        ? object.outcomes.map((e: any) => TaskSlotOutcome.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: RequestTaskSlotsResponse): unknown {
+    const obj: any = {};
+    if (message.outcomes?.length) {
+      obj.outcomes = message.outcomes.map((e) => TaskSlotOutcome.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RequestTaskSlotsResponse>): RequestTaskSlotsResponse {
+    return RequestTaskSlotsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RequestTaskSlotsResponse>): RequestTaskSlotsResponse {
+    const message = createBaseRequestTaskSlotsResponse();
+    message.outcomes = object.outcomes?.map((e) => TaskSlotOutcome.fromPartial(e)) || [];
+    return message;
+  },
+};
+
 function createBaseSubmitTaskRequest(): SubmitTaskRequest {
   return { task: undefined, slotId: "" };
 }
@@ -2435,6 +2738,269 @@ export const SubmitTaskRequest: MessageFns<SubmitTaskRequest> = {
     const message = createBaseSubmitTaskRequest();
     message.task = (object.task !== undefined && object.task !== null) ? Task.fromPartial(object.task) : undefined;
     message.slotId = object.slotId ?? "";
+    return message;
+  },
+};
+
+function createBaseSubmitTasksRequest(): SubmitTasksRequest {
+  return { tasks: [] };
+}
+
+export const SubmitTasksRequest: MessageFns<SubmitTasksRequest> = {
+  encode(message: SubmitTasksRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.tasks) {
+      SubmitTaskRequest.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SubmitTasksRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSubmitTasksRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tasks.push(SubmitTaskRequest.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SubmitTasksRequest {
+    return {
+      tasks: globalThis.Array.isArray(object?.tasks) ? object.tasks.map((e: any) => SubmitTaskRequest.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: SubmitTasksRequest): unknown {
+    const obj: any = {};
+    if (message.tasks?.length) {
+      obj.tasks = message.tasks.map((e) => SubmitTaskRequest.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SubmitTasksRequest>): SubmitTasksRequest {
+    return SubmitTasksRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SubmitTasksRequest>): SubmitTasksRequest {
+    const message = createBaseSubmitTasksRequest();
+    message.tasks = object.tasks?.map((e) => SubmitTaskRequest.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseSubmitTaskOutcome(): SubmitTaskOutcome {
+  return { taskId: "", snapshot: undefined, status: 0, message: "" };
+}
+
+export const SubmitTaskOutcome: MessageFns<SubmitTaskOutcome> = {
+  encode(message: SubmitTaskOutcome, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.taskId !== "") {
+      writer.uint32(10).string(message.taskId);
+    }
+    if (message.snapshot !== undefined) {
+      TaskSnapshot.encode(message.snapshot, writer.uint32(18).fork()).join();
+    }
+    if (message.status !== 0) {
+      writer.uint32(24).uint32(message.status);
+    }
+    if (message.message !== "") {
+      writer.uint32(34).string(message.message);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SubmitTaskOutcome {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSubmitTaskOutcome();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.taskId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.snapshot = TaskSnapshot.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.status = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SubmitTaskOutcome {
+    return {
+      taskId: isSet(object.taskId)
+        ? globalThis.String(object.taskId)
+        : isSet(object.task_id)
+        ? globalThis.String(object.task_id)
+        : "",
+      snapshot: isSet(object.snapshot) ? TaskSnapshot.fromJSON(object.snapshot) : undefined,
+      status: isSet(object.status) ? globalThis.Number(object.status) : 0,
+      message: isSet(object.message) ? globalThis.String(object.message) : "",
+    };
+  },
+
+  toJSON(message: SubmitTaskOutcome): unknown {
+    const obj: any = {};
+    if (message.taskId !== "") {
+      obj.taskId = message.taskId;
+    }
+    if (message.snapshot !== undefined) {
+      obj.snapshot = TaskSnapshot.toJSON(message.snapshot);
+    }
+    if (message.status !== 0) {
+      obj.status = Math.round(message.status);
+    }
+    if (message.message !== "") {
+      obj.message = message.message;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SubmitTaskOutcome>): SubmitTaskOutcome {
+    return SubmitTaskOutcome.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SubmitTaskOutcome>): SubmitTaskOutcome {
+    const message = createBaseSubmitTaskOutcome();
+    message.taskId = object.taskId ?? "";
+    message.snapshot = (object.snapshot !== undefined && object.snapshot !== null)
+      ? TaskSnapshot.fromPartial(object.snapshot)
+      : undefined;
+    message.status = object.status ?? 0;
+    message.message = object.message ?? "";
+    return message;
+  },
+};
+
+function createBaseSubmitTasksResponse(): SubmitTasksResponse {
+  return { outcomes: [] };
+}
+
+export const SubmitTasksResponse: MessageFns<SubmitTasksResponse> = {
+  encode(message: SubmitTasksResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.outcomes) {
+      SubmitTaskOutcome.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SubmitTasksResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSubmitTasksResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.outcomes.push(SubmitTaskOutcome.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SubmitTasksResponse {
+    return {
+      outcomes: globalThis.Array.isArray(object?.outcomes)
+        ? object.outcomes.map((e: any) => SubmitTaskOutcome.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: SubmitTasksResponse): unknown {
+    const obj: any = {};
+    if (message.outcomes?.length) {
+      obj.outcomes = message.outcomes.map((e) => SubmitTaskOutcome.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<SubmitTasksResponse>): SubmitTasksResponse {
+    return SubmitTasksResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SubmitTasksResponse>): SubmitTasksResponse {
+    const message = createBaseSubmitTasksResponse();
+    message.outcomes = object.outcomes?.map((e) => SubmitTaskOutcome.fromPartial(e)) || [];
     return message;
   },
 };
@@ -3531,6 +4097,23 @@ export const WorkerServiceService = {
     responseDeserialize: (value: Buffer): TaskSnapshot => TaskSnapshot.decode(value),
   },
   /**
+   * RequestTaskSlots is RequestTaskSlot for many tasks at once (at most 1024), each exactly as
+   * RequestTaskSlot would answer it, in request order (the Coordinator sends the requests of one
+   * turn of its event loop to one Worker as one call). Fails as a whole only when malformed
+   * (InvalidArgument: no requests, too many).
+   */
+  requestTaskSlots: {
+    path: "/worker.v1.WorkerService/RequestTaskSlots" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RequestTaskSlotsRequest): Buffer =>
+      Buffer.from(RequestTaskSlotsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RequestTaskSlotsRequest => RequestTaskSlotsRequest.decode(value),
+    responseSerialize: (value: RequestTaskSlotsResponse): Buffer =>
+      Buffer.from(RequestTaskSlotsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RequestTaskSlotsResponse => RequestTaskSlotsResponse.decode(value),
+  },
+  /**
    * SubmitTask starts a task in the slot reserved for it, or requests a slot inline when
    * slot_id is empty. Idempotent by task_id within the result retention window.
    */
@@ -3542,6 +4125,21 @@ export const WorkerServiceService = {
     requestDeserialize: (value: Buffer): SubmitTaskRequest => SubmitTaskRequest.decode(value),
     responseSerialize: (value: TaskSnapshot): Buffer => Buffer.from(TaskSnapshot.encode(value).finish()),
     responseDeserialize: (value: Buffer): TaskSnapshot => TaskSnapshot.decode(value),
+  },
+  /**
+   * SubmitTasks submits many tasks (at most 1024) in one call, each exactly as SubmitTask would
+   * (same validation, same idempotency by task_id). The call fails only when the request as a
+   * whole is malformed (InvalidArgument: no tasks, too many, one task id twice); each task's
+   * outcome is in `outcomes`, in request order.
+   */
+  submitTasks: {
+    path: "/worker.v1.WorkerService/SubmitTasks" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SubmitTasksRequest): Buffer => Buffer.from(SubmitTasksRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SubmitTasksRequest => SubmitTasksRequest.decode(value),
+    responseSerialize: (value: SubmitTasksResponse): Buffer => Buffer.from(SubmitTasksResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SubmitTasksResponse => SubmitTasksResponse.decode(value),
   },
   /**
    * WatchTasks streams the current snapshot of each named task, then every change; it ends
@@ -3627,10 +4225,24 @@ export interface WorkerServiceServer extends UntypedServiceImplementation {
    */
   requestTaskSlot: handleUnaryCall<RequestTaskSlotRequest, TaskSnapshot>;
   /**
+   * RequestTaskSlots is RequestTaskSlot for many tasks at once (at most 1024), each exactly as
+   * RequestTaskSlot would answer it, in request order (the Coordinator sends the requests of one
+   * turn of its event loop to one Worker as one call). Fails as a whole only when malformed
+   * (InvalidArgument: no requests, too many).
+   */
+  requestTaskSlots: handleUnaryCall<RequestTaskSlotsRequest, RequestTaskSlotsResponse>;
+  /**
    * SubmitTask starts a task in the slot reserved for it, or requests a slot inline when
    * slot_id is empty. Idempotent by task_id within the result retention window.
    */
   submitTask: handleUnaryCall<SubmitTaskRequest, TaskSnapshot>;
+  /**
+   * SubmitTasks submits many tasks (at most 1024) in one call, each exactly as SubmitTask would
+   * (same validation, same idempotency by task_id). The call fails only when the request as a
+   * whole is malformed (InvalidArgument: no tasks, too many, one task id twice); each task's
+   * outcome is in `outcomes`, in request order.
+   */
+  submitTasks: handleUnaryCall<SubmitTasksRequest, SubmitTasksResponse>;
   /**
    * WatchTasks streams the current snapshot of each named task, then every change; it ends
    * when all named tasks are terminal.
@@ -3680,6 +4292,27 @@ export interface WorkerServiceClient extends Client {
     callback: (error: ServiceError | null, response: TaskSnapshot) => void,
   ): ClientUnaryCall;
   /**
+   * RequestTaskSlots is RequestTaskSlot for many tasks at once (at most 1024), each exactly as
+   * RequestTaskSlot would answer it, in request order (the Coordinator sends the requests of one
+   * turn of its event loop to one Worker as one call). Fails as a whole only when malformed
+   * (InvalidArgument: no requests, too many).
+   */
+  requestTaskSlots(
+    request: RequestTaskSlotsRequest,
+    callback: (error: ServiceError | null, response: RequestTaskSlotsResponse) => void,
+  ): ClientUnaryCall;
+  requestTaskSlots(
+    request: RequestTaskSlotsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RequestTaskSlotsResponse) => void,
+  ): ClientUnaryCall;
+  requestTaskSlots(
+    request: RequestTaskSlotsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RequestTaskSlotsResponse) => void,
+  ): ClientUnaryCall;
+  /**
    * SubmitTask starts a task in the slot reserved for it, or requests a slot inline when
    * slot_id is empty. Idempotent by task_id within the result retention window.
    */
@@ -3697,6 +4330,27 @@ export interface WorkerServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: TaskSnapshot) => void,
+  ): ClientUnaryCall;
+  /**
+   * SubmitTasks submits many tasks (at most 1024) in one call, each exactly as SubmitTask would
+   * (same validation, same idempotency by task_id). The call fails only when the request as a
+   * whole is malformed (InvalidArgument: no tasks, too many, one task id twice); each task's
+   * outcome is in `outcomes`, in request order.
+   */
+  submitTasks(
+    request: SubmitTasksRequest,
+    callback: (error: ServiceError | null, response: SubmitTasksResponse) => void,
+  ): ClientUnaryCall;
+  submitTasks(
+    request: SubmitTasksRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SubmitTasksResponse) => void,
+  ): ClientUnaryCall;
+  submitTasks(
+    request: SubmitTasksRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SubmitTasksResponse) => void,
   ): ClientUnaryCall;
   /**
    * WatchTasks streams the current snapshot of each named task, then every change; it ends

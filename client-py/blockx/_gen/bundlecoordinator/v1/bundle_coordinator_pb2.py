@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n-bundlecoordinator/v1/bundle_coordinator.proto\x12\x14\x62undlecoordinator.v1\"+\n\x18ReserveWorkerSlotRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\"R\n\x19ReserveWorkerSlotResponse\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x13\n\x0bworker_addr\x18\x02 \x01(\t\x12\x0f\n\x07slot_id\x18\x03 \x01(\t\".\n\x1dGetReservationOutcomesRequest\x12\r\n\x05limit\x18\x01 \x01(\r\"T\n\x17ReservationOutcomeCount\x12\x0f\n\x07outcome\x18\x01 \x01(\t\x12\x13\n\x0bsince_start\x18\x02 \x01(\x04\x12\x13\n\x0blast_minute\x18\x03 \x01(\x04\"\x95\x01\n\x11ReservationRecord\x12\r\n\x05\x61t_ms\x18\x01 \x01(\x03\x12\x0f\n\x07task_id\x18\x02 \x01(\t\x12\x0f\n\x07outcome\x18\x03 \x01(\t\x12\x13\n\x0bworker_addr\x18\x04 \x01(\t\x12\x15\n\rworkers_asked\x18\x05 \x01(\r\x12\x13\n\x0b\x64uration_ms\x18\x06 \x01(\x01\x12\x0e\n\x06reason\x18\x07 \x01(\t\"\xbe\x01\n\x1eGetReservationOutcomesResponse\x12\x15\n\rstarted_at_ms\x18\x01 \x01(\x03\x12=\n\x06\x63ounts\x18\x02 \x03(\x0b\x32-.bundlecoordinator.v1.ReservationOutcomeCount\x12\x37\n\x06recent\x18\x03 \x03(\x0b\x32\'.bundlecoordinator.v1.ReservationRecord\x12\r\n\x05total\x18\x04 \x01(\x04\x32\x96\x02\n\x18\x42undleCoordinatorService\x12t\n\x11ReserveWorkerSlot\x12..bundlecoordinator.v1.ReserveWorkerSlotRequest\x1a/.bundlecoordinator.v1.ReserveWorkerSlotResponse\x12\x83\x01\n\x16GetReservationOutcomes\x12\x33.bundlecoordinator.v1.GetReservationOutcomesRequest\x1a\x34.bundlecoordinator.v1.GetReservationOutcomesResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n-bundlecoordinator/v1/bundle_coordinator.proto\x12\x14\x62undlecoordinator.v1\"+\n\x18ReserveWorkerSlotRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\"R\n\x19ReserveWorkerSlotResponse\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x13\n\x0bworker_addr\x18\x02 \x01(\t\x12\x0f\n\x07slot_id\x18\x03 \x01(\t\".\n\x1dGetReservationOutcomesRequest\x12\r\n\x05limit\x18\x01 \x01(\r\"T\n\x17ReservationOutcomeCount\x12\x0f\n\x07outcome\x18\x01 \x01(\t\x12\x13\n\x0bsince_start\x18\x02 \x01(\x04\x12\x13\n\x0blast_minute\x18\x03 \x01(\x04\"\x95\x01\n\x11ReservationRecord\x12\r\n\x05\x61t_ms\x18\x01 \x01(\x03\x12\x0f\n\x07task_id\x18\x02 \x01(\t\x12\x0f\n\x07outcome\x18\x03 \x01(\t\x12\x13\n\x0bworker_addr\x18\x04 \x01(\t\x12\x15\n\rworkers_asked\x18\x05 \x01(\r\x12\x13\n\x0b\x64uration_ms\x18\x06 \x01(\x01\x12\x0e\n\x06reason\x18\x07 \x01(\t\"\xbe\x01\n\x1eGetReservationOutcomesResponse\x12\x15\n\rstarted_at_ms\x18\x01 \x01(\x03\x12=\n\x06\x63ounts\x18\x02 \x03(\x0b\x32-.bundlecoordinator.v1.ReservationOutcomeCount\x12\x37\n\x06recent\x18\x03 \x03(\x0b\x32\'.bundlecoordinator.v1.ReservationRecord\x12\r\n\x05total\x18\x04 \x01(\x04\"-\n\x19ReserveWorkerSlotsRequest\x12\x10\n\x08task_ids\x18\x01 \x03(\t\"q\n\tSlotGrant\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x13\n\x0bworker_addr\x18\x02 \x01(\t\x12\x0f\n\x07slot_id\x18\x03 \x01(\t\x12\x0e\n\x06status\x18\x04 \x01(\r\x12\x0c\n\x04\x63ode\x18\x05 \x01(\t\x12\x0f\n\x07message\x18\x06 \x01(\t\"M\n\x1aReserveWorkerSlotsResponse\x12/\n\x06grants\x18\x01 \x03(\x0b\x32\x1f.bundlecoordinator.v1.SlotGrant2\x8f\x03\n\x18\x42undleCoordinatorService\x12t\n\x11ReserveWorkerSlot\x12..bundlecoordinator.v1.ReserveWorkerSlotRequest\x1a/.bundlecoordinator.v1.ReserveWorkerSlotResponse\x12\x83\x01\n\x16GetReservationOutcomes\x12\x33.bundlecoordinator.v1.GetReservationOutcomesRequest\x1a\x34.bundlecoordinator.v1.GetReservationOutcomesResponse\x12w\n\x12ReserveWorkerSlots\x12/.bundlecoordinator.v1.ReserveWorkerSlotsRequest\x1a\x30.bundlecoordinator.v1.ReserveWorkerSlotsResponseb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'bundlecoordinator.v1.bundle_coordinator_pb2', globals())
@@ -32,6 +32,12 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _RESERVATIONRECORD._serialized_end=484
   _GETRESERVATIONOUTCOMESRESPONSE._serialized_start=487
   _GETRESERVATIONOUTCOMESRESPONSE._serialized_end=677
-  _BUNDLECOORDINATORSERVICE._serialized_start=680
-  _BUNDLECOORDINATORSERVICE._serialized_end=958
+  _RESERVEWORKERSLOTSREQUEST._serialized_start=679
+  _RESERVEWORKERSLOTSREQUEST._serialized_end=724
+  _SLOTGRANT._serialized_start=726
+  _SLOTGRANT._serialized_end=839
+  _RESERVEWORKERSLOTSRESPONSE._serialized_start=841
+  _RESERVEWORKERSLOTSRESPONSE._serialized_end=918
+  _BUNDLECOORDINATORSERVICE._serialized_start=921
+  _BUNDLECOORDINATORSERVICE._serialized_end=1320
 # @@protoc_insertion_point(module_scope)

@@ -24,6 +24,11 @@ class BundleCoordinatorServiceStub(object):
                 request_serializer=bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.GetReservationOutcomesRequest.SerializeToString,
                 response_deserializer=bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.GetReservationOutcomesResponse.FromString,
                 )
+        self.ReserveWorkerSlots = channel.unary_unary(
+                '/bundlecoordinator.v1.BundleCoordinatorService/ReserveWorkerSlots',
+                request_serializer=bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.ReserveWorkerSlotsRequest.SerializeToString,
+                response_deserializer=bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.ReserveWorkerSlotsResponse.FromString,
+                )
 
 
 class BundleCoordinatorServiceServicer(object):
@@ -44,6 +49,12 @@ class BundleCoordinatorServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReserveWorkerSlots(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BundleCoordinatorServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -56,6 +67,11 @@ def add_BundleCoordinatorServiceServicer_to_server(servicer, server):
                     servicer.GetReservationOutcomes,
                     request_deserializer=bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.GetReservationOutcomesRequest.FromString,
                     response_serializer=bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.GetReservationOutcomesResponse.SerializeToString,
+            ),
+            'ReserveWorkerSlots': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReserveWorkerSlots,
+                    request_deserializer=bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.ReserveWorkerSlotsRequest.FromString,
+                    response_serializer=bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.ReserveWorkerSlotsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -98,5 +114,22 @@ class BundleCoordinatorService(object):
         return grpc.experimental.unary_unary(request, target, '/bundlecoordinator.v1.BundleCoordinatorService/GetReservationOutcomes',
             bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.GetReservationOutcomesRequest.SerializeToString,
             bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.GetReservationOutcomesResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ReserveWorkerSlots(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/bundlecoordinator.v1.BundleCoordinatorService/ReserveWorkerSlots',
+            bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.ReserveWorkerSlotsRequest.SerializeToString,
+            bundlecoordinator_dot_v1_dot_bundle__coordinator__pb2.ReserveWorkerSlotsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n coordinator/v1/coordinator.proto\x12\x0e\x63oordinator.v1\"+\n\x18ReserveWorkerSlotRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\"R\n\x19ReserveWorkerSlotResponse\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x13\n\x0bworker_addr\x18\x02 \x01(\t\x12\x0f\n\x07slot_id\x18\x03 \x01(\t\".\n\x1dGetReservationOutcomesRequest\x12\r\n\x05limit\x18\x01 \x01(\r\"T\n\x17ReservationOutcomeCount\x12\x0f\n\x07outcome\x18\x01 \x01(\t\x12\x13\n\x0bsince_start\x18\x02 \x01(\x04\x12\x13\n\x0blast_minute\x18\x03 \x01(\x04\"\x95\x01\n\x11ReservationRecord\x12\r\n\x05\x61t_ms\x18\x01 \x01(\x03\x12\x0f\n\x07task_id\x18\x02 \x01(\t\x12\x0f\n\x07outcome\x18\x03 \x01(\t\x12\x13\n\x0bworker_addr\x18\x04 \x01(\t\x12\x15\n\rworkers_asked\x18\x05 \x01(\r\x12\x13\n\x0b\x64uration_ms\x18\x06 \x01(\x01\x12\x0e\n\x06reason\x18\x07 \x01(\t\"\xb2\x01\n\x1eGetReservationOutcomesResponse\x12\x15\n\rstarted_at_ms\x18\x01 \x01(\x03\x12\x37\n\x06\x63ounts\x18\x02 \x03(\x0b\x32\'.coordinator.v1.ReservationOutcomeCount\x12\x31\n\x06recent\x18\x03 \x03(\x0b\x32!.coordinator.v1.ReservationRecord\x12\r\n\x05total\x18\x04 \x01(\x04\x32\xf7\x01\n\x12\x43oordinatorService\x12h\n\x11ReserveWorkerSlot\x12(.coordinator.v1.ReserveWorkerSlotRequest\x1a).coordinator.v1.ReserveWorkerSlotResponse\x12w\n\x16GetReservationOutcomes\x12-.coordinator.v1.GetReservationOutcomesRequest\x1a..coordinator.v1.GetReservationOutcomesResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n coordinator/v1/coordinator.proto\x12\x0e\x63oordinator.v1\"+\n\x18ReserveWorkerSlotRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\"R\n\x19ReserveWorkerSlotResponse\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x13\n\x0bworker_addr\x18\x02 \x01(\t\x12\x0f\n\x07slot_id\x18\x03 \x01(\t\".\n\x1dGetReservationOutcomesRequest\x12\r\n\x05limit\x18\x01 \x01(\r\"T\n\x17ReservationOutcomeCount\x12\x0f\n\x07outcome\x18\x01 \x01(\t\x12\x13\n\x0bsince_start\x18\x02 \x01(\x04\x12\x13\n\x0blast_minute\x18\x03 \x01(\x04\"\x95\x01\n\x11ReservationRecord\x12\r\n\x05\x61t_ms\x18\x01 \x01(\x03\x12\x0f\n\x07task_id\x18\x02 \x01(\t\x12\x0f\n\x07outcome\x18\x03 \x01(\t\x12\x13\n\x0bworker_addr\x18\x04 \x01(\t\x12\x15\n\rworkers_asked\x18\x05 \x01(\r\x12\x13\n\x0b\x64uration_ms\x18\x06 \x01(\x01\x12\x0e\n\x06reason\x18\x07 \x01(\t\"\xb2\x01\n\x1eGetReservationOutcomesResponse\x12\x15\n\rstarted_at_ms\x18\x01 \x01(\x03\x12\x37\n\x06\x63ounts\x18\x02 \x03(\x0b\x32\'.coordinator.v1.ReservationOutcomeCount\x12\x31\n\x06recent\x18\x03 \x03(\x0b\x32!.coordinator.v1.ReservationRecord\x12\r\n\x05total\x18\x04 \x01(\x04\"-\n\x19ReserveWorkerSlotsRequest\x12\x10\n\x08task_ids\x18\x01 \x03(\t\"q\n\tSlotGrant\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x13\n\x0bworker_addr\x18\x02 \x01(\t\x12\x0f\n\x07slot_id\x18\x03 \x01(\t\x12\x0e\n\x06status\x18\x04 \x01(\r\x12\x0c\n\x04\x63ode\x18\x05 \x01(\t\x12\x0f\n\x07message\x18\x06 \x01(\t\"G\n\x1aReserveWorkerSlotsResponse\x12)\n\x06grants\x18\x01 \x03(\x0b\x32\x19.coordinator.v1.SlotGrant2\xe4\x02\n\x12\x43oordinatorService\x12h\n\x11ReserveWorkerSlot\x12(.coordinator.v1.ReserveWorkerSlotRequest\x1a).coordinator.v1.ReserveWorkerSlotResponse\x12w\n\x16GetReservationOutcomes\x12-.coordinator.v1.GetReservationOutcomesRequest\x1a..coordinator.v1.GetReservationOutcomesResponse\x12k\n\x12ReserveWorkerSlots\x12).coordinator.v1.ReserveWorkerSlotsRequest\x1a*.coordinator.v1.ReserveWorkerSlotsResponseb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'coordinator.v1.coordinator_pb2', globals())
@@ -32,6 +32,12 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _RESERVATIONRECORD._serialized_end=465
   _GETRESERVATIONOUTCOMESRESPONSE._serialized_start=468
   _GETRESERVATIONOUTCOMESRESPONSE._serialized_end=646
-  _COORDINATORSERVICE._serialized_start=649
-  _COORDINATORSERVICE._serialized_end=896
+  _RESERVEWORKERSLOTSREQUEST._serialized_start=648
+  _RESERVEWORKERSLOTSREQUEST._serialized_end=693
+  _SLOTGRANT._serialized_start=695
+  _SLOTGRANT._serialized_end=808
+  _RESERVEWORKERSLOTSRESPONSE._serialized_start=810
+  _RESERVEWORKERSLOTSRESPONSE._serialized_end=881
+  _COORDINATORSERVICE._serialized_start=884
+  _COORDINATORSERVICE._serialized_end=1240
 # @@protoc_insertion_point(module_scope)

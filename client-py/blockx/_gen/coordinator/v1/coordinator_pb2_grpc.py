@@ -24,6 +24,11 @@ class CoordinatorServiceStub(object):
                 request_serializer=coordinator_dot_v1_dot_coordinator__pb2.GetReservationOutcomesRequest.SerializeToString,
                 response_deserializer=coordinator_dot_v1_dot_coordinator__pb2.GetReservationOutcomesResponse.FromString,
                 )
+        self.ReserveWorkerSlots = channel.unary_unary(
+                '/coordinator.v1.CoordinatorService/ReserveWorkerSlots',
+                request_serializer=coordinator_dot_v1_dot_coordinator__pb2.ReserveWorkerSlotsRequest.SerializeToString,
+                response_deserializer=coordinator_dot_v1_dot_coordinator__pb2.ReserveWorkerSlotsResponse.FromString,
+                )
 
 
 class CoordinatorServiceServicer(object):
@@ -47,6 +52,16 @@ class CoordinatorServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReserveWorkerSlots(self, request, context):
+        """ReserveWorkerSlots reserves one slot per task id (at most 1024 ids), each exactly as
+        ReserveWorkerSlot would, spread over the Workers by the same ranking and filters. The call
+        itself fails only when the request as a whole is malformed (InvalidArgument: no ids or too
+        many); every task's own outcome is in its grant, in request order, never all-or-nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CoordinatorServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -59,6 +74,11 @@ def add_CoordinatorServiceServicer_to_server(servicer, server):
                     servicer.GetReservationOutcomes,
                     request_deserializer=coordinator_dot_v1_dot_coordinator__pb2.GetReservationOutcomesRequest.FromString,
                     response_serializer=coordinator_dot_v1_dot_coordinator__pb2.GetReservationOutcomesResponse.SerializeToString,
+            ),
+            'ReserveWorkerSlots': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReserveWorkerSlots,
+                    request_deserializer=coordinator_dot_v1_dot_coordinator__pb2.ReserveWorkerSlotsRequest.FromString,
+                    response_serializer=coordinator_dot_v1_dot_coordinator__pb2.ReserveWorkerSlotsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -101,5 +121,22 @@ class CoordinatorService(object):
         return grpc.experimental.unary_unary(request, target, '/coordinator.v1.CoordinatorService/GetReservationOutcomes',
             coordinator_dot_v1_dot_coordinator__pb2.GetReservationOutcomesRequest.SerializeToString,
             coordinator_dot_v1_dot_coordinator__pb2.GetReservationOutcomesResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ReserveWorkerSlots(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/coordinator.v1.CoordinatorService/ReserveWorkerSlots',
+            coordinator_dot_v1_dot_coordinator__pb2.ReserveWorkerSlotsRequest.SerializeToString,
+            coordinator_dot_v1_dot_coordinator__pb2.ReserveWorkerSlotsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -13,17 +13,17 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16worker/v1/worker.proto\x12\tworker.v1\"L\n\x0b\x46unctionRef\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06source\x18\x02 \x01(\t\x12\r\n\x05\x65ntry\x18\x03 \x01(\t\x12\x10\n\x08\x66ilename\x18\x04 \x01(\t\"K\n\x14\x42lockTableCallConfig\x12\r\n\x05\x63hain\x18\x01 \x01(\t\x12\x12\n\nfrom_block\x18\x02 \x01(\x04\x12\x10\n\x08to_block\x18\x03 \x01(\x04\"a\n\x15\x42lockBundleCallConfig\x12\r\n\x05\x63hain\x18\x01 \x01(\t\x12\x12\n\nfrom_block\x18\x02 \x01(\x04\x12\x10\n\x08to_block\x18\x03 \x01(\x04\x12\x13\n\x0b\x62undle_size\x18\x04 \x01(\x04\"\"\n\x10InputsCallConfig\x12\x0e\n\x06inputs\x18\x01 \x03(\x0c\"\xe9\x01\n\x12\x46unctionCallConfig\x12(\n\x08\x66unction\x18\x01 \x01(\x0b\x32\x16.worker.v1.FunctionRef\x12\x36\n\x0b\x62lock_table\x18\x02 \x01(\x0b\x32\x1f.worker.v1.BlockTableCallConfigH\x00\x12-\n\x06inputs\x18\x03 \x01(\x0b\x32\x1b.worker.v1.InputsCallConfigH\x00\x12\x38\n\x0c\x62lock_bundle\x18\x04 \x01(\x0b\x32 .worker.v1.BlockBundleCallConfigH\x00\x42\x08\n\x06\x63onfig\"\'\n\x16\x42lockTableWriteHandler\x12\r\n\x05table\x18\x01 \x01(\t\"(\n\x17NormalTableWriteHandler\x12\r\n\x05table\x18\x01 \x01(\t\"\x14\n\x12ReturnValueHandler\"\xcc\x01\n\x06Output\x12>\n\x11\x62lock_table_write\x18\x01 \x01(\x0b\x32!.worker.v1.BlockTableWriteHandlerH\x00\x12@\n\x12normal_table_write\x18\x02 \x01(\x0b\x32\".worker.v1.NormalTableWriteHandlerH\x00\x12\x35\n\x0creturn_value\x18\x03 \x01(\x0b\x32\x1d.worker.v1.ReturnValueHandlerH\x00\x42\t\n\x07handler\"\x91\x01\n\x04Task\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12;\n\x14\x66unction_call_config\x18\x02 \x01(\x0b\x32\x1d.worker.v1.FunctionCallConfig\x12\"\n\x07outputs\x18\x03 \x03(\x0b\x32\x11.worker.v1.Output\x12\x17\n\x0ftask_timeout_ms\x18\x04 \x01(\x04\"*\n\tTaskError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\"\x84\x03\n\x0cTaskSnapshot\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x0f\n\x07slot_id\x18\x02 \x01(\t\x12\x13\n\x0bworker_addr\x18\x03 \x01(\t\x12#\n\x05state\x18\x04 \x01(\x0e\x32\x14.worker.v1.TaskState\x12#\n\x05phase\x18\x05 \x01(\x0e\x32\x14.worker.v1.TaskPhase\x12\x13\n\x0b\x63\x61lls_total\x18\x06 \x01(\x04\x12\x17\n\x0f\x63\x61lls_succeeded\x18\x07 \x01(\x04\x12\x14\n\x0c\x63\x61lls_failed\x18\x08 \x01(\x04\x12#\n\x05\x65rror\x18\t \x01(\x0b\x32\x14.worker.v1.TaskError\x12\x17\n\x0f\x61llocated_at_ms\x18\n \x01(\x03\x12\x16\n\x0e\x61\x63\x63\x65pted_at_ms\x18\x0b \x01(\x03\x12\x16\n\x0e\x66inished_at_ms\x18\x0c \x01(\x03\x12\x15\n\rupdated_at_ms\x18\r \x01(\x03\x12\x15\n\rcalls_retried\x18\x0e \x01(\x04\x12\x13\n\x0b\x64\x65\x61\x64line_ms\x18\x0f \x01(\x03\"`\n\x11TableWriteSummary\x12\r\n\x05table\x18\x01 \x01(\t\x12\x0f\n\x07handler\x18\x02 \x01(\t\x12\x14\n\x0crows_written\x18\x03 \x01(\x04\x12\x15\n\rcalls_written\x18\x04 \x01(\x04\"v\n\tCallError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0f\n\x07\x63\x61ll_id\x18\x03 \x01(\t\x12\x11\n\ttraceback\x18\x04 \x01(\t\x12\x12\n\ncall_index\x18\x05 \x01(\x04\x12\x12\n\ncall_input\x18\x06 \x01(\t\"\xa7\x01\n\nTaskResult\x12)\n\x08snapshot\x18\x01 \x01(\x0b\x32\x17.worker.v1.TaskSnapshot\x12\x15\n\rreturn_values\x18\x02 \x03(\x0c\x12,\n\x06writes\x18\x03 \x03(\x0b\x32\x1c.worker.v1.TableWriteSummary\x12)\n\x0b\x66irst_error\x18\x04 \x01(\x0b\x32\x14.worker.v1.CallError\"9\n\x16RequestTaskSlotRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x0e\n\x06ttl_ms\x18\x02 \x01(\x04\"C\n\x11SubmitTaskRequest\x12\x1d\n\x04task\x18\x01 \x01(\x0b\x32\x0f.worker.v1.Task\x12\x0f\n\x07slot_id\x18\x02 \x01(\t\"%\n\x11WatchTasksRequest\x12\x10\n\x08task_ids\x18\x01 \x03(\t\"\'\n\x14GetTaskResultRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\"4\n\x11\x43\x61ncelTaskRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"F\n\x15StreamTaskLogsRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x0c\n\x04tail\x18\x02 \x01(\r\x12\x0e\n\x06\x66ollow\x18\x03 \x01(\x08\"\xa4\x01\n\x0bTaskLogLine\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12\x0f\n\x07time_ms\x18\x02 \x01(\x03\x12\x12\n\ncall_index\x18\x03 \x01(\x04\x12\x0f\n\x07\x61ttempt\x18\x04 \x01(\r\x12\r\n\x05input\x18\x05 \x01(\t\x12\x0e\n\x06stream\x18\x06 \x01(\t\x12\r\n\x05level\x18\x07 \x01(\t\x12\x0c\n\x04text\x18\x08 \x01(\t\x12\x16\n\x0e\x64ropped_before\x18\t \x01(\x04\"!\n\x10ListTasksRequest\x12\r\n\x05limit\x18\x01 \x01(\r\"O\n\x11ListTasksResponse\x12\'\n\x05tasks\x18\x01 \x03(\x0b\x32\x18.worker.v1.TaskListEntry\x12\x11\n\ttruncated\x18\x02 \x01(\x08\"v\n\rTaskListEntry\x12)\n\x08snapshot\x18\x01 \x01(\x0b\x32\x17.worker.v1.TaskSnapshot\x12\r\n\x05owner\x18\x02 \x01(\t\x12\x10\n\x08\x66unction\x18\x03 \x01(\t\x12\x19\n\x11log_lines_dropped\x18\x04 \x01(\x04\"&\n\x13GetTaskStoryRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\"7\n\tTaskStory\x12*\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x19.worker.v1.TaskStoryEntry\"?\n\x0eTaskStoryEntry\x12\r\n\x05\x61t_ms\x18\x01 \x01(\x03\x12\r\n\x05\x65vent\x18\x02 \x01(\t\x12\x0f\n\x07outcome\x18\x03 \x01(\t*|\n\tTaskState\x12\x1a\n\x16TASK_STATE_UNSPECIFIED\x10\x00\x12\r\n\tALLOCATED\x10\x01\x12\x0b\n\x07RUNNING\x10\x02\x12\r\n\tSUCCEEDED\x10\x03\x12\n\n\x06\x46\x41ILED\x10\x04\x12\r\n\tTIMED_OUT\x10\x05\x12\r\n\tCANCELLED\x10\x06*J\n\tTaskPhase\x12\x1a\n\x16TASK_PHASE_UNSPECIFIED\x10\x00\x12\t\n\x05\x42UILD\x10\x01\x12\x0b\n\x07\x45XECUTE\x10\x02\x12\t\n\x05WRITE\x10\x03\x32\xd4\x04\n\rWorkerService\x12M\n\x0fRequestTaskSlot\x12!.worker.v1.RequestTaskSlotRequest\x1a\x17.worker.v1.TaskSnapshot\x12\x43\n\nSubmitTask\x12\x1c.worker.v1.SubmitTaskRequest\x1a\x17.worker.v1.TaskSnapshot\x12\x45\n\nWatchTasks\x12\x1c.worker.v1.WatchTasksRequest\x1a\x17.worker.v1.TaskSnapshot0\x01\x12G\n\rGetTaskResult\x12\x1f.worker.v1.GetTaskResultRequest\x1a\x15.worker.v1.TaskResult\x12\x43\n\nCancelTask\x12\x1c.worker.v1.CancelTaskRequest\x1a\x17.worker.v1.TaskSnapshot\x12L\n\x0eStreamTaskLogs\x12 .worker.v1.StreamTaskLogsRequest\x1a\x16.worker.v1.TaskLogLine0\x01\x12\x46\n\tListTasks\x12\x1b.worker.v1.ListTasksRequest\x1a\x1c.worker.v1.ListTasksResponse\x12\x44\n\x0cGetTaskStory\x12\x1e.worker.v1.GetTaskStoryRequest\x1a\x14.worker.v1.TaskStoryb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16worker/v1/worker.proto\x12\tworker.v1\"L\n\x0b\x46unctionRef\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06source\x18\x02 \x01(\t\x12\r\n\x05\x65ntry\x18\x03 \x01(\t\x12\x10\n\x08\x66ilename\x18\x04 \x01(\t\"K\n\x14\x42lockTableCallConfig\x12\r\n\x05\x63hain\x18\x01 \x01(\t\x12\x12\n\nfrom_block\x18\x02 \x01(\x04\x12\x10\n\x08to_block\x18\x03 \x01(\x04\"a\n\x15\x42lockBundleCallConfig\x12\r\n\x05\x63hain\x18\x01 \x01(\t\x12\x12\n\nfrom_block\x18\x02 \x01(\x04\x12\x10\n\x08to_block\x18\x03 \x01(\x04\x12\x13\n\x0b\x62undle_size\x18\x04 \x01(\x04\"\"\n\x10InputsCallConfig\x12\x0e\n\x06inputs\x18\x01 \x03(\x0c\"\xe9\x01\n\x12\x46unctionCallConfig\x12(\n\x08\x66unction\x18\x01 \x01(\x0b\x32\x16.worker.v1.FunctionRef\x12\x36\n\x0b\x62lock_table\x18\x02 \x01(\x0b\x32\x1f.worker.v1.BlockTableCallConfigH\x00\x12-\n\x06inputs\x18\x03 \x01(\x0b\x32\x1b.worker.v1.InputsCallConfigH\x00\x12\x38\n\x0c\x62lock_bundle\x18\x04 \x01(\x0b\x32 .worker.v1.BlockBundleCallConfigH\x00\x42\x08\n\x06\x63onfig\"\'\n\x16\x42lockTableWriteHandler\x12\r\n\x05table\x18\x01 \x01(\t\"(\n\x17NormalTableWriteHandler\x12\r\n\x05table\x18\x01 \x01(\t\"\x14\n\x12ReturnValueHandler\"\xcc\x01\n\x06Output\x12>\n\x11\x62lock_table_write\x18\x01 \x01(\x0b\x32!.worker.v1.BlockTableWriteHandlerH\x00\x12@\n\x12normal_table_write\x18\x02 \x01(\x0b\x32\".worker.v1.NormalTableWriteHandlerH\x00\x12\x35\n\x0creturn_value\x18\x03 \x01(\x0b\x32\x1d.worker.v1.ReturnValueHandlerH\x00\x42\t\n\x07handler\"\x91\x01\n\x04Task\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12;\n\x14\x66unction_call_config\x18\x02 \x01(\x0b\x32\x1d.worker.v1.FunctionCallConfig\x12\"\n\x07outputs\x18\x03 \x03(\x0b\x32\x11.worker.v1.Output\x12\x17\n\x0ftask_timeout_ms\x18\x04 \x01(\x04\"*\n\tTaskError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\"\x84\x03\n\x0cTaskSnapshot\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x0f\n\x07slot_id\x18\x02 \x01(\t\x12\x13\n\x0bworker_addr\x18\x03 \x01(\t\x12#\n\x05state\x18\x04 \x01(\x0e\x32\x14.worker.v1.TaskState\x12#\n\x05phase\x18\x05 \x01(\x0e\x32\x14.worker.v1.TaskPhase\x12\x13\n\x0b\x63\x61lls_total\x18\x06 \x01(\x04\x12\x17\n\x0f\x63\x61lls_succeeded\x18\x07 \x01(\x04\x12\x14\n\x0c\x63\x61lls_failed\x18\x08 \x01(\x04\x12#\n\x05\x65rror\x18\t \x01(\x0b\x32\x14.worker.v1.TaskError\x12\x17\n\x0f\x61llocated_at_ms\x18\n \x01(\x03\x12\x16\n\x0e\x61\x63\x63\x65pted_at_ms\x18\x0b \x01(\x03\x12\x16\n\x0e\x66inished_at_ms\x18\x0c \x01(\x03\x12\x15\n\rupdated_at_ms\x18\r \x01(\x03\x12\x15\n\rcalls_retried\x18\x0e \x01(\x04\x12\x13\n\x0b\x64\x65\x61\x64line_ms\x18\x0f \x01(\x03\"`\n\x11TableWriteSummary\x12\r\n\x05table\x18\x01 \x01(\t\x12\x0f\n\x07handler\x18\x02 \x01(\t\x12\x14\n\x0crows_written\x18\x03 \x01(\x04\x12\x15\n\rcalls_written\x18\x04 \x01(\x04\"v\n\tCallError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0f\n\x07\x63\x61ll_id\x18\x03 \x01(\t\x12\x11\n\ttraceback\x18\x04 \x01(\t\x12\x12\n\ncall_index\x18\x05 \x01(\x04\x12\x12\n\ncall_input\x18\x06 \x01(\t\"\xa7\x01\n\nTaskResult\x12)\n\x08snapshot\x18\x01 \x01(\x0b\x32\x17.worker.v1.TaskSnapshot\x12\x15\n\rreturn_values\x18\x02 \x03(\x0c\x12,\n\x06writes\x18\x03 \x03(\x0b\x32\x1c.worker.v1.TableWriteSummary\x12)\n\x0b\x66irst_error\x18\x04 \x01(\x0b\x32\x14.worker.v1.CallError\"9\n\x16RequestTaskSlotRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x0e\n\x06ttl_ms\x18\x02 \x01(\x04\"N\n\x17RequestTaskSlotsRequest\x12\x33\n\x08requests\x18\x01 \x03(\x0b\x32!.worker.v1.RequestTaskSlotRequest\"n\n\x0fTaskSlotOutcome\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12)\n\x08snapshot\x18\x02 \x01(\x0b\x32\x17.worker.v1.TaskSnapshot\x12\x0e\n\x06status\x18\x03 \x01(\r\x12\x0f\n\x07message\x18\x04 \x01(\t\"H\n\x18RequestTaskSlotsResponse\x12,\n\x08outcomes\x18\x01 \x03(\x0b\x32\x1a.worker.v1.TaskSlotOutcome\"C\n\x11SubmitTaskRequest\x12\x1d\n\x04task\x18\x01 \x01(\x0b\x32\x0f.worker.v1.Task\x12\x0f\n\x07slot_id\x18\x02 \x01(\t\"A\n\x12SubmitTasksRequest\x12+\n\x05tasks\x18\x01 \x03(\x0b\x32\x1c.worker.v1.SubmitTaskRequest\"p\n\x11SubmitTaskOutcome\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12)\n\x08snapshot\x18\x02 \x01(\x0b\x32\x17.worker.v1.TaskSnapshot\x12\x0e\n\x06status\x18\x03 \x01(\r\x12\x0f\n\x07message\x18\x04 \x01(\t\"E\n\x13SubmitTasksResponse\x12.\n\x08outcomes\x18\x01 \x03(\x0b\x32\x1c.worker.v1.SubmitTaskOutcome\"%\n\x11WatchTasksRequest\x12\x10\n\x08task_ids\x18\x01 \x03(\t\"\'\n\x14GetTaskResultRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\"4\n\x11\x43\x61ncelTaskRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"F\n\x15StreamTaskLogsRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x0c\n\x04tail\x18\x02 \x01(\r\x12\x0e\n\x06\x66ollow\x18\x03 \x01(\x08\"\xa4\x01\n\x0bTaskLogLine\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12\x0f\n\x07time_ms\x18\x02 \x01(\x03\x12\x12\n\ncall_index\x18\x03 \x01(\x04\x12\x0f\n\x07\x61ttempt\x18\x04 \x01(\r\x12\r\n\x05input\x18\x05 \x01(\t\x12\x0e\n\x06stream\x18\x06 \x01(\t\x12\r\n\x05level\x18\x07 \x01(\t\x12\x0c\n\x04text\x18\x08 \x01(\t\x12\x16\n\x0e\x64ropped_before\x18\t \x01(\x04\"!\n\x10ListTasksRequest\x12\r\n\x05limit\x18\x01 \x01(\r\"O\n\x11ListTasksResponse\x12\'\n\x05tasks\x18\x01 \x03(\x0b\x32\x18.worker.v1.TaskListEntry\x12\x11\n\ttruncated\x18\x02 \x01(\x08\"v\n\rTaskListEntry\x12)\n\x08snapshot\x18\x01 \x01(\x0b\x32\x17.worker.v1.TaskSnapshot\x12\r\n\x05owner\x18\x02 \x01(\t\x12\x10\n\x08\x66unction\x18\x03 \x01(\t\x12\x19\n\x11log_lines_dropped\x18\x04 \x01(\x04\"&\n\x13GetTaskStoryRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\"7\n\tTaskStory\x12*\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x19.worker.v1.TaskStoryEntry\"?\n\x0eTaskStoryEntry\x12\r\n\x05\x61t_ms\x18\x01 \x01(\x03\x12\r\n\x05\x65vent\x18\x02 \x01(\t\x12\x0f\n\x07outcome\x18\x03 \x01(\t*|\n\tTaskState\x12\x1a\n\x16TASK_STATE_UNSPECIFIED\x10\x00\x12\r\n\tALLOCATED\x10\x01\x12\x0b\n\x07RUNNING\x10\x02\x12\r\n\tSUCCEEDED\x10\x03\x12\n\n\x06\x46\x41ILED\x10\x04\x12\r\n\tTIMED_OUT\x10\x05\x12\r\n\tCANCELLED\x10\x06*J\n\tTaskPhase\x12\x1a\n\x16TASK_PHASE_UNSPECIFIED\x10\x00\x12\t\n\x05\x42UILD\x10\x01\x12\x0b\n\x07\x45XECUTE\x10\x02\x12\t\n\x05WRITE\x10\x03\x32\xff\x05\n\rWorkerService\x12M\n\x0fRequestTaskSlot\x12!.worker.v1.RequestTaskSlotRequest\x1a\x17.worker.v1.TaskSnapshot\x12[\n\x10RequestTaskSlots\x12\".worker.v1.RequestTaskSlotsRequest\x1a#.worker.v1.RequestTaskSlotsResponse\x12\x43\n\nSubmitTask\x12\x1c.worker.v1.SubmitTaskRequest\x1a\x17.worker.v1.TaskSnapshot\x12L\n\x0bSubmitTasks\x12\x1d.worker.v1.SubmitTasksRequest\x1a\x1e.worker.v1.SubmitTasksResponse\x12\x45\n\nWatchTasks\x12\x1c.worker.v1.WatchTasksRequest\x1a\x17.worker.v1.TaskSnapshot0\x01\x12G\n\rGetTaskResult\x12\x1f.worker.v1.GetTaskResultRequest\x1a\x15.worker.v1.TaskResult\x12\x43\n\nCancelTask\x12\x1c.worker.v1.CancelTaskRequest\x1a\x17.worker.v1.TaskSnapshot\x12L\n\x0eStreamTaskLogs\x12 .worker.v1.StreamTaskLogsRequest\x1a\x16.worker.v1.TaskLogLine0\x01\x12\x46\n\tListTasks\x12\x1b.worker.v1.ListTasksRequest\x1a\x1c.worker.v1.ListTasksResponse\x12\x44\n\x0cGetTaskStory\x12\x1e.worker.v1.GetTaskStoryRequest\x1a\x14.worker.v1.TaskStoryb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'worker.v1.worker_pb2', globals())
 if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
-  _TASKSTATE._serialized_start=2745
-  _TASKSTATE._serialized_end=2869
-  _TASKPHASE._serialized_start=2871
-  _TASKPHASE._serialized_end=2945
+  _TASKSTATE._serialized_start=3263
+  _TASKSTATE._serialized_end=3387
+  _TASKPHASE._serialized_start=3389
+  _TASKPHASE._serialized_end=3463
   _FUNCTIONREF._serialized_start=37
   _FUNCTIONREF._serialized_end=113
   _BLOCKTABLECALLCONFIG._serialized_start=115
@@ -56,30 +56,42 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _TASKRESULT._serialized_end=1844
   _REQUESTTASKSLOTREQUEST._serialized_start=1846
   _REQUESTTASKSLOTREQUEST._serialized_end=1903
-  _SUBMITTASKREQUEST._serialized_start=1905
-  _SUBMITTASKREQUEST._serialized_end=1972
-  _WATCHTASKSREQUEST._serialized_start=1974
-  _WATCHTASKSREQUEST._serialized_end=2011
-  _GETTASKRESULTREQUEST._serialized_start=2013
-  _GETTASKRESULTREQUEST._serialized_end=2052
-  _CANCELTASKREQUEST._serialized_start=2054
-  _CANCELTASKREQUEST._serialized_end=2106
-  _STREAMTASKLOGSREQUEST._serialized_start=2108
-  _STREAMTASKLOGSREQUEST._serialized_end=2178
-  _TASKLOGLINE._serialized_start=2181
-  _TASKLOGLINE._serialized_end=2345
-  _LISTTASKSREQUEST._serialized_start=2347
-  _LISTTASKSREQUEST._serialized_end=2380
-  _LISTTASKSRESPONSE._serialized_start=2382
-  _LISTTASKSRESPONSE._serialized_end=2461
-  _TASKLISTENTRY._serialized_start=2463
-  _TASKLISTENTRY._serialized_end=2581
-  _GETTASKSTORYREQUEST._serialized_start=2583
-  _GETTASKSTORYREQUEST._serialized_end=2621
-  _TASKSTORY._serialized_start=2623
-  _TASKSTORY._serialized_end=2678
-  _TASKSTORYENTRY._serialized_start=2680
-  _TASKSTORYENTRY._serialized_end=2743
-  _WORKERSERVICE._serialized_start=2948
-  _WORKERSERVICE._serialized_end=3544
+  _REQUESTTASKSLOTSREQUEST._serialized_start=1905
+  _REQUESTTASKSLOTSREQUEST._serialized_end=1983
+  _TASKSLOTOUTCOME._serialized_start=1985
+  _TASKSLOTOUTCOME._serialized_end=2095
+  _REQUESTTASKSLOTSRESPONSE._serialized_start=2097
+  _REQUESTTASKSLOTSRESPONSE._serialized_end=2169
+  _SUBMITTASKREQUEST._serialized_start=2171
+  _SUBMITTASKREQUEST._serialized_end=2238
+  _SUBMITTASKSREQUEST._serialized_start=2240
+  _SUBMITTASKSREQUEST._serialized_end=2305
+  _SUBMITTASKOUTCOME._serialized_start=2307
+  _SUBMITTASKOUTCOME._serialized_end=2419
+  _SUBMITTASKSRESPONSE._serialized_start=2421
+  _SUBMITTASKSRESPONSE._serialized_end=2490
+  _WATCHTASKSREQUEST._serialized_start=2492
+  _WATCHTASKSREQUEST._serialized_end=2529
+  _GETTASKRESULTREQUEST._serialized_start=2531
+  _GETTASKRESULTREQUEST._serialized_end=2570
+  _CANCELTASKREQUEST._serialized_start=2572
+  _CANCELTASKREQUEST._serialized_end=2624
+  _STREAMTASKLOGSREQUEST._serialized_start=2626
+  _STREAMTASKLOGSREQUEST._serialized_end=2696
+  _TASKLOGLINE._serialized_start=2699
+  _TASKLOGLINE._serialized_end=2863
+  _LISTTASKSREQUEST._serialized_start=2865
+  _LISTTASKSREQUEST._serialized_end=2898
+  _LISTTASKSRESPONSE._serialized_start=2900
+  _LISTTASKSRESPONSE._serialized_end=2979
+  _TASKLISTENTRY._serialized_start=2981
+  _TASKLISTENTRY._serialized_end=3099
+  _GETTASKSTORYREQUEST._serialized_start=3101
+  _GETTASKSTORYREQUEST._serialized_end=3139
+  _TASKSTORY._serialized_start=3141
+  _TASKSTORY._serialized_end=3196
+  _TASKSTORYENTRY._serialized_start=3198
+  _TASKSTORYENTRY._serialized_end=3261
+  _WORKERSERVICE._serialized_start=3466
+  _WORKERSERVICE._serialized_end=4233
 # @@protoc_insertion_point(module_scope)

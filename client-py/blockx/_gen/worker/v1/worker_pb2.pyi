@@ -149,6 +149,18 @@ class RequestTaskSlotRequest(_message.Message):
     ttl_ms: int
     def __init__(self, task_id: _Optional[str] = ..., ttl_ms: _Optional[int] = ...) -> None: ...
 
+class RequestTaskSlotsRequest(_message.Message):
+    __slots__ = ["requests"]
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    requests: _containers.RepeatedCompositeFieldContainer[RequestTaskSlotRequest]
+    def __init__(self, requests: _Optional[_Iterable[_Union[RequestTaskSlotRequest, _Mapping]]] = ...) -> None: ...
+
+class RequestTaskSlotsResponse(_message.Message):
+    __slots__ = ["outcomes"]
+    OUTCOMES_FIELD_NUMBER: _ClassVar[int]
+    outcomes: _containers.RepeatedCompositeFieldContainer[TaskSlotOutcome]
+    def __init__(self, outcomes: _Optional[_Iterable[_Union[TaskSlotOutcome, _Mapping]]] = ...) -> None: ...
+
 class ReturnValueHandler(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
@@ -163,6 +175,18 @@ class StreamTaskLogsRequest(_message.Message):
     task_id: str
     def __init__(self, task_id: _Optional[str] = ..., tail: _Optional[int] = ..., follow: bool = ...) -> None: ...
 
+class SubmitTaskOutcome(_message.Message):
+    __slots__ = ["message", "snapshot", "status", "task_id"]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    message: str
+    snapshot: TaskSnapshot
+    status: int
+    task_id: str
+    def __init__(self, task_id: _Optional[str] = ..., snapshot: _Optional[_Union[TaskSnapshot, _Mapping]] = ..., status: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
+
 class SubmitTaskRequest(_message.Message):
     __slots__ = ["slot_id", "task"]
     SLOT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -170,6 +194,18 @@ class SubmitTaskRequest(_message.Message):
     slot_id: str
     task: Task
     def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ..., slot_id: _Optional[str] = ...) -> None: ...
+
+class SubmitTasksRequest(_message.Message):
+    __slots__ = ["tasks"]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    tasks: _containers.RepeatedCompositeFieldContainer[SubmitTaskRequest]
+    def __init__(self, tasks: _Optional[_Iterable[_Union[SubmitTaskRequest, _Mapping]]] = ...) -> None: ...
+
+class SubmitTasksResponse(_message.Message):
+    __slots__ = ["outcomes"]
+    OUTCOMES_FIELD_NUMBER: _ClassVar[int]
+    outcomes: _containers.RepeatedCompositeFieldContainer[SubmitTaskOutcome]
+    def __init__(self, outcomes: _Optional[_Iterable[_Union[SubmitTaskOutcome, _Mapping]]] = ...) -> None: ...
 
 class TableWriteSummary(_message.Message):
     __slots__ = ["calls_written", "handler", "rows_written", "table"]
@@ -248,6 +284,18 @@ class TaskResult(_message.Message):
     snapshot: TaskSnapshot
     writes: _containers.RepeatedCompositeFieldContainer[TableWriteSummary]
     def __init__(self, snapshot: _Optional[_Union[TaskSnapshot, _Mapping]] = ..., return_values: _Optional[_Iterable[bytes]] = ..., writes: _Optional[_Iterable[_Union[TableWriteSummary, _Mapping]]] = ..., first_error: _Optional[_Union[CallError, _Mapping]] = ...) -> None: ...
+
+class TaskSlotOutcome(_message.Message):
+    __slots__ = ["message", "snapshot", "status", "task_id"]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    message: str
+    snapshot: TaskSnapshot
+    status: int
+    task_id: str
+    def __init__(self, task_id: _Optional[str] = ..., snapshot: _Optional[_Union[TaskSnapshot, _Mapping]] = ..., status: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
 
 class TaskSnapshot(_message.Message):
     __slots__ = ["accepted_at_ms", "allocated_at_ms", "calls_failed", "calls_retried", "calls_succeeded", "calls_total", "deadline_ms", "error", "finished_at_ms", "phase", "slot_id", "state", "task_id", "updated_at_ms", "worker_addr"]

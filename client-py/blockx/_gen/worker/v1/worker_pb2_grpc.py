@@ -19,10 +19,20 @@ class WorkerServiceStub(object):
                 request_serializer=worker_dot_v1_dot_worker__pb2.RequestTaskSlotRequest.SerializeToString,
                 response_deserializer=worker_dot_v1_dot_worker__pb2.TaskSnapshot.FromString,
                 )
+        self.RequestTaskSlots = channel.unary_unary(
+                '/worker.v1.WorkerService/RequestTaskSlots',
+                request_serializer=worker_dot_v1_dot_worker__pb2.RequestTaskSlotsRequest.SerializeToString,
+                response_deserializer=worker_dot_v1_dot_worker__pb2.RequestTaskSlotsResponse.FromString,
+                )
         self.SubmitTask = channel.unary_unary(
                 '/worker.v1.WorkerService/SubmitTask',
                 request_serializer=worker_dot_v1_dot_worker__pb2.SubmitTaskRequest.SerializeToString,
                 response_deserializer=worker_dot_v1_dot_worker__pb2.TaskSnapshot.FromString,
+                )
+        self.SubmitTasks = channel.unary_unary(
+                '/worker.v1.WorkerService/SubmitTasks',
+                request_serializer=worker_dot_v1_dot_worker__pb2.SubmitTasksRequest.SerializeToString,
+                response_deserializer=worker_dot_v1_dot_worker__pb2.SubmitTasksResponse.FromString,
                 )
         self.WatchTasks = channel.unary_stream(
                 '/worker.v1.WorkerService/WatchTasks',
@@ -69,9 +79,29 @@ class WorkerServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RequestTaskSlots(self, request, context):
+        """RequestTaskSlots is RequestTaskSlot for many tasks at once (at most 1024), each exactly as
+        RequestTaskSlot would answer it, in request order (the Coordinator sends the requests of one
+        turn of its event loop to one Worker as one call). Fails as a whole only when malformed
+        (InvalidArgument: no requests, too many).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def SubmitTask(self, request, context):
         """SubmitTask starts a task in the slot reserved for it, or requests a slot inline when
         slot_id is empty. Idempotent by task_id within the result retention window.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SubmitTasks(self, request, context):
+        """SubmitTasks submits many tasks (at most 1024) in one call, each exactly as SubmitTask would
+        (same validation, same idempotency by task_id). The call fails only when the request as a
+        whole is malformed (InvalidArgument: no tasks, too many, one task id twice); each task's
+        outcome is in `outcomes`, in request order.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -131,10 +161,20 @@ def add_WorkerServiceServicer_to_server(servicer, server):
                     request_deserializer=worker_dot_v1_dot_worker__pb2.RequestTaskSlotRequest.FromString,
                     response_serializer=worker_dot_v1_dot_worker__pb2.TaskSnapshot.SerializeToString,
             ),
+            'RequestTaskSlots': grpc.unary_unary_rpc_method_handler(
+                    servicer.RequestTaskSlots,
+                    request_deserializer=worker_dot_v1_dot_worker__pb2.RequestTaskSlotsRequest.FromString,
+                    response_serializer=worker_dot_v1_dot_worker__pb2.RequestTaskSlotsResponse.SerializeToString,
+            ),
             'SubmitTask': grpc.unary_unary_rpc_method_handler(
                     servicer.SubmitTask,
                     request_deserializer=worker_dot_v1_dot_worker__pb2.SubmitTaskRequest.FromString,
                     response_serializer=worker_dot_v1_dot_worker__pb2.TaskSnapshot.SerializeToString,
+            ),
+            'SubmitTasks': grpc.unary_unary_rpc_method_handler(
+                    servicer.SubmitTasks,
+                    request_deserializer=worker_dot_v1_dot_worker__pb2.SubmitTasksRequest.FromString,
+                    response_serializer=worker_dot_v1_dot_worker__pb2.SubmitTasksResponse.SerializeToString,
             ),
             'WatchTasks': grpc.unary_stream_rpc_method_handler(
                     servicer.WatchTasks,
@@ -194,6 +234,23 @@ class WorkerService(object):
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
     @staticmethod
+    def RequestTaskSlots(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/worker.v1.WorkerService/RequestTaskSlots',
+            worker_dot_v1_dot_worker__pb2.RequestTaskSlotsRequest.SerializeToString,
+            worker_dot_v1_dot_worker__pb2.RequestTaskSlotsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
     def SubmitTask(request,
             target,
             options=(),
@@ -207,6 +264,23 @@ class WorkerService(object):
         return grpc.experimental.unary_unary(request, target, '/worker.v1.WorkerService/SubmitTask',
             worker_dot_v1_dot_worker__pb2.SubmitTaskRequest.SerializeToString,
             worker_dot_v1_dot_worker__pb2.TaskSnapshot.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SubmitTasks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/worker.v1.WorkerService/SubmitTasks',
+            worker_dot_v1_dot_worker__pb2.SubmitTasksRequest.SerializeToString,
+            worker_dot_v1_dot_worker__pb2.SubmitTasksResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

@@ -1,0 +1,112 @@
+/**
+ * bench/io/io-bound.ts: IO-bound throughput. One task of 1,000 calls, each waiting 10 ms on the
+ * backend (one local-chain request with LOCALTESTSERVICE_LATENCY_MS=10, cache off, every call a
+ * different block), on a compiled Worker (EXECUTOR_COUNT=2), with 16 calls in flight (the
+ * TASK_MAX_INFLIGHT_CALLS window; what 2 Dask workers x 8 threads run at once) and with 1,024.
+ *
+ *   bun bench/io/io-bound.ts [--calls 1000] [--latency-ms 10] [--rounds 5] [--executors 2] [--inflight 16,1024]
+ *
+ * Ideal calls/s = min(in flight, calls) / latency. The same run also measures the same task
+ * without the latency (what the Worker and executors cost per call), so the waiting can be read
+ * apart from the CPU. Medians of interleaved rounds.
+ */
+import { parseArgs } from "node:util";
+import { FunctionCallConfig, Task, TaskState } from "../../src/gen/worker/v1/worker";
+import { BlockxProcess } from "../../test/support/blockx-process";
+import { EtcdProcess } from "../../test/support/etcd";
+import { randomLanePrefix } from "../../test/support/worker-double";
+import { WorkerClient } from "../../test/support/worker-client";
+import { interleavedRounds, median } from "../support/rounds";
+
+const { values } = parseArgs({
+  options: {
+    calls: { type: "string", default: "1000" },
+    "latency-ms": { type: "string", default: "10" },
+    rounds: { type: "string", default: "5" },
+    executors: { type: "string", default: "2" },
+    inflight: { type: "string", default: "16,1024" },
+  },
+});
+const CALLS = Number(values.calls);
+const LATENCY_MS = Number(values["latency-ms"]);
+const INFLIGHT = values.inflight.split(",").map(Number);
+const ROUNDS = Number(values.rounds);
+
+const FN = ["def main(ctx, x):", "    b = ctx.io('localtestservice', 'eth_getBlockByNumber', {'chain': 'ethereum', 'number': x, 'full': False})", "    return b['number']"].join("\n");
+
+let etcd: EtcdProcess | undefined;
+const workers: BlockxProcess[] = [];
+async function cleanup(): Promise<void> {
+  for (const w of workers.splice(0)) await w.stop("SIGKILL").catch(() => {});
+  await etcd?.destroy();
+  etcd = undefined;
+}
+for (const sig of ["SIGINT", "SIGTERM"] as const) process.on(sig, () => void cleanup().finally(() => process.exit(130)));
+
+async function worker(inflight: number, latencyMs: number): Promise<WorkerClient> {
+  const w = BlockxProcess.spawn(["worker"], {
+    ETCD_ENDPOINTS: etcd!.endpoint,
+    BLOCKX_LOG_LEVEL: "info",
+    WORKER_LISTEN: "127.0.0.1:0",
+    WORKER_REGISTRY_PREFIX: randomLanePrefix("block"),
+    EXECUTOR_COUNT: values.executors,
+    TASK_MAX_INFLIGHT_CALLS: String(inflight),
+    IO_TASK_WINDOW: String(Math.max(64, inflight)),
+    IO_CACHE_MAX_BYTES: "0",
+    // Admission is adaptive (it starts low and learns the backend): let it grow to the window and
+    // queue the rest rather than refuse them (a refused request makes its call retry).
+    IO_ADMISSION_MAX_LIMIT: String(Math.max(256, inflight)),
+    IO_ADMISSION_QUEUE: String(Math.max(128, inflight)),
+    LOCALTESTSERVICE_LATENCY_MS: String(latencyMs),
+  });
+  workers.push(w);
+  return new WorkerClient(await w.grpcAddr());
+}
+
+let seq = 0;
+/** runTask submits one task of CALLS calls (a fresh block range each time: nothing cached) and returns calls/s. */
+async function runTask(w: WorkerClient): Promise<number> {
+  const first = 1_000_000 + seq++ * CALLS;
+  const inputs = Array.from({ length: CALLS }, (_, i) => Buffer.from(String(first + i)));
+  const task = Task.fromPartial({
+    taskId: `io-${process.pid}-${seq}`,
+    functionCallConfig: FunctionCallConfig.fromPartial({ function: { source: FN, entry: "main" }, config: { $case: "inputs", inputs: { inputs } } }),
+    outputs: [{ handler: { $case: "returnValue", returnValue: {} } }],
+  });
+  const t = performance.now();
+  const sub = await w.submitTask(task);
+  if (!sub.ok) throw new Error(`SubmitTask: ${sub.details}`);
+  const watched = await w.watch([task.taskId]);
+  const last = watched.snapshots.at(-1);
+  const seconds = (performance.now() - t) / 1000;
+  if (last?.state !== TaskState.SUCCEEDED) throw new Error(`task ended ${JSON.stringify(last?.state)}: ${last?.error?.message ?? watched.error?.details}`);
+  return CALLS / seconds;
+}
+
+try {
+  etcd = await EtcdProcess.start();
+  const series = new Map<string, { w: WorkerClient; ideal: number }>();
+  for (const n of INFLIGHT) series.set(`${n} in flight, ${LATENCY_MS} ms per call`, { w: await worker(n, LATENCY_MS), ideal: (Math.min(n, CALLS) * 1000) / LATENCY_MS });
+  for (const n of INFLIGHT) series.set(`${n} in flight, no latency (the CPU floor)`, { w: await worker(n, 0), ideal: Infinity });
+  for (const s of series.values()) await runTask(s.w); // warm-up: executors' imports, JIT
+  const results = await interleavedRounds([...series.keys()], ROUNDS, (k) => runTask(series.get(k)!.w), (r) => process.stderr.write(`round ${r}/${ROUNDS}\n`));
+  console.log(`IO-bound calls: ${CALLS} calls per task, each one local-chain request; EXECUTOR_COUNT=${values.executors}; medians of ${ROUNDS} interleaved rounds`);
+  console.log("");
+  console.log("| series | calls/s | ideal | share of ideal | rounds |");
+  console.log("| --- | ---: | ---: | ---: | --- |");
+  for (const [k, s] of series) {
+    const m = median(results[k]!);
+    const ideal = Number.isFinite(s.ideal) ? s.ideal.toFixed(0) : "-";
+    const share = Number.isFinite(s.ideal) ? `${((m / s.ideal) * 100).toFixed(0)}%` : "-";
+    console.log(`| ${k} | ${m.toFixed(0)} | ${ideal} | ${share} | ${results[k]!.map((v) => v.toFixed(0)).join(", ")} |`);
+  }
+  const at16 = [...series.entries()].find(([k]) => k.startsWith("16 in flight,") && !k.includes("no latency"));
+  if (at16) {
+    const m = median(results[at16[0]]!);
+    console.log("");
+    console.log(`- at least 90% of ideal at 16 in flight: ${m >= 0.9 * at16[1].ideal ? "**met**" : "**not met**"} (${((m / at16[1].ideal) * 100).toFixed(0)}%)`);
+  }
+  for (const s of series.values()) s.w.close();
+} finally {
+  await cleanup();
+}
