@@ -58,6 +58,8 @@ async function worker(inflight: number, latencyMs: number): Promise<WorkerClient
     IO_ADMISSION_MAX_LIMIT: String(Math.max(256, inflight)),
     IO_ADMISSION_QUEUE: String(Math.max(128, inflight)),
     LOCALTESTSERVICE_LATENCY_MS: String(latencyMs),
+    // A call's budget counts its IO time: on a loaded box 1,024 requests at once can wait seconds.
+    EXECUTOR_CALL_BUDGET_MS: "120000",
   });
   workers.push(w);
   return new WorkerClient(await w.grpcAddr());
