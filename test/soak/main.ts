@@ -27,14 +27,14 @@ if (store !== "sqlite" && store !== "postgres") {
   console.error(`STORE must be sqlite or postgres, got ${JSON.stringify(store)}`);
   process.exit(2);
 }
-// Worker variables to try under the soak, passed through: IO_*, CALL_MAX_ATTEMPTS, EXECUTOR_*.
-const workerEnv = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => /^(IO_|EXECUTOR_|CALL_MAX_ATTEMPTS$)/.test(e[0]) && e[1] !== undefined));
-const started = new Date().toISOString();
-console.log(`soak: seed ${seed}, table store ${store}, tasks of ${blocksPerTask} blocks, ${concurrency} at once, ${baselineSeconds} s of backfill without faults, then ${minutes} minutes with (started ${started})`);
 // Postgres moves fewer rows per second here (every commit of a table waits for its lock): smaller
 // tasks, fewer at once, as in the short soak, unless set.
 const blocksPerTask = intArg("BLOCKS_PER_TASK", store === "postgres" ? 25 : 100, 1);
 const concurrency = intArg("CONCURRENCY", store === "postgres" ? 4 : 6, 1);
+// Worker variables to try under the soak, passed through: IO_*, CALL_MAX_ATTEMPTS, EXECUTOR_*.
+const workerEnv = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => /^(IO_|EXECUTOR_|CALL_MAX_ATTEMPTS$)/.test(e[0]) && e[1] !== undefined));
+const started = new Date().toISOString();
+console.log(`soak: seed ${seed}, table store ${store}, tasks of ${blocksPerTask} blocks, ${concurrency} at once, ${baselineSeconds} s of backfill without faults, then ${minutes} minutes with (started ${started})`);
 const report = await runSoak({ seed, store, blocksPerTask, concurrency, durationMs: minutes * 60_000, baselineMs: baselineSeconds * 1000, workerEnv, log: (l) => console.log(l) });
 const out = `soak-report-${store}-${seed}.json`;
 writeFileSync(out, JSON.stringify({ started, minutes, ...report }, null, 2));
