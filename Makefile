@@ -198,7 +198,7 @@ SEED ?= 1
 MINUTES ?= 10
 STORE ?= sqlite
 soak: deps build
-	SEED=$(SEED) MINUTES=$(MINUTES) STORE=$(STORE) $(BUN) test/soak/main.ts
+	SEED=$(SEED) MINUTES=$(MINUTES) STORE=$(STORE) BLOCKS_PER_TASK=$(BLOCKS_PER_TASK) CONCURRENCY=$(CONCURRENCY) $(BUN) test/soak/main.ts
 
 # Each test/mutants/*.patch breaks a promise on purpose; its tests must fail (scripts/mutants.sh).
 mutants: deps build

@@ -8,12 +8,12 @@
 import { writeFileSync } from "node:fs";
 import { formatReport, runSoak } from "./soak-run";
 
-function intArg(name: string, fallback: number): number {
+function intArg(name: string, fallback: number, min = 0): number {
   const raw = process.env[name] ?? "";
   if (raw === "") return fallback;
   const v = Number(raw);
-  if (!Number.isInteger(v) || v < 0) {
-    console.error(`${name} must be a non-negative integer, got ${JSON.stringify(raw)}`);
+  if (!Number.isInteger(v) || v < min || v > 1_000_000) {
+    console.error(`${name} must be an integer from ${min} to 1000000, got ${JSON.stringify(raw)}`);
     process.exit(2);
   }
   return v;
@@ -27,11 +27,15 @@ if (store !== "sqlite" && store !== "postgres") {
   console.error(`STORE must be sqlite or postgres, got ${JSON.stringify(store)}`);
   process.exit(2);
 }
+// Postgres moves fewer rows per second here (every commit of a table waits for its lock): smaller
+// tasks, fewer at once, as in the short soak, unless set.
+const blocksPerTask = intArg("BLOCKS_PER_TASK", store === "postgres" ? 25 : 100, 1);
+const concurrency = intArg("CONCURRENCY", store === "postgres" ? 4 : 6, 1);
 // Worker variables to try under the soak, passed through: IO_*, CALL_MAX_ATTEMPTS, EXECUTOR_*.
 const workerEnv = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => /^(IO_|EXECUTOR_|CALL_MAX_ATTEMPTS$)/.test(e[0]) && e[1] !== undefined));
 const started = new Date().toISOString();
-console.log(`soak: seed ${seed}, table store ${store}, ${baselineSeconds} s of backfill without faults, then ${minutes} minutes with (started ${started})`);
-const report = await runSoak({ seed, store, durationMs: minutes * 60_000, baselineMs: baselineSeconds * 1000, workerEnv, log: (l) => console.log(l) });
+console.log(`soak: seed ${seed}, table store ${store}, tasks of ${blocksPerTask} blocks, ${concurrency} at once, ${baselineSeconds} s of backfill without faults, then ${minutes} minutes with (started ${started})`);
+const report = await runSoak({ seed, store, blocksPerTask, concurrency, durationMs: minutes * 60_000, baselineMs: baselineSeconds * 1000, workerEnv, log: (l) => console.log(l) });
 const out = `soak-report-${store}-${seed}.json`;
 writeFileSync(out, JSON.stringify({ started, minutes, ...report }, null, 2));
 console.log("\n" + formatReport(report));

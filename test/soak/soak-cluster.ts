@@ -34,7 +34,9 @@ export class Member {
 
   async start(): Promise<void> {
     this.proc = BlockxProcess.spawn([this.role], this.env);
-    await this.proc.grpcAddr();
+    // A Worker serves once its executors are up: on a 2-core box loaded by other runs, three
+    // Workers' six executors (Python, each its own fresh cache folder with Postgres) took over 20 s.
+    await this.proc.grpcAddr(60_000);
   }
 
   /** kill: SIGKILL, no drain (a crash), and wait until the process is gone. */

@@ -98,8 +98,8 @@ export class BlockxProcess {
   }
 
   /** listenAddr waits for the "grpc listening" line and returns the bound address. */
-  async grpcAddr(): Promise<string> {
-    const line = await this.waitForLog((l) => l.msg === "grpc listening");
+  async grpcAddr(timeoutMs?: number): Promise<string> {
+    const line = await this.waitForLog((l) => l.msg === "grpc listening", timeoutMs);
     return String(line.addr).replace(/^0\.0\.0\.0:/, "127.0.0.1:");
   }
 
