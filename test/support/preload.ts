@@ -4,6 +4,9 @@ import { EtcdProcess } from "./etcd";
 // One etcd for the whole run, started here rather than in a test file's beforeAll: a test
 // timeout kills every process its file spawned. Tests that need to stop etcd start their own.
 const shared = await EtcdProcess.start();
+// Plaintext unless a test chooses otherwise: in-process SDK clients and children that inherit
+// this environment need a transport chosen (test/security passes BLOCKX_TLS_* explicitly).
+if (!process.env.BLOCKX_TLS_CERT_FILE && process.env.BLOCKX_INSECURE === undefined) process.env.BLOCKX_INSECURE = "1";
 process.env.BLOCKX_TEST_ETCD_ENDPOINT = shared.endpoint;
 
 afterAll(async () => {

@@ -13,12 +13,13 @@ export const GRPC_SERVER_OPTIONS: grpc.ServerOptions = {
 
 /**
  * bindGrpcServer binds `server` to a listen address (":8080", "127.0.0.1:0", "unix:/path")
- * and returns the address actually bound, with the port resolved when 0 was asked for.
+ * with `credentials` (serverCredentials of the role's TlsSetting) and returns the address actually
+ * bound, with the port resolved when 0 was asked for.
  */
-export async function bindGrpcServer(server: grpc.Server, listenAddr: string): Promise<string> {
+export async function bindGrpcServer(server: grpc.Server, listenAddr: string, credentials: grpc.ServerCredentials): Promise<string> {
   const target = listenAddr.startsWith("unix:") ? listenAddr : grpcBindAddr(listenAddr);
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(target, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    server.bindAsync(target, credentials, (err, p) => (err ? reject(err) : resolve(p))),
   );
   if (listenAddr.startsWith("unix:")) return listenAddr;
   return target.replace(/:\d+$/, `:${port}`);

@@ -1,5 +1,8 @@
 import * as grpc from "@grpc/grpc-js";
 import { grpcError } from "../../common/grpc/grpc-server";
+import { callerOf } from "../../common/tls/grpc-tls";
+import { identityKey } from "../../common/tls/peer-identity";
+import type { TlsSetting } from "../../common/tls/tls-setting";
 import type { Logger } from "../../common/logging/logger";
 import type { Counter, Histogram } from "../../common/metrics/metrics";
 import type { ReserveWorkerSlotRequest, ReserveWorkerSlotResponse } from "../../gen/coordinator/v1/coordinator";
@@ -55,10 +58,12 @@ export class CoordinatorServer {
   /**
    * reserveWorkerSlot returns `{taskId, workerAddr, slotId}` or throws a CoordinatorError.
    * `isCancelled` is polled before each request so that a client that went away stops the loop.
+   * `clientIdentity` (an identity key, "" when anonymous under BLOCKX_INSECURE) goes to the Worker
+   * with each RequestTaskSlot: the slot belongs to that client.
    */
-  async reserveWorkerSlot(taskId: string, isCancelled: () => boolean = () => false): Promise<ReserveWorkerSlotResponse> {
+  async reserveWorkerSlot(taskId: string, isCancelled: () => boolean = () => false, clientIdentity = ""): Promise<ReserveWorkerSlotResponse> {
     const started = performance.now();
-    const next = await this.drive(taskId, isCancelled);
+    const next = await this.drive(taskId, isCancelled, clientIdentity);
     this.metrics?.reservations.inc({ outcome: next.outcome });
     this.metrics?.reservationSeconds.observe({ outcome: next.outcome }, (performance.now() - started) / 1000);
     if (next.result.ok) {
@@ -70,13 +75,13 @@ export class CoordinatorServer {
   }
 
   /** drive runs one reservation through the core: each requestSlot sent, each answer fed back, to the reply. */
-  private async drive(taskId: string, isCancelled: () => boolean): Promise<Reply> {
+  private async drive(taskId: string, isCancelled: () => boolean, clientIdentity: string): Promise<Reply> {
     const reservationId = ++this.nextReservationId;
     let next = this.reservations.handle({ type: "reservationRequested", reservationId, taskId }, this.nowMs());
     while (next.type === "requestSlot") {
       if (isCancelled()) return this.reservations.handle({ type: "clientCancelled", reservationId }, this.nowMs());
       const { workerAddr } = next;
-      const answer = await this.reserver.requestTaskSlot(workerAddr, { taskId, ttlMs: next.ttlMs, timeoutMs: next.timeoutMs });
+      const answer = await this.reserver.requestTaskSlot(workerAddr, { taskId, ttlMs: next.ttlMs, timeoutMs: next.timeoutMs, clientIdentity });
       this.noteAnswer(taskId, workerAddr, answer);
       next = this.reservations.handle({ type: "workerAnswered", reservationId, answer }, this.nowMs());
     }
@@ -92,10 +97,16 @@ export class CoordinatorServer {
     if (!answer.err.mayHaveAllocated) this.log.info({ taskId, workerAddr, code: answer.err.code, reason: answer.err.message }, "worker rejected slot request");
   }
 
-  /** grpcHandler adapts reserveWorkerSlot to a grpc-js unary handler (block and bundle services). */
-  grpcHandler(): grpc.handleUnaryCall<ReserveWorkerSlotRequest, ReserveWorkerSlotResponse> {
+  /**
+   * grpcHandler adapts reserveWorkerSlot to a grpc-js unary handler (block and bundle services).
+   * Under mTLS only a client or an admin certificate may reserve; its identity owns the slot.
+   */
+  grpcHandler(tls: TlsSetting): grpc.handleUnaryCall<ReserveWorkerSlotRequest, ReserveWorkerSlotResponse> {
     return (call, callback) => {
-      this.reserveWorkerSlot(call.request.taskId, () => call.cancelled).then(
+      const caller = callerOf(tls, call, ["client", "admin"], "ReserveWorkerSlot");
+      if (!caller.ok) return callback(caller.error);
+      const clientIdentity = caller.identity ? identityKey(caller.identity) : "";
+      this.reserveWorkerSlot(call.request.taskId, () => call.cancelled, clientIdentity).then(
         (res) => callback(null, res),
         (e: unknown) => {
           if (e instanceof CoordinatorError) {

@@ -30,7 +30,7 @@ describe("grpcErrToSlotError", () => {
 });
 
 describe("WorkerRPCClient against real gRPC servers", () => {
-  const client = new WorkerRPCClient();
+  const client = new WorkerRPCClient({ kind: "insecure" });
   const doubles: WorkerDouble[] = [];
   afterEach(async () => {
     for (const d of doubles.splice(0)) await d.stop();
@@ -39,8 +39,8 @@ describe("WorkerRPCClient against real gRPC servers", () => {
   test("a granting Worker returns its snapshot with the slot id; one cached channel per Worker", async () => {
     const w = await WorkerDouble.start();
     doubles.push(w);
-    const a = await client.requestTaskSlot(w.addr, { taskId: "t1", ttlMs: 5000, timeoutMs: 2000 });
-    const b = await client.requestTaskSlot(w.addr, { taskId: "t2", ttlMs: 5000, timeoutMs: 2000 });
+    const a = await client.requestTaskSlot(w.addr, { taskId: "t1", ttlMs: 5000, timeoutMs: 2000, clientIdentity: "" });
+    const b = await client.requestTaskSlot(w.addr, { taskId: "t2", ttlMs: 5000, timeoutMs: 2000, clientIdentity: "" });
     expect(a.snapshot?.slotId).toBe("slot-t1");
     expect(b.snapshot?.slotId).toBe("slot-t2");
     expect(w.requests).toEqual([
@@ -63,14 +63,14 @@ describe("WorkerRPCClient against real gRPC servers", () => {
     ];
     for (const [code, want] of expectations) {
       w.behaviour = { code, details: `because ${grpc.status[code]}` };
-      const res = await client.requestTaskSlot(w.addr, { taskId: "t", ttlMs: 5000, timeoutMs: 2000 });
+      const res = await client.requestTaskSlot(w.addr, { taskId: "t", ttlMs: 5000, timeoutMs: 2000, clientIdentity: "" });
       expect(res.err).toEqual({ code: want, message: `because ${grpc.status[code]}`, mayHaveAllocated: false });
     }
   });
 
   test("connection refused is an explicit failure: nothing can have been allocated", async () => {
     const port = await freePort();
-    const res = await client.requestTaskSlot(`127.0.0.1:${port}`, { taskId: "t", ttlMs: 5000, timeoutMs: 2000 });
+    const res = await client.requestTaskSlot(`127.0.0.1:${port}`, { taskId: "t", ttlMs: 5000, timeoutMs: 2000, clientIdentity: "" });
     expect(res.err?.code).toBe(ErrorCode.ErrWorkerUnreachable);
     expect(res.err?.mayHaveAllocated).toBe(false);
   });
@@ -79,7 +79,7 @@ describe("WorkerRPCClient against real gRPC servers", () => {
     const w = await WorkerDouble.start();
     doubles.push(w);
     w.behaviour = "hang";
-    const res = await client.requestTaskSlot(w.addr, { taskId: "t", ttlMs: 5000, timeoutMs: 200 });
+    const res = await client.requestTaskSlot(w.addr, { taskId: "t", ttlMs: 5000, timeoutMs: 200, clientIdentity: "" });
     expect(w.requests.length).toBe(1);
     expect(res.err?.code).toBe(ErrorCode.ErrSlotUncertain);
     expect(res.err?.mayHaveAllocated).toBe(true);

@@ -1,5 +1,8 @@
 import * as grpc from "@grpc/grpc-js";
 import { ErrorCode } from "../../common/error-code";
+import { CLIENT_IDENTITY_HEADER } from "../../common/tls/client-identity-header";
+import { channelFor } from "../../common/tls/grpc-tls";
+import type { TlsSetting } from "../../common/tls/tls-setting";
 import { RequestTaskSlotRequest, WorkerServiceClient } from "../../gen/worker/v1/worker";
 import type { RequestTaskSlotArgs, SlotError, SlotReservation, SlotReserver } from "./slot-reserver";
 
@@ -45,8 +48,9 @@ export function grpcErrToSlotError(err: Pick<grpc.ServiceError, "code" | "detail
     case grpc.status.DEADLINE_EXCEEDED:
       return NEVER_SENT_DEADLINE.test(details) ? explicit(ErrorCode.ErrWorkerUnreachable) : uncertain();
     // The Worker refused the call before any handler ran.
-    case grpc.status.UNIMPLEMENTED:
     case grpc.status.PERMISSION_DENIED:
+      return explicit(ErrorCode.ErrPermissionDenied);
+    case grpc.status.UNIMPLEMENTED:
     case grpc.status.UNAUTHENTICATED:
       return explicit(ErrorCode.ErrInternal);
     default:
@@ -63,11 +67,16 @@ export function grpcErrToSlotError(err: Pick<grpc.ServiceError, "code" | "detail
 export class WorkerRPCClient implements SlotReserver {
   private readonly clients = new Map<string, WorkerServiceClient>();
 
+  /** Under mTLS each Worker must present a worker certificate that covers the address it advertised. */
+  constructor(private readonly tls: TlsSetting) {}
+
   requestTaskSlot(workerAddr: string, args: RequestTaskSlotArgs): Promise<SlotReservation> {
     const client = this.clientFor(workerAddr);
     const request = RequestTaskSlotRequest.create({ taskId: args.taskId, ttlMs: args.ttlMs });
+    const metadata = new grpc.Metadata();
+    if (args.clientIdentity !== "") metadata.set(CLIENT_IDENTITY_HEADER, args.clientIdentity);
     return new Promise((resolve) => {
-      client.requestTaskSlot(request, new grpc.Metadata(), { deadline: Date.now() + args.timeoutMs }, (err, snapshot) => {
+      client.requestTaskSlot(request, metadata, { deadline: Date.now() + args.timeoutMs }, (err, snapshot) => {
         if (err) resolve({ err: grpcErrToSlotError(err) });
         else if (!snapshot) resolve({ err: { code: ErrorCode.ErrSlotUncertain, message: "empty response", mayHaveAllocated: true } });
         else resolve({ snapshot });
@@ -92,7 +101,8 @@ export class WorkerRPCClient implements SlotReserver {
   private clientFor(workerAddr: string): WorkerServiceClient {
     let c = this.clients.get(workerAddr);
     if (!c) {
-      c = new WorkerServiceClient(workerAddr, grpc.credentials.createInsecure(), WORKER_CHANNEL_OPTIONS);
+      const { credentials, options } = channelFor(this.tls, workerAddr, ["worker"]);
+      c = new WorkerServiceClient(workerAddr, credentials, { ...WORKER_CHANNEL_OPTIONS, ...options });
       this.clients.set(workerAddr, c);
     }
     return c;

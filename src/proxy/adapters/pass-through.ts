@@ -2,7 +2,10 @@ import * as grpc from "@grpc/grpc-js";
 import { grpcError } from "../../common/grpc/grpc-server";
 import type { Logger } from "../../common/logging/logger";
 import type { Counter } from "../../common/metrics/metrics";
-import { WORKER_ADDR_HEADER, type ProxyRouter } from "../core/proxy-router";
+import { channelFor } from "../../common/tls/grpc-tls";
+import type { PeerRole } from "../../common/tls/peer-identity";
+import type { TlsSetting } from "../../common/tls/tls-setting";
+import { WORKER_ADDR_HEADER, type ProxyRouter, type RoutedService } from "../core/proxy-router";
 
 /** Method paths the proxy serves and their streaming shape (from the generated service definitions). */
 export interface ProxiedMethod {
@@ -12,6 +15,13 @@ export interface ProxiedMethod {
 }
 
 const identity = (b: Buffer): Buffer => b;
+
+const UPSTREAM_ROLE: Readonly<Record<RoutedService, PeerRole>> = {
+  "coordinator.v1.CoordinatorService": "coordinator",
+  "bundlecoordinator.v1.BundleCoordinatorService": "coordinator",
+  "syncinvoker.v1.SyncInvokerService": "syncinvoker",
+  "worker.v1.WorkerService": "worker",
+};
 
 /**
  * Headers that belong to one HTTP/2 hop (grpc-js sets its own on the next hop); everything
@@ -43,6 +53,7 @@ export class PassThrough {
     private readonly router: ProxyRouter,
     private readonly log: Logger,
     private readonly calls: Counter,
+    private readonly tls: TlsSetting,
   ) {}
 
   register(server: grpc.Server, methods: readonly ProxiedMethod[]): void {
@@ -67,9 +78,12 @@ export class PassThrough {
     }
     let client = this.upstreams.get(route.target);
     if (!client) {
-      client = new grpc.Client(route.target, grpc.credentials.createInsecure(), {
+      // Under mTLS the upstream must present the certificate of the role its service belongs to.
+      const { credentials, options } = channelFor(this.tls, route.target, [UPSTREAM_ROLE[route.service]]);
+      client = new grpc.Client(route.target, credentials, {
         "grpc.max_receive_message_length": 64 * 1024 * 1024,
         "grpc.max_send_message_length": 64 * 1024 * 1024,
+        ...options,
       });
       this.upstreams.set(route.target, client);
     }

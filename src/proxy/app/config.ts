@@ -1,3 +1,4 @@
+import { compileTlsSetting, type TlsSetting } from "../../common/tls/tls-setting";
 import { commonVars } from "../../common/config/common-vars";
 import { envVar, intSchema, loadEnvConfig, stringSchema, type EnvValues } from "../../common/config/env-config";
 import { clientVars } from "../../sdk/client-config";
@@ -12,8 +13,10 @@ export const proxyVars = {
   ...commonVars,
 };
 
-export type ProxyConfig = EnvValues<typeof proxyVars>;
+/** ProxyConfig: the variables and the compiled TLS setting of the proxy's upstream hops. */
+export type ProxyConfig = EnvValues<typeof proxyVars> & { readonly tls: TlsSetting };
 
 export function loadProxyConfig(env: Readonly<Record<string, string | undefined>>, argv: readonly string[]): ProxyConfig {
-  return loadEnvConfig(proxyVars, env, argv);
+  const v = loadEnvConfig(proxyVars, env, argv);
+  return Object.freeze({ ...v, tls: compileTlsSetting(v) });
 }

@@ -2,6 +2,7 @@ import * as grpc from "@grpc/grpc-js";
 import { existsSync, unlinkSync } from "node:fs";
 import { connect } from "node:net";
 import { resolve } from "node:path";
+import { announceTls } from "../../common/tls/grpc-tls";
 import { GRPC_SERVER_OPTIONS, bindGrpcServer, shutdownGrpcServer } from "../../common/grpc/grpc-server";
 import { HealthStatus, ServingStatus } from "../../common/grpc/health-service";
 import { sdNotify } from "../../common/lifecycle/sd-notify";
@@ -38,6 +39,7 @@ async function clearStaleSocket(path: string): Promise<void> {
 /** runProxy serves the UDS proxy until SIGTERM/SIGINT, then drains and removes the socket file. */
 export async function runProxy(config: ProxyConfig): Promise<void> {
   const log = createLogger(config.logLevel, { role: "proxy" });
+  announceTls(log, config.tls);
   const socketPath = resolve(config.socketPath);
   const registry = new MetricsRegistry();
   registerProcessMetrics(registry, "proxy");
@@ -48,7 +50,7 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
     bundleCoordinators: config.bundleCoordinatorAddrs,
     syncInvoker: config.syncInvokerAddr,
   });
-  const passThrough = new PassThrough(router, log.child({ component: "pass-through" }), calls);
+  const passThrough = new PassThrough(router, log.child({ component: "pass-through" }), calls, config.tls);
   const server = new grpc.Server(GRPC_SERVER_OPTIONS);
   const health = new HealthStatus([]);
   health.register(server);
@@ -56,7 +58,8 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
   passThrough.register(server, methods);
 
   await clearStaleSocket(socketPath);
-  await bindGrpcServer(server, `unix:${socketPath}`);
+  // The socket hop is local: who may use it is the socket file's mode and group.
+  await bindGrpcServer(server, `unix:${socketPath}`, grpc.ServerCredentials.createInsecure());
   const metricsServer = startMetricsServer(registry, config.prometheusListenAddr, config.prometheusPath, log);
 
   onShutdownSignal(log, config.shutdownGraceMs + 5_000, async () => {

@@ -17,6 +17,12 @@ import { WorkerError } from "../core/worker-error";
 import type { TaskLogEntry } from "../core/task-log-book";
 import type { WorkerDriver } from "./worker-driver";
 import { workerCodeToGRPC } from "./worker-code-to-grpc";
+import { ErrorCode } from "../../common/error-code";
+import { CLIENT_IDENTITY_HEADER } from "../../common/tls/client-identity-header";
+import { callerOf } from "../../common/tls/grpc-tls";
+import { identityKey, parseIdentityKey } from "../../common/tls/peer-identity";
+import type { TlsSetting } from "../../common/tls/tls-setting";
+import { ANONYMOUS, type Requester } from "../core/worker-core-events";
 
 const MAX_WATCHED_TASKS = 10_000;
 /** StreamTaskLogs: at most this many lines of tail, and this many following streams open at once. */
@@ -44,6 +50,7 @@ export class WorkerService {
   constructor(
     private readonly driver: WorkerDriver,
     private readonly log: Logger,
+    private readonly tls: TlsSetting,
   ) {
     driver.onSnapshot = (s) => {
       this.publish(s);
@@ -63,22 +70,30 @@ export class WorkerService {
   handlers(): WorkerServiceServer {
     return {
       requestTaskSlot: (call, callback) => {
+        const who = this.slotRequester(call);
+        if (!who.ok) return callback(who.error);
         const { taskId, ttlMs } = call.request;
-        this.reply(callback, this.driver.requestTaskSlot(taskId, ttlMs));
+        this.reply(callback, this.driver.requestTaskSlot(taskId, ttlMs, who.requester));
       },
       submitTask: (call, callback) => {
+        const who = this.taskRequester(call, "SubmitTask");
+        if (!who.ok) return callback(who.error);
         try {
-          this.driver.submitTask(call.request.task, call.request.slotId, ownerOf(call.metadata), (r) => this.reply(callback, r));
+          this.driver.submitTask(call.request.task, call.request.slotId, who.label, who.requester, (r) => this.reply(callback, r));
         } catch (e) {
           this.fail(callback, e);
         }
       },
       cancelTask: (call, callback) => {
+        const who = this.taskRequester(call, "CancelTask");
+        if (!who.ok) return callback(who.error);
         const { taskId, reason } = call.request;
-        this.reply(callback, this.driver.cancelTask(taskId, reason || "cancelled by the client"));
+        this.reply(callback, this.driver.cancelTask(taskId, reason || "cancelled by the client", who.requester));
       },
       getTaskResult: (call, callback) => {
-        const r = this.driver.result(call.request.taskId);
+        const who = this.taskRequester(call, "GetTaskResult");
+        if (!who.ok) return callback(who.error);
+        const r = this.driver.result(call.request.taskId, who.requester);
         if (r.err) return this.fail(callback, r.err);
         callback(
           null,
@@ -93,9 +108,11 @@ export class WorkerService {
       watchTasks: (call) => this.watch(call),
       streamTaskLogs: (call) => this.streamLogs(call),
       listTasks: (call, callback) => {
+        const who = this.taskRequester(call, "ListTasks");
+        if (!who.ok) return callback(who.error);
         const limit = call.request.limit === 0 ? DEFAULT_LIST_LIMIT : call.request.limit;
         if (limit > MAX_LIST_LIMIT) return callback(grpcError(grpc.status.INVALID_ARGUMENT, `limit: at most ${MAX_LIST_LIMIT}, got ${limit}`));
-        const { tasks, truncated } = this.driver.listTasks(limit);
+        const { tasks, truncated } = this.driver.listTasks(limit, who.requester);
         callback(
           null,
           ListTasksResponse.create({
@@ -105,6 +122,10 @@ export class WorkerService {
         );
       },
       getTaskStory: (call, callback) => {
+        const who = this.taskRequester(call, "GetTaskStory");
+        if (!who.ok) return callback(who.error);
+        const known = this.driver.queryTask(call.request.taskId, who.requester);
+        if (known.err?.code === ErrorCode.ErrPermissionDenied) return this.fail(callback, known.err);
         const entries = this.driver.story(call.request.taskId);
         if (entries.length === 0) return callback(grpcError(grpc.status.NOT_FOUND, `task ${JSON.stringify(call.request.taskId)} is not known here`));
         callback(null, TaskStory.create({ entries: entries.map((e) => ({ atMs: e.atMs, event: e.event, outcome: e.outcome })) }));
@@ -117,10 +138,12 @@ export class WorkerService {
    * new line as its call ends, and ends when the task is terminal or the client goes away.
    */
   private streamLogs(call: grpc.ServerWritableStream<StreamTaskLogsRequest, TaskLogLine>): void {
+    const who = this.taskRequester(call, "StreamTaskLogs");
+    if (!who.ok) return void call.emit("error", who.error);
     const { taskId, tail, follow } = call.request;
     if (taskId === "" || taskId.length > 256) return void call.emit("error", grpcError(grpc.status.INVALID_ARGUMENT, "task_id: 1 to 256 characters"));
     if (tail > MAX_LOG_TAIL) return void call.emit("error", grpcError(grpc.status.INVALID_ARGUMENT, `tail: at most ${MAX_LOG_TAIL}, got ${tail}`));
-    const snap = this.driver.queryTask(taskId);
+    const snap = this.driver.queryTask(taskId, who.requester);
     if (snap.err) return void call.emit("error", grpcError(workerCodeToGRPC(snap.err.code), snap.err.message));
     const live = follow && !TERMINAL_TASK_STATES.has(snap.snapshot.state);
     if (live && this.followers.size >= MAX_LOG_FOLLOWERS) {
@@ -166,6 +189,8 @@ export class WorkerService {
   }
 
   private watch(call: grpc.ServerWritableStream<WatchTasksRequest, TaskSnapshot>): void {
+    const who = this.taskRequester(call, "WatchTasks");
+    if (!who.ok) return void call.emit("error", who.error);
     const ids = [...new Set(call.request.taskIds)];
     if (ids.length === 0) return void call.emit("error", grpcError(grpc.status.INVALID_ARGUMENT, "task_ids: at least one task id is required"));
     if (ids.length > MAX_WATCHED_TASKS) {
@@ -176,7 +201,7 @@ export class WorkerService {
     this.flushPublishes();
     const current: TaskSnapshot[] = [];
     for (const id of ids) {
-      const r = this.driver.queryTask(id);
+      const r = this.driver.queryTask(id, who.requester);
       if (r.err) return void call.emit("error", grpcError(workerCodeToGRPC(r.err.code), r.err.message));
       current.push(r.snapshot);
     }
@@ -229,6 +254,39 @@ export class WorkerService {
         }
       }
     }
+  }
+
+  /**
+   * slotRequester: RequestTaskSlot comes from a Coordinator (under mTLS its certificate says so),
+   * which names the client it reserves for in CLIENT_IDENTITY_HEADER; that client owns the slot.
+   * The header is believed from a Coordinator only. Under BLOCKX_INSECURE: anonymous.
+   */
+  private slotRequester(call: grpc.ServerUnaryCall<unknown, unknown>): { ok: true; requester: Requester } | { ok: false; error: grpc.ServiceError } {
+    const caller = callerOf(this.tls, call, ["coordinator"], "RequestTaskSlot");
+    if (!caller.ok) return caller;
+    if (caller.identity === null) return { ok: true, requester: ANONYMOUS };
+    const raw = call.metadata.get(CLIENT_IDENTITY_HEADER)[0];
+    const client = typeof raw === "string" ? parseIdentityKey(raw) : null;
+    if (client === null || (client.role !== "client" && client.role !== "admin")) {
+      return { ok: false, error: grpcError(grpc.status.INVALID_ARGUMENT, `RequestTaskSlot: ${CLIENT_IDENTITY_HEADER} must name the client (client/NAME or admin/NAME), got ${JSON.stringify(raw ?? "")}`) };
+    }
+    return { ok: true, requester: { identity: identityKey(client), admin: false } };
+  }
+
+  /**
+   * taskRequester: every task RPC comes from a client or an admin certificate, whose identity is
+   * the requester and the owner label. Under BLOCKX_INSECURE the requester is anonymous and the
+   * label is the unauthenticated x-blockx-owner header (a name for `blockx tasks`, not a proof).
+   */
+  private taskRequester(
+    call: { metadata: grpc.Metadata; getAuthContext?: grpc.ServerUnaryCall<unknown, unknown>["getAuthContext"] },
+    method: string,
+  ): { ok: true; requester: Requester; label: string } | { ok: false; error: grpc.ServiceError } {
+    const caller = callerOf(this.tls, call, ["client", "admin"], method);
+    if (!caller.ok) return caller;
+    if (caller.identity === null) return { ok: true, requester: ANONYMOUS, label: ownerOf(call.metadata) };
+    const key = identityKey(caller.identity);
+    return { ok: true, requester: { identity: key, admin: caller.identity.role === "admin" }, label: key };
   }
 
   private reply(callback: grpc.sendUnaryData<TaskSnapshot>, r: SnapshotReply): void {
