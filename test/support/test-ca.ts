@@ -1,47 +1,33 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { CertIssuer, type TlsFiles } from "../../src/common/tls/cert-issuer";
+import { identityFromUri } from "../../src/common/tls/peer-identity";
+
+export type TlsEnv = TlsFiles;
 
 /**
- * TestCa makes a private CA and leaf certificates with Debian's openssl for tests: each leaf has
- * the URI SAN `blockx://role/...` it is asked for and the IP/DNS SANs of this machine's loopback.
+ * TestCa: a private CA for one test file (CertIssuer in a fresh temporary folder); `issue` takes
+ * the URI SAN as text so that tests can also make certificates without a valid identity.
  */
 export class TestCa {
-  private constructor(
-    readonly dir: string,
-    readonly caFile: string,
-    private readonly caKey: string,
-  ) {}
+  private constructor(private readonly issuer: CertIssuer) {}
 
-  static create(name = "blockx-test-ca", dir = mkdtempSync(join(tmpdir(), "blockx-ca-"))): TestCa {
-    mkdirSync(dir, { recursive: true });
-    const caFile = join(dir, `${name}.pem`);
-    const caKey = join(dir, `${name}.key`);
-    run(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", caKey, "-out", caFile, "-days", "2", "-subj", `/CN=${name}`]);
-    return new TestCa(dir, caFile, caKey);
+  static create(name = "blockx-test-ca"): TestCa {
+    return new TestCa(CertIssuer.open(mkdtempSync(join(tmpdir(), "blockx-ca-")), { caName: name, days: 2 }));
   }
 
-  /** issue writes NAME.pem and NAME.key for `uri` and returns the three TLS variables of a process holding them. */
+  get dir(): string {
+    return this.issuer.dir;
+  }
+
+  get caFile(): string {
+    return this.issuer.caFile;
+  }
+
+  /** issue: a certificate for `uri` (a blockx://role/ URI; anything else gets a URI SAN without a role). */
   issue(fileName: string, uri: string, hosts: readonly string[] = ["127.0.0.1", "localhost"]): TlsEnv {
-    const key = join(this.dir, `${fileName}.key`);
-    const csr = join(this.dir, `${fileName}.csr`);
-    const cert = join(this.dir, `${fileName}.pem`);
-    const ext = join(this.dir, `${fileName}.ext`);
-    const sans = [`URI:${uri}`, ...hosts.map((h) => (/^[\d.]+$|:/.test(h) ? `IP:${h}` : `DNS:${h}`))];
-    writeFileSync(ext, `subjectAltName=${sans.join(",")}\nextendedKeyUsage=serverAuth,clientAuth\n`);
-    run(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", csr, "-subj", `/CN=${fileName}`]);
-    run(["x509", "-req", "-in", csr, "-CA", this.caFile, "-CAkey", this.caKey, "-CAcreateserial", "-out", cert, "-days", "2", "-extfile", ext]);
-    return { BLOCKX_TLS_CA_FILE: this.caFile, BLOCKX_TLS_CERT_FILE: cert, BLOCKX_TLS_KEY_FILE: key };
+    const id = identityFromUri(uri);
+    return this.issuer.issue(fileName, id ?? { role: "client", name: "x" }, hosts, 2, id ? undefined : uri);
   }
-}
-
-export interface TlsEnv {
-  BLOCKX_TLS_CA_FILE: string;
-  BLOCKX_TLS_CERT_FILE: string;
-  BLOCKX_TLS_KEY_FILE: string;
-}
-
-function run(args: string[]): void {
-  const r = Bun.spawnSync(["openssl", ...args], { stdout: "pipe", stderr: "pipe" });
-  if (r.exitCode !== 0) throw new Error(`openssl ${args.join(" ")}: ${r.stderr.toString()}`);
 }
