@@ -1,0 +1,58 @@
+import type { Etcd3 } from "etcd3";
+import type { Logger } from "../../common/logging/logger";
+import { registeredWorkers } from "../../sdk/worker-registry";
+
+/** How often the registry is read again; a Worker that left is relayed to for at most this long. */
+export const REGISTRY_REFRESH_MS = 1_000;
+/** A miss reads the registry again at most this often (a caller naming strangers cannot make the proxy hammer etcd). */
+export const MISS_REREAD_MS = 200;
+
+/**
+ * RegisteredWorkers answers whether an address is a Worker in the current etcd registry (every
+ * heartbeat under /blockx/ whose prefix is a registry prefix): the only places the proxy relays
+ * worker.v1 calls to. It re-reads every REGISTRY_REFRESH_MS, and on a miss (a Worker that just
+ * registered) once more, at most every MISS_REREAD_MS.
+ */
+export class RegisteredWorkers {
+  private addrs = new Set<string>();
+  private lastReadMs = Number.NEGATIVE_INFINITY;
+  private reading: Promise<void> | null = null;
+  private readonly timer: ReturnType<typeof setInterval>;
+
+  constructor(
+    private readonly etcd: Etcd3,
+    private readonly log: Logger,
+  ) {
+    this.timer = setInterval(() => void this.read(), REGISTRY_REFRESH_MS);
+  }
+
+  async has(addr: string): Promise<boolean> {
+    if (this.addrs.has(addr)) return true;
+    if (performance.now() - this.lastReadMs >= MISS_REREAD_MS) await this.read();
+    return this.addrs.has(addr);
+  }
+
+  get size(): number {
+    return this.addrs.size;
+  }
+
+  /** read replaces the set from etcd (one read at a time); on failure the last set stays. */
+  read(): Promise<void> {
+    this.reading ??= (async () => {
+      try {
+        const kv = await this.etcd.getAll().prefix("/blockx/").strings();
+        this.addrs = new Set(registeredWorkers(kv, Date.now()).map((w) => w.addr));
+        this.lastReadMs = performance.now();
+      } catch (e) {
+        this.log.warn({ err: e }, "reading the Worker registry failed; relaying by the last one read");
+      } finally {
+        this.reading = null;
+      }
+    })();
+    return this.reading;
+  }
+
+  close(): void {
+    clearInterval(this.timer);
+  }
+}
