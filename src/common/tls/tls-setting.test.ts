@@ -34,6 +34,10 @@ describe("compileTlsSetting", () => {
   test("a half-set configuration names each missing variable", () => {
     const problems = problemsOf({ ...NONE, tlsCertFile: files.tlsCertFile });
     expect(problems.map((p) => p.split(":")[0])).toEqual(["BLOCKX_TLS_CA_FILE", "BLOCKX_TLS_KEY_FILE"]);
+    // One missing of three is as half set as two.
+    expect(problemsOf({ ...files, tlsKeyFile: "" })).toEqual([
+      'BLOCKX_TLS_KEY_FILE: expected a PEM file path (the TLS configuration is half set: BLOCKX_TLS_CA_FILE, BLOCKX_TLS_CERT_FILE given), got ""',
+    ]);
   });
 
   test("BLOCKX_INSECURE=1 beside certificates is a contradiction, not a choice", () => {
