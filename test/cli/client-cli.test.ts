@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { BLOCKX_BINARY } from "../support/blockx-process";
+import { BLOCKX_BINARY, transportEnv } from "../support/blockx-process";
 import { TestCluster } from "../support/cluster";
 
 let cluster: TestCluster;
@@ -37,7 +37,7 @@ afterAll(() => cluster.stop());
 async function blockx(args: string[], extraEnv: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   const proc = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", BLOCKX_BINARY, ...args], {
     cwd: cluster.dir,
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env, ...extraEnv },
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...transportEnv({ ...env, ...extraEnv }), ...env, ...extraEnv },
     stdout: "pipe",
     stderr: "pipe",
   });
@@ -124,7 +124,7 @@ describe("client CLI", () => {
   test("submit --watch says `task <id> on <worker>` before the bar; Ctrl-C says how to watch or cancel it, and the task keeps running", async () => {
     const proc = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", BLOCKX_BINARY, "submit", "--function", "sleeps.py", "--inputs", "[3]", "--return", "--watch", "--task-id", "cli-ctrl-c"], {
       cwd: cluster.dir,
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env },
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...transportEnv(env), ...env },
       stdout: "pipe",
       stderr: "pipe",
     });

@@ -61,7 +61,8 @@ export class BlockxProcess {
     const cwd = mkdtempSync(join(tmpdir(), "blockx-proc-"));
     const proc = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", binary, ...args], {
       cwd,
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...transportEnv(env), ...env },
+      // `blockx dev` chooses for its children and its client (secure unless told otherwise).
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...(args[0] === "dev" ? {} : transportEnv(env)), ...env },
       stdout: "pipe",
       stderr: "pipe",
     });
