@@ -155,6 +155,18 @@ describe("a task belongs to the identity that reserved it", () => {
   });
 });
 
+describe("a client that is not grpc-js", () => {
+  const PY_CLIENT = join(import.meta.dir, "..", "support", "py_grpc_client.py");
+  const py = (env: Record<string, string>, ...args: string[]) =>
+    JSON.parse(Bun.spawnSync(["/usr/bin/python3", PY_CLIENT, ...args], { env: { PATH: "/usr/bin:/bin", ...env } }).stdout.toString()) as Record<string, unknown>;
+
+  test("python3-grpcio reserves a slot over mTLS with its client certificate (gzip request) and reads the Worker's health; without one it is refused", () => {
+    expect(py(asEnv(certs.alice), coordAddr, "reserve", "coordinator.v1.CoordinatorService", "py-mtls-1")).toMatchObject({ ok: true, taskId: "py-mtls-1", workerAddr });
+    expect(py(asEnv(certs.alice), workerAddr, "health")).toEqual({ ok: true, status: "SERVING" });
+    expect(py({}, workerAddr, "health")).toMatchObject({ ok: false, code: "UNAVAILABLE" });
+  });
+});
+
 describe("Workers are checked against the address they advertise", () => {
   test("a Worker whose certificate does not cover its advertised address is refused on first contact", async () => {
     const lane = new TestCluster();
