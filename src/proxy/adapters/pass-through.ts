@@ -153,6 +153,7 @@ export class PassThrough {
    * (SO_PEERCRED): every caller shares the proxy's certificate upstream, so this is who did what.
    */
   private logCaller(call: object, path: string): void {
+    if (!this.log.isLevelEnabled("info")) return;
     const creds = peerCredentials(socketFdOf(call));
     this.log.info({ path, peerUid: creds?.uid ?? null, peerPid: creds?.pid ?? null }, "relaying call");
   }
