@@ -213,7 +213,7 @@ describe("client CLI", () => {
   test("in a real terminal (tmux) the progress bar is one line redrawn in place and finishes at 100%", async () => {
     const sock = `blockx-test-${process.pid}`;
     const script = join(cluster.dir, "tty.sh");
-    const exports = Object.entries(env).map(([k, v]) => `export ${k}='${v}'`).join("\n");
+    const exports = Object.entries({ ...transportEnv(env), ...env }).map(([k, v]) => `export ${k}='${v}'`).join("\n");
     writeFileSync(script, `${exports}\ncd '${cluster.dir}'\n'${BLOCKX_BINARY}' submit --function stats.py --blocks 100..159 --table tty_squares --watch > out.txt\necho "EXIT=$?"\nsleep 60\n`);
     try {
       expect(Bun.spawnSync(["tmux", "-L", sock, "new-session", "-d", "-s", "bar", "-x", "150", "-y", "12", `bash ${script}`]).exitCode).toBe(0);

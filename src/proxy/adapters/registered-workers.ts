@@ -16,6 +16,7 @@ export const MISS_REREAD_MS = 200;
 export class RegisteredWorkers {
   private addrs = new Set<string>();
   private lastReadMs = Number.NEGATIVE_INFINITY;
+  private lastReadStartMs = Number.NEGATIVE_INFINITY;
   private reading: Promise<void> | null = null;
   private readonly timer: ReturnType<typeof setInterval>;
 
@@ -26,9 +27,20 @@ export class RegisteredWorkers {
     this.timer = setInterval(() => void this.read(), REGISTRY_REFRESH_MS);
   }
 
+  /**
+   * has: true for a registered Worker. A miss waits for the next read the rate allows (at most
+   * MISS_REREAD_MS) and asks again, so a Worker registered just before is not refused.
+   */
   async has(addr: string): Promise<boolean> {
     if (this.addrs.has(addr)) return true;
-    if (performance.now() - this.lastReadMs >= MISS_REREAD_MS) await this.read();
+    const missedAt = performance.now();
+    const wait = this.lastReadMs + MISS_REREAD_MS - missedAt;
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    // Another miss may have read meanwhile; a read that began after this miss is fresh enough.
+    if (this.lastReadStartMs < missedAt) {
+      await this.reading; // a read already under way began before the miss: let it end first
+      if (this.lastReadStartMs < missedAt) await this.read();
+    }
     return this.addrs.has(addr);
   }
 
@@ -39,6 +51,7 @@ export class RegisteredWorkers {
   /** read replaces the set from etcd (one read at a time); on failure the last set stays. */
   read(): Promise<void> {
     this.reading ??= (async () => {
+      this.lastReadStartMs = performance.now();
       try {
         const kv = await this.etcd.getAll().prefix("/blockx/").strings();
         this.addrs = new Set(registeredWorkers(kv, Date.now()).map((w) => w.addr));
