@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { identityUri, type PeerIdentity } from "./peer-identity";
 
@@ -57,6 +57,8 @@ export class CertIssuer {
     openssl(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", csr, "-subj", `/CN=${fileName}`]);
     chmodSync(key, 0o600);
     openssl(["x509", "-req", "-in", csr, "-CA", this.caFile, "-CAkey", this.caKeyFile, "-CAcreateserial", "-out", cert, "-days", String(days), "-extfile", ext]);
+    rmSync(csr, { force: true });
+    rmSync(ext, { force: true });
     return { BLOCKX_TLS_CA_FILE: this.caFile, BLOCKX_TLS_CERT_FILE: cert, BLOCKX_TLS_KEY_FILE: key };
   }
 }
