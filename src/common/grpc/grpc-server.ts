@@ -21,8 +21,23 @@ export async function bindGrpcServer(server: grpc.Server, listenAddr: string, cr
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(target, credentials, (err, p) => (err ? reject(err) : resolve(p))),
   );
+  disableNagle(server);
   if (listenAddr.startsWith("unix:")) return listenAddr;
   return target.replace(/:\d+$/, `:${port}`);
+}
+
+/**
+ * disableNagle sets TCP_NODELAY on every accepted connection (grpc-js does it on the client side
+ * only). Under TLS a reply goes out as several records, and with Nagle the later ones wait for the
+ * peer's delayed ACK. grpc-js keeps its HTTP/2 servers in a private map: without it, nothing.
+ */
+function disableNagle(server: grpc.Server): void {
+  const servers = (server as unknown as { http2Servers?: Map<{ on(e: string, f: (s: { setNoDelay?(v: boolean): void }) => void): void }, unknown> }).http2Servers;
+  if (!(servers instanceof Map)) return;
+  for (const h of servers.keys()) {
+    h.on("connection", (s) => s.setNoDelay?.(true));
+    h.on("secureConnection", (s) => s.setNoDelay?.(true));
+  }
 }
 
 /**
