@@ -1,3 +1,4 @@
+import { certsCommand } from "./cli/certs-command";
 import { clientCommands } from "./cli/client-commands";
 import { execCommand } from "./cli/exec-command";
 import { installCommand } from "./cli/install/install-command";
@@ -32,6 +33,7 @@ export function blockxCommands(): CommandRegistry {
     installCommand,
     uninstallCommand,
     doctorCommand,
+    certsCommand,
   ]);
   return registry.register(devCommand(() => registry.list()));
 }

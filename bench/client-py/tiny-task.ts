@@ -22,7 +22,8 @@ const SECONDS = Number(values.seconds);
 const SRC = "def main(ctx, x):\n    return x + 1\n";
 
 const dir = mkdtempSync(join(tmpdir(), "blockx-py-bench-"));
-const dev = BlockxProcess.spawn(["dev"], { DEV_DIR: dir, DEV_WORKERS: "2", DEV_BUNDLE_WORKERS: "1" });
+// blockx-py has no TLS options yet: this comparison runs in plaintext.
+const dev = BlockxProcess.spawn(["dev"], { DEV_DIR: dir, DEV_WORKERS: "2", DEV_BUNDLE_WORKERS: "1", BLOCKX_INSECURE: "1" });
 
 function tinyTask(seq: number): Task {
   return Task.fromPartial({

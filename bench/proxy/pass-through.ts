@@ -13,7 +13,10 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { CoordinatorServiceClient } from "../../src/gen/coordinator/v1/coordinator";
 import { WorkerServiceClient } from "../../src/gen/worker/v1/worker";
+import { createEtcdClient } from "../../src/common/etcd/etcd-client";
 import { BlockxProcess } from "../../test/support/blockx-process";
+import { EtcdProcess } from "../../test/support/etcd";
+import { testHeartbeat } from "../../test/support/heartbeat";
 import { measureSeries, untilOk } from "../support/measure";
 import { spawnPortPrinter } from "../support/port-printer";
 
@@ -25,7 +28,12 @@ const worker = await spawnPortPrinter("coordinator/minimal-worker.ts");
 const bare = await spawnPortPrinter("coordinator/bare-proxy.ts", worker.addr);
 const dir = mkdtempSync(join(tmpdir(), "blockx-proxy-bench-"));
 const socket = join(dir, "proxy.sock");
-const proxy = BlockxProcess.spawn(["proxy"], { PROXY_SOCKET_PATH: socket, BLOCKX_LOG_LEVEL: "warn" });
+// The proxy relays only to registered Workers: an etcd of the bench's own, with the Worker's heartbeat.
+const etcd = await EtcdProcess.start();
+const registry = await createEtcdClient({ endpoints: [etcd.endpoint], dialTimeoutMs: 2_000 });
+await registry.put(`/blockx/test/lanes/default/block-workers/${worker.addr}`).value(JSON.stringify(testHeartbeat(worker.addr, { lastHeartbeatMs: Date.now() })));
+registry.close();
+const proxy = BlockxProcess.spawn(["proxy"], { PROXY_SOCKET_PATH: socket, BLOCKX_LOG_LEVEL: "warn", ETCD_ENDPOINTS: etcd.endpoint });
 
 try {
   await proxy.waitForLog(() => false, 1500).catch(() => {}); // warn level: no "listening" line; give it time to bind
@@ -58,5 +66,6 @@ try {
   await proxy.stop("SIGTERM");
   worker.proc.kill("SIGKILL");
   bare.proc.kill("SIGKILL");
+  await etcd.destroy();
   rmSync(dir, { recursive: true, force: true });
 }

@@ -98,7 +98,7 @@ try {
   const inProcess = new SyncInvokerService({
     pool,
     functions: () => null,
-    io: new ReadOnlyIo(new IoSubsystem(new BackendRegistry(), loadSyncInvokerConfig({}).io)),
+    io: new ReadOnlyIo(new IoSubsystem(new BackendRegistry(), loadSyncInvokerConfig({ BLOCKX_INSECURE: "1" }).io)),
     precheck: new PrecheckRunner({ python: "python3", pythonPath: "", maxConcurrent: 1, timeoutMs: 1 }), // not called
     capacity: EXECUTORS * CALLS_PER_EXECUTOR,
     queueMax: 1024,

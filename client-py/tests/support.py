@@ -149,7 +149,8 @@ class Lane:
 
     def proxy(self, coordinators: List[str]) -> str:
         sock = os.path.join(self.dir, "proxy.sock")
-        p = Proc(["proxy"], {"PROXY_SOCKET_PATH": sock, "BLOCKX_COORDINATOR_ADDRS": ",".join(coordinators)}, "proxy")
+        # The proxy relays only to Workers registered in this etcd.
+        p = Proc(["proxy"], {"ETCD_ENDPOINTS": self.etcd, "PROXY_SOCKET_PATH": sock, "BLOCKX_COORDINATOR_ADDRS": ",".join(coordinators)}, "proxy")
         self.procs.append(p)
         end = time.monotonic() + 30
         while not os.path.exists(sock):

@@ -24,6 +24,8 @@ export function errorCodeToGRPC(code: ErrorCode): grpc.status {
       return grpc.status.NOT_FOUND;
     case ErrorCode.ErrSlotConflict:
       return grpc.status.FAILED_PRECONDITION;
+    case ErrorCode.ErrPermissionDenied:
+      return grpc.status.PERMISSION_DENIED;
     case ErrorCode.ErrInternal:
       return grpc.status.INTERNAL;
   }

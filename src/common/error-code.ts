@@ -20,6 +20,11 @@ export const ErrorCode = {
   ErrSlotConflict: "SLOT_CONFLICT",
   /** The Worker could not be reached at all (connection refused): nothing was allocated. */
   ErrWorkerUnreachable: "WORKER_UNREACHABLE",
+  /**
+   * The caller's identity may not do this: the task or slot belongs to another identity, or the
+   * certificate's role may not call the method. Not retryable.
+   */
+  ErrPermissionDenied: "PERMISSION_DENIED",
   /** A bug or an unexpected failure inside the component. */
   ErrInternal: "INTERNAL",
 } as const;

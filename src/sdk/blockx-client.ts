@@ -15,6 +15,7 @@ import {
   type TaskSnapshot,
   type TaskStory,
 } from "../gen/worker/v1/worker";
+import { compileTlsSetting } from "../common/tls/tls-setting";
 import { GrpcTransport, isServiceError, unary } from "./adapters/grpc-transport";
 import { loadClientConfig, type ClientConfig } from "./client-config";
 import { clusterFor, resubmitByDefault, type Cluster } from "./core/cluster-selection";
@@ -134,7 +135,7 @@ export class BlockxClient {
     readonly config: ClientConfig,
     private readonly clock: ClientClock = systemClock,
   ) {
-    this.transport = new GrpcTransport(config.proxySocketPath, config.keepaliveTimeMs);
+    this.transport = new GrpcTransport(config.proxySocketPath, config.keepaliveTimeMs, compileTlsSetting(config));
   }
 
   /** fromEnv: a client configured like the CLI (BLOCKX_COORDINATOR_ADDRS, PROXY_SOCKET_PATH, ...). */

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { tableStoreVars } from "../common/tables/table-store-config";
+import { tlsVars } from "../common/tls/tls-vars";
 import { envVar, intSchema, listSchema, loadEnvConfig, stringSchema, type EnvValues } from "../common/config/env-config";
 
 const HOST_PORT = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.\-_]+):(\d{1,5})$/;
@@ -26,6 +27,7 @@ export const clientVars = {
   workerLostAfterMs: envVar("BLOCKX_WORKER_LOST_AFTER_MS", "3000", MS_RULE, "a Worker unreachable this long while running a task counts as lost", intSchema(1, 86_400_000)),
   keepaliveTimeMs: envVar("BLOCKX_KEEPALIVE_TIME_MS", "10000", "an integer from 5000 to 86400000", "ping idle connections this often; a Worker that stops answering (hung, cut off) is noticed within this + 5 s", intSchema(5000, 86_400_000)),
   maxAttempts: envVar("BLOCKX_MAX_ATTEMPTS", "3", "an integer from 1 to 100", "runs of one task at most (resubmissions after a lost Worker + 1)", intSchema(1, 100)),
+  ...tlsVars,
 };
 
 export type ClientConfig = EnvValues<typeof clientVars>;

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { BLOCKX_BINARY } from "../support/blockx-process";
+import { BLOCKX_BINARY, transportEnv } from "../support/blockx-process";
 import { TestCluster } from "../support/cluster";
 
 let cluster: TestCluster;
@@ -29,7 +29,7 @@ beforeAll(async () => {
 afterAll(() => cluster?.stop());
 
 async function blockx(args: string[], extra: Record<string, string> = {}) {
-  const proc = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", BLOCKX_BINARY, ...args], { cwd: cluster.dir, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env, ...extra }, stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", BLOCKX_BINARY, ...args], { cwd: cluster.dir, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...transportEnv({ ...env, ...extra }), ...env, ...extra }, stdout: "pipe", stderr: "pipe" });
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   return { code, stdout, stderr };
 }
@@ -65,7 +65,7 @@ describe("invoke and precheck", () => {
 });
 
 test("invoke against no Sync Invoker exits 3 (unreachable)", async () => {
-  const proc = Bun.spawn([BLOCKX_BINARY, "invoke", "--function", "x", "--args", "1"], { env: { PATH: "/usr/bin:/bin", BLOCKX_SYNCINVOKER_ADDR: "127.0.0.1:1", BLOCKX_RPC_TIMEOUT_MS: "2000" }, stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([BLOCKX_BINARY, "invoke", "--function", "x", "--args", "1"], { env: { PATH: "/usr/bin:/bin", BLOCKX_INSECURE: "1", BLOCKX_SYNCINVOKER_ADDR: "127.0.0.1:1", BLOCKX_RPC_TIMEOUT_MS: "2000" }, stdout: "pipe", stderr: "pipe" });
   expect(await proc.exited).toBe(3);
   expect(await new Response(proc.stderr).text()).toContain("UNREACHABLE");
 }, 30_000);

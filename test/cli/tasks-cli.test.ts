@@ -4,7 +4,7 @@
  * stderr, or that no Worker has it). The compiled binary against two real Workers.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { BLOCKX_BINARY } from "../support/blockx-process";
+import { BLOCKX_BINARY, transportEnv } from "../support/blockx-process";
 import { TestCluster } from "../support/cluster";
 import { inputsTask, WorkerClient } from "../support/worker-client";
 
@@ -31,7 +31,7 @@ afterAll(() => {
 });
 
 async function blockx(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const proc = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", BLOCKX_BINARY, ...args], { cwd: cluster.dir, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env }, stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", BLOCKX_BINARY, ...args], { cwd: cluster.dir, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...transportEnv(env), ...env }, stdout: "pipe", stderr: "pipe" });
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   return { code, stdout, stderr };
 }

@@ -9,7 +9,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BLOCKX_BINARY, BlockxProcess } from "../support/blockx-process";
+import { BLOCKX_BINARY, BlockxProcess, transportEnv } from "../support/blockx-process";
 import { freePort } from "../support/ports";
 import { randomLanePrefix } from "../support/worker-double";
 
@@ -33,7 +33,7 @@ function workingEnv(): Record<string, string> {
 
 async function doctor(env: Record<string, string>, args: string[] = ["--json"]): Promise<{ code: number; out: string; report: Report | null }> {
   const cwd = mkdtempSync(join(work, "cwd-"));
-  const p = Bun.spawn([BLOCKX_BINARY, "doctor", "worker", ...args], { cwd, env: { PATH: process.env.PATH!, ...env }, stdout: "pipe", stderr: "pipe" });
+  const p = Bun.spawn([BLOCKX_BINARY, "doctor", "worker", ...args], { cwd, env: { PATH: process.env.PATH!, ...transportEnv(env), ...env }, stdout: "pipe", stderr: "pipe" });
   const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
   let report: Report | null = null;
   try {

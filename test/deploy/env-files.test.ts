@@ -7,6 +7,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
+import { TestCa } from "../support/test-ca";
 import { join } from "node:path";
 import { ConfigError } from "../../src/common/config/env-config";
 import { blockProfile, bundleProfile } from "../../src/coordinator/app/profile";
@@ -34,10 +35,23 @@ interface EnvFile {
   readonly alternatives: [string, string][];
 }
 
+// The certificates an operator makes with `blockx certs` into /etc/blockx/tls/: made here by a
+// test CA, one per file name the env files use (the role is in the name).
+const ca = TestCa.create();
+const TLS_DIR = ca.dir;
+for (const [file, uri] of [
+  ["coordinator", "blockx://role/coordinator"],
+  ["worker", "blockx://role/worker"],
+  ["syncinvoker", "blockx://role/syncinvoker"],
+  ["proxy", "blockx://role/client/proxy"],
+] as const) {
+  ca.issue(file, uri); // TLS_DIR/FILE.pem and FILE.key, beside TLS_DIR/ca.pem
+}
+
 function readEnvFile(role: string): EnvFile {
   const active: Record<string, string> = {};
   const alternatives: [string, string][] = [];
-  const local = (v: string) => v.replaceAll("/etc/blockx/", `${DEPLOY}/`);
+  const local = (v: string) => v.replaceAll("/etc/blockx/tls/", `${TLS_DIR}/`).replaceAll("/etc/blockx/", `${DEPLOY}/`);
   for (const line of readFileSync(join(DEPLOY, `${role}.env`), "utf8").split("\n")) {
     const a = /^([A-Z][A-Z0-9_]*)=(.*)$/.exec(line);
     if (a) active[a[1]!] = local(a[2]!);

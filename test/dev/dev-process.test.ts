@@ -5,6 +5,8 @@
  * executors, found through /proc) is alive, no process mentions the dev dir, and no socket
  * file is left.
  */
+import { channelFor } from "../../src/common/tls/grpc-tls";
+import { compileTlsSetting } from "../../src/common/tls/tls-setting";
 import { afterEach, describe, expect, test } from "bun:test";
 import { copyFileSync, existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -93,9 +95,13 @@ async function runBlockStats(env: Record<string, string | undefined>, taskId: st
     }),
     outputs: [{ handler: { $case: "blockTableWrite", blockTableWrite: { table: "block_stats" } } }],
   });
-  const slot = await waitFor(() => reserve(env.BLOCKX_COORDINATOR_ADDRS!, task.taskId), (o) => o.ok, 30_000);
+  // dev is secure by default: the client's certificate comes from blockx-dev.env.
+  const tls = compileTlsSetting({ tlsCaFile: env.BLOCKX_TLS_CA_FILE ?? "", tlsCertFile: env.BLOCKX_TLS_CERT_FILE ?? "", tlsKeyFile: env.BLOCKX_TLS_KEY_FILE ?? "", insecure: "0" });
+  expect(tls).toMatchObject({ kind: "mtls", identity: { role: "client", name: "dev" } });
+  const coordAddr = env.BLOCKX_COORDINATOR_ADDRS!;
+  const slot = await waitFor(() => reserve(coordAddr, task.taskId, "block", channelFor(tls, coordAddr, ["coordinator"])), (o) => o.ok, 30_000);
   if (!slot.ok) throw new Error(slot.details);
-  const worker = new WorkerClient(slot.res.workerAddr);
+  const worker = new WorkerClient(slot.res.workerAddr, channelFor(tls, slot.res.workerAddr, ["worker"]));
   cleanups.push(() => worker.close());
   const submitted = await waitFor(() => worker.submitTask(task, slot.res.slotId), (s) => s.ok || !s.details.includes("block_stats"), 10_000);
   if (!submitted.ok) throw new Error(submitted.details);

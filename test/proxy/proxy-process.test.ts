@@ -5,7 +5,10 @@
  */
 import * as grpc from "@grpc/grpc-js";
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, statSync, writeFileSync } from "node:fs";
+import { createServer, type AddressInfo } from "node:net";
+import { createEtcdClient } from "../../src/common/etcd/etcd-client";
+import { testHeartbeat } from "../support/heartbeat";
 import { join } from "node:path";
 import { WorkerServiceClient, WorkerServiceService, type WorkerServiceServer } from "../../src/gen/worker/v1/worker";
 import { TestCluster } from "../support/cluster";
@@ -68,8 +71,9 @@ describe("blockx proxy", () => {
   }, 30_000);
 
   test("status, details, headers and trailers from the Worker come back unchanged; the caller's metadata goes through", async () => {
-    const { worker } = await startProxy();
+    const { worker, cluster } = await startProxy();
     const addr = await scriptedWorker();
+    await register(cluster, addr);
     const md = new grpc.Metadata();
     md.set("x-blockx-worker-addr", addr);
     md.set("x-caller", "c1");
@@ -88,12 +92,44 @@ describe("blockx proxy", () => {
     cleanups.push(() => direct.close());
     const md = new grpc.Metadata();
     md.set("x-blockx-worker-addr", w.addr);
-    const [via, straight] = await Promise.all([getTaskResult(worker, md, "nope"), getTaskResult(direct, new grpc.Metadata(), "nope")]);
+    // The Worker registers in etcd just after it listens: until then the proxy refuses it.
+    const via = await waitFor(() => getTaskResult(worker, md, "nope"), (o) => o.err?.code !== grpc.status.PERMISSION_DENIED);
+    const straight = await getTaskResult(direct, new grpc.Metadata(), "nope");
     expect(via.err?.code).toBe(grpc.status.NOT_FOUND);
     expect(via.err?.details).toBe(straight.err!.details);
+    // Registered but down: the proxy dials and reports the Worker unreachable.
+    await register(cluster, "127.0.0.1:1");
     const gone = new grpc.Metadata();
     gone.set("x-blockx-worker-addr", "127.0.0.1:1");
     expect((await getTaskResult(worker, gone)).err?.code).toBe(grpc.status.UNAVAILABLE);
+  }, 30_000);
+
+  test("an address that is not a registered Worker is PERMISSION_DENIED and nothing dials it (no open relay, no port scan)", async () => {
+    const { worker } = await startProxy();
+    let connections = 0;
+    const listener = createServer((s) => {
+      connections++;
+      s.destroy();
+    });
+    const port = await new Promise<number>((resolve) => listener.listen(0, "127.0.0.1", () => resolve((listener.address() as AddressInfo).port)));
+    cleanups.push(() => listener.close());
+    const md = new grpc.Metadata();
+    md.set("x-blockx-worker-addr", `127.0.0.1:${port}`);
+    const out = await getTaskResult(worker, md);
+    expect(out.err?.code).toBe(grpc.status.PERMISSION_DENIED);
+    expect(out.err?.details).toContain(`127.0.0.1:${port} is not a Worker in the registry`);
+    await Bun.sleep(300);
+    expect(connections).toBe(0);
+  }, 30_000);
+
+  test("the socket file gets PROXY_SOCKET_MODE (0660 by default) and every call is logged with the caller's uid", async () => {
+    const { socket, proxy, worker } = await startProxy({ PROXY_SOCKET_MODE: "0600" });
+    expect(statSync(socket).mode & 0o777).toBe(0o600);
+    await getTaskResult(worker, new grpc.Metadata());
+    const line = await proxy.waitForLog((l) => l.msg === "relaying call");
+    expect(line).toMatchObject({ path: "/worker.v1.WorkerService/GetTaskResult", peerUid: process.getuid!(), peerPid: process.pid });
+    const plain = await startProxy();
+    expect(statSync(plain.socket).mode & 0o777).toBe(0o660);
   }, 30_000);
 
   test("an unknown method is Unimplemented", async () => {
@@ -126,6 +162,16 @@ describe("blockx proxy", () => {
     expect(py(["health"])).toEqual({ ok: true, status: "SERVING" });
   }, 30_000);
 });
+
+/** register puts a heartbeat for `addr` in the test etcd, as a Worker of the cluster's lane would. */
+async function register(cluster: TestCluster, addr: string): Promise<void> {
+  const etcd = await createEtcdClient({ endpoints: [cluster.etcd], dialTimeoutMs: 2_000 });
+  try {
+    await etcd.put(`${cluster.blockPrefix}${addr}`).value(JSON.stringify(testHeartbeat(addr, { lastHeartbeatMs: Date.now() })));
+  } finally {
+    etcd.close();
+  }
+}
 
 /** startProxyInFront: a proxy before a real block Coordinator with one Worker. */
 async function startProxyInFront() {

@@ -172,6 +172,7 @@ export class SoakCluster {
   /** clientConfig: the SDK pointed at both Coordinators, patient enough to ride out the faults. */
   clientConfig(): ClientConfig {
     return loadClientConfig({
+      BLOCKX_INSECURE: "1", // as the roles it starts (BlockxProcess.spawn's default)
       BLOCKX_COORDINATOR_ADDRS: this.coordinators.map((m) => m.addr).join(","),
       ETCD_ENDPOINTS: this.etcd.endpoint,
       ...(this.tableStore.startsWith("postgres") ? { TABLE_STORE_URL: this.tableStore } : { TABLE_STORE_PATH: this.tableStore }),

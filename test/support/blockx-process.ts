@@ -61,7 +61,8 @@ export class BlockxProcess {
     const cwd = mkdtempSync(join(tmpdir(), "blockx-proc-"));
     const proc = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", binary, ...args], {
       cwd,
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env },
+      // `blockx dev` chooses for its children and its client (secure unless told otherwise).
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...(args[0] === "dev" ? {} : transportEnv(env)), ...env },
       stdout: "pipe",
       stderr: "pipe",
     });
@@ -116,4 +117,12 @@ export class BlockxProcess {
     rmSync(this.cwd, { recursive: true, force: true });
     return code;
   }
+}
+
+/**
+ * transportEnv: BLOCKX_INSECURE=1 for a process whose env chooses no transport (plaintext is the
+ * test suite's default until every helper passes certificates; test/security passes BLOCKX_TLS_*).
+ */
+export function transportEnv(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
+  return "BLOCKX_TLS_CERT_FILE" in env || "BLOCKX_TLS_CA_FILE" in env || "BLOCKX_TLS_KEY_FILE" in env || "BLOCKX_INSECURE" in env ? {} : { BLOCKX_INSECURE: "1" };
 }

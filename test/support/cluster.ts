@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadClientConfig, type ClientConfig } from "../../src/sdk/client-config";
-import { BLOCKX_BINARY, BlockxProcess } from "./blockx-process";
+import { BLOCKX_BINARY, BlockxProcess, transportEnv } from "./blockx-process";
 import { randomLanePrefix } from "./worker-double";
 
 /**
@@ -56,7 +56,7 @@ export class TestCluster {
 
   /** clientConfig: the SDK's configuration, as `blockx dev` would export it, plus overrides. */
   clientConfig(env: Record<string, string>): ClientConfig {
-    return loadClientConfig({ ETCD_ENDPOINTS: this.etcd, TABLE_STORE_PATH: this.tableStorePath, ...env });
+    return loadClientConfig({ ETCD_ENDPOINTS: this.etcd, TABLE_STORE_PATH: this.tableStorePath, ...transportEnv(env), ...env });
   }
 
   async stop(): Promise<void> {

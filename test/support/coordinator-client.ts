@@ -9,9 +9,14 @@ export type ReserveOutcome = { ok: true; res: ReserveWorkerSlotResponse } | { ok
 const GZIP: grpc.ChannelOptions = { "grpc.default_compression_algorithm": 2, "grpc.default_compression_level": 2 };
 
 /** reserve calls ReserveWorkerSlot on a block (or bundle) Coordinator with grpc-js. */
-export function reserve(addr: string, taskId: string, kind: "block" | "bundle" = "block"): Promise<ReserveOutcome> {
+export function reserve(
+  addr: string,
+  taskId: string,
+  kind: "block" | "bundle" = "block",
+  channel: { credentials: grpc.ChannelCredentials; options: grpc.ChannelOptions } = { credentials: grpc.credentials.createInsecure(), options: {} },
+): Promise<ReserveOutcome> {
   const Ctor = kind === "block" ? CoordinatorServiceClient : BundleCoordinatorServiceClient;
-  const client = new Ctor(addr, grpc.credentials.createInsecure(), GZIP);
+  const client = new Ctor(addr, channel.credentials, { ...GZIP, ...channel.options });
   return new Promise((resolve) => {
     client.reserveWorkerSlot({ taskId }, new grpc.Metadata(), { deadline: Date.now() + 20_000 }, (err, res) => {
       client.close();

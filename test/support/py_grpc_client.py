@@ -7,6 +7,7 @@ usage: /usr/bin/python3 py_grpc_client.py ADDR reserve SERVICE TASK_ID
 Prints one JSON object.
 """
 import json
+import os
 import struct
 import sys
 
@@ -62,9 +63,19 @@ def decode(buf):
     return fields
 
 
+def open_channel(addr):
+    """mTLS when BLOCKX_TLS_CA_FILE, BLOCKX_TLS_CERT_FILE and BLOCKX_TLS_KEY_FILE are set (as for a
+    BlockX role), else plaintext. gRPC's C core checks the server's IP or DNS SAN itself."""
+    files = [os.environ.get(n, "") for n in ("BLOCKX_TLS_CA_FILE", "BLOCKX_TLS_CERT_FILE", "BLOCKX_TLS_KEY_FILE")]
+    if not all(files):
+        return grpc.insecure_channel(addr)
+    ca, cert, key = (open(f, "rb").read() for f in files)
+    return grpc.secure_channel(addr, grpc.ssl_channel_credentials(root_certificates=ca, private_key=key, certificate_chain=cert))
+
+
 def main():
     addr, op = sys.argv[1], sys.argv[2]
-    with grpc.insecure_channel(addr) as channel:
+    with open_channel(addr) as channel:
         try:
             if op == "reserve":
                 service, task_id = sys.argv[3], sys.argv[4]

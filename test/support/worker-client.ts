@@ -6,13 +6,18 @@ export type Rpc<T> = { ok: true; value: T } | { ok: false; code: grpc.status; de
 /** WorkerClient: the calls a client makes to one Worker, each answering ok or a status. */
 export class WorkerClient {
   readonly client: WorkerServiceClient;
-  constructor(readonly addr: string) {
-    this.client = new WorkerServiceClient(addr, grpc.credentials.createInsecure());
+  /** `channel`: plaintext by default; test/security passes mTLS credentials (channelFor). */
+  constructor(
+    readonly addr: string,
+    channel: { credentials: grpc.ChannelCredentials; options: grpc.ChannelOptions } = { credentials: grpc.credentials.createInsecure(), options: {} },
+    private readonly metadata: () => grpc.Metadata = () => new grpc.Metadata(),
+  ) {
+    this.client = new WorkerServiceClient(addr, channel.credentials, channel.options);
   }
 
   private unary<T>(method: (req: never, md: grpc.Metadata, opts: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r?: T) => void) => unknown, req: unknown): Promise<Rpc<T>> {
     return new Promise((resolve) =>
-      method.call(this.client, req as never, new grpc.Metadata(), { deadline: Date.now() + 30_000 }, (e, r) =>
+      method.call(this.client, req as never, this.metadata(), { deadline: Date.now() + 30_000 }, (e, r) =>
         resolve(e ? { ok: false, code: e.code, details: e.details } : { ok: true, value: r as T }),
       ),
     );
@@ -35,7 +40,7 @@ export class WorkerClient {
   watch(taskIds: string[]): Promise<{ snapshots: TaskSnapshot[]; error?: grpc.ServiceError }> {
     return new Promise((resolve) => {
       const snapshots: TaskSnapshot[] = [];
-      const stream = this.client.watchTasks({ taskIds });
+      const stream = this.client.watchTasks({ taskIds }, this.metadata());
       stream.on("data", (s: TaskSnapshot) => snapshots.push(s));
       stream.on("end", () => resolve({ snapshots }));
       stream.on("error", (error: grpc.ServiceError) => resolve({ snapshots, error }));

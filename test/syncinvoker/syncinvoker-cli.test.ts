@@ -46,7 +46,7 @@ test("a bad CHAINS_CONFIG or IO_* stops the process with exit code 2, naming the
 
 test("the IO config is always read-only, whatever the variables say", async () => {
   const { loadSyncInvokerConfig } = await import("../../src/syncinvoker/app/config");
-  const c = loadSyncInvokerConfig({ IO_CACHE_MAX_BYTES: "1024", CHAINS_CONFIG: '{"chains": {"eth": {"source": "localtestservice", "finalityDepth": 3}}}' });
+  const c = loadSyncInvokerConfig({ BLOCKX_INSECURE: "1", IO_CACHE_MAX_BYTES: "1024", CHAINS_CONFIG: '{"chains": {"eth": {"source": "localtestservice", "finalityDepth": 3}}}' });
   expect(c.io).toMatchObject({ readOnly: true, cacheMaxBytes: 1024 });
   expect(c.chains.chains).toEqual({ eth: { source: "localtestservice", finalityDepth: 3 } });
 });

@@ -1,6 +1,7 @@
+import { tlsVars } from "../tls/tls-vars";
 import { enumSchema, envVar, listenAddrSchema, stringSchema } from "./env-config";
 
-/** Variables every role reads: logging and the Prometheus endpoint. */
+/** Variables every role reads: logging, the Prometheus endpoint and transport security (tlsVars). */
 export const commonVars = {
   logLevel: envVar(
     "BLOCKX_LOG_LEVEL",
@@ -23,4 +24,5 @@ export const commonVars = {
     "HTTP path of the metrics endpoint",
     stringSchema().refine((s) => s.startsWith("/")),
   ),
+  ...tlsVars,
 };

@@ -13,15 +13,31 @@ export const GRPC_SERVER_OPTIONS: grpc.ServerOptions = {
 
 /**
  * bindGrpcServer binds `server` to a listen address (":8080", "127.0.0.1:0", "unix:/path")
- * and returns the address actually bound, with the port resolved when 0 was asked for.
+ * with `credentials` (serverCredentials of the role's TlsSetting) and returns the address actually
+ * bound, with the port resolved when 0 was asked for.
  */
-export async function bindGrpcServer(server: grpc.Server, listenAddr: string): Promise<string> {
+export async function bindGrpcServer(server: grpc.Server, listenAddr: string, credentials: grpc.ServerCredentials): Promise<string> {
   const target = listenAddr.startsWith("unix:") ? listenAddr : grpcBindAddr(listenAddr);
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(target, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    server.bindAsync(target, credentials, (err, p) => (err ? reject(err) : resolve(p))),
   );
+  disableNagle(server);
   if (listenAddr.startsWith("unix:")) return listenAddr;
   return target.replace(/:\d+$/, `:${port}`);
+}
+
+/**
+ * disableNagle sets TCP_NODELAY on every accepted connection (grpc-js does it on the client side
+ * only). Under TLS a reply goes out as several records, and with Nagle the later ones wait for the
+ * peer's delayed ACK. grpc-js keeps its HTTP/2 servers in a private map: without it, nothing.
+ */
+function disableNagle(server: grpc.Server): void {
+  const servers = (server as unknown as { http2Servers?: Map<{ on(e: string, f: (s: { setNoDelay?(v: boolean): void }) => void): void }, unknown> }).http2Servers;
+  if (!(servers instanceof Map)) return;
+  for (const h of servers.keys()) {
+    h.on("connection", (s) => s.setNoDelay?.(true));
+    h.on("secureConnection", (s) => s.setNoDelay?.(true));
+  }
 }
 
 /**

@@ -94,7 +94,7 @@ describe("CoordinatorServer.reserveWorkerSlot", () => {
     expect(core.getWorkerView("a:1")).toMatchObject({ recentFailureCount: 2, penalty: 2 });
     const res = await server.reserveWorkerSlot("t1");
     expect(res).toEqual({ taskId: "t1", workerAddr: "a:1", slotId: "s-1" });
-    expect(reserver.calls).toEqual([{ workerAddr: "a:1", args: { taskId: "t1", ttlMs: 5000, timeoutMs: 3000 } }]);
+    expect(reserver.calls).toEqual([{ workerAddr: "a:1", args: { taskId: "t1", ttlMs: 5000, timeoutMs: 3000, clientIdentity: "" } }]);
     expect(core.getWorkerView("a:1")).toMatchObject({ recentFailureCount: 0, penalty: 0, circuitBreakerDeadlineMs: 0 });
   });
 

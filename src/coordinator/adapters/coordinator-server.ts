@@ -1,5 +1,8 @@
 import * as grpc from "@grpc/grpc-js";
 import { grpcError } from "../../common/grpc/grpc-server";
+import { callerOf } from "../../common/tls/grpc-tls";
+import { identityKey } from "../../common/tls/peer-identity";
+import type { TlsSetting } from "../../common/tls/tls-setting";
 import type { Logger } from "../../common/logging/logger";
 import type { Counter, Histogram } from "../../common/metrics/metrics";
 import type {
@@ -80,11 +83,13 @@ export class CoordinatorServer {
   /**
    * reserveWorkerSlot returns `{taskId, workerAddr, slotId}` or throws a CoordinatorError.
    * `isCancelled` is polled before each request so that a client that went away stops the loop.
+   * `clientIdentity` (an identity key, "" when anonymous under BLOCKX_INSECURE) goes to the Worker
+   * with each RequestTaskSlot: the slot belongs to that client.
    */
-  async reserveWorkerSlot(taskId: string, isCancelled: () => boolean = () => false): Promise<ReserveWorkerSlotResponse> {
+  async reserveWorkerSlot(taskId: string, isCancelled: () => boolean = () => false, clientIdentity = ""): Promise<ReserveWorkerSlotResponse> {
     const started = performance.now();
     const asked = { workerAddr: "", count: 0 };
-    const next = await this.drive(taskId, isCancelled, asked);
+    const next = await this.drive(taskId, isCancelled, clientIdentity, asked);
     const durationMs = performance.now() - started;
     this.metrics?.reservations.inc({ outcome: next.outcome });
     this.metrics?.reservationSeconds.observe({ outcome: next.outcome }, durationMs / 1000);
@@ -113,7 +118,7 @@ export class CoordinatorServer {
    * reservations of one id could land on two Workers). Throws CoordinatorError only for a
    * malformed request as a whole (no ids, too many).
    */
-  async reserveWorkerSlots(taskIds: readonly string[], isCancelled: () => boolean = () => false): Promise<ReserveWorkerSlotsResponse> {
+  async reserveWorkerSlots(taskIds: readonly string[], isCancelled: () => boolean = () => false, clientIdentity = ""): Promise<ReserveWorkerSlotsResponse> {
     if (taskIds.length === 0) throw new CoordinatorError(ErrorCode.ErrInvalidArgument, "task_ids: at least one task id is required");
     if (taskIds.length > MAX_RESERVE_BATCH) throw new CoordinatorError(ErrorCode.ErrInvalidArgument, `task_ids: at most ${MAX_RESERVE_BATCH} in one request, got ${taskIds.length}`);
     const grants: SlotGrant[] = new Array(taskIds.length);
@@ -133,7 +138,7 @@ export class CoordinatorServer {
         const i = todo[next++]!;
         const taskId = taskIds[i]!;
         try {
-          const r = await this.reserveWorkerSlot(taskId, isCancelled);
+          const r = await this.reserveWorkerSlot(taskId, isCancelled, clientIdentity);
           grants[i] = { taskId, workerAddr: r.workerAddr, slotId: r.slotId, status: grpc.status.OK, code: "", message: "" };
         } catch (e) {
           if (!(e instanceof CoordinatorError)) this.log.error({ err: e, taskId }, "ReserveWorkerSlots failed unexpectedly for a task");
@@ -146,7 +151,7 @@ export class CoordinatorServer {
   }
 
   /** drive runs one reservation through the core: each requestSlot sent, each answer fed back, to the reply. */
-  private async drive(taskId: string, isCancelled: () => boolean, asked: { workerAddr: string; count: number }): Promise<Reply> {
+  private async drive(taskId: string, isCancelled: () => boolean, clientIdentity: string, asked: { workerAddr: string; count: number }): Promise<Reply> {
     const reservationId = ++this.nextReservationId;
     let next = this.reservations.handle({ type: "reservationRequested", reservationId, taskId }, this.nowMs());
     while (next.type === "requestSlot") {
@@ -154,7 +159,7 @@ export class CoordinatorServer {
       const { workerAddr } = next;
       asked.workerAddr = workerAddr;
       asked.count++;
-      const answer = await this.reserver.requestTaskSlot(workerAddr, { taskId, ttlMs: next.ttlMs, timeoutMs: next.timeoutMs });
+      const answer = await this.reserver.requestTaskSlot(workerAddr, { taskId, ttlMs: next.ttlMs, timeoutMs: next.timeoutMs, clientIdentity });
       this.noteAnswer(taskId, workerAddr, answer);
       next = this.reservations.handle({ type: "workerAnswered", reservationId, answer }, this.nowMs());
     }
@@ -183,8 +188,11 @@ export class CoordinatorServer {
   }
 
   /** grpcOutcomesHandler adapts reservationOutcomes to a grpc-js unary handler (block and bundle services). */
-  grpcOutcomesHandler(): grpc.handleUnaryCall<GetReservationOutcomesRequest, GetReservationOutcomesResponse> {
+  grpcOutcomesHandler(tls: TlsSetting): grpc.handleUnaryCall<GetReservationOutcomesRequest, GetReservationOutcomesResponse> {
     return (call, callback) => {
+      // Read-only, but only for the cluster's own clients and admins (it names recent task ids).
+      const caller = callerOf(tls, call, ["client", "admin"], "GetReservationOutcomes");
+      if (!caller.ok) return callback(caller.error);
       try {
         callback(null, this.reservationOutcomes(call.request));
       } catch (e) {
@@ -195,9 +203,12 @@ export class CoordinatorServer {
   }
 
   /** grpcBatchHandler adapts reserveWorkerSlots to a grpc-js unary handler (block and bundle services). */
-  grpcBatchHandler(): grpc.handleUnaryCall<ReserveWorkerSlotsRequest, ReserveWorkerSlotsResponse> {
+  grpcBatchHandler(tls: TlsSetting): grpc.handleUnaryCall<ReserveWorkerSlotsRequest, ReserveWorkerSlotsResponse> {
     return (call, callback) => {
-      this.reserveWorkerSlots(call.request.taskIds, () => call.cancelled).then(
+      const caller = callerOf(tls, call, ["client", "admin"], "ReserveWorkerSlots");
+      if (!caller.ok) return callback(caller.error);
+      const clientIdentity = caller.identity ? identityKey(caller.identity) : "";
+      this.reserveWorkerSlots(call.request.taskIds, () => call.cancelled, clientIdentity).then(
         (res) => callback(null, res),
         (e: unknown) => {
           if (e instanceof CoordinatorError) return callback(grpcError(coordCodeToGRPC(e.code), e.message));
@@ -208,10 +219,16 @@ export class CoordinatorServer {
     };
   }
 
-  /** grpcHandler adapts reserveWorkerSlot to a grpc-js unary handler (block and bundle services). */
-  grpcHandler(): grpc.handleUnaryCall<ReserveWorkerSlotRequest, ReserveWorkerSlotResponse> {
+  /**
+   * grpcHandler adapts reserveWorkerSlot to a grpc-js unary handler (block and bundle services).
+   * Under mTLS only a client or an admin certificate may reserve; its identity owns the slot.
+   */
+  grpcHandler(tls: TlsSetting): grpc.handleUnaryCall<ReserveWorkerSlotRequest, ReserveWorkerSlotResponse> {
     return (call, callback) => {
-      this.reserveWorkerSlot(call.request.taskId, () => call.cancelled).then(
+      const caller = callerOf(tls, call, ["client", "admin"], "ReserveWorkerSlot");
+      if (!caller.ok) return callback(caller.error);
+      const clientIdentity = caller.identity ? identityKey(caller.identity) : "";
+      this.reserveWorkerSlot(call.request.taskId, () => call.cancelled, clientIdentity).then(
         (res) => callback(null, res),
         (e: unknown) => {
           if (e instanceof CoordinatorError) {

@@ -7,6 +7,8 @@ export interface RequestTaskSlotArgs {
   readonly ttlMs: number;
   /** Per-attempt deadline for the Worker RPC. */
   readonly timeoutMs: number;
+  /** The identity key of the client the slot is for ("" = anonymous, BLOCKX_INSECURE). */
+  readonly clientIdentity: string;
 }
 
 /**

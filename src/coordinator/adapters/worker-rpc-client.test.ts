@@ -38,7 +38,7 @@ describe("grpcErrToSlotError", () => {
 });
 
 describe("WorkerRPCClient against real gRPC servers", () => {
-  const client = new WorkerRPCClient();
+  const client = new WorkerRPCClient({ kind: "insecure" });
   const doubles: WorkerDouble[] = [];
   afterEach(async () => {
     for (const d of doubles.splice(0)) await d.stop();
@@ -47,8 +47,8 @@ describe("WorkerRPCClient against real gRPC servers", () => {
   test("a granting Worker returns its snapshot with the slot id; one cached channel per Worker", async () => {
     const w = await WorkerDouble.start();
     doubles.push(w);
-    const a = await client.requestTaskSlot(w.addr, { taskId: "t1", ttlMs: 5000, timeoutMs: 2000 });
-    const b = await client.requestTaskSlot(w.addr, { taskId: "t2", ttlMs: 5000, timeoutMs: 2000 });
+    const a = await client.requestTaskSlot(w.addr, { taskId: "t1", ttlMs: 5000, timeoutMs: 2000, clientIdentity: "" });
+    const b = await client.requestTaskSlot(w.addr, { taskId: "t2", ttlMs: 5000, timeoutMs: 2000, clientIdentity: "" });
     expect(a.snapshot?.slotId).toBe("slot-t1");
     expect(b.snapshot?.slotId).toBe("slot-t2");
     expect(w.requests).toEqual([
@@ -71,14 +71,14 @@ describe("WorkerRPCClient against real gRPC servers", () => {
     ];
     for (const [code, want] of expectations) {
       w.behaviour = { code, details: `because ${grpc.status[code]}` };
-      const res = await client.requestTaskSlot(w.addr, { taskId: "t", ttlMs: 5000, timeoutMs: 2000 });
+      const res = await client.requestTaskSlot(w.addr, { taskId: "t", ttlMs: 5000, timeoutMs: 2000, clientIdentity: "" });
       expect(res.err).toEqual({ code: want, message: `because ${grpc.status[code]}`, mayHaveAllocated: false });
     }
   });
 
   test("connection refused is an explicit failure: nothing can have been allocated", async () => {
     const port = await freePort();
-    const res = await client.requestTaskSlot(`127.0.0.1:${port}`, { taskId: "t", ttlMs: 5000, timeoutMs: 2000 });
+    const res = await client.requestTaskSlot(`127.0.0.1:${port}`, { taskId: "t", ttlMs: 5000, timeoutMs: 2000, clientIdentity: "" });
     expect(res.err?.code).toBe(ErrorCode.ErrWorkerUnreachable);
     expect(res.err?.mayHaveAllocated).toBe(false);
   });
@@ -87,7 +87,7 @@ describe("WorkerRPCClient against real gRPC servers", () => {
     const w = await WorkerDouble.start();
     doubles.push(w);
     w.behaviour = "hang";
-    const res = await client.requestTaskSlot(w.addr, { taskId: "t", ttlMs: 5000, timeoutMs: 200 });
+    const res = await client.requestTaskSlot(w.addr, { taskId: "t", ttlMs: 5000, timeoutMs: 200, clientIdentity: "" });
     expect(w.requests.length).toBe(1);
     expect(res.err?.code).toBe(ErrorCode.ErrSlotUncertain);
     expect(res.err?.mayHaveAllocated).toBe(true);
@@ -96,7 +96,7 @@ describe("WorkerRPCClient against real gRPC servers", () => {
   test("requests of one turn to a Worker without RequestTaskSlots (UNIMPLEMENTED) each go as RequestTaskSlot", async () => {
     const w = await WorkerDouble.start();
     doubles.push(w);
-    const answers = await Promise.all(["a", "b", "c"].map((taskId) => client.requestTaskSlot(w.addr, { taskId, ttlMs: 5000, timeoutMs: 2000 })));
+    const answers = await Promise.all(["a", "b", "c"].map((taskId) => client.requestTaskSlot(w.addr, { taskId, ttlMs: 5000, timeoutMs: 2000, clientIdentity: "" })));
     expect(answers.map((a) => a.snapshot?.slotId)).toEqual(["slot-a", "slot-b", "slot-c"]);
     expect(w.requests.map((r) => r.taskId).sort()).toEqual(["a", "b", "c"]);
   });
@@ -131,16 +131,16 @@ describe("WorkerRPCClient coalesces one turn's requests to a Worker into one Req
   }
 
   test("each request gets what RequestTaskSlot would have answered it: a slot, or an explicit refusal", async () => {
-    const client = new WorkerRPCClient();
+    const client = new WorkerRPCClient({ kind: "insecure" });
     const s = await slotServer((id) => (id === "full" ? { status: grpc.status.RESOURCE_EXHAUSTED, message: "no free slot" } : { status: grpc.status.OK }));
     try {
-      const answers = await Promise.all(["a", "full", "b"].map((taskId) => client.requestTaskSlot(s.addr, { taskId, ttlMs: 5000, timeoutMs: 2000 })));
+      const answers = await Promise.all(["a", "full", "b"].map((taskId) => client.requestTaskSlot(s.addr, { taskId, ttlMs: 5000, timeoutMs: 2000, clientIdentity: "" })));
       expect(s.calls).toEqual([{ method: "many", taskIds: ["a", "full", "b"] }]);
       expect(answers[0]!.snapshot?.slotId).toBe("slot-a");
       expect(answers[1]!.err).toEqual({ code: ErrorCode.ErrNoSlot, message: "no free slot", mayHaveAllocated: false });
       expect(answers[2]!.snapshot?.slotId).toBe("slot-b");
       // A lone request goes as RequestTaskSlot.
-      expect((await client.requestTaskSlot(s.addr, { taskId: "alone", ttlMs: 5000, timeoutMs: 2000 })).snapshot?.slotId).toBe("slot-alone");
+      expect((await client.requestTaskSlot(s.addr, { taskId: "alone", ttlMs: 5000, timeoutMs: 2000, clientIdentity: "" })).snapshot?.slotId).toBe("slot-alone");
       expect(s.calls.at(-1)).toEqual({ method: "one", taskIds: ["alone"] });
     } finally {
       client.close();
@@ -149,10 +149,10 @@ describe("WorkerRPCClient coalesces one turn's requests to a Worker into one Req
   });
 
   test("a RequestTaskSlots left unanswered leaves every request in it uncertain (each may have been served)", async () => {
-    const client = new WorkerRPCClient();
+    const client = new WorkerRPCClient({ kind: "insecure" });
     const s = await slotServer(() => "hang");
     try {
-      const answers = await Promise.all(["x", "y"].map((taskId) => client.requestTaskSlot(s.addr, { taskId, ttlMs: 5000, timeoutMs: 200 })));
+      const answers = await Promise.all(["x", "y"].map((taskId) => client.requestTaskSlot(s.addr, { taskId, ttlMs: 5000, timeoutMs: 200, clientIdentity: "" })));
       expect(answers.map((a) => [a.err?.code, a.err?.mayHaveAllocated])).toEqual([
         [ErrorCode.ErrSlotUncertain, true],
         [ErrorCode.ErrSlotUncertain, true],

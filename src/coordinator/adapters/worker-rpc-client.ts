@@ -1,5 +1,8 @@
 import * as grpc from "@grpc/grpc-js";
 import { ErrorCode } from "../../common/error-code";
+import { CLIENT_IDENTITY_HEADER } from "../../common/tls/client-identity-header";
+import { channelFor } from "../../common/tls/grpc-tls";
+import type { TlsSetting } from "../../common/tls/tls-setting";
 import { RequestTaskSlotRequest, type TaskSlotOutcome, WorkerServiceClient } from "../../gen/worker/v1/worker";
 import type { RequestTaskSlotArgs, SlotError, SlotReservation, SlotReserver } from "./slot-reserver";
 
@@ -45,8 +48,9 @@ export function grpcErrToSlotError(err: Pick<grpc.ServiceError, "code" | "detail
     case grpc.status.DEADLINE_EXCEEDED:
       return NEVER_SENT_DEADLINE.test(details) ? explicit(ErrorCode.ErrWorkerUnreachable) : uncertain();
     // The Worker refused the call before any handler ran.
-    case grpc.status.UNIMPLEMENTED:
     case grpc.status.PERMISSION_DENIED:
+      return explicit(ErrorCode.ErrPermissionDenied);
+    case grpc.status.UNIMPLEMENTED:
     case grpc.status.UNAUTHENTICATED:
       return explicit(ErrorCode.ErrInternal);
     default:
@@ -79,18 +83,23 @@ export class WorkerRPCClient implements SlotReserver {
   private readonly queued = new Map<string, QueuedSlotRequest[]>();
   private readonly singleOnly = new Set<string>();
 
+  /** Under mTLS each Worker must present a worker certificate that covers the address it advertised. */
+  constructor(private readonly tls: TlsSetting) {}
+
   requestTaskSlot(workerAddr: string, args: RequestTaskSlotArgs): Promise<SlotReservation> {
+    // One batch per Worker and client identity: the identity travels in the call's metadata.
+    const key = `${workerAddr}\u0000${args.clientIdentity}`;
     return new Promise((resolve) => {
-      const q = this.queued.get(workerAddr);
+      const q = this.queued.get(key);
       if (q) return void q.push({ args, resolve });
-      this.queued.set(workerAddr, [{ args, resolve }]);
-      queueMicrotask(() => this.flush(workerAddr));
+      this.queued.set(key, [{ args, resolve }]);
+      queueMicrotask(() => this.flush(key, workerAddr));
     });
   }
 
-  private flush(workerAddr: string): void {
-    const q = this.queued.get(workerAddr) ?? [];
-    this.queued.delete(workerAddr);
+  private flush(key: string, workerAddr: string): void {
+    const q = this.queued.get(key) ?? [];
+    this.queued.delete(key);
     if (q.length === 1 || this.singleOnly.has(workerAddr)) {
       for (const r of q) void this.requestOne(workerAddr, r.args).then(r.resolve);
       return;
@@ -102,7 +111,10 @@ export class WorkerRPCClient implements SlotReserver {
     const client = this.clientFor(workerAddr);
     const requests = batch.map((b) => RequestTaskSlotRequest.create({ taskId: b.args.taskId, ttlMs: b.args.ttlMs }));
     const deadline = Date.now() + Math.min(...batch.map((b) => b.args.timeoutMs));
-    client.requestTaskSlots({ requests }, new grpc.Metadata(), { deadline }, (err, res) => {
+    const metadata = new grpc.Metadata();
+    const clientIdentity = batch[0]!.args.clientIdentity;
+    if (clientIdentity !== "") metadata.set(CLIENT_IDENTITY_HEADER, clientIdentity);
+    client.requestTaskSlots({ requests }, metadata, { deadline }, (err, res) => {
       if (err?.code === grpc.status.UNIMPLEMENTED) {
         this.singleOnly.add(workerAddr);
         for (const b of batch) void this.requestOne(workerAddr, b.args).then(b.resolve);
@@ -122,8 +134,10 @@ export class WorkerRPCClient implements SlotReserver {
   private requestOne(workerAddr: string, args: RequestTaskSlotArgs): Promise<SlotReservation> {
     const client = this.clientFor(workerAddr);
     const request = RequestTaskSlotRequest.create({ taskId: args.taskId, ttlMs: args.ttlMs });
+    const metadata = new grpc.Metadata();
+    if (args.clientIdentity !== "") metadata.set(CLIENT_IDENTITY_HEADER, args.clientIdentity);
     return new Promise((resolve) => {
-      client.requestTaskSlot(request, new grpc.Metadata(), { deadline: Date.now() + args.timeoutMs }, (err, snapshot) => {
+      client.requestTaskSlot(request, metadata, { deadline: Date.now() + args.timeoutMs }, (err, snapshot) => {
         if (err) resolve({ err: grpcErrToSlotError(err) });
         else if (!snapshot) resolve({ err: { code: ErrorCode.ErrSlotUncertain, message: "empty response", mayHaveAllocated: true } });
         else resolve({ snapshot });
@@ -149,7 +163,8 @@ export class WorkerRPCClient implements SlotReserver {
   private clientFor(workerAddr: string): WorkerServiceClient {
     let c = this.clients.get(workerAddr);
     if (!c) {
-      c = new WorkerServiceClient(workerAddr, grpc.credentials.createInsecure(), WORKER_CHANNEL_OPTIONS);
+      const { credentials, options } = channelFor(this.tls, workerAddr, ["worker"]);
+      c = new WorkerServiceClient(workerAddr, credentials, { ...WORKER_CHANNEL_OPTIONS, ...options });
       this.clients.set(workerAddr, c);
     }
     return c;

@@ -18,7 +18,8 @@ import { blockProfile, bundleProfile, validateRegistryPrefixes, type Profile } f
 type Env = Record<string, string | undefined>;
 
 function load(env: Env = {}, argv: string[] = [], profile: Profile = blockProfile): CoordinatorRuntimeConfig {
-  return loadCoordinatorRuntimeConfigFromEnv(profile, env, argv);
+  // Plaintext chosen unless a test says otherwise: TLS itself is src/common/tls's.
+  return loadCoordinatorRuntimeConfigFromEnv(profile, { BLOCKX_INSECURE: "1", ...env }, argv);
 }
 
 /** problemsOf runs the loader and returns the ConfigError's problems; fails the test if it does not throw one. */
@@ -40,6 +41,7 @@ describe("loadCoordinatorRuntimeConfigFromEnv defaults", () => {
   test("an empty environment gives the seed's defaults for the block profile", () => {
     const c = load();
     expect(c).toEqual({
+      tls: { kind: "insecure" },
       profile: blockProfile,
       listenAddr: ":8080",
       core: {
@@ -180,7 +182,7 @@ describe("invalid values give a ConfigError naming the variable, the rule and th
     ] as const) {
       expect(problemsOf({ [name]: raw })).toEqual([`${name}: expected an integer from 1 to 86400000 (24 h), got "${raw}"`]);
     }
-    const c = loadCoordinatorRuntimeConfigFromEnv(blockProfile, { COORDINATOR_MAX_CANDIDATES: "1001", COORDINATOR_MAX_TIMEOUT_RETRIES: "101" });
+    const c = load({ COORDINATOR_MAX_CANDIDATES: "1001", COORDINATOR_MAX_TIMEOUT_RETRIES: "101" });
     expect(c.core.maxCandidates).toBe(1001);
     expect(c.handler.maxTimeoutRetries).toBe(101);
   });

@@ -1,3 +1,4 @@
+import { compileTlsInto, type TlsSetting } from "../../common/tls/tls-setting";
 import { commonVars } from "../../common/config/common-vars";
 import {
   ConfigError,
@@ -125,6 +126,8 @@ export interface CoordinatorRuntimeConfig {
   readonly logLevel: EnvValues<CoordinatorVars>["logLevel"];
   readonly prometheusListenAddr: string;
   readonly prometheusPath: string;
+  /** BLOCKX_TLS_* / BLOCKX_INSECURE, compiled. */
+  readonly tls: TlsSetting;
 }
 
 /**
@@ -158,8 +161,10 @@ export function loadCoordinatorRuntimeConfigFromEnv(
   // Anything else the core rejects would be a bug in the schemas above; report it all the same.
   for (const p of validateCoordinatorCoreConfig(core)) if (!p.startsWith("watchGracePeriodMs")) problems.push(p);
   for (const p of validateRegistryPrefixes(profile, v.registryPrefixes)) problems.push(`COORDINATOR_REGISTRY_PREFIXES: ${p}`);
-  if (problems.length > 0) throw new ConfigError(problems);
+  const tls = compileTlsInto(v, problems);
+  if (problems.length > 0 || tls === null) throw new ConfigError(problems);
   return Object.freeze({
+    tls,
     profile,
     listenAddr: v.listenAddr,
     core,

@@ -1,6 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { createEtcdClient } from "../../common/etcd/etcd-client";
 import { sdNotify } from "../../common/lifecycle/sd-notify";
+import { announceTls, serverCredentials } from "../../common/tls/grpc-tls";
 import { bindGrpcServer, GRPC_SERVER_OPTIONS, shutdownGrpcServer } from "../../common/grpc/grpc-server";
 import { HealthStatus, ServingStatus } from "../../common/grpc/health-service";
 import { onShutdownSignal } from "../../common/lifecycle/shutdown";
@@ -32,6 +33,7 @@ const READINESS_POLL_MS = 250;
 export async function runCoordinator(config: CoordinatorRuntimeConfig): Promise<void> {
   const role = config.profile.deployment === "block" ? "coordinator" : "bundle-coordinator";
   const log: Logger = createLogger(config.logLevel, { role });
+  announceTls(log, config.tls);
   let lifecycle: CoordinatorLifecycle = "starting";
 
   const registry = new MetricsRegistry();
@@ -68,7 +70,7 @@ export async function runCoordinator(config: CoordinatorRuntimeConfig): Promise<
   const ready = registry.gauge("blockx_coordinator_ready", "1 when ReserveWorkerSlot can be served from a trusted view.");
   ready.onCollect(() => ready.set({}, core.isReady(Date.now()) ? 1 : 0));
 
-  const workerRpc = new WorkerRPCClient();
+  const workerRpc = new WorkerRPCClient(config.tls);
   const server = new CoordinatorServer(
     core,
     workerRpc,
@@ -84,18 +86,18 @@ export async function runCoordinator(config: CoordinatorRuntimeConfig): Promise<
   health.register(grpcServer);
   if (config.profile.deployment === "block") {
     grpcServer.addService(CoordinatorServiceService, {
-      reserveWorkerSlot: server.grpcHandler(),
-      reserveWorkerSlots: server.grpcBatchHandler(),
-      getReservationOutcomes: server.grpcOutcomesHandler(),
+      reserveWorkerSlot: server.grpcHandler(config.tls),
+      reserveWorkerSlots: server.grpcBatchHandler(config.tls),
+      getReservationOutcomes: server.grpcOutcomesHandler(config.tls),
     });
   } else {
     grpcServer.addService(BundleCoordinatorServiceService, {
-      reserveWorkerSlot: server.grpcHandler(),
-      reserveWorkerSlots: server.grpcBatchHandler(),
-      getReservationOutcomes: server.grpcOutcomesHandler(),
+      reserveWorkerSlot: server.grpcHandler(config.tls),
+      reserveWorkerSlots: server.grpcBatchHandler(config.tls),
+      getReservationOutcomes: server.grpcOutcomesHandler(config.tls),
     });
   }
-  const boundAddr = await bindGrpcServer(grpcServer, config.listenAddr);
+  const boundAddr = await bindGrpcServer(grpcServer, config.listenAddr, serverCredentials(config.tls));
 
   const etcd = await createEtcdClient({ endpoints: config.watcher.endpoints, dialTimeoutMs: config.watcher.dialTimeoutMs });
   const watcher = new EtcdWorkerWatcher(etcd, config.watcher, core, log.child({ component: "etcd-watcher" }), watcherMetrics, (addr) =>

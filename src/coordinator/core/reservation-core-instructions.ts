@@ -15,7 +15,7 @@ export interface RequestSlot {
 }
 
 /** Outcome labels of blockx_coordinator_reservations_total. */
-export type ReservationOutcome = "reserved" | "invalid_argument" | "unavailable" | "no_executable_slot" | "all_rejected" | "uncertain" | "cancelled";
+export type ReservationOutcome = "reserved" | "invalid_argument" | "unavailable" | "no_executable_slot" | "all_rejected" | "permission_denied" | "uncertain" | "cancelled";
 
 export interface Reply {
   readonly type: "reply";

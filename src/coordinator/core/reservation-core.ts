@@ -103,6 +103,9 @@ export class ReservationCore {
         ),
       );
     }
+    // The task id belongs to another identity on that Worker: no other Worker changes that answer,
+    // and the Worker is healthy, so neither the breaker nor the next candidate hears of it.
+    if (err.code === ErrorCode.ErrPermissionDenied) return this.fail(e.reservationId, new CoordinatorError(err.code, `${r.workerAddr}: ${err.message}`));
     this.coordinator.handle({ type: err.code === ErrorCode.ErrNoSlot ? "workerWasFull" : "slotRejected", workerAddr: r.workerAddr }, nowMs);
     r.rejections.push(`${r.workerAddr}: ${err.code}${err.message ? ` (${err.message})` : ""}`);
     r.exclude.add(r.workerAddr);
@@ -150,6 +153,8 @@ function outcomeOf(e: CoordinatorError): ReservationOutcome {
       return "no_executable_slot";
     case ErrorCode.ErrNoSlot:
       return "all_rejected";
+    case ErrorCode.ErrPermissionDenied:
+      return "permission_denied";
     default:
       return "uncertain";
   }

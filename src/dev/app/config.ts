@@ -1,4 +1,5 @@
 import { tableStoreVars } from "../../common/tables/table-store-config";
+import { tlsVars } from "../../common/tls/tls-vars";
 import { commonVars } from "../../common/config/common-vars";
 import { enumSchema, envVar, intSchema, loadEnvConfig, stringSchema } from "../../common/config/env-config";
 
@@ -50,6 +51,7 @@ export const devVars = {
     enumSchema(["trace", "debug", "info", "warn", "error", "fatal"] as const),
   ),
   logLevel: commonVars.logLevel,
+  insecure: tlsVars.insecure,
 };
 
 export interface DevConfig {
@@ -70,6 +72,8 @@ export interface DevConfig {
   readonly stopGraceMs: number;
   readonly terminalLogLevel: "trace" | "debug" | "info" | "warn" | "error" | "fatal";
   readonly logLevel: "trace" | "debug" | "info" | "warn" | "error" | "fatal";
+  /** BLOCKX_INSECURE=1: plaintext everywhere; otherwise a private CA and mTLS for every child and the client. */
+  readonly insecure: boolean;
 }
 
 /** loadDevConfig reads the variables (flags win); a bare `--keep` stands for `--dev-keep=true`. */
@@ -91,5 +95,6 @@ export function loadDevConfig(env: Readonly<Record<string, string | undefined>>,
     stopGraceMs: v.stopGraceMs,
     terminalLogLevel: v.terminalLogLevel,
     logLevel: v.logLevel,
+    insecure: v.insecure === "1",
   });
 }

@@ -9,7 +9,8 @@ import { startUiServer, type UiServer } from "../../ui/ui-server";
 import { DevChild } from "../adapters/dev-child";
 import { locateEtcd } from "../adapters/etcd-binary";
 import { freePort } from "../adapters/free-port";
-import { clientEnvironment, devLayout, launchFor, renderEnvFile, type DevLayout } from "../core/child-launch";
+import { CertIssuer } from "../../common/tls/cert-issuer";
+import { clientEnvironment, devLayout, launchFor, renderEnvFile, type DevLayout, type DevTls } from "../core/child-launch";
 import { planChildren, type ChildRole } from "../core/dev-plan";
 import { DevError } from "../core/dev-error";
 import { SupervisorCore } from "../core/supervisor-core";
@@ -73,6 +74,26 @@ async function startDevPostgres(config: DevConfig): Promise<{ server: PrivatePos
 }
 
 /**
+ * devTls: secure by default: a private CA in DIR/tls (made on first use, kept with --keep) and a
+ * certificate for each role and for the client, all for 127.0.0.1 and localhost. Plaintext only
+ * when BLOCKX_INSECURE=1 was chosen.
+ */
+function devTls(config: DevConfig, layout: DevLayout): DevTls {
+  if (config.insecure) return { kind: "insecure" };
+  const issuer = CertIssuer.open(join(layout.dir, "tls"), { caName: "blockx-dev-ca" });
+  const hosts = ["127.0.0.1", "localhost"];
+  return {
+    kind: "mtls",
+    files: {
+      coordinator: issuer.issue("coordinator", { role: "coordinator", name: "dev" }, hosts),
+      worker: issuer.issue("worker", { role: "worker", name: "dev" }, hosts),
+      syncinvoker: issuer.issue("syncinvoker", { role: "syncinvoker", name: "dev" }, hosts),
+      client: issuer.issue("client", { role: "client", name: "dev" }, hosts),
+    },
+  };
+}
+
+/**
  * runDev starts the local cluster and returns the exit code once every child has ended. The
  * decisions are SupervisorCore's; this function only carries them out (spawn, signal, print)
  * and feeds back readiness, exits, signals and ticks.
@@ -83,6 +104,7 @@ export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise
   const [etcdClientPort, etcdPeerPort] = [await freePort(), await freePort()];
   const postgres = config.postgres ? await startDevPostgres(config) : undefined;
   const tableStoreUrl = postgres ? postgres.url : config.tableStoreUrl;
+  const tls = devTls(config, layout);
   const plan = planChildren({
     workers: config.workers,
     bundleWorkers: config.bundleWorkers,
@@ -119,6 +141,7 @@ export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise
           tableStoreUrl,
           metricsAddrs,
           declaredVars: devEnv.declaredVars,
+          tls,
         });
         const child = new DevChild(i.child.id, launch, {
           logFile: join(layout.dir, `${i.child.id}.log`),
@@ -153,11 +176,11 @@ export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise
   const announce = (ready: ReadonlyArray<readonly [string, string]>) => {
     // The dashboard runs inside dev itself, reading the cluster as any client would.
     if (config.ui) {
-      const clientEnv = Object.fromEntries(clientEnvironment({ layout, endpoints, etcdClientPort, tableStoreUrl }));
+      const clientEnv = Object.fromEntries(clientEnvironment({ layout, endpoints, etcdClientPort, tableStoreUrl, tls }));
       uiClient = new BlockxClient(loadClientConfig({ ...clientEnv, PROXY_SOCKET_PATH: "" }));
       ui = startUiServer(uiClient, { listenAddr: "127.0.0.1:0", refreshMs: 1000, maxStreams: 32 }, createLogger("warn", { role: "ui" }, 2));
     }
-    const vars = clientEnvironment({ layout, endpoints, etcdClientPort, tableStoreUrl, metricsAddrs, ...(ui ? { uiUrl: ui.url } : {}) });
+    const vars = clientEnvironment({ layout, endpoints, etcdClientPort, tableStoreUrl, metricsAddrs, tls, ...(ui ? { uiUrl: ui.url } : {}) });
     writeFileSync(layout.envFilePath, renderEnvFile(vars));
     const width = Math.max(...ready.map(([id]) => id.length));
     const lines = ["ready:", ...ready.map(([id, ep]) => `  ${id.padEnd(width)}  ${ep}  (pid ${children.get(id)?.pid})`)];

@@ -1,8 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import { terminalLine } from "../adapters/dev-child";
-import { clientEnvironment, devLayout, launchFor, renderEnvFile, type LaunchContext } from "./child-launch";
+import { clientEnvironment, devLayout, launchFor, renderEnvFile, type DevTls, type LaunchContext } from "./child-launch";
 
-const ctx = (endpoints: Record<string, string>, declared: string[] = []): LaunchContext => ({
+const files = (who: string) => ({ BLOCKX_TLS_CA_FILE: "/d/tls/ca.pem", BLOCKX_TLS_CERT_FILE: `/d/tls/${who}.pem`, BLOCKX_TLS_KEY_FILE: `/d/tls/${who}.key` });
+const MTLS: DevTls = { kind: "mtls", files: { coordinator: files("coordinator"), worker: files("worker"), syncinvoker: files("syncinvoker"), client: files("client") } };
+
+const ctx = (endpoints: Record<string, string>, declared: string[] = [], tls: DevTls = MTLS): LaunchContext => ({
   layout: devLayout("/d"),
   etcdBin: "/e/etcd",
   etcdClientPort: 2001,
@@ -13,6 +16,25 @@ const ctx = (endpoints: Record<string, string>, declared: string[] = []): Launch
   endpoints: new Map(Object.entries(endpoints)),
   metricsAddrs: new Map([["worker-1", "127.0.0.1:9101"], ["syncinvoker", "127.0.0.1:9102"]]),
   declaredVars: () => new Set(declared),
+  tls,
+});
+
+describe("transport security of the children", () => {
+  test("secure by default: each role holds its own certificate, the proxy and the client hold the client's, and an inherited BLOCKX_INSECURE is overridden", () => {
+    expect(launchFor({ id: "coordinator", role: "coordinator", stage: 1 }, ctx({})).env).toMatchObject({ ...files("coordinator"), BLOCKX_INSECURE: "0" });
+    expect(launchFor({ id: "worker-1", role: "worker", stage: 1 }, ctx({})).env).toMatchObject({ ...files("worker"), BLOCKX_INSECURE: "0" });
+    expect(launchFor({ id: "syncinvoker", role: "syncinvoker", stage: 1 }, ctx({})).env).toMatchObject(files("syncinvoker"));
+    expect(launchFor({ id: "proxy", role: "proxy", stage: 2 }, ctx({})).env).toMatchObject(files("client"));
+    expect(Object.fromEntries(clientEnvironment({ ...ctx({}), tls: MTLS }))).toMatchObject(files("client"));
+  });
+
+  test("BLOCKX_INSECURE=1 given to dev: every child and the client are plaintext, and inherited certificate paths are blanked", () => {
+    const plain: DevTls = { kind: "insecure" };
+    expect(launchFor({ id: "worker-1", role: "worker", stage: 1 }, ctx({}, [], plain)).env).toMatchObject({ BLOCKX_INSECURE: "1", BLOCKX_TLS_CERT_FILE: "" });
+    const client = Object.fromEntries(clientEnvironment({ ...ctx({}, [], plain), tls: plain }));
+    expect(client.BLOCKX_INSECURE).toBe("1");
+    expect(client.BLOCKX_TLS_CERT_FILE).toBeUndefined();
+  });
 });
 
 describe("child launches", () => {

@@ -57,15 +57,40 @@ export interface LaunchContext {
   readonly metricsAddrs: ReadonlyMap<string, string>;
   /** Environment names a role's command declares (for roles whose variables dev does not know by heart). */
   readonly declaredVars: (role: ChildSpec["role"]) => ReadonlySet<string>;
+  readonly tls: DevTls;
 }
 
 const LOOPBACK_ANY_PORT = "127.0.0.1:0";
+
+/** The identities `blockx dev` issues certificates for (the proxy holds the client's). */
+export type DevIdentity = "coordinator" | "worker" | "syncinvoker" | "client";
+
+/** The three TLS variables of one process. */
+export interface DevTlsFiles {
+  readonly BLOCKX_TLS_CA_FILE: string;
+  readonly BLOCKX_TLS_CERT_FILE: string;
+  readonly BLOCKX_TLS_KEY_FILE: string;
+}
+
+/** DevTls: mTLS with a certificate per identity from dev's private CA (the default), or plaintext (BLOCKX_INSECURE=1). */
+export type DevTls = { readonly kind: "insecure" } | { readonly kind: "mtls"; readonly files: Readonly<Record<DevIdentity, DevTlsFiles>> };
+
+/**
+ * tlsEnvFor: the transport variables of a child holding `who`'s certificate. Both ways are set
+ * explicitly, so that a BLOCKX_INSECURE or BLOCKX_TLS_* in dev's own environment cannot leak in.
+ */
+export function tlsEnvFor(tls: DevTls, who: DevIdentity): Record<string, string> {
+  if (tls.kind === "insecure") return { BLOCKX_INSECURE: "1", BLOCKX_TLS_CA_FILE: "", BLOCKX_TLS_CERT_FILE: "", BLOCKX_TLS_KEY_FILE: "" };
+  return { BLOCKX_INSECURE: "0", ...tls.files[who] };
+}
 
 /**
  * clientEnvironment: the agreed client variables (the SDK and CLI read them), in the order
  * `blockx dev` prints them and writes them to blockx-dev.env.
  */
-export function clientEnvironment(ctx: Pick<LaunchContext, "layout" | "endpoints" | "etcdClientPort" | "tableStoreUrl"> & { metricsAddrs?: ReadonlyMap<string, string>; uiUrl?: string }): [string, string][] {
+export function clientEnvironment(
+  ctx: Pick<LaunchContext, "layout" | "endpoints" | "etcdClientPort" | "tableStoreUrl"> & { metricsAddrs?: ReadonlyMap<string, string>; uiUrl?: string; tls?: DevTls },
+): [string, string][] {
   const out: [string, string][] = [];
   const e = ctx.endpoints;
   if (e.has("coordinator")) out.push(["BLOCKX_COORDINATOR_ADDRS", e.get("coordinator")!]);
@@ -76,6 +101,8 @@ export function clientEnvironment(ctx: Pick<LaunchContext, "layout" | "endpoints
   if (ctx.tableStoreUrl) out.push(["TABLE_STORE_URL", ctx.tableStoreUrl]);
   out.push(["TABLE_STORE_PATH", ctx.layout.tableStorePath]);
   out.push(["FUNCTIONS_DIR", ctx.layout.functionsDir]);
+  // The client's certificate (or the plaintext choice): the SDK and CLI need one or the other.
+  if (ctx.tls) for (const [k, v] of Object.entries(tlsEnvFor(ctx.tls, "client"))) if (v !== "") out.push([k, v]);
   // Not read by the SDK: where to point Prometheus (child=host:port, comma-separated) and a browser.
   if (ctx.metricsAddrs && ctx.metricsAddrs.size > 0) out.push(["BLOCKX_DEV_METRICS_ADDRS", [...ctx.metricsAddrs].map(([id, a]) => `${id}=${a}`).join(",")]);
   if (ctx.uiUrl) out.push(["BLOCKX_UI_URL", ctx.uiUrl]);
@@ -124,7 +151,7 @@ export function launchFor(child: ChildSpec, ctx: LaunchContext): ChildLaunch {
         argv: [...ctx.self, child.role],
         // Every Worker shares this one machine's CPU and memory: red lines would only turn
         // work away whenever the machine is busy, never route it somewhere better.
-        env: { ...common, COORDINATOR_LISTEN: LOOPBACK_ANY_PORT, COORDINATOR_CPU_RED_LINE: "1", COORDINATOR_MEMORY_RED_LINE: "1" },
+        env: { ...common, ...tlsEnvFor(ctx.tls, "coordinator"), COORDINATOR_LISTEN: LOOPBACK_ANY_PORT, COORDINATOR_CPU_RED_LINE: "1", COORDINATOR_MEMORY_RED_LINE: "1" },
         readiness: { kind: "grpcLog" },
       };
     case "worker":
@@ -133,6 +160,7 @@ export function launchFor(child: ChildSpec, ctx: LaunchContext): ChildLaunch {
         argv: [...ctx.self, child.role],
         env: {
           ...common,
+          ...tlsEnvFor(ctx.tls, "worker"),
           WORKER_LISTEN: LOOPBACK_ANY_PORT,
           TABLE_STORE_PATH: layout.tableStorePath,
           ...(ctx.tableStoreUrl ? { TABLE_STORE_URL: ctx.tableStoreUrl } : {}),
@@ -146,7 +174,7 @@ export function launchFor(child: ChildSpec, ctx: LaunchContext): ChildLaunch {
     case "proxy": {
       // These roles arrive in other branches: give them the client variables, and loopback
       // port 0 for every listen variable they declare.
-      const env: Record<string, string> = { ...common, ...Object.fromEntries(clientEnvironment(ctx)) };
+      const env: Record<string, string> = { ...common, ...Object.fromEntries(clientEnvironment(ctx)), ...tlsEnvFor(ctx.tls, child.role === "proxy" ? "client" : "syncinvoker") };
       for (const name of ctx.declaredVars(child.role)) {
         if (name.endsWith("_LISTEN") && !name.includes("PROMETHEUS")) env[name] = LOOPBACK_ANY_PORT;
       }

@@ -1,8 +1,12 @@
 import * as grpc from "@grpc/grpc-js";
 import { grpcError } from "../../common/grpc/grpc-server";
+import { peerCredentials } from "../../common/net/peer-credentials";
 import type { Logger } from "../../common/logging/logger";
 import type { Counter } from "../../common/metrics/metrics";
-import { WORKER_ADDR_HEADER, type ProxyRouter } from "../core/proxy-router";
+import { channelFor } from "../../common/tls/grpc-tls";
+import type { PeerRole } from "../../common/tls/peer-identity";
+import type { TlsSetting } from "../../common/tls/tls-setting";
+import { WORKER_ADDR_HEADER, type ProxyRouter, type RoutedService } from "../core/proxy-router";
 
 /** Method paths the proxy serves and their streaming shape (from the generated service definitions). */
 export interface ProxiedMethod {
@@ -12,6 +16,29 @@ export interface ProxiedMethod {
 }
 
 const identity = (b: Buffer): Buffer => b;
+
+/**
+ * socketFdOf: the descriptor of the connection a grpc-js server call came on. grpc-js keeps it at
+ * call.call.stream.session.socket (verified on grpc-js 1.14 under Bun 1.4); -1 when it moved.
+ */
+function socketFdOf(call: object): number {
+  const c = call as { call?: { stream?: { session?: { socket?: { _handle?: { fd?: unknown } } } } } };
+  const fd = c.call?.stream?.session?.socket?._handle?.fd;
+  return typeof fd === "number" ? fd : -1;
+}
+
+interface Upstream {
+  readonly client: grpc.Client;
+  inFlight: number;
+  lastUsedMs: number;
+}
+
+const UPSTREAM_ROLE: Readonly<Record<RoutedService, PeerRole>> = {
+  "coordinator.v1.CoordinatorService": "coordinator",
+  "bundlecoordinator.v1.BundleCoordinatorService": "coordinator",
+  "syncinvoker.v1.SyncInvokerService": "syncinvoker",
+  "worker.v1.WorkerService": "worker",
+};
 
 /**
  * Headers that belong to one HTTP/2 hop (grpc-js sets its own on the next hop); everything
@@ -37,13 +64,39 @@ function statusError(s: grpc.StatusObject): grpc.ServiceError {
  * relaying headers, messages (with backpressure), the status and trailers unchanged.
  */
 export class PassThrough {
-  private readonly upstreams = new Map<string, grpc.Client>();
+  private readonly upstreams = new Map<string, Upstream>();
+  private readonly sweeper: ReturnType<typeof setInterval>;
 
+  /**
+   * `isWorker` says whether an address is a registered Worker: worker.v1 calls go nowhere else
+   * (PERMISSION_DENIED without dialing). An upstream channel with no call in flight for
+   * `idleMs` is closed.
+   */
   constructor(
     private readonly router: ProxyRouter,
     private readonly log: Logger,
     private readonly calls: Counter,
-  ) {}
+    private readonly tls: TlsSetting,
+    private readonly isWorker: (addr: string) => Promise<boolean>,
+    private readonly idleMs: number,
+  ) {
+    this.sweeper = setInterval(() => this.evictIdle(), Math.max(100, Math.floor(idleMs / 2)));
+  }
+
+  get upstreamCount(): number {
+    return this.upstreams.size;
+  }
+
+  private evictIdle(): void {
+    const now = performance.now();
+    for (const [target, u] of this.upstreams) {
+      if (u.inFlight === 0 && now - u.lastUsedMs >= this.idleMs) {
+        u.client.close();
+        this.upstreams.delete(target);
+        this.log.debug({ target }, "idle upstream closed");
+      }
+    }
+  }
 
   register(server: grpc.Server, methods: readonly ProxiedMethod[]): void {
     for (const m of methods) {
@@ -54,26 +107,55 @@ export class PassThrough {
   }
 
   close(): void {
-    for (const c of this.upstreams.values()) c.close();
+    clearInterval(this.sweeper);
+    for (const u of this.upstreams.values()) u.client.close();
     this.upstreams.clear();
   }
 
-  private upstream(metadata: grpc.Metadata, path: string): { client: grpc.Client; target: string } | grpc.ServiceError {
+  /** upstream picks the channel of a call and counts it in flight until `done` is called. */
+  private async upstream(metadata: grpc.Metadata, path: string): Promise<{ client: grpc.Client; target: string; done: () => void } | grpc.ServiceError> {
     const header = metadata.get(WORKER_ADDR_HEADER)[0];
     const route = this.router.route(path, typeof header === "string" ? header : header?.toString("utf8"));
     if (!route.ok) {
       this.calls.inc({ service: "unrouted", code: route.code });
       return grpcError(grpc.status[route.code], route.message);
     }
-    let client = this.upstreams.get(route.target);
-    if (!client) {
-      client = new grpc.Client(route.target, grpc.credentials.createInsecure(), {
+    if (route.service === "worker.v1.WorkerService" && !(await this.isWorker(route.target))) {
+      this.calls.inc({ service: "unrouted", code: "PERMISSION_DENIED" });
+      return grpcError(grpc.status.PERMISSION_DENIED, `${WORKER_ADDR_HEADER} ${route.target} is not a Worker in the registry: the proxy relays worker.v1 calls to registered Workers only`);
+    }
+    let u = this.upstreams.get(route.target);
+    if (!u) {
+      // Under mTLS the upstream must present the certificate of the role its service belongs to.
+      const { credentials, options } = channelFor(this.tls, route.target, [UPSTREAM_ROLE[route.service]]);
+      const client = new grpc.Client(route.target, credentials, {
         "grpc.max_receive_message_length": 64 * 1024 * 1024,
         "grpc.max_send_message_length": 64 * 1024 * 1024,
+        ...options,
       });
-      this.upstreams.set(route.target, client);
+      u = { client, inFlight: 0, lastUsedMs: performance.now() };
+      this.upstreams.set(route.target, u);
     }
-    return { client, target: route.target };
+    const used = u;
+    used.inFlight++;
+    let finished = false;
+    const done = () => {
+      if (finished) return;
+      finished = true;
+      used.inFlight--;
+      used.lastUsedMs = performance.now();
+    };
+    return { client: used.client, target: route.target, done };
+  }
+
+  /**
+   * logCaller logs each call with the uid and pid of the process at the socket's other end
+   * (SO_PEERCRED): every caller shares the proxy's certificate upstream, so this is who did what.
+   */
+  private logCaller(call: object, path: string): void {
+    if (!this.log.isLevelEnabled("info")) return;
+    const creds = peerCredentials(socketFdOf(call));
+    this.log.info({ path, peerUid: creds?.uid ?? null, peerPid: creds?.pid ?? null }, "relaying call");
   }
 
   private count(path: string, code: grpc.status): void {
@@ -81,8 +163,9 @@ export class PassThrough {
   }
 
   private unary(path: string): grpc.handleUnaryCall<Buffer, Buffer> {
-    return (call, callback) => {
-      const up = this.upstream(call.metadata, path);
+    return async (call, callback) => {
+      this.logCaller(call, path);
+      const up = await this.upstream(call.metadata, path);
       if (!("client" in up)) return callback(up);
       let response: Buffer | undefined;
       const upstream = up.client.makeUnaryRequest(path, identity, identity, call.request, relayable(call.metadata), { deadline: call.getDeadline() }, (_err, value) => {
@@ -91,6 +174,7 @@ export class PassThrough {
       upstream.on("metadata", (md) => call.sendMetadata(relayable(md)));
       // The status comes after the callback and carries the trailers: answer from it.
       upstream.on("status", (s) => {
+        up.done();
         this.count(path, s.code);
         if (s.code === grpc.status.OK) callback(null, response, relayable(s.metadata));
         else callback(statusError(s));
@@ -100,8 +184,9 @@ export class PassThrough {
   }
 
   private serverStream(path: string): grpc.handleServerStreamingCall<Buffer, Buffer> {
-    return (call) => {
-      const up = this.upstream(call.metadata, path);
+    return async (call) => {
+      this.logCaller(call, path);
+      const up = await this.upstream(call.metadata, path);
       if (!("client" in up)) {
         call.emit("error", up);
         return;
@@ -117,6 +202,7 @@ export class PassThrough {
       });
       upstream.on("error", () => {}); // the status event below carries the same failure
       upstream.on("status", (s) => {
+        up.done();
         ended = true;
         this.count(path, s.code);
         if (s.code === grpc.status.OK) call.end(relayable(s.metadata));

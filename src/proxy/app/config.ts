@@ -1,5 +1,7 @@
+import { compileTlsSetting, type TlsSetting } from "../../common/tls/tls-setting";
 import { commonVars } from "../../common/config/common-vars";
-import { envVar, intSchema, loadEnvConfig, stringSchema, type EnvValues } from "../../common/config/env-config";
+import { z } from "zod";
+import { envVar, intSchema, listSchema, loadEnvConfig, stringSchema, type EnvValues } from "../../common/config/env-config";
 import { clientVars } from "../../sdk/client-config";
 
 /** proxyVars: the `blockx proxy` role's configuration (the upstream addresses are the client's). */
@@ -8,12 +10,23 @@ export const proxyVars = {
   coordinatorAddrs: clientVars.coordinatorAddrs,
   bundleCoordinatorAddrs: clientVars.bundleCoordinatorAddrs,
   syncInvokerAddr: clientVars.syncInvokerAddr,
+  etcdEndpoints: envVar("ETCD_ENDPOINTS", "localhost:2379", "comma-separated host:port list", "etcd with the Worker registry: worker.v1 calls go only to Workers registered there", listSchema()),
+  socketMode: envVar("PROXY_SOCKET_MODE", "0660", "an octal file mode from 0600 to 0666", "mode of the socket file, set before it accepts calls (who may use the proxy)", z
+    .string()
+    .trim()
+    .regex(/^0?[0-7]{3}$/)
+    .transform((s) => parseInt(s, 8))
+    .pipe(z.number().int().min(0o600).max(0o666))),
+  socketGroup: envVar("PROXY_SOCKET_GROUP", "", "a group name or gid, or empty for the proxy's own group", "group of the socket file (with mode 0660: the users allowed to call through the proxy)", stringSchema()),
+  upstreamIdleMs: envVar("PROXY_UPSTREAM_IDLE_MS", "60000", "an integer from 1000 to 86400000", "close a channel to a Coordinator, Worker or Sync Invoker after this long without calls", intSchema(1_000, 86_400_000)),
   shutdownGraceMs: envVar("PROXY_SHUTDOWN_GRACE_MS", "5000", "an integer from 0 to 3600000", "on SIGTERM, how long calls in flight may finish", intSchema(0, 3_600_000)),
   ...commonVars,
 };
 
-export type ProxyConfig = EnvValues<typeof proxyVars>;
+/** ProxyConfig: the variables and the compiled TLS setting of the proxy's upstream hops. */
+export type ProxyConfig = EnvValues<typeof proxyVars> & { readonly tls: TlsSetting };
 
 export function loadProxyConfig(env: Readonly<Record<string, string | undefined>>, argv: readonly string[]): ProxyConfig {
-  return loadEnvConfig(proxyVars, env, argv);
+  const v = loadEnvConfig(proxyVars, env, argv);
+  return Object.freeze({ ...v, tls: compileTlsSetting(v) });
 }

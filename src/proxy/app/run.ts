@@ -1,7 +1,11 @@
 import * as grpc from "@grpc/grpc-js";
-import { existsSync, unlinkSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, readFileSync, unlinkSync } from "node:fs";
+import { ConfigError } from "../../common/config/env-config";
+import { createEtcdClient } from "../../common/etcd/etcd-client";
+import { RegisteredWorkers } from "../adapters/registered-workers";
 import { connect } from "node:net";
 import { resolve } from "node:path";
+import { announceTls } from "../../common/tls/grpc-tls";
 import { GRPC_SERVER_OPTIONS, bindGrpcServer, shutdownGrpcServer } from "../../common/grpc/grpc-server";
 import { HealthStatus, ServingStatus } from "../../common/grpc/health-service";
 import { sdNotify } from "../../common/lifecycle/sd-notify";
@@ -35,9 +39,20 @@ async function clearStaleSocket(path: string): Promise<void> {
   unlinkSync(path);
 }
 
+/** groupId: PROXY_SOCKET_GROUP as a gid (a number, or a name looked up in /etc/group). */
+function groupId(group: string): number {
+  if (/^\d+$/.test(group)) return Number(group);
+  const line = readFileSync("/etc/group", "utf8")
+    .split("\n")
+    .find((l) => l.split(":")[0] === group);
+  if (!line) throw new ConfigError([`PROXY_SOCKET_GROUP: expected a group name in /etc/group or a gid, got ${JSON.stringify(group)}`]);
+  return Number(line.split(":")[2]);
+}
+
 /** runProxy serves the UDS proxy until SIGTERM/SIGINT, then drains and removes the socket file. */
 export async function runProxy(config: ProxyConfig): Promise<void> {
   const log = createLogger(config.logLevel, { role: "proxy" });
+  announceTls(log, config.tls);
   const socketPath = resolve(config.socketPath);
   const registry = new MetricsRegistry();
   registerProcessMetrics(registry, "proxy");
@@ -48,7 +63,10 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
     bundleCoordinators: config.bundleCoordinatorAddrs,
     syncInvoker: config.syncInvokerAddr,
   });
-  const passThrough = new PassThrough(router, log.child({ component: "pass-through" }), calls);
+  const etcd = await createEtcdClient({ endpoints: config.etcdEndpoints, dialTimeoutMs: 5_000 });
+  const workers = new RegisteredWorkers(etcd, log.child({ component: "registry" }));
+  await workers.read();
+  const passThrough = new PassThrough(router, log.child({ component: "pass-through" }), calls, config.tls, (addr) => workers.has(addr), config.upstreamIdleMs);
   const server = new grpc.Server(GRPC_SERVER_OPTIONS);
   const health = new HealthStatus([]);
   health.register(server);
@@ -56,7 +74,17 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
   passThrough.register(server, methods);
 
   await clearStaleSocket(socketPath);
-  await bindGrpcServer(server, `unix:${socketPath}`);
+  // The socket hop is local: who may use it is the socket file's mode and group. The umask keeps
+  // the file private from bind until chmod/chown, so no one else connects in between.
+  const gid = config.socketGroup === "" ? -1 : groupId(config.socketGroup);
+  const umask = process.umask(0o177);
+  try {
+    await bindGrpcServer(server, `unix:${socketPath}`, grpc.ServerCredentials.createInsecure());
+  } finally {
+    process.umask(umask);
+  }
+  if (gid !== -1) chownSync(socketPath, -1, gid);
+  chmodSync(socketPath, config.socketMode);
   const metricsServer = startMetricsServer(registry, config.prometheusListenAddr, config.prometheusPath, log);
 
   onShutdownSignal(log, config.shutdownGraceMs + 5_000, async () => {
@@ -64,6 +92,8 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
     health.endWatches();
     await shutdownGrpcServer(server, config.shutdownGraceMs);
     passThrough.close();
+    workers.close();
+    etcd.close();
     metricsServer?.stop();
     if (existsSync(socketPath)) unlinkSync(socketPath);
   });

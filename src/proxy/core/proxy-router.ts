@@ -5,8 +5,15 @@ export interface ProxyUpstreams {
   readonly syncInvoker: string;
 }
 
+/** The services the proxy relays. */
+export type RoutedService =
+  | "coordinator.v1.CoordinatorService"
+  | "bundlecoordinator.v1.BundleCoordinatorService"
+  | "syncinvoker.v1.SyncInvokerService"
+  | "worker.v1.WorkerService";
+
 export type Route =
-  | { readonly ok: true; readonly target: string; readonly service: string }
+  | { readonly ok: true; readonly target: string; readonly service: RoutedService }
   | { readonly ok: false; readonly code: "INVALID_ARGUMENT" | "UNIMPLEMENTED"; readonly message: string };
 
 export const WORKER_ADDR_HEADER = "x-blockx-worker-addr";

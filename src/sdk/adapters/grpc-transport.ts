@@ -5,6 +5,9 @@ import { CoordinatorServiceClient, type GetReservationOutcomesResponse, type Res
 import { SyncInvokerServiceClient } from "../../gen/syncinvoker/v1/sync_invoker";
 import { WorkerServiceClient } from "../../gen/worker/v1/worker";
 import type { Cluster } from "../core/cluster-selection";
+import { channelFor } from "../../common/tls/grpc-tls";
+import type { PeerRole } from "../../common/tls/peer-identity";
+import type { TlsSetting } from "../../common/tls/tls-setting";
 
 /** The header the proxy routes worker.v1 calls by (runtime seed). */
 export const WORKER_ADDR_HEADER = "x-blockx-worker-addr";
@@ -47,7 +50,8 @@ export class GrpcTransport {
 
   constructor(
     private readonly proxySocketPath: string,
-    keepaliveTimeMs = 10_000,
+    keepaliveTimeMs: number,
+    private readonly tls: TlsSetting,
   ) {
     this.options = channelOptions(keepaliveTimeMs);
   }
@@ -56,12 +60,15 @@ export class GrpcTransport {
     return this.proxySocketPath !== "";
   }
 
-  private client<C extends grpc.Client>(kind: string, ctor: Ctor<C>, addr: string): C {
+  private client<C extends grpc.Client>(kind: PeerRole, ctor: Ctor<C>, addr: string): C {
     const target = this.viaProxy ? `unix:${this.proxySocketPath}` : addr;
     const key = `${kind} ${target}`;
     let c = this.clients.get(key);
     if (!c) {
-      c = new ctor(target, grpc.credentials.createInsecure(), this.options);
+      // The proxy's socket is a local hop (its file mode decides who may use it); the proxy
+      // speaks mTLS upstream with its own certificate.
+      const { credentials, options } = this.viaProxy ? { credentials: grpc.credentials.createInsecure(), options: {} } : channelFor(this.tls, target, [kind]);
+      c = new ctor(target, credentials, { ...this.options, ...options });
       this.clients.set(key, c);
     }
     return c as C;
@@ -74,7 +81,7 @@ export class GrpcTransport {
       const c =
         cluster === "block"
           ? this.client("coordinator", CoordinatorServiceClient, addr)
-          : this.client("bundlecoordinator", BundleCoordinatorServiceClient, addr);
+          : this.client("coordinator", BundleCoordinatorServiceClient, addr);
       return {
         label: addr,
         reserve: (taskId, deadlineMs) =>
@@ -101,7 +108,7 @@ export class GrpcTransport {
       client,
       metadata: () => {
         const md = new grpc.Metadata();
-        md.set(OWNER_HEADER, OWNER);
+        if (this.tls.kind === "insecure") md.set(OWNER_HEADER, OWNER);
         if (this.viaProxy) md.set(WORKER_ADDR_HEADER, addr);
         return md;
       },
@@ -120,8 +127,8 @@ export class GrpcTransport {
 
 /**
  * The owner label sent with every call to a Worker (x-blockx-owner: user@host), shown by
- * `blockx tasks`. A name, not a proof: identities come from certificates once the trust boundary
- * is in place.
+ * `blockx tasks`, sent under BLOCKX_INSECURE only. A name, not a proof: under mTLS the Worker
+ * takes the owner from the client's certificate and this header is not sent.
  */
 const OWNER_HEADER = "x-blockx-owner";
 const OWNER = ownerLabel();

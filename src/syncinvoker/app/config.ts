@@ -1,3 +1,4 @@
+import { compileTlsSetting, type TlsSetting } from "../../common/tls/tls-setting";
 import { commonVars } from "../../common/config/common-vars";
 import { envVar, intSchema, listenAddrSchema, loadEnvConfig, stringSchema, type EnvValues } from "../../common/config/env-config";
 import type { ChainsConfig } from "../../common/config/chains-config";
@@ -72,13 +73,17 @@ export interface SyncInvokerConfig {
   readonly logLevel: EnvValues<typeof syncInvokerVars>["logLevel"];
   readonly prometheusListenAddr: string;
   readonly prometheusPath: string;
+  /** BLOCKX_TLS_* / BLOCKX_INSECURE, compiled. */
+  readonly tls: TlsSetting;
 }
 
 /** loadSyncInvokerConfig reads every variable (flags win) into frozen, defaulted values. */
 export function loadSyncInvokerConfig(env: Readonly<Record<string, string | undefined>>, argv: readonly string[] = []): SyncInvokerConfig {
   const v = loadEnvConfig(syncInvokerVars, env, argv);
   const { io, ...chainsAndFaults } = ioSettingsFrom(v);
+  const tls = compileTlsSetting(v);
   return Object.freeze({
+    tls,
     listenAddr: v.listenAddr,
     queueMax: v.queueMax,
     maxRunning: v.executorCount * v.callsPerExecutor,

@@ -1,4 +1,5 @@
 import * as grpc from "@grpc/grpc-js";
+import { announceTls, requireRoles, serverCredentials } from "../../common/tls/grpc-tls";
 import { bindGrpcServer, GRPC_SERVER_OPTIONS, shutdownGrpcServer } from "../../common/grpc/grpc-server";
 import { HealthStatus, ServingStatus } from "../../common/grpc/health-service";
 import { sdNotify } from "../../common/lifecycle/sd-notify";
@@ -31,6 +32,7 @@ const PRECHECK_TIMEOUT_MS = 10_000;
  */
 export async function runSyncInvoker(config: SyncInvokerConfig): Promise<void> {
   const log = createLogger(config.logLevel, { role: "syncinvoker" });
+  announceTls(log, config.tls);
   const registry = new MetricsRegistry();
   registerProcessMetrics(registry, "syncinvoker");
 
@@ -65,8 +67,8 @@ export async function runSyncInvoker(config: SyncInvokerConfig): Promise<void> {
   const grpcServer = new grpc.Server(GRPC_SERVER_OPTIONS);
   const health = new HealthStatus(["syncinvoker.v1.SyncInvokerService"]);
   health.register(grpcServer);
-  grpcServer.addService(SyncInvokerServiceService, svc.handlers());
-  const boundAddr = await bindGrpcServer(grpcServer, config.listenAddr);
+  grpcServer.addService(SyncInvokerServiceService, requireRoles(config.tls, ["client", "admin"], svc.handlers()));
+  const boundAddr = await bindGrpcServer(grpcServer, config.listenAddr, serverCredentials(config.tls));
   const metricsServer = startMetricsServer(registry, config.prometheusListenAddr, config.prometheusPath, log);
 
   onShutdownSignal(log, config.shutdownGraceMs + 5_000, async () => {

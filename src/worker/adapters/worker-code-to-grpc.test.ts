@@ -5,7 +5,7 @@ import { grpcErrToSlotError } from "../../coordinator/adapters/worker-rpc-client
 import { workerCodeToGRPC } from "./worker-code-to-grpc";
 
 /** The codes a Worker answers RequestTaskSlot with when it allocated nothing. */
-const EXPLICIT_REJECTIONS = [ErrorCode.ErrInvalidArgument, ErrorCode.ErrNoSlot, ErrorCode.ErrSlotNotFound, ErrorCode.ErrSlotConflict];
+const EXPLICIT_REJECTIONS = [ErrorCode.ErrInvalidArgument, ErrorCode.ErrNoSlot, ErrorCode.ErrSlotNotFound, ErrorCode.ErrSlotConflict, ErrorCode.ErrPermissionDenied];
 
 describe("workerCodeToGRPC and grpcErrToSlotError are inverse", () => {
   for (const code of EXPLICIT_REJECTIONS) {

@@ -4,6 +4,7 @@ import { TaskState, type Task } from "../../gen/worker/v1/worker";
 import { InMemoryPool } from "../../../test/support/in-memory-pool";
 import { blockWorkerProfile } from "../app/profile";
 import { WorkerCore } from "../core/worker-core";
+import { ANONYMOUS } from "../core/worker-core-events";
 import { planTask } from "../core/task-plan";
 import { TaskRunner } from "./task-runner";
 import { WorkerDriver } from "./worker-driver";
@@ -52,19 +53,19 @@ const settle = () => new Promise((resolve) => setTimeout(resolve, 5));
 describe("WorkerDriver", () => {
   test("story answers as of now: past a finished task's retention it is gone even before the timer fires, as the result is", async () => {
     const { now, pool, driver } = rig();
-    const slot = driver.requestTaskSlot("t1", 5_000);
+    const slot = driver.requestTaskSlot("t1", 5_000, ANONYMOUS);
     expect(slot.err).toBeUndefined();
     let submitted: TaskState | undefined;
-    driver.submitTask(task("t1", [1]), slot.snapshot!.slotId, "me", (r) => (submitted = r.snapshot?.state));
+    driver.submitTask(task("t1", [1]), slot.snapshot!.slotId, "me", ANONYMOUS, (r) => (submitted = r.snapshot?.state));
     expect(submitted).toBe(TaskState.RUNNING);
     pool.call("t1/0/1").finish({ value: 1 });
     await settle();
-    expect(driver.queryTask("t1").snapshot?.state).toBe(TaskState.SUCCEEDED);
+    expect(driver.queryTask("t1", ANONYMOUS).snapshot?.state).toBe(TaskState.SUCCEEDED);
     expect(driver.story("t1").map((e) => e.event)).toContain("taskSucceeded");
 
     // The clock passes the retention; no timer has run (this is one synchronous turn).
     now.ms += RETENTION_MS + 1;
     expect(driver.story("t1")).toEqual([]);
-    expect(driver.queryTask("t1").err?.code).toBe("SLOT_NOT_FOUND");
+    expect(driver.queryTask("t1", ANONYMOUS).err?.code).toBe("SLOT_NOT_FOUND");
   });
 });

@@ -5,7 +5,7 @@ import type { Task, TaskSnapshot, TaskState } from "../../gen/worker/v1/worker";
 import type { TaskLogEntry } from "../core/task-log-book";
 import type { TaskPlan } from "../core/task-plan";
 import type { WorkerCore } from "../core/worker-core";
-import type { WorkerEvent } from "../core/worker-core-events";
+import type { Requester, WorkerEvent } from "../core/worker-core-events";
 import type { SnapshotReply, WorkerDecision } from "../core/worker-core-instructions";
 import type { TaskInfo, TaskOutput, TaskRunner } from "./task-runner";
 
@@ -44,20 +44,23 @@ export class WorkerDriver {
     runner.onLogLines = (taskId, lines) => this.onLogLines(taskId, lines);
   }
 
-  requestTaskSlot(taskId: string, ttlMs: number): SnapshotReply {
-    return this.apply(this.core.handle({ type: "taskSlotRequested", taskId, ttlMs }, this.nowMs()));
+  requestTaskSlot(taskId: string, ttlMs: number, requester: Requester): SnapshotReply {
+    return this.apply(this.core.handle({ type: "taskSlotRequested", taskId, ttlMs, requester }, this.nowMs()));
   }
 
   /**
    * submitTask plans the task (a bad task throws WorkerError before the core hears of it), lets the
    * core decide, hands the reply to `respond` and only then starts the task, so the client hears
-   * RUNNING before the task's first calls are dispatched.
+   * RUNNING before the task's first calls are dispatched. This is the one per-task doorway of a
+   * submission (a batch submits task by task through it): the core refuses a task or slot of
+   * another identity than `requester` (PERMISSION_DENIED) before anything starts. `owner` is the
+   * label ListTasks shows.
    */
-  submitTask(task: Task | undefined, slotId: string, owner: string, respond: (reply: SnapshotReply) => void): void {
+  submitTask(task: Task | undefined, slotId: string, owner: string, requester: Requester, respond: (reply: SnapshotReply) => void): void {
     const plan = this.plan(task);
     // Kept before the core decides, so that startTask finds it; dropped again if nothing starts.
     const fresh = this.runner.accept(plan, owner);
-    const decision = this.core.handle({ type: "taskSubmitted", task: { taskId: plan.taskId, timeoutMs: plan.timeoutMs }, slotId }, this.nowMs());
+    const decision = this.core.handle({ type: "taskSubmitted", task: { taskId: plan.taskId, timeoutMs: plan.timeoutMs }, slotId, requester }, this.nowMs());
     if (fresh && !decision.instructions.some((i) => i.type === "startTask")) this.runner.forget(plan.taskId);
     respond(decision.reply);
     this.apply(decision);
@@ -68,20 +71,20 @@ export class WorkerDriver {
    * in flight: a commit sent before the cancel cannot be recalled, and no row may land after the
    * client heard CANCELLED.
    */
-  async cancelTask(taskId: string, reason: string): Promise<SnapshotReply> {
-    const reply = this.apply(this.core.handle({ type: "taskCancelRequested", taskId, reason }, this.nowMs()));
+  async cancelTask(taskId: string, reason: string, requester: Requester): Promise<SnapshotReply> {
+    const reply = this.apply(this.core.handle({ type: "taskCancelRequested", taskId, reason, requester }, this.nowMs()));
     await this.runner.writesSettled(taskId);
     return reply;
   }
 
-  /** queryTask: the task's snapshot as of now (every due expiry applied first). */
-  queryTask(taskId: string): SnapshotReply {
-    return this.apply(this.core.handle({ type: "taskQueried", taskId }, this.nowMs()));
+  /** queryTask: the task's snapshot as of now (every due expiry applied first); PERMISSION_DENIED for another identity's task. */
+  queryTask(taskId: string, requester: Requester): SnapshotReply {
+    return this.apply(this.core.handle({ type: "taskQueried", taskId, requester }, this.nowMs()));
   }
 
   /** result: the task's snapshot and, once it ended, its output (values, first error, writes). */
-  result(taskId: string): SnapshotReply & { output?: TaskOutput } {
-    const reply = this.queryTask(taskId);
+  result(taskId: string, requester: Requester): SnapshotReply & { output?: TaskOutput } {
+    const reply = this.queryTask(taskId, requester);
     if (reply.err) return reply;
     const output = this.runner.result(taskId);
     return output ? { ...reply, output } : reply;
@@ -92,10 +95,15 @@ export class WorkerDriver {
     return this.runner.readLogs(taskId, o);
   }
 
-  /** listTasks: every task this Worker knows as of now, newest first, with what the runner knows of it. */
-  listTasks(limit: number): { tasks: { snapshot: TaskSnapshot; info: TaskInfo | undefined }[]; truncated: boolean } {
+  /**
+   * listTasks: every task of `requester` this Worker knows as of now (an admin: every task), newest
+   * first, with what the runner knows of it.
+   */
+  listTasks(limit: number, requester: Requester): { tasks: { snapshot: TaskSnapshot; info: TaskInfo | undefined }[]; truncated: boolean } {
     this.apply(this.core.handle({ type: "timeAdvanced" }, this.nowMs()));
-    const all = this.core.snapshots().sort((a, b) => b.allocatedAtMs - a.allocatedAtMs || b.acceptedAtMs - a.acceptedAtMs || (a.taskId < b.taskId ? -1 : 1));
+    const all = this.core
+      .snapshots()
+      .filter((s) => requester.admin || this.core.ownerOf(s.taskId) === requester.identity).sort((a, b) => b.allocatedAtMs - a.allocatedAtMs || b.acceptedAtMs - a.acceptedAtMs || (a.taskId < b.taskId ? -1 : 1));
     return { tasks: all.slice(0, limit).map((snapshot) => ({ snapshot, info: this.runner.info(snapshot.taskId) })), truncated: all.length > limit };
   }
 

@@ -22,6 +22,12 @@ import { WorkerError } from "../core/worker-error";
 import type { TaskLogEntry } from "../core/task-log-book";
 import type { WorkerDriver } from "./worker-driver";
 import { workerCodeToGRPC } from "./worker-code-to-grpc";
+import { ErrorCode } from "../../common/error-code";
+import { CLIENT_IDENTITY_HEADER } from "../../common/tls/client-identity-header";
+import { callerOf } from "../../common/tls/grpc-tls";
+import { identityKey, parseIdentityKey } from "../../common/tls/peer-identity";
+import type { TlsSetting } from "../../common/tls/tls-setting";
+import { ANONYMOUS, type Requester } from "../core/worker-core-events";
 
 const MAX_WATCHED_TASKS = 10_000;
 /** SubmitTasks and RequestTaskSlots: at most this many tasks in one request. */
@@ -51,6 +57,7 @@ export class WorkerService {
   constructor(
     private readonly driver: WorkerDriver,
     private readonly log: Logger,
+    private readonly tls: TlsSetting,
   ) {
     driver.onSnapshot = (s) => {
       this.publish(s);
@@ -70,21 +77,28 @@ export class WorkerService {
   handlers(): WorkerServiceServer {
     return {
       requestTaskSlot: (call, callback) => {
+        const who = this.slotRequester(call);
+        if (!who.ok) return callback(who.error);
         const { taskId, ttlMs } = call.request;
-        this.reply(callback, this.driver.requestTaskSlot(taskId, ttlMs));
+        this.reply(callback, this.driver.requestTaskSlot(taskId, ttlMs, who.requester));
       },
       requestTaskSlots: (call, callback) => {
+        // The same rule as RequestTaskSlot: a Coordinator, naming the one client the whole batch is for.
+        const who = this.slotRequester(call);
+        if (!who.ok) return callback(who.error);
         const requests = call.request.requests;
         if (requests.length === 0) return callback(grpcError(grpc.status.INVALID_ARGUMENT, "requests: at least one is required"));
         if (requests.length > MAX_SUBMIT_BATCH) return callback(grpcError(grpc.status.INVALID_ARGUMENT, `requests: at most ${MAX_SUBMIT_BATCH} in one call, got ${requests.length}`));
         const outcomes = requests.map(({ taskId, ttlMs }): TaskSlotOutcome => {
-          const r = this.driver.requestTaskSlot(taskId, ttlMs);
+          const r = this.driver.requestTaskSlot(taskId, ttlMs, who.requester);
           return r.err ? { taskId, snapshot: undefined, ...this.statusOf(r.err) } : { taskId, snapshot: r.snapshot, status: grpc.status.OK, message: "" };
         });
         callback(null, RequestTaskSlotsResponse.create({ outcomes }));
       },
       submitTask: (call, callback) => {
-        const outcome = this.submitOne(call.request, ownerOf(call.metadata));
+        const who = this.taskRequester(call, "SubmitTask");
+        if (!who.ok) return callback(who.error);
+        const outcome = this.submitOne(call.request, who);
         if (outcome.status === grpc.status.OK) callback(null, outcome.snapshot!);
         else callback(grpcError(outcome.status, outcome.message));
       },
@@ -92,23 +106,28 @@ export class WorkerService {
         const requests = call.request.tasks;
         if (requests.length === 0) return callback(grpcError(grpc.status.INVALID_ARGUMENT, "tasks: at least one task is required"));
         if (requests.length > MAX_SUBMIT_BATCH) return callback(grpcError(grpc.status.INVALID_ARGUMENT, `tasks: at most ${MAX_SUBMIT_BATCH} in one request, got ${requests.length}`));
-        const owner = ownerOf(call.metadata);
+        const who = this.taskRequester(call, "SubmitTasks");
+        if (!who.ok) return callback(who.error);
         const seen = new Set<string>();
         const outcomes = requests.map((r) => {
           const taskId = r.task?.taskId ?? "";
           // A repeated id would be an idempotent hit anyway; refusing it keeps one answer per task.
           if (taskId !== "" && seen.has(taskId)) return { taskId, snapshot: undefined, status: grpc.status.INVALID_ARGUMENT, message: `task_id ${JSON.stringify(taskId)} appears more than once in the batch` };
           seen.add(taskId);
-          return this.submitOne(r, owner);
+          return this.submitOne(r, who);
         });
         callback(null, SubmitTasksResponse.create({ outcomes }));
       },
       cancelTask: (call, callback) => {
+        const who = this.taskRequester(call, "CancelTask");
+        if (!who.ok) return callback(who.error);
         const { taskId, reason } = call.request;
-        void this.driver.cancelTask(taskId, reason || "cancelled by the client").then((r) => this.reply(callback, r));
+        void this.driver.cancelTask(taskId, reason || "cancelled by the client", who.requester).then((r) => this.reply(callback, r));
       },
       getTaskResult: (call, callback) => {
-        const r = this.driver.result(call.request.taskId);
+        const who = this.taskRequester(call, "GetTaskResult");
+        if (!who.ok) return callback(who.error);
+        const r = this.driver.result(call.request.taskId, who.requester);
         if (r.err) return this.fail(callback, r.err);
         callback(
           null,
@@ -123,9 +142,11 @@ export class WorkerService {
       watchTasks: (call) => this.watch(call),
       streamTaskLogs: (call) => this.streamLogs(call),
       listTasks: (call, callback) => {
+        const who = this.taskRequester(call, "ListTasks");
+        if (!who.ok) return callback(who.error);
         const limit = call.request.limit === 0 ? DEFAULT_LIST_LIMIT : call.request.limit;
         if (limit > MAX_LIST_LIMIT) return callback(grpcError(grpc.status.INVALID_ARGUMENT, `limit: at most ${MAX_LIST_LIMIT}, got ${limit}`));
-        const { tasks, truncated } = this.driver.listTasks(limit);
+        const { tasks, truncated } = this.driver.listTasks(limit, who.requester);
         callback(
           null,
           ListTasksResponse.create({
@@ -135,6 +156,10 @@ export class WorkerService {
         );
       },
       getTaskStory: (call, callback) => {
+        const who = this.taskRequester(call, "GetTaskStory");
+        if (!who.ok) return callback(who.error);
+        const known = this.driver.queryTask(call.request.taskId, who.requester);
+        if (known.err?.code === ErrorCode.ErrPermissionDenied) return this.fail(callback, known.err);
         const entries = this.driver.story(call.request.taskId);
         if (entries.length === 0) return callback(grpcError(grpc.status.NOT_FOUND, `task ${JSON.stringify(call.request.taskId)} is not known here`));
         callback(null, TaskStory.create({ entries: entries.map((e) => ({ atMs: e.atMs, event: e.event, outcome: e.outcome })) }));
@@ -147,10 +172,12 @@ export class WorkerService {
    * new line as its call ends, and ends when the task is terminal or the client goes away.
    */
   private streamLogs(call: grpc.ServerWritableStream<StreamTaskLogsRequest, TaskLogLine>): void {
+    const who = this.taskRequester(call, "StreamTaskLogs");
+    if (!who.ok) return void call.emit("error", who.error);
     const { taskId, tail, follow } = call.request;
     if (taskId === "" || taskId.length > 256) return void call.emit("error", grpcError(grpc.status.INVALID_ARGUMENT, "task_id: 1 to 256 characters"));
     if (tail > MAX_LOG_TAIL) return void call.emit("error", grpcError(grpc.status.INVALID_ARGUMENT, `tail: at most ${MAX_LOG_TAIL}, got ${tail}`));
-    const snap = this.driver.queryTask(taskId);
+    const snap = this.driver.queryTask(taskId, who.requester);
     if (snap.err) return void call.emit("error", grpcError(workerCodeToGRPC(snap.err.code), snap.err.message));
     const live = follow && !TERMINAL_TASK_STATES.has(snap.snapshot.state);
     if (live && this.followers.size >= MAX_LOG_FOLLOWERS) {
@@ -196,6 +223,8 @@ export class WorkerService {
   }
 
   private watch(call: grpc.ServerWritableStream<WatchTasksRequest, TaskSnapshot>): void {
+    const who = this.taskRequester(call, "WatchTasks");
+    if (!who.ok) return void call.emit("error", who.error);
     const ids = [...new Set(call.request.taskIds)];
     if (ids.length === 0) return void call.emit("error", grpcError(grpc.status.INVALID_ARGUMENT, "task_ids: at least one task id is required"));
     if (ids.length > MAX_WATCHED_TASKS) {
@@ -206,7 +235,7 @@ export class WorkerService {
     this.flushPublishes();
     const current: TaskSnapshot[] = [];
     for (const id of ids) {
-      const r = this.driver.queryTask(id);
+      const r = this.driver.queryTask(id, who.requester);
       if (r.err) return void call.emit("error", grpcError(workerCodeToGRPC(r.err.code), r.err.message));
       current.push(r.snapshot);
     }
@@ -265,11 +294,11 @@ export class WorkerService {
    * submitOne is the one per-task submit path (SubmitTask and each task of SubmitTasks): plan,
    * WorkerCore's decision, start. Its outcome carries the gRPC status SubmitTask answers with.
    */
-  private submitOne(request: SubmitTaskRequest, owner: string): SubmitTaskOutcome {
+  private submitOne(request: SubmitTaskRequest, who: { requester: Requester; label: string }): SubmitTaskOutcome {
     const taskId = request.task?.taskId ?? "";
     let reply: SnapshotReply | undefined;
     try {
-      this.driver.submitTask(request.task, request.slotId, owner, (r) => (reply = r));
+      this.driver.submitTask(request.task, request.slotId, who.label, who.requester, (r) => (reply = r));
     } catch (e) {
       return { taskId, snapshot: undefined, ...this.statusOf(e) };
     }
@@ -282,6 +311,39 @@ export class WorkerService {
     if (e instanceof WorkerError) return { status: workerCodeToGRPC(e.code), message: e.message };
     this.log.error({ err: e }, "worker request failed unexpectedly");
     return { status: grpc.status.INTERNAL, message: `internal error: ${(e as Error).message}` };
+  }
+
+  /**
+   * slotRequester: RequestTaskSlot comes from a Coordinator (under mTLS its certificate says so),
+   * which names the client it reserves for in CLIENT_IDENTITY_HEADER; that client owns the slot.
+   * The header is believed from a Coordinator only. Under BLOCKX_INSECURE: anonymous.
+   */
+  private slotRequester(call: grpc.ServerUnaryCall<unknown, unknown>): { ok: true; requester: Requester } | { ok: false; error: grpc.ServiceError } {
+    const caller = callerOf(this.tls, call, ["coordinator"], "RequestTaskSlot");
+    if (!caller.ok) return caller;
+    if (caller.identity === null) return { ok: true, requester: ANONYMOUS };
+    const raw = call.metadata.get(CLIENT_IDENTITY_HEADER)[0];
+    const client = typeof raw === "string" ? parseIdentityKey(raw) : null;
+    if (client === null || (client.role !== "client" && client.role !== "admin")) {
+      return { ok: false, error: grpcError(grpc.status.INVALID_ARGUMENT, `RequestTaskSlot: ${CLIENT_IDENTITY_HEADER} must name the client (client/NAME or admin/NAME), got ${JSON.stringify(raw ?? "")}`) };
+    }
+    return { ok: true, requester: { identity: identityKey(client), admin: false } };
+  }
+
+  /**
+   * taskRequester: every task RPC comes from a client or an admin certificate, whose identity is
+   * the requester and the owner label. Under BLOCKX_INSECURE the requester is anonymous and the
+   * label is the unauthenticated x-blockx-owner header (a name for `blockx tasks`, not a proof).
+   */
+  private taskRequester(
+    call: { metadata: grpc.Metadata; getAuthContext?: grpc.ServerUnaryCall<unknown, unknown>["getAuthContext"] },
+    method: string,
+  ): { ok: true; requester: Requester; label: string } | { ok: false; error: grpc.ServiceError } {
+    const caller = callerOf(this.tls, call, ["client", "admin"], method);
+    if (!caller.ok) return caller;
+    if (caller.identity === null) return { ok: true, requester: ANONYMOUS, label: ownerOf(call.metadata) };
+    const key = identityKey(caller.identity);
+    return { ok: true, requester: { identity: key, admin: caller.identity.role === "admin" }, label: key };
   }
 
   private reply(callback: grpc.sendUnaryData<TaskSnapshot>, r: SnapshotReply): void {

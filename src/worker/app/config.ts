@@ -1,6 +1,7 @@
 import { tableStoreProblems, tableStoreVars, type TableStoreConfig } from "../../common/tables/table-store-config";
 import type { ChainsConfig } from "../../common/config/chains-config";
 import { clockVars } from "../../common/clock/clock-vars";
+import { compileTlsInto, type TlsSetting } from "../../common/tls/tls-setting";
 import { commonVars } from "../../common/config/common-vars";
 import { ConfigError, enumSchema, envVar, fractionSchema, intSchema, listenAddrSchema, listSchema, loadEnvConfig, stringSchema, type EnvValues } from "../../common/config/env-config";
 import { parseRegistryPrefix } from "../../common/registry/registry-prefix";
@@ -66,6 +67,13 @@ export function workerVars(profile: WorkerProfile) {
       fractionSchema(0, 1),
     ),
     leaseTtlSeconds: envVar("HEARTBEAT_LEASE_TTL_S", "10", "an integer from 2 to 3600", "TTL of the heartbeat lease", intSchema(2, 3600)),
+    maxSlotTtlMs: envVar(
+      "WORKER_MAX_SLOT_TTL_MS",
+      "10000",
+      "an integer from 1 to 3600000",
+      "longest an ALLOCATED slot lives from its allocation: ttl_ms is cut to it and repeated RequestTaskSlot never extend past it",
+      intSchema(1, 3_600_000),
+    ),
     resultRetentionMs: envVar("RESULT_RETENTION_MS", "300000", MS_RULE, "how long a finished task's result stays queryable", intSchema(1, MAX_MS)),
     drainTimeoutMs: envVar("WORKER_DRAIN_TIMEOUT_MS", "30000", "an integer from 0 to 86400000", "on SIGTERM, how long running tasks may finish", intSchema(0, MAX_MS)),
     taskMaxInflightCalls: envVar("TASK_MAX_INFLIGHT_CALLS", "1024", "an integer from 1 to 1000000", "calls of one task in flight at once", intSchema(1, 1_000_000)),
@@ -103,6 +111,7 @@ export interface WorkerRuntimeConfig extends TableStoreConfig {
   readonly heartbeatRedLines: RedLines;
   readonly leaseTtlSeconds: number;
   readonly resultRetentionMs: number;
+  readonly maxSlotTtlMs: number;
   readonly drainTimeoutMs: number;
   readonly taskMaxInflightCalls: number;
   readonly callMaxAttempts: number;
@@ -121,6 +130,8 @@ export interface WorkerRuntimeConfig extends TableStoreConfig {
   readonly logLevel: EnvValues<ReturnType<typeof workerVars>>["logLevel"];
   readonly prometheusListenAddr: string;
   readonly prometheusPath: string;
+  /** BLOCKX_TLS_* / BLOCKX_INSECURE, compiled. */
+  readonly tls: TlsSetting;
 }
 
 /** loadWorkerRuntimeConfigFromEnv reads every variable (flags win) and checks cross-variable rules. */
@@ -150,8 +161,10 @@ export function loadWorkerRuntimeConfigFromEnv(
     if (!(e instanceof ConfigError)) throw e;
     problems.push(...e.problems);
   }
-  if (problems.length > 0 || io === null) throw new ConfigError(problems);
+  const tls = compileTlsInto(v, problems);
+  if (problems.length > 0 || io === null || tls === null) throw new ConfigError(problems);
   return Object.freeze({
+    tls,
     profile,
     listenAddr: v.listenAddr,
     advertiseAddr: v.advertiseAddr,
@@ -164,6 +177,7 @@ export function loadWorkerRuntimeConfigFromEnv(
     heartbeatRedLines: Object.freeze({ cpu: v.heartbeatCpuRedLine, memory: v.heartbeatMemoryRedLine, errorRate: v.heartbeatErrorRateRedLine }),
     leaseTtlSeconds: v.leaseTtlSeconds,
     resultRetentionMs: v.resultRetentionMs,
+    maxSlotTtlMs: v.maxSlotTtlMs,
     drainTimeoutMs: v.drainTimeoutMs,
     taskMaxInflightCalls: v.taskMaxInflightCalls,
     callMaxAttempts: v.callMaxAttempts,

@@ -5,6 +5,7 @@ import { ConfigError } from "../../common/config/env-config";
 import { startClockMonitor } from "../../common/clock/clock-monitor";
 import { createEtcdClient } from "../../common/etcd/etcd-client";
 import { sdNotify } from "../../common/lifecycle/sd-notify";
+import { announceTls, serverCredentials } from "../../common/tls/grpc-tls";
 import { bindGrpcServer, grpcError, GRPC_SERVER_OPTIONS, shutdownGrpcServer } from "../../common/grpc/grpc-server";
 import { HealthStatus, ServingStatus } from "../../common/grpc/health-service";
 import { onShutdownSignal } from "../../common/lifecycle/shutdown";
@@ -50,6 +51,7 @@ function advertisedAddr(config: WorkerRuntimeConfig, boundAddr: string): string 
 export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   const role = config.profile.deployment === "block" ? "worker" : "bundle-worker";
   const log = createLogger(config.logLevel, { role });
+  announceTls(log, config.tls);
   let lifecycle: WorkerLifecycle = "starting";
 
   // A bad block store is a configuration error: refuse to start rather than serve generated blocks.
@@ -86,11 +88,11 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   const health = new HealthStatus(["worker.v1.WorkerService"]);
   health.register(grpcServer);
   grpcServer.addService(WorkerServiceService, handlers);
-  const boundAddr = await bindGrpcServer(grpcServer, config.listenAddr);
+  const boundAddr = await bindGrpcServer(grpcServer, config.listenAddr, serverCredentials(config.tls));
   const workerAddr = advertisedAddr(config, boundAddr);
 
   const incarnation = randomBytes(6).toString("hex");
-  const core = new WorkerCore({ taskSlots: config.taskSlots, retentionMs: config.resultRetentionMs, workerAddr }, incarnation);
+  const core = new WorkerCore({ taskSlots: config.taskSlots, retentionMs: config.resultRetentionMs, workerAddr, maxSlotTtlMs: config.maxSlotTtlMs }, incarnation);
   const errors = new ErrorRateWindow();
   const functions = functionsFromDir(config.functionsDir, log);
   const faults = new FaultInjector(config.localTestFaults, config.localTestFaultsFile, log.child({ component: "localtestservice" })).start();
@@ -121,7 +123,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   // A task by name pins the function snapshot current at its submission; a miss re-reads FUNCTIONS_DIR.
   const plan = (task: Task | undefined) => planTask(task, config.profile, functions.current(task?.functionCallConfig?.function?.name || undefined));
   const driver = new WorkerDriver(core, runner, plan, log.child({ component: "worker-driver" }), monotonicNowMs);
-  const svc = new WorkerService(driver, log.child({ component: "worker-service" }));
+  const svc = new WorkerService(driver, log.child({ component: "worker-service" }), config.tls);
   const metrics = registerWorkerMetrics(registry, {
     slotCounts: () => core.slotCounts(),
     inflightCalls: () => runner.inflightCalls,

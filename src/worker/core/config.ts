@@ -22,10 +22,18 @@ export interface WorkerCoreConfig {
   readonly retentionMs: number;
   /** The address this Worker registers; copied into every snapshot's worker_addr. */
   readonly workerAddr: string;
+  /**
+   * WORKER_MAX_SLOT_TTL_MS: the longest an ALLOCATED slot lives from its allocation, whatever
+   * ttl_ms says and however often the request is repeated (so a client cannot hold slots for
+   * long without submitting). Absent: DEFAULT_MAX_SLOT_TTL_MS.
+   */
+  readonly maxSlotTtlMs?: number;
 }
 
 export const DEFAULT_TASK_SLOTS = 50;
 export const DEFAULT_RETENTION_MS = 300_000;
+/** Twice the Coordinator's 5 s ttl_ms: room for its same-Worker retry, not for hoarding. */
+export const DEFAULT_MAX_SLOT_TTL_MS = 10_000;
 
 export function defaultWorkerCoreConfig(workerAddr: string): WorkerCoreConfig {
   return { taskSlots: DEFAULT_TASK_SLOTS, retentionMs: DEFAULT_RETENTION_MS, workerAddr };
@@ -37,6 +45,9 @@ export function validateWorkerCoreConfig(c: WorkerCoreConfig): string[] {
   for (const name of ["taskSlots", "retentionMs"] as const) {
     const v = c[name];
     if (!Number.isSafeInteger(v) || v < 1) problems.push(`${name}: expected an integer >= 1, got ${v}`);
+  }
+  if (c.maxSlotTtlMs !== undefined && (!Number.isSafeInteger(c.maxSlotTtlMs) || c.maxSlotTtlMs < 1 || c.maxSlotTtlMs > MAX_SLOT_TTL_MS)) {
+    problems.push(`maxSlotTtlMs: expected an integer in 1..${MAX_SLOT_TTL_MS}, got ${c.maxSlotTtlMs}`);
   }
   if (typeof c.workerAddr !== "string" || c.workerAddr.length === 0) {
     problems.push(`workerAddr: expected a non-empty string, got ${JSON.stringify(c.workerAddr)}`);

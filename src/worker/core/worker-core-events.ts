@@ -24,12 +24,31 @@ export type WorkerEvent =
 /** RpcEventType names the events that are client requests and get a SnapshotReply. */
 export type RpcEventType = "taskSlotRequested" | "taskSubmitted" | "taskCancelRequested" | "taskQueried";
 
+/**
+ * Requester is who asks, as the adapter verified it: `identity` is an identity key from the peer
+ * certificate (`client/alice`; for RequestTaskSlot the client a Coordinator reserves for), ""
+ * when anonymous (BLOCKX_INSECURE: every caller is the same nobody). `admin` may read and cancel
+ * every task. A task belongs to the identity that reserved or submitted it.
+ */
+export interface Requester {
+  readonly identity: string;
+  readonly admin: boolean;
+}
+
+/** ANONYMOUS is the requester under BLOCKX_INSECURE, and of events that name none. */
+export const ANONYMOUS: Requester = Object.freeze({ identity: "", admin: false });
+
 /** A client (usually a Coordinator) called RequestTaskSlot{task_id, ttl_ms}. */
 export interface TaskSlotRequested {
   readonly type: "taskSlotRequested";
   readonly taskId: string;
-  /** How long the slot stays ALLOCATED without SubmitTask: an integer in 1..MAX_SLOT_TTL_MS. */
+  /**
+   * How long the slot stays ALLOCATED without SubmitTask: an integer in 1..MAX_SLOT_TTL_MS, cut
+   * to the config's maxSlotTtlMs (which also bounds every extension, counted from allocation).
+   */
   readonly ttlMs: number;
+  /** Absent: ANONYMOUS. */
+  readonly requester?: Requester;
 }
 
 /**
@@ -48,6 +67,8 @@ export interface TaskSubmitted {
   readonly type: "taskSubmitted";
   readonly task: TaskSpec;
   readonly slotId: string;
+  /** Absent: ANONYMOUS. */
+  readonly requester?: Requester;
 }
 
 /** A client called CancelTask{task_id, reason}. */
@@ -55,6 +76,8 @@ export interface TaskCancelRequested {
   readonly type: "taskCancelRequested";
   readonly taskId: string;
   readonly reason: string;
+  /** Absent: ANONYMOUS. */
+  readonly requester?: Requester;
 }
 
 /**
@@ -65,6 +88,8 @@ export interface TaskCancelRequested {
 export interface TaskQueried {
   readonly type: "taskQueried";
   readonly taskId: string;
+  /** Absent: ANONYMOUS. */
+  readonly requester?: Requester;
 }
 
 /** The pipeline moved a RUNNING task into `phase` (forward only: BUILD -> EXECUTE -> WRITE). */

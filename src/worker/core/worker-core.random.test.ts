@@ -176,7 +176,7 @@ function run(seed: number, steps: number, taskSlots: number, taskIds: number, re
   const bump = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
 
   let incarnationNo = 1;
-  let core = new WorkerCore({ taskSlots, retentionMs, workerAddr: "w:1" }, `inc${incarnationNo}`);
+  let core = new WorkerCore({ taskSlots, retentionMs, workerAddr: "w:1", maxSlotTtlMs: MAX_SLOT_TTL_MS }, `inc${incarnationNo}`);
   let ref = new ReferenceWorker(`inc${incarnationNo}`, taskSlots, retentionMs);
   /** Every slot id any incarnation ever handed out, to replay stale and foreign ones. */
   const issued: string[] = [];
@@ -196,7 +196,7 @@ function run(seed: number, steps: number, taskSlots: number, taskIds: number, re
       // A restart loses everything; the new incarnation must reject every old slot id.
       incarnationNo++;
       stats.restarts++;
-      core = new WorkerCore({ taskSlots, retentionMs, workerAddr: "w:1" }, `inc${incarnationNo}`);
+      core = new WorkerCore({ taskSlots, retentionMs, workerAddr: "w:1", maxSlotTtlMs: MAX_SLOT_TTL_MS }, `inc${incarnationNo}`);
       ref = new ReferenceWorker(`inc${incarnationNo}`, taskSlots, retentionMs);
       lives = new Map();
     }

@@ -1,8 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { ErrorCode } from "../../common/error-code";
 import { type TaskSnapshot, TaskPhase, TaskState } from "../../gen/worker/v1/worker";
-import { defaultWorkerCoreConfig, type WorkerCoreConfig } from "./config";
+import { DEFAULT_MAX_SLOT_TTL_MS, defaultWorkerCoreConfig, MAX_SLOT_TTL_MS, type WorkerCoreConfig } from "./config";
 import { STORY_LIMIT, WorkerCore } from "./worker-core";
+import type { Requester } from "./worker-core-events";
 import type { SnapshotReply, WorkerDecision, WorkerInstruction } from "./worker-core-instructions";
 import type { WorkerError } from "./worker-error";
 import { validated } from "../../../test/support/validated";
@@ -137,7 +138,7 @@ describe("RequestTaskSlot", () => {
   });
 
   test("a malformed request is refused with INVALID_ARGUMENT naming the field", () => {
-    const core = checkedCore();
+    const core = checkedCore({ maxSlotTtlMs: MAX_SLOT_TTL_MS });
     expect(err(core.requestTaskSlot("", 5_000, T0)).message).toBe("[INVALID_ARGUMENT] task_id is required");
     for (const ttl of [0, -1, 3_600_001, 1.5, Number.NaN]) {
       const e = err(core.requestTaskSlot("t1", ttl, T0));
@@ -222,7 +223,7 @@ describe("slot TTL", () => {
   });
 
   test("many retries of one reservation do not let superseded timer entries pile up", () => {
-    const core = new WorkerCore({ ...defaultWorkerCoreConfig(ADDR), taskSlots: 3 }, INC);
+    const core = new WorkerCore({ ...defaultWorkerCoreConfig(ADDR), taskSlots: 3, maxSlotTtlMs: MAX_SLOT_TTL_MS }, INC);
     for (let i = 0; i < 20_000; i++) core.requestTaskSlot("t1", 5_000, T0 + i);
     core.validateState();
     expect((core as unknown as { heap: { size: number } }).heap.size).toBeLessThanOrEqual(2 * 1 + 1024 + 1);
@@ -606,7 +607,7 @@ describe("reports that come too late or too early", () => {
 
 describe("time", () => {
   test("nextDeadlineMs is the earliest of slot expiries, task deadlines and retention expiries", () => {
-    const core = checkedCore({ retentionMs: 1_000 });
+    const core = checkedCore({ retentionMs: 1_000, maxSlotTtlMs: MAX_SLOT_TTL_MS });
     expect(core.nextDeadlineMs()).toBeNull();
     ok(core.submitTask({ taskId: "run", timeoutMs: 50_000 }, "", T0));
     ok(core.requestTaskSlot("res", 20_000, T0));
@@ -681,5 +682,81 @@ describe("construction", () => {
     expect(() => new WorkerCore(base, "a.b")).toThrow('incarnation: expected 1..64 characters of [A-Za-z0-9_-], got "a.b"');
     expect(() => new WorkerCore(base, "")).toThrow(/incarnation/);
     expect(new WorkerCore(base, "Zx_9-k").incarnation).toBe("Zx_9-k");
+  });
+});
+
+describe("ownership: a task belongs to the identity that reserved or submitted it", () => {
+  const alice: Requester = { identity: "client/alice", admin: false };
+  const bob: Requester = { identity: "client/bob", admin: false };
+  const root: Requester = { identity: "admin/root", admin: true };
+  const submit = (core: WorkerCore, taskId: string, slotId: string, requester: Requester, now = T0) =>
+    core.handle({ type: "taskSubmitted", task: { taskId, timeoutMs: 0 }, slotId, requester }, now);
+  const reserve = (core: WorkerCore, taskId: string, requester: Requester, ttlMs = 5_000, now = T0) =>
+    core.handle({ type: "taskSlotRequested", taskId, ttlMs, requester }, now);
+
+  test("bob submitting without a slot id into the slot alice reserved for her task id is refused; alice's own submit then runs in it", () => {
+    const core = checkedCore();
+    const slot = ok(reserve(core, "t1", alice)).slotId;
+    const stolen = submit(core, "t1", "", bob);
+    expect(err(stolen).code).toBe(ErrorCode.ErrPermissionDenied);
+    expect(stolen.instructions).toEqual([]);
+    const mine = submit(core, "t1", slot, alice, T0 + 1);
+    expect(ok(mine).slotId).toBe(slot);
+    expect(mine.instructions.filter((i) => i.type === "startTask")).toHaveLength(1);
+  });
+
+  test("bob naming alice's slot id is refused too, and bob's RequestTaskSlot for her task id neither extends nor shares it", () => {
+    const core = checkedCore();
+    const slot = ok(reserve(core, "t1", alice)).slotId;
+    expect(err(submit(core, "t1", slot, bob)).code).toBe(ErrorCode.ErrPermissionDenied);
+    expect(err(reserve(core, "t1", bob, 5_000, T0 + 1_000)).code).toBe(ErrorCode.ErrPermissionDenied);
+    expect(core.nextDeadlineMs()).toBe(T0 + 5_000);
+  });
+
+  test("reading, watching or cancelling another client's task is refused; an admin may read and cancel it", () => {
+    const core = checkedCore();
+    ok(submit(core, "t1", "", alice));
+    expect(err(submit(core, "t1", "", bob)).code).toBe(ErrorCode.ErrPermissionDenied); // no idempotent peek either
+    expect(err(core.handle({ type: "taskQueried", taskId: "t1", requester: bob }, T0)).code).toBe(ErrorCode.ErrPermissionDenied);
+    expect(err(core.handle({ type: "taskCancelRequested", taskId: "t1", reason: "", requester: bob }, T0)).code).toBe(ErrorCode.ErrPermissionDenied);
+    expect(ok(core.handle({ type: "taskQueried", taskId: "t1", requester: alice }, T0)).state).toBe(TaskState.RUNNING);
+    expect(ok(core.handle({ type: "taskQueried", taskId: "t1", requester: root }, T0)).state).toBe(TaskState.RUNNING);
+    expect(ok(core.handle({ type: "taskCancelRequested", taskId: "t1", reason: "", requester: root }, T0 + 1)).state).toBe(TaskState.CANCELLED);
+    expect(core.ownerOf("t1")).toBe("client/alice");
+  });
+
+  test("an admin may not take over a client's reservation: reading is not owning", () => {
+    const core = checkedCore();
+    ok(reserve(core, "t1", alice));
+    expect(err(submit(core, "t1", "", root)).code).toBe(ErrorCode.ErrPermissionDenied);
+  });
+
+  test("events without a requester are anonymous (BLOCKX_INSECURE): they share every anonymous task and no one else's", () => {
+    const core = checkedCore();
+    ok(core.requestTaskSlot("t1", 5_000, T0));
+    expect(ok(core.submitTask({ taskId: "t1", timeoutMs: 0 }, "", T0)).state).toBe(TaskState.RUNNING);
+    expect(err(core.handle({ type: "taskQueried", taskId: "t1", requester: alice }, T0)).code).toBe(ErrorCode.ErrPermissionDenied);
+  });
+});
+
+describe("the slot TTL cap (WORKER_MAX_SLOT_TTL_MS)", () => {
+  test("a client asking for an hour gets the cap, counted from allocation", () => {
+    const core = checkedCore();
+    expect(ok(core.requestTaskSlot("t1", 3_600_000, T0)).deadlineMs).toBe(T0 + DEFAULT_MAX_SLOT_TTL_MS);
+  });
+
+  test("repeating the request never extends the slot beyond the cap from its allocation", () => {
+    const core = checkedCore({ maxSlotTtlMs: 6_000 });
+    ok(core.requestTaskSlot("t1", 5_000, T0));
+    for (let i = 1; i <= 50; i++) expect(ok(core.requestTaskSlot("t1", 5_000, T0 + i * 100)).slotId).toBe("inc1.1");
+    expect(core.nextDeadlineMs()).toBe(T0 + 6_000);
+    core.tick(T0 + 6_000);
+    expect(err(core.submitTask({ taskId: "t1", timeoutMs: 0 }, "inc1.1", T0 + 6_000)).code).toBe(ErrorCode.ErrSlotNotFound);
+  });
+
+  test("a short repeat within the cap still extends as before", () => {
+    const core = checkedCore({ maxSlotTtlMs: 10_000 });
+    ok(core.requestTaskSlot("t1", 5_000, T0));
+    expect(ok(core.requestTaskSlot("t1", 5_000, T0 + 2_000)).deadlineMs).toBe(T0 + 7_000);
   });
 });

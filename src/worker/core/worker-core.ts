@@ -2,6 +2,7 @@ import { ErrorCode } from "../../common/error-code";
 import { DeadlineHeap } from "../../common/deadline-heap";
 import { type TaskSnapshot, TaskPhase, TaskState } from "../../gen/worker/v1/worker";
 import {
+  DEFAULT_MAX_SLOT_TTL_MS,
   DEFAULT_TASK_TIMEOUT_MS,
   MAX_CANCEL_REASON_CHARS,
   MAX_SLOT_TTL_MS,
@@ -20,16 +21,18 @@ import {
   type TaskStateName,
   type TerminalStateName,
 } from "./task-transitions";
-import type {
-  TaskCallCountsChanged,
-  TaskCancelRequested,
-  TaskFailed,
-  TaskPhaseEntered,
-  TaskQueried,
-  TaskSlotRequested,
-  TaskSpec,
-  TaskSubmitted,
-  WorkerEvent,
+import {
+  ANONYMOUS,
+  type Requester,
+  type TaskCallCountsChanged,
+  type TaskCancelRequested,
+  type TaskFailed,
+  type TaskPhaseEntered,
+  type TaskQueried,
+  type TaskSlotRequested,
+  type TaskSpec,
+  type TaskSubmitted,
+  type WorkerEvent,
 } from "./worker-core-events";
 import type {
   IgnoredEvent,
@@ -119,6 +122,8 @@ class TaskRecord {
     readonly slotId: string,
     readonly allocatedAtMs: number,
     deadlineMs: number,
+    /** The identity key that reserved or submitted the task ("" = anonymous); it owns the task. */
+    readonly owner: string,
   ) {
     this.updatedAtMs = allocatedAtMs;
     this.deadlineMs = deadlineMs;
@@ -193,6 +198,7 @@ export class WorkerCore {
   private drainedReported = false;
   /** The latest `nowMs` seen; every due item up to it has been applied. */
   private nowMs = Number.NEGATIVE_INFINITY;
+  private readonly maxSlotTtlMs: number;
 
   /**
    * The constructor checks the config and the incarnation (INCARNATION_PATTERN: letters, digits,
@@ -205,6 +211,7 @@ export class WorkerCore {
     }
     if (problems.length > 0) throw new Error(`invalid WorkerCore config: ${problems.join("; ")}`);
     this.config = Object.freeze({ ...config });
+    this.maxSlotTtlMs = config.maxSlotTtlMs ?? DEFAULT_MAX_SLOT_TTL_MS;
     this.incarnation = incarnation;
   }
 
@@ -268,6 +275,11 @@ export class WorkerCore {
    */
   submitTask(task: TaskSpec, slotId: string, nowMs: number): WorkerDecision<SnapshotReply> {
     return this.handle({ type: "taskSubmitted", task, slotId } as TaskSubmitted, nowMs);
+  }
+
+  /** ownerOf: the identity key that owns the task ("" = anonymous), undefined for a task not known here. */
+  ownerOf(taskId: string): string | undefined {
+    return this.tasks.get(taskId)?.owner;
   }
 
   /**
@@ -477,10 +489,14 @@ export class WorkerCore {
     if (!Number.isInteger(e.ttlMs) || e.ttlMs < 1 || e.ttlMs > MAX_SLOT_TTL_MS) {
       return this.reject(ErrorCode.ErrInvalidArgument, `ttl_ms: expected an integer in 1..${MAX_SLOT_TTL_MS}, got ${e.ttlMs}`);
     }
+    const requester = e.requester ?? ANONYMOUS;
     const rec = this.tasks.get(e.taskId);
     if (rec !== undefined) {
+      const foreign = this.maybeRefuseForeign(rec, requester, false, "RequestTaskSlot");
+      if (foreign !== null) return foreign;
       if (rec.state === "ALLOCATED") {
-        const expiresAtMs = now + e.ttlMs;
+        // Never beyond maxSlotTtlMs from the allocation, however often the request is repeated.
+        const expiresAtMs = Math.min(now + e.ttlMs, rec.allocatedAtMs + this.maxSlotTtlMs);
         if (expiresAtMs > rec.deadlineMs) {
           rec.deadlineMs = expiresAtMs;
           rec.updatedAtMs = now;
@@ -497,7 +513,7 @@ export class WorkerCore {
     }
     const refusal = this.refuseNewSlot();
     if (refusal !== null) return refusal;
-    const fresh = this.newRecord(e.taskId, now, now + e.ttlMs);
+    const fresh = this.newRecord(e.taskId, now, now + Math.min(e.ttlMs, this.maxSlotTtlMs), requester.identity);
     this.transition(fresh, "ALLOCATED");
     this.schedule(fresh);
     out.push(this.publish(fresh));
@@ -514,7 +530,15 @@ export class WorkerCore {
         `task.task_timeout_ms: expected an integer in 0..${MAX_TASK_TIMEOUT_MS} (0 = the default ${DEFAULT_TASK_TIMEOUT_MS}), got ${timeoutMs}`,
       );
     }
+    const requester = e.requester ?? ANONYMOUS;
     const rec = this.tasks.get(taskId);
+    // Before the idempotent hit and the slot-less path: another identity's task (reserved or
+    // running) is neither taken over nor shown.
+    const foreign = rec === undefined ? null : this.maybeRefuseForeign(rec, requester, false, "SubmitTask");
+    if (foreign !== null) {
+      this.note(rec!, now, e.type, `rejected: ${foreign.reply?.err?.rawMessage}`);
+      return foreign;
+    }
     if (rec !== undefined && rec.state !== "ALLOCATED") {
       this.note(rec, now, e.type, `idempotent hit on a ${rec.state} task`);
       return this.reply(rec);
@@ -526,7 +550,7 @@ export class WorkerCore {
       } else {
         const refusal = this.refuseNewSlot();
         if (refusal !== null) return refusal;
-        target = this.newRecord(taskId, now, now);
+        target = this.newRecord(taskId, now, now, requester.identity);
       }
     } else {
       const slotRec = this.slots.get(e.slotId);
@@ -564,6 +588,8 @@ export class WorkerCore {
     if (e.taskId === "") return this.reject(ErrorCode.ErrInvalidArgument, "task_id is required");
     const rec = this.tasks.get(e.taskId);
     if (rec === undefined) return this.reject(ErrorCode.ErrSlotNotFound, unknownTask(e.taskId));
+    const foreign = this.maybeRefuseForeign(rec, e.requester ?? ANONYMOUS, true, "CancelTask");
+    if (foreign !== null) return foreign;
     if (isTerminal(rec.state)) {
       this.note(rec, now, e.type, `already ${rec.state}: nothing to cancel`);
       return this.reply(rec);
@@ -580,7 +606,7 @@ export class WorkerCore {
     if (e.taskId === "") return this.reject(ErrorCode.ErrInvalidArgument, "task_id is required");
     const rec = this.tasks.get(e.taskId);
     if (rec === undefined) return this.reject(ErrorCode.ErrSlotNotFound, unknownTask(e.taskId));
-    return this.reply(rec);
+    return this.maybeRefuseForeign(rec, e.requester ?? ANONYMOUS, true, "reading it") ?? this.reply(rec);
   }
 
   private onPhaseEntered(e: TaskPhaseEntered, now: number, out: WorkerInstruction[]): StepResult {
@@ -674,9 +700,19 @@ export class WorkerCore {
 
   // ---------------------------------------------------------------- moves
 
-  private newRecord(taskId: string, now: number, slotExpiresAtMs: number): TaskRecord {
+  private newRecord(taskId: string, now: number, slotExpiresAtMs: number, owner: string): TaskRecord {
     this.slotCounter += 1;
-    return new TaskRecord(taskId, formatSlotId(this.incarnation, this.slotCounter), now, slotExpiresAtMs);
+    return new TaskRecord(taskId, formatSlotId(this.incarnation, this.slotCounter), now, slotExpiresAtMs, owner);
+  }
+
+  /**
+   * maybeRefuseForeign: PERMISSION_DENIED when `rec` belongs to another identity than the
+   * requester's (an admin passes when `adminMay`, i.e. for reads and cancels); null otherwise.
+   * The one ownership check of every request that names a task.
+   */
+  private maybeRefuseForeign(rec: TaskRecord, requester: Requester, adminMay: boolean, what: string): StepResult | null {
+    if (rec.owner === requester.identity || (adminMay && requester.admin)) return null;
+    return this.reject(ErrorCode.ErrPermissionDenied, `task ${JSON.stringify(rec.taskId)} belongs to another identity: ${what} refused`);
   }
 
   /**

@@ -1,0 +1,52 @@
+import { CertIssuer } from "../common/tls/cert-issuer";
+import { identityFromUri, identityUri, PEER_ROLES } from "../common/tls/peer-identity";
+import { flagValue } from "./args";
+import type { Command } from "./command";
+import { UsageError } from "./usage-error";
+
+const USAGE = [
+  "usage: blockx certs --dir DIR --role ROLE [--name NAME] [--hosts H1,H2] [--file FILE] [--days N]",
+  "  Makes DIR/ca.pem and DIR/ca.key (a private CA) when DIR has none, then issues FILE.pem and FILE.key",
+  "  (default FILE: the role, or ROLE-NAME) for the identity blockx://role/ROLE[/NAME].",
+  `  ROLE: ${PEER_ROLES.join(", ")}; client and admin need --name (it owns their tasks).`,
+  "  --hosts: the addresses this process serves on (IPs and DNS names, comma-separated); a Worker's must",
+  "  cover the address it advertises (WORKER_ADVERTISE_ADDR). Keep ca.key off the cluster's hosts.",
+].join("\n");
+
+/**
+ * `blockx certs` issues the certificates of a real cluster with Debian's openssl: one CA per
+ * cluster, one certificate per process identity (README "Security").
+ */
+export const certsCommand: Command = {
+  name: "certs",
+  summary: "make a private CA and issue mTLS certificates: certs --dir DIR --role ROLE [--name NAME] [--hosts H,..]",
+  usage: USAGE,
+  vars: {},
+  flags: { dir: "value", role: "value", name: "value", hosts: "value", file: "value", days: "value" },
+  async run(args) {
+    const dir = flagValue(args, "dir");
+    const role = flagValue(args, "role");
+    const name = flagValue(args, "name") ?? "";
+    if (!dir) throw new UsageError(`--dir is required\n${USAGE}`);
+    if (!role) throw new UsageError(`--role is required\n${USAGE}`);
+    const id = identityFromUri(`blockx://role/${role}${name ? `/${name}` : ""}`);
+    if (id === null) throw new UsageError(`--role ${JSON.stringify(role)} --name ${JSON.stringify(name)}: not an identity (roles: ${PEER_ROLES.join(", ")}; client and admin need a name of letters, digits, . _ @ -)`);
+    const hosts = (flagValue(args, "hosts") ?? "")
+      .split(",")
+      .map((h) => h.trim())
+      .filter((h) => h !== "");
+    const daysText = flagValue(args, "days") ?? "825";
+    const days = Number(daysText);
+    if (!Number.isSafeInteger(days) || days < 1 || days > 3650) throw new UsageError(`--days: expected an integer from 1 to 3650, got ${JSON.stringify(daysText)}`);
+    const file = flagValue(args, "file") ?? (name ? `${role}-${name}` : role);
+    const issuer = CertIssuer.open(dir);
+    let files;
+    try {
+      files = issuer.issue(file, id, hosts, days);
+    } catch (e) {
+      throw new UsageError((e as Error).message);
+    }
+    console.log(`issued ${identityUri(id)}${hosts.length ? ` for ${hosts.join(", ")}` : ""} (valid ${days} days); its variables:`);
+    for (const [k, v] of Object.entries(files)) console.log(`${k}=${v}`);
+  },
+};

@@ -1,0 +1,126 @@
+import * as grpc from "@grpc/grpc-js";
+import { isIP } from "node:net";
+import { checkServerIdentity, type PeerCertificate } from "node:tls";
+import { identityFromSubjectAltName, identityKey, type PeerIdentity, type PeerRole } from "./peer-identity";
+import type { Logger } from "../logging/logger";
+import { describeTls, type TlsSetting } from "./tls-setting";
+import { grpcError } from "../grpc/grpc-server";
+
+/** How often the certificate files are re-read: a rotated certificate is used by new connections within this. */
+export const TLS_RELOAD_MS = 1_000;
+
+type Mtls = Extract<TlsSetting, { kind: "mtls" }>;
+
+// One file watcher per set of files in a process: every server and channel shares it.
+const providers = new Map<string, grpc.experimental.FileWatcherCertificateProvider>();
+
+function providerFor(s: Mtls): grpc.experimental.FileWatcherCertificateProvider {
+  const key = `${s.caFile}\n${s.certFile}\n${s.keyFile}`;
+  let p = providers.get(key);
+  if (!p) {
+    p = new grpc.experimental.FileWatcherCertificateProvider({
+      caCertificateFile: s.caFile,
+      certificateFile: s.certFile,
+      privateKeyFile: s.keyFile,
+      refreshIntervalMs: TLS_RELOAD_MS,
+    });
+    providers.set(key, p);
+  }
+  return p;
+}
+
+/**
+ * serverCredentials: mTLS that requires a client certificate from the CA (re-read every
+ * TLS_RELOAD_MS, so a rotated certificate or CA applies to new connections without a restart),
+ * or plaintext under BLOCKX_INSECURE.
+ */
+export function serverCredentials(s: TlsSetting): grpc.ServerCredentials {
+  if (s.kind === "insecure") return grpc.ServerCredentials.createInsecure();
+  const p = providerFor(s);
+  return grpc.experimental.createCertificateProviderServerCredentials(p, p, true);
+}
+
+/** A name for SNI when the target is an IP address (Bun refuses an IP as TLS servername). */
+const IP_SERVERNAME = "blockx-peer";
+
+/**
+ * channelFor: credentials and options to dial `target` (host:port) expecting a peer of one of
+ * `expect` roles. The server's certificate must name the host the client dialled (IP or DNS SAN,
+ * so a Worker cannot advertise an address its certificate does not cover) and carry a URI SAN of
+ * an expected role. Plaintext under BLOCKX_INSECURE.
+ */
+export function channelFor(s: TlsSetting, target: string, expect: readonly PeerRole[]): { credentials: grpc.ChannelCredentials; options: grpc.ChannelOptions } {
+  if (s.kind === "insecure") return { credentials: grpc.credentials.createInsecure(), options: {} };
+  const host = hostOf(target);
+  const p = providerFor(s);
+  const credentials = grpc.experimental.createCertificateProviderChannelCredentials(p, p, {
+    checkServerIdentity: (_servername: string, cert: PeerCertificate) => {
+      const hostErr = checkServerIdentity(host, cert);
+      if (hostErr) return hostErr;
+      const id = identityFromSubjectAltName(cert.subjectaltname);
+      if (id === null || !expect.includes(id.role)) {
+        return new Error(`${target} presented ${id ? identityKey(id) : "a certificate without a blockx://role/ URI SAN"}, expected ${expect.join(" or ")}`);
+      }
+      return undefined;
+    },
+  });
+  return { credentials, options: { "grpc.ssl_target_name_override": isIP(host) ? IP_SERVERNAME : host } };
+}
+
+function hostOf(target: string): string {
+  const m = /^\[([^\]]+)\]:\d+$/.exec(target) ?? /^([^:]+):\d+$/.exec(target);
+  return m ? m[1]! : target;
+}
+
+/**
+ * Caller is who made a call: a verified identity under mTLS, or `null` (anonymous) under
+ * BLOCKX_INSECURE.
+ */
+export type CallerResult = { readonly ok: true; readonly identity: PeerIdentity | null } | { readonly ok: false; readonly error: grpc.ServiceError };
+
+interface CallWithAuth {
+  getAuthContext?(): { transportSecurityType?: string; sslPeerCertificate?: PeerCertificate } | null;
+}
+
+/**
+ * callerOf reads the caller's identity from the verified peer certificate and checks its role is
+ * one of `allowed`. No identity in the certificate is UNAUTHENTICATED; a role that may not call
+ * this method is PERMISSION_DENIED. Under BLOCKX_INSECURE every caller passes, anonymous.
+ */
+export function callerOf(s: TlsSetting, call: CallWithAuth, allowed: readonly PeerRole[], method: string): CallerResult {
+  if (s.kind === "insecure") return { ok: true, identity: null };
+  const auth = call.getAuthContext?.() ?? null;
+  const id = identityFromSubjectAltName(auth?.sslPeerCertificate?.subjectaltname);
+  if (id === null) return { ok: false, error: grpcError(grpc.status.UNAUTHENTICATED, `${method}: the peer certificate names no blockx://role/ identity`) };
+  if (!allowed.includes(id.role)) {
+    return { ok: false, error: grpcError(grpc.status.PERMISSION_DENIED, `${method}: ${identityKey(id)} may not call this; allowed: ${allowed.join(", ")}`) };
+  }
+  return { ok: true, identity: id };
+}
+
+type AnyHandler = (call: CallWithAuth & { emit(event: "error", e: grpc.ServiceError): boolean }, callback?: (e: grpc.ServiceError | null) => void) => void;
+
+/**
+ * requireRoles wraps every handler of a service so that only peers of `allowed` roles reach it
+ * (a unary call gets the status in its callback, a stream as its error). For services whose
+ * methods need no finer rule than the caller's role (the Sync Invoker).
+ */
+export function requireRoles<S extends object>(s: TlsSetting, allowed: readonly PeerRole[], handlers: S): S {
+  if (s.kind === "insecure") return handlers;
+  const out: Record<string, AnyHandler> = {};
+  for (const [name, h] of Object.entries(handlers) as [string, AnyHandler][]) {
+    out[name] = (call, callback) => {
+      const caller = callerOf(s, call, allowed, name);
+      if (caller.ok) return h(call, callback);
+      if (typeof callback === "function") return callback(caller.error);
+      call.emit("error", caller.error);
+    };
+  }
+  return out as S;
+}
+
+/** announceTls logs the role's transport once at start: a warning when it is plaintext. */
+export function announceTls(log: Logger, s: TlsSetting): void {
+  if (s.kind === "insecure") log.warn({ tls: "insecure" }, describeTls(s));
+  else log.info({ tls: "mtls", identity: identityKey(s.identity), ca: s.caFile, cert: s.certFile }, describeTls(s));
+}

@@ -1,0 +1,33 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { CertIssuer, type TlsFiles } from "../../src/common/tls/cert-issuer";
+import { identityFromUri } from "../../src/common/tls/peer-identity";
+
+export type TlsEnv = TlsFiles;
+
+/**
+ * TestCa: a private CA for one test file (CertIssuer in a fresh temporary folder); `issue` takes
+ * the URI SAN as text so that tests can also make certificates without a valid identity.
+ */
+export class TestCa {
+  private constructor(private readonly issuer: CertIssuer) {}
+
+  static create(name = "blockx-test-ca"): TestCa {
+    return new TestCa(CertIssuer.open(mkdtempSync(join(tmpdir(), "blockx-ca-")), { caName: name, days: 2 }));
+  }
+
+  get dir(): string {
+    return this.issuer.dir;
+  }
+
+  get caFile(): string {
+    return this.issuer.caFile;
+  }
+
+  /** issue: a certificate for `uri` (a blockx://role/ URI; anything else gets a URI SAN without a role). */
+  issue(fileName: string, uri: string, hosts: readonly string[] = ["127.0.0.1", "localhost"]): TlsEnv {
+    const id = identityFromUri(uri);
+    return this.issuer.issue(fileName, id ?? { role: "client", name: "x" }, hosts, 2, id ? undefined : uri);
+  }
+}
