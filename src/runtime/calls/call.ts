@@ -67,6 +67,12 @@ export interface CallRequest {
   readonly args: JsonValue;
   /** CPU + IO-backend budget; default from the pool's config (5000 ms). */
   readonly budgetMs?: number;
+  /**
+   * Whose code and data the call carries: an executor runs calls of one owner per incarnation and
+   * is recycled (a fresh process) before it serves another, so nothing one owner's code leaves in
+   * the interpreter reaches another's. Absent: "", one owner shared by every such call.
+   */
+  readonly ownerKey?: string;
 }
 
 /** What the owner answers for one IO request: the value or an error, and the backend time spent. */

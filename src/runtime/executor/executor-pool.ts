@@ -173,7 +173,7 @@ export class ExecutorPool {
         return resolve(this.outcome(call, this.failure(CallErrorCode.Internal, `call id ${req.callId} is already running`)));
       }
       this.calls.set(req.callId, call);
-      this.apply({ type: "callSubmitted", callId: req.callId });
+      this.apply({ type: "callSubmitted", callId: req.callId, ownerKey: req.ownerKey ?? "" });
     });
   }
 
@@ -320,6 +320,10 @@ export class ExecutorPool {
         return;
       case "sendCall":
         return this.sendCall(i.callId, current);
+      case "recycleExecutor":
+        // It holds no calls: it is killed quietly and started afresh for the next owner.
+        if (current) this.killExecutor(current, { code: CallErrorCode.ExecutorCrashed, message: `executor ${current.id} was recycled for another owner` });
+        return;
       case "scheduleRestart":
         if (!this.closed) {
           const reason = e?.killReason?.code ?? CallErrorCode.ExecutorCrashed;

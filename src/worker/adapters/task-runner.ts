@@ -244,7 +244,7 @@ export class TaskRunner {
     const callId = `${d.taskId}/${d.index}/${d.attempt}`;
     t.inflight.set(callId, d);
     const startedMs = this.deps.nowMs();
-    void this.deps.pool.execute({ callId, fn: t.plan.fn, args: d.call, ...this.budget() }, t.owner).then((outcome) => this.onCallDone(t, callId, d, outcome, startedMs));
+    void this.deps.pool.execute({ callId, fn: t.plan.fn, args: d.call, ownerKey: executorOwnerKey(t), ...this.budget() }, t.owner).then((outcome) => this.onCallDone(t, callId, d, outcome, startedMs));
   }
 
   private budget(): { budgetMs?: number } {
@@ -369,7 +369,7 @@ export class TaskRunner {
       t.subCalls.add(callId);
       this.step({ type: "subCallStarted", taskId });
       const startedMs = this.deps.nowMs();
-      const out = await this.deps.pool.execute({ callId, fn: call.fn, args: call.args, ...(call.budgetMs !== undefined ? { budgetMs: call.budgetMs } : {}) }, owner);
+      const out = await this.deps.pool.execute({ callId, fn: call.fn, args: call.args, ownerKey: executorOwnerKey(t), ...(call.budgetMs !== undefined ? { budgetMs: call.budgetMs } : {}) }, owner);
       t.subCalls.delete(callId);
       this.onCallFinished(isSystemFailure(out), finishedInfo(out, this.deps.nowMs() - startedMs));
       const decision = this.step({ type: "subCallFinished", taskId, attempt, result: resultOf(out) }).reply!;
@@ -394,6 +394,15 @@ export class TaskRunner {
       t.subCalls.delete(id);
     }
   }
+}
+
+/**
+ * executorOwnerKey: whose calls may share an executor (ExecutorPool recycles an executor between
+ * owners). THE ONE PLACE to change when tasks carry their client's identity (the trust-boundary
+ * issue): until then every task is its own owner.
+ */
+function executorOwnerKey(t: RunningTask): string {
+  return `task:${t.plan.taskId}`;
 }
 
 function resultOf(o: CallOutcome): CallResult {
