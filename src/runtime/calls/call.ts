@@ -21,6 +21,8 @@ export const CallErrorCode = {
   PoolClosed: "POOL_CLOSED",
   /** A retryable BackendError (backend down or overloaded) escaped the function: retry the call later. */
   BackendRetryable: "BACKEND_RETRYABLE",
+  /** The call cannot be sent to an executor: its input nests too deep, or its frame (source and input) is too large. */
+  InputRejected: "INPUT_REJECTED",
   /** A function writing to a table returned something other than a list of row objects. */
   ResultNotRows: "RESULT_NOT_ROWS",
   /** A row did not fit its table (an unknown column, a value of another kind). */
