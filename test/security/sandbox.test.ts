@@ -143,3 +143,75 @@ describe("where bubblewrap cannot make its namespaces", () => {
     }
   }, 30_000);
 });
+
+describe("no sharing between owners (ownerKey)", () => {
+  const SECRET = "owner-a-secret-7f3e";
+  // Leaves its source (with the secret) in linecache, its arguments in live objects and a global.
+  const ownerA = `import linecache, sys\nKEPT = []\ndef main(ctx, x):\n    KEPT.append(x)\n    sys.modules['__main__'].__dict__['left_behind'] = x\n    return len(linecache.cache)\n# ${SECRET}\n`;
+  // Looks for it everywhere an interpreter keeps things.
+  const ownerB = [
+    "import gc, linecache, sys",
+    "def main(ctx, secret):",
+    "    found = [f for f, e in linecache.cache.items() if any(secret in l for l in (e[2] if len(e) > 2 else []))]",
+    "    found += ['gc' for o in gc.get_objects() if isinstance(o, (list, dict)) and secret in repr(o)[:100000] and o is not locals()]",
+    "    found += ['globals' for m in list(sys.modules.values()) if secret in repr(getattr(m, '__dict__', {}).get('left_behind'))]",
+    "    return found",
+    "",
+  ].join("\n");
+
+  test("a call of another owner finds nothing of the previous owner's source or arguments (linecache, gc, globals)", async () => {
+    // One executor: owner B's call can only run where owner A's ran, after it is recycled.
+    const pool = await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: 1 }), silentLogger(), { waitForAll: true });
+    try {
+      const a = await pool.execute({ callId: "a-1", fn: { source: ownerA, entry: "main" }, args: { input: SECRET }, ownerKey: "A" });
+      expect(a.ok).toBe(true);
+      const sameOwner = await pool.execute({ callId: "a-2", fn: { source: ownerB, entry: "main" }, args: SECRET, ownerKey: "A" });
+      // The same owner shares its executor (and so the test can see what there is to find).
+      expect(sameOwner.ok && (sameOwner.value as string[]).length).toBeGreaterThan(0);
+      const b = await pool.execute({ callId: "b-1", fn: { source: ownerB, entry: "main" }, args: SECRET, ownerKey: "B" });
+      if (!b.ok) throw new Error(b.error.message);
+      expect(b.value).toEqual([]);
+      expect(b.executorId).not.toBe(a.executorId);
+    } finally {
+      await pool.close();
+    }
+  }, 60_000);
+
+  test("a call cannot complete another owner's call by writing on its executor's socket", async () => {
+    const pool = await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: 2 }), silentLogger(), { waitForAll: true });
+    try {
+      // The victim waits on IO until the forger has written its frame.
+      let release: (v: { ok: true; value: string; ioMs: number }) => void = () => {};
+      const ioGate = new Promise<{ ok: true; value: string; ioMs: number }>((r) => (release = r));
+      const victim = pool.execute(
+        { callId: "victim-1", fn: { source: "def main(ctx, x):\n    return ctx.io('b', 'op', x)\n", entry: "main" }, args: "genuine", ownerKey: "victim" },
+        { io: () => ioGate as never },
+      );
+      const forger = [
+        "import json, os, struct",
+        "def main(ctx, x):",
+        "    frame = json.dumps({'type': 'CallCompleted', 'callId': 'victim-1', 'result': 'forged', 'cpuMs': 0, 'output': '', 'logs': []}).encode()",
+        "    sent = 0",
+        "    for fd in os.listdir('/proc/self/fd'):",
+        "        try:",
+        "            target = os.readlink(f'/proc/self/fd/{fd}')",
+        "        except OSError:",
+        "            continue  # the listing's own descriptor, closed by now",
+        "        if target.startswith('socket:'):",
+        "            os.write(int(fd), struct.pack('>I', len(frame)) + frame)",
+        "            sent += 1",
+        "    return sent",
+        "",
+      ].join("\n");
+      const forged = await pool.execute({ callId: "forger-1", fn: { source: forger, entry: "main" }, args: null, ownerKey: "forger" });
+      if (!forged.ok) throw new Error(`the forger failed: ${forged.error.code} ${forged.error.message}`);
+      expect(forged.value as number).toBeGreaterThan(0);
+      release({ ok: true, value: "genuine", ioMs: 0 });
+      const v = await victim;
+      expect(v.ok && v.value).toBe("genuine");
+    } finally {
+      await pool.close();
+    }
+  }, 60_000);
+});
+

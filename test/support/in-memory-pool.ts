@@ -21,13 +21,16 @@ export interface HeldCall {
 export class InMemoryPool implements CallPool {
   readonly running = new Map<string, HeldCall>();
   readonly started: string[] = [];
+  /** The executor owner key each started call was sent with, by call id. */
+  readonly ownerKeys = new Map<string, string>();
   readonly cancelled: string[] = [];
   /** The most calls running at once. */
   peak = 0;
 
-  execute(request: { callId: string; fn: CallFunction; args: JsonValue; budgetMs?: number }, owner: CallOwner): Promise<CallOutcome> {
+  execute(request: { callId: string; fn: CallFunction; args: JsonValue; budgetMs?: number; ownerKey?: string }, owner: CallOwner): Promise<CallOutcome> {
     if (this.running.has(request.callId)) throw new Error(`call id ${request.callId} is already running`);
     this.started.push(request.callId);
+    this.ownerKeys.set(request.callId, request.ownerKey ?? "");
     return new Promise<CallOutcome>((resolve) => {
       const held: HeldCall = {
         callId: request.callId,

@@ -331,7 +331,8 @@ describe("a backfill over the local test chain", () => {
     writeFileSync(join(fnDir, "parent.py"), "def main(ctx, input):\n    return [{'block': input['blockNumber'], 'double': ctx.call('dies_once', input['blockNumber'])}]\n");
     // One parent at a time on two executors: its sub-call goes to the other, idle executor, so the
     // death hits the sub-call alone (the parent keeps running and waits for it).
-    const s = await setup("worker", { FUNCTIONS_DIR: fnDir, TASK_MAX_INFLIGHT_CALLS: "1" });
+    // The functions keep markers in a host folder, which the executor sandbox hides by design.
+    const s = await setup("worker", { EXECUTOR_SANDBOX: "off", FUNCTIONS_DIR: fnDir, TASK_MAX_INFLIGHT_CALLS: "1" });
     const last = await runTask(s, blockTask("sub-dies", { name: "parent" }, 100, 104, "sub_dies"));
     expect(last).toMatchObject({ state: TaskState.SUCCEEDED, callsSucceeded: 5 });
     expect(last.callsRetried).toBeGreaterThanOrEqual(5);
@@ -351,7 +352,8 @@ describe("a backfill over the local test chain", () => {
       ["import os, time", "def main(ctx, n):", `    d = ${JSON.stringify(fnDir)}`, "    open(os.path.join(d, f'started-{n}'), 'w').close()", "    try:", "        while True:", "            time.sleep(0.01)", "    finally:", "        open(os.path.join(d, f'stopped-{n}'), 'w').close()"].join("\n"),
     );
     writeFileSync(join(fnDir, "parent.py"), "def main(ctx, input):\n    return [{'block': input['blockNumber'], 'v': ctx.call('waits', input['blockNumber'])}]\n");
-    const s = await setup("worker", { FUNCTIONS_DIR: fnDir, TASK_MAX_INFLIGHT_CALLS: "2", EXECUTOR_WALL_CLOCK_CEILING_MS: "600000" });
+    // The functions keep markers in a host folder, which the executor sandbox hides by design.
+    const s = await setup("worker", { EXECUTOR_SANDBOX: "off", FUNCTIONS_DIR: fnDir, TASK_MAX_INFLIGHT_CALLS: "2", EXECUTOR_WALL_CLOCK_CEILING_MS: "600000" });
     const slot = await waitFor(() => reserve(s.coordAddr, "sub-cancel"), (o) => o.ok);
     await s.client.submitTask(blockTask("sub-cancel", { name: "parent" }, 0, 99, "sub_cancel"), slot.ok ? slot.res.slotId : "");
     const markers = (prefix: string) => readdirSync(fnDir).filter((f) => f.startsWith(prefix)).sort();

@@ -70,6 +70,7 @@ async function run(client: WorkerClient, task: Task) {
 describe("IO admission under a backend slowing down tenfold", () => {
   test("in flight never exceeds the max limit, the limit shrinks, the backfill completes exactly, and memory stays bounded", async () => {
     const { dir, faults, w, client } = await startWorker({
+      EXECUTOR_SANDBOX: "off", // the calls wait for gate files in a host folder, which the sandbox hides by design
       TASK_MAX_INFLIGHT_CALLS: "64", // calls waiting at a gate hold an executor thread each
       IO_ADMISSION_INITIAL_LIMIT: "8",
       IO_ADMISSION_MIN_LIMIT: "4",

@@ -120,7 +120,8 @@ describe("blockx worker (compiled binary) through a Coordinator", () => {
     // Each call appends "start x" to a file when it begins, "end x" if it ever returns, and
     // otherwise runs until it is stopped (60 s at most). At most 4 calls of the task are in
     // flight: once 4 have started, no other call of the task is on its way to an executor.
-    const { worker, coordAddr, client } = await cluster({ TASK_SLOTS: "1", TASK_MAX_INFLIGHT_CALLS: "4", BLOCKX_PROMETHEUS_LISTEN_ADDR: "127.0.0.1:0" });
+    // The calls write to a host file, which the executor sandbox hides by design (test/security/sandbox.test.ts covers it).
+    const { worker, coordAddr, client } = await cluster({ EXECUTOR_SANDBOX: "off", TASK_SLOTS: "1", TASK_MAX_INFLIGHT_CALLS: "4", BLOCKX_PROMETHEUS_LISTEN_ADDR: "127.0.0.1:0" });
     const metricsAddr = String((await worker.waitForLog((l) => l.msg === "metrics listening")).addr);
     const callsAnswered = async () => {
       const text = await (await fetch(`http://${metricsAddr}/metrics`)).text();

@@ -1,7 +1,7 @@
 import type { FunctionSnapshot } from "../functions/function-code-view";
 import { inlineFunction, lookupFunction, type ResolvedFunction } from "../functions/function-lookup";
 import type { FunctionRequestRef, JsonValue, ResumeResult, SuspensionRequest } from "../executor/protocol";
-import { subCallId, type CallFunction, type CallOutcome, type CallOwner, type IoAnswer } from "./call";
+import { subCallId, type CallFunction, type CallOutcome, type CallOwner, type CallRequest, type IoAnswer } from "./call";
 
 /** Sub-calls deeper than this fail, so that a function calling itself cannot run away. */
 export const MAX_SUB_CALL_DEPTH = 8;
@@ -61,7 +61,7 @@ export function createCallOwner(options: CallOwnerOptions, depth = 0): CallOwner
 
 /** The pool's side of a sub-call: what the Worker, the Sync Invoker and exec hand their calls to. */
 export interface CallPool {
-  execute(request: { callId: string; fn: CallFunction; args: JsonValue; budgetMs?: number }, owner: CallOwner): Promise<CallOutcome>;
+  execute(request: CallRequest, owner: CallOwner): Promise<CallOutcome>;
   cancel(callId: string, reason: string): void;
 }
 

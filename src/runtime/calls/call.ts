@@ -21,6 +21,8 @@ export const CallErrorCode = {
   PoolClosed: "POOL_CLOSED",
   /** A retryable BackendError (backend down or overloaded) escaped the function: retry the call later. */
   BackendRetryable: "BACKEND_RETRYABLE",
+  /** The call cannot be sent to an executor: its input nests too deep, or its frame (source and input) is too large. */
+  InputRejected: "INPUT_REJECTED",
   /** A function writing to a table returned something other than a list of row objects. */
   ResultNotRows: "RESULT_NOT_ROWS",
   /** A row did not fit its table (an unknown column, a value of another kind). */
@@ -70,6 +72,12 @@ export interface CallRequest {
   readonly args: JsonValue;
   /** CPU + IO-backend budget; default from the pool's config (5000 ms). */
   readonly budgetMs?: number;
+  /**
+   * Whose code and data the call carries: an executor runs calls of one owner per incarnation and
+   * is recycled (a fresh process) before it serves another, so nothing one owner's code leaves in
+   * the interpreter reaches another's. Absent: "", one owner shared by every such call.
+   */
+  readonly ownerKey?: string;
 }
 
 /** The mark between a parent call's id and its sub-call's number: `<parent call id>/sub-<n>`. */

@@ -1,6 +1,6 @@
 import { chmodSync, chownSync } from "node:fs";
 import type { Socket, UnixSocketListener } from "bun";
-import { encodeFrame, FrameDecoder } from "./frame-codec";
+import { encodeFrame, FrameDecoder, FrameError, MAX_FRAME_BYTES } from "./frame-codec";
 import { RawJson, type ExecutorMessage, type PoolMessage } from "./protocol";
 
 /** Frames of one tick up to this size are joined into one write. */
@@ -55,9 +55,14 @@ export class ExecutorConnection {
     return listener;
   }
 
-  /** send queues a frame; frames of one tick go out in one write. */
+  /**
+   * send queues a frame; frames of one tick go out in one write. A frame over MAX_FRAME_BYTES is
+   * refused here (FrameError), before the executor's reader would refuse it by dying.
+   */
   send(m: PoolMessage): void {
-    this.corked.push(encodeFrame(m, m.type === "ResumeCall" && m.results.some((r) => r.ok && r.value instanceof RawJson)));
+    const frame = encodeFrame(m, m.type === "ResumeCall" && m.results.some((r) => r.ok && r.value instanceof RawJson));
+    if (frame.length - 4 > MAX_FRAME_BYTES) throw new FrameError(`a ${m.type} frame of ${frame.length - 4} bytes exceeds the ${MAX_FRAME_BYTES}-byte limit`);
+    this.corked.push(frame);
     if (this.corked.length === 1) queueMicrotask(() => this.uncork());
   }
 

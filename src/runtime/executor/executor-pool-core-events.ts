@@ -45,10 +45,16 @@ export interface ExecutorDied {
   readonly index: number;
 }
 
-/** A call was handed to the pool: it goes to the least-loaded READY executor, or waits (FIFO). Ids are unique while the call lives. */
+/**
+ * A call was handed to the pool: it goes to the least-loaded READY executor already serving its
+ * owner, or to a fresh one, or waits (FIFO among the calls that cannot be placed). Ids are unique
+ * while the call lives. `ownerKey` (absent: "", one shared owner) is whose code and data it
+ * carries: an executor serves one owner per incarnation.
+ */
 export interface CallSubmitted {
   readonly type: "callSubmitted";
   readonly callId: string;
+  readonly ownerKey?: string;
 }
 
 /**

@@ -4,7 +4,19 @@
  * incarnation it is about (`${index}.${generation}`), so the adapter can tell a stale instruction
  * from a current one. The adapter carries them out in order.
  */
-export type ExecutorPoolInstruction = KillHungExecutor | StartExecutor | PingExecutor | SendCall | ScheduleRestart;
+export type ExecutorPoolInstruction = KillHungExecutor | StartExecutor | PingExecutor | SendCall | ScheduleRestart | RecycleExecutor;
+
+/**
+ * RecycleExecutor: the idle executor served another owner; calls of a new owner wait for it. Kill
+ * it (it holds no calls); the slot starts a fresh incarnation at the next timeAdvanced, without
+ * backoff (it did not fail). Nothing an owner's code left in the interpreter (modules, linecache,
+ * globals, threads) reaches the next owner.
+ */
+export interface RecycleExecutor {
+  readonly type: "recycleExecutor";
+  readonly index: number;
+  readonly executorId: string;
+}
 
 /**
  * KillHungExecutor: the executor did not say Hello within the start timeout, or has not been heard

@@ -228,3 +228,61 @@ describe("ExecutorPoolCore", () => {
     }
   });
 });
+
+describe("ExecutorPoolCore: one owner per executor incarnation", () => {
+  const submit = (core: ExecutorPoolCore, callId: string, ownerKey: string, at = 1) => step(core, { type: "callSubmitted", callId, ownerKey }, at);
+
+  test("a fresh executor takes the first owner's call; that owner's calls spread over fresh and own executors, least loaded first", () => {
+    const core = readyPool(3);
+    expect(sent(submit(core, "a1", "A"))).toEqual([["a1", 0]]);
+    expect(sent(submit(core, "a2", "A"))).toEqual([["a2", 1]]);
+    expect(sent(submit(core, "b1", "B"))).toEqual([["b1", 2]]);
+    expect(core.slots().map((s) => s.owner)).toEqual(["A", "A", "B"]);
+    // A's executors are full (2 each) only after two more; B never gets A's executors.
+    expect(sent(submit(core, "a3", "A"))).toEqual([["a3", 0]]);
+    expect(sent(submit(core, "a4", "A"))).toEqual([["a4", 1]]);
+    expect(submit(core, "a5", "A")).toEqual([]);
+    expect(sent(submit(core, "b2", "B"))).toEqual([["b2", 2]]);
+    expect(core.queuedCount()).toBe(1);
+  });
+
+  test("a call of a new owner waits while every executor serves calls of others, then recycles the first idle one; no backoff", () => {
+    const core = readyPool(2);
+    submit(core, "a1", "A");
+    submit(core, "b1", "B");
+    expect(submit(core, "c1", "C", 2)).toEqual([]); // both busy: nothing to recycle yet
+    expect(step(core, { type: "callEnded", callId: "a1" }, 3)).toEqual([{ type: "recycleExecutor", index: 0, executorId: "0.1" }]);
+    expect(core.slots()[0]).toMatchObject({ state: "DEAD", owner: null, restartAtMs: 3, inflight: 0 });
+    // The adapter's kill reports the death of the recycled incarnation: nothing more happens.
+    expect(step(core, { type: "executorDied", index: 0 }, 3)).toEqual([]);
+    expect(step(core, { type: "timeAdvanced" }, 3)).toEqual([{ type: "startExecutor", index: 0, executorId: "0.2" }]);
+    expect(sent(step(core, { type: "executorIntroduced", index: 0 }, 4))).toEqual([["c1", 0]]);
+    expect(core.slots().map((s) => s.owner)).toEqual(["C", "B"]);
+  });
+
+  test("a waiting call that cannot be placed does not hold back a later call of an owner that can", () => {
+    const core = readyPool(1);
+    submit(core, "a1", "A");
+    expect(submit(core, "b1", "B")).toEqual([]); // waits: the only executor serves A
+    expect(sent(submit(core, "a2", "A"))).toEqual([["a2", 0]]); // A's second call passes B's
+    expect(core.queuedCount()).toBe(1);
+  });
+
+  test("an executor that dies forgets its owner; its restart takes any owner", () => {
+    const core = readyPool(1);
+    submit(core, "a1", "A");
+    step(core, { type: "executorDied", index: 0 }, 10);
+    step(core, { type: "callEnded", callId: "a1" }, 10);
+    expect(core.slots()[0]!.owner).toBeNull();
+    step(core, { type: "timeAdvanced" }, 200);
+    step(core, { type: "executorIntroduced", index: 0 }, 200);
+    expect(sent(submit(core, "b1", "B", 201))).toEqual([["b1", 0]]);
+  });
+
+  test("calls without an owner share one (the empty owner), as before owners existed", () => {
+    const core = readyPool(2);
+    expect(sent(step(core, { type: "callSubmitted", callId: "x" }, 1))).toEqual([["x", 0]]);
+    expect(sent(submit(core, "y", "", 1))).toEqual([["y", 1]]);
+    expect(core.slots().map((s) => s.owner)).toEqual(["", ""]);
+  });
+});

@@ -15,6 +15,8 @@ export interface ExecutorSlotView {
   readonly diedAtStart: boolean;
   /** When a DEAD slot may start again. */
   readonly restartAtMs: number;
+  /** The owner this incarnation serves (null: fresh, none yet). */
+  readonly owner: string | null;
 }
 
 interface Slot {
@@ -31,6 +33,8 @@ interface Slot {
   recentDeaths: number;
   restartAtMs: number;
   diedAtStart: boolean;
+  /** The owner whose calls this incarnation runs; null until its first call. */
+  owner: string | null;
 }
 
 export interface PoolCoreTiming {
@@ -66,6 +70,8 @@ export class ExecutorPoolCore {
   /** Calls waiting for an executor, oldest first. */
   private readonly waiting: string[] = [];
   private readonly waitingSet = new Set<string>();
+  /** callId -> its owner, while it lives. */
+  private readonly ownerOf = new Map<string, string>();
 
   constructor(
     count: number,
@@ -84,6 +90,7 @@ export class ExecutorPoolCore {
       recentDeaths: 0,
       restartAtMs: 0,
       diedAtStart: false,
+      owner: null,
     }));
   }
 
@@ -116,8 +123,10 @@ export class ExecutorPoolCore {
         }
         this.waiting.push(event.callId);
         this.waitingSet.add(event.callId);
+        this.ownerOf.set(event.callId, event.ownerKey ?? "");
         break;
       case "callEnded": {
+        this.ownerOf.delete(event.callId);
         const s = this.assigned.get(event.callId);
         if (s) {
           this.assigned.delete(event.callId);
@@ -128,7 +137,7 @@ export class ExecutorPoolCore {
         break;
       }
     }
-    this.dispatchWaiting(out);
+    this.dispatchWaiting(out, nowMs);
     return out;
   }
 
@@ -147,6 +156,7 @@ export class ExecutorPoolCore {
       generation: s.generation,
       diedAtStart: s.diedAtStart,
       restartAtMs: s.restartAtMs,
+      owner: s.owner,
     }));
   }
 
@@ -178,12 +188,16 @@ export class ExecutorPoolCore {
       if (s.state !== "READY" && s.calls.size > 0) problems.push(`slot ${s.index} is ${s.state} but holds ${s.calls.size} calls`);
       if (s.calls.size > this.timing.maxInflightPerExecutor) problems.push(`slot ${s.index} holds ${s.calls.size} calls, over ${this.timing.maxInflightPerExecutor}`);
       for (const id of s.calls) if (this.assigned.get(id) !== s) problems.push(`call ${id} on slot ${s.index} is not recorded there`);
+      for (const id of s.calls) if (this.ownerOf.get(id) !== s.owner) problems.push(`call ${id} of owner ${this.ownerOf.get(id)} runs on slot ${s.index} of owner ${s.owner}`);
       held += s.calls.size;
     }
     if (held !== this.assigned.size) problems.push(`${this.assigned.size} calls assigned, slots hold ${held}`);
     if (this.waiting.length !== this.waitingSet.size) problems.push(`queue of ${this.waiting.length} with ${this.waitingSet.size} distinct ids`);
     for (const id of this.waiting) if (this.assigned.has(id)) problems.push(`call ${id} both waits and is assigned`);
-    if (this.waiting.length > 0 && this.pick() !== null) problems.push(`${this.waiting.length} calls wait while executor ${this.pick()!.index} could take one`);
+    for (const id of this.waiting) {
+      const s = this.pick(this.ownerOf.get(id) ?? "");
+      if (s !== null) problems.push(`call ${id} waits while executor ${s.index} could take it`);
+    }
     if (problems.length > 0) throw new Error(`ExecutorPoolCore state is inconsistent:\n  ${problems.join("\n  ")}`);
   }
 
@@ -195,26 +209,62 @@ export class ExecutorPoolCore {
     return s;
   }
 
-  /** pick: the READY executor with the fewest calls (the lowest index on a tie), or null when none can take one. */
-  private pick(): Slot | null {
+  /**
+   * pick: for a call of `owner`, the READY executor with the fewest calls (the lowest index on a
+   * tie) among those serving that owner and the fresh ones (no owner yet), or null when none can
+   * take it.
+   */
+  private pick(owner: string): Slot | null {
     let best: Slot | null = null;
     for (const s of this.slotList) {
       if (s.state !== "READY" || s.calls.size >= this.timing.maxInflightPerExecutor) continue;
+      if (s.owner !== owner && s.owner !== null) continue;
       if (!best || s.calls.size < best.calls.size) best = s;
     }
     return best;
   }
 
-  private dispatchWaiting(out: ExecutorPoolInstruction[]): void {
-    while (this.waiting.length > 0) {
-      const s = this.pick();
-      if (s === null) return;
-      const callId = this.waiting.shift()!;
+  /** idleOfOtherOwner: a READY executor holding no calls whose owner is not `owner`: one to recycle. */
+  private idleOfOtherOwner(owner: string): Slot | null {
+    return this.slotList.find((s) => s.state === "READY" && s.calls.size === 0 && s.owner !== null && s.owner !== owner) ?? null;
+  }
+
+  /**
+   * dispatchWaiting places waiting calls, oldest first; a call no executor can take now does not
+   * hold back calls of other owners behind it. An owner with nowhere to go gets an idle executor of
+   * another owner recycled (one per owner per step).
+   */
+  private dispatchWaiting(out: ExecutorPoolInstruction[], nowMs: number): void {
+    const stuckOwners = new Set<string>();
+    for (let i = 0; i < this.waiting.length; ) {
+      const callId = this.waiting[i]!;
+      const owner = this.ownerOf.get(callId) ?? "";
+      const s = stuckOwners.has(owner) ? null : this.pick(owner);
+      if (s === null) {
+        if (!stuckOwners.has(owner)) {
+          stuckOwners.add(owner);
+          const idle = this.idleOfOtherOwner(owner);
+          if (idle) this.recycle(idle, nowMs, out);
+        }
+        i++;
+        continue;
+      }
+      this.waiting.splice(i, 1);
       this.waitingSet.delete(callId);
+      s.owner = owner;
       s.calls.add(callId);
       this.assigned.set(callId, s);
       out.push({ type: "sendCall", callId, index: s.index, executorId: this.executorId(s.index) });
     }
+  }
+
+  /** recycle retires an idle executor for a fresh one, due at once: it did not fail, so no backoff. */
+  private recycle(s: Slot, nowMs: number, out: ExecutorPoolInstruction[]): void {
+    out.push({ type: "recycleExecutor", index: s.index, executorId: this.executorId(s.index) });
+    s.state = "DEAD";
+    s.owner = null;
+    s.diedAtStart = false;
+    s.restartAtMs = nowMs;
   }
 
   private died(s: Slot, nowMs: number, out: ExecutorPoolInstruction[]): void {
@@ -223,6 +273,7 @@ export class ExecutorPoolCore {
     s.recentDeaths = healthy ? 1 : s.recentDeaths + 1;
     s.diedAtStart = s.state === "STARTING";
     s.state = "DEAD";
+    s.owner = null;
     for (const id of s.calls) this.assigned.delete(id);
     s.calls.clear();
     const backoff = Math.min(this.timing.backoffMaxMs, this.timing.backoffBaseMs * 2 ** (s.recentDeaths - 1));

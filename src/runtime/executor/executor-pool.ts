@@ -11,6 +11,7 @@ import { ExecutorStartError } from "./executor-start-error";
 import { likelyStartCause } from "./start-failure";
 import { blockingFolder, describeBlock } from "./path-access";
 import { ExecutorConnection } from "./executor-connection";
+import { FrameError } from "./frame-codec";
 import { ExecutorPoolCore } from "./executor-pool-core";
 import type { ExecutorPoolEvent } from "./executor-pool-core-events";
 import type { ExecutorPoolInstruction } from "./executor-pool-core-instructions";
@@ -23,6 +24,8 @@ import { PROTOCOL_VERSION, type ExecutorMessage, type JsonValue, type LogLine, t
 
 /** How often the pool checks pings, memory, wall-clock ceilings and restarts. */
 const TICK_MS = 50;
+/** How deep a call's input may nest: the executor's JSON reader recurses per level. */
+const MAX_INPUT_DEPTH = 256;
 /** How long a closed connection waits for its executor's exit before the executor counts as dead. */
 const EXIT_AFTER_CLOSE_WAIT_MS = 250;
 
@@ -185,7 +188,7 @@ export class ExecutorPool {
         if (siblings) siblings.add(req.callId);
         else this.children.set(parent, new Set([req.callId]));
       }
-      this.apply({ type: "callSubmitted", callId: req.callId });
+      this.apply({ type: "callSubmitted", callId: req.callId, ownerKey: req.ownerKey ?? "" });
     });
   }
 
@@ -333,6 +336,10 @@ export class ExecutorPool {
         return;
       case "sendCall":
         return this.sendCall(i.callId, current);
+      case "recycleExecutor":
+        // It holds no calls: it is killed quietly and started afresh for the next owner.
+        if (current) this.killExecutor(current, { code: CallErrorCode.ExecutorCrashed, message: `executor ${current.id} was recycled for another owner` });
+        return;
       case "scheduleRestart":
         if (!this.closed) {
           const reason = e?.killReason?.code ?? CallErrorCode.ExecutorCrashed;
@@ -401,7 +408,12 @@ export class ExecutorPool {
       // Requests of one suspension run concurrently: the call waited as long as the slowest.
       call.ioMs += Math.max(0, ...results.map((r) => r.ioMs));
       call.runningSinceMs = performance.now();
-      this.send(e, { type: "ResumeCall", callId: m.callId, results: results.map((r) => r.result), ioMs: call.ioMs });
+      const sent = this.send(e, { type: "ResumeCall", callId: m.callId, results: results.map((r) => r.result), ioMs: call.ioMs });
+      // Answers too large for one frame: the call gets an error for each instead of a dead executor.
+      if (sent !== true) {
+        const error = { type: "ResultTooLarge", message: `the answers to this suspension do not fit in one frame: ${sent.message}; ask for less at a time` };
+        this.send(e, { type: "ResumeCall", callId: m.callId, results: results.map(() => ({ ok: false as const, error })), ioMs: call.ioMs });
+      }
     });
   }
 
@@ -550,11 +562,16 @@ export class ExecutorPool {
       this.finish(call, this.failure(CallErrorCode.Internal, `the executor chosen for call ${callId} is gone`));
       return;
     }
+    const depth = jsonDepth(call.req.args, MAX_INPUT_DEPTH);
+    if (depth > MAX_INPUT_DEPTH) {
+      this.finish(call, this.failure(CallErrorCode.InputRejected, `the call's input nests more than ${MAX_INPUT_DEPTH} levels deep (arrays and objects); flatten it`));
+      return;
+    }
     call.executor = e;
     const now = performance.now();
     call.firstSentMs ??= now;
     call.runningSinceMs = now;
-    this.send(e, {
+    const sent = this.send(e, {
       type: "ExecuteCall",
       callId: call.req.callId,
       digest: call.digest,
@@ -564,6 +581,7 @@ export class ExecutorPool {
       args: call.req.args,
       budgetMs: call.req.budgetMs ?? this.config.callBudgetMs,
     });
+    if (sent !== true) this.finish(call, this.failure(CallErrorCode.InputRejected, `the call cannot be sent to an executor: ${sent.message} (its source and input together)`));
   }
 
   private finish(call: ActiveCall, result: CallResult, extra: { output?: string; stdout?: string; stderr?: string; logs?: LogLine[]; compiled?: boolean } = {}): void {
@@ -615,10 +633,16 @@ export class ExecutorPool {
 
   // --- wire ------------------------------------------------------------------------------
 
-  /** send queues a frame to a live executor; frames of one tick go out in one write. */
-  private send(e: Executor, m: PoolMessage): void {
-    if (!e.conn || e.dead) return;
-    e.conn.send(m);
+  /** send queues a frame to a live executor (frames of one tick go out in one write); a frame over the size limit is not sent, and says why. */
+  private send(e: Executor, m: PoolMessage): true | FrameError {
+    if (!e.conn || e.dead) return true;
+    try {
+      e.conn.send(m);
+      return true;
+    } catch (err) {
+      if (err instanceof FrameError) return err;
+      throw err;
+    }
   }
 
   private async waitReady(count: number, timeoutMs: number): Promise<void> {
@@ -666,4 +690,19 @@ function makeSandbox(isolation: Isolation, python: string, runtimeDir: string): 
   } catch (e) {
     throw new ExecutorStartError("EXECUTOR_SANDBOX_UNAVAILABLE", `${(e as Error).message}; set EXECUTOR_SANDBOX=off to run user code without the sandbox`);
   }
+}
+
+/** jsonDepth is how deep `v` nests arrays and objects, counted without recursion and only up to `limit` + 1. */
+function jsonDepth(v: JsonValue, limit: number): number {
+  let deepest = 0;
+  const stack: [unknown, number][] = [[v, 0]];
+  while (stack.length > 0) {
+    const [x, d] = stack.pop()!;
+    if (x === null || typeof x !== "object") continue;
+    const depth = d + 1;
+    if (depth > deepest) deepest = depth;
+    if (deepest > limit) return deepest;
+    for (const child of Array.isArray(x) ? x : Object.values(x)) stack.push([child, depth]);
+  }
+  return deepest;
 }

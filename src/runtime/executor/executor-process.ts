@@ -2,6 +2,7 @@ import { chownSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import type { Logger } from "../../common/logging/logger";
 import { forEachLine } from "../../common/streams/for-each-line";
 import type { Isolation } from "./isolation";
+import { STDERR_LINES_PER_SECOND, STDERR_MAX_LINE_CHARS, StderrGate } from "./stderr-gate";
 import { BwrapSandbox, SANDBOX_SCRATCH_DIR } from "./sandbox/bwrap-sandbox";
 
 const PAGE_SIZE = 4096;
@@ -95,15 +96,25 @@ export class ExecutorProcess {
     stdin.write(`${spec.token}\n`);
     void Promise.resolve(stdin.end()).catch(() => {});
     const id = spec.id;
-    // Executors write nothing on stdout (user output is captured per call); stderr carries warnings.
-    void forEachLine(this.proc.stdout as ReadableStream<Uint8Array>, (line) => log.warn({ component: "executor", executorId: id, stream: "stdout", ...callsHeld() }, line));
-    this.stderrDone = forEachLine(this.proc.stderr as ReadableStream<Uint8Array>, (line) => {
-      if (!this.connected) {
+    // Executors write nothing on stdout (user output is captured per call); stderr carries
+    // warnings, and whatever user code writes past the capture: bounded in length and rate.
+    const gate = new StderrGate();
+    const logLine = (stream: "stdout" | "stderr") => (line: string, cut: boolean) => {
+      if (stream === "stderr" && !this.connected) {
         this.startStderr.push(line);
         if (this.startStderr.length > START_STDERR_LINES) this.startStderr.shift();
       }
-      log.warn({ component: "executor", executorId: id, stream: "stderr", ...callsHeld() }, line);
-    }).catch(() => {});
+      const { log: pass, droppedBefore } = gate.admit(Date.now());
+      if (!pass) return;
+      log.warn({ component: "executor", executorId: id, stream, ...callsHeld(), ...(cut ? { cut: true } : {}), ...(droppedBefore > 0 ? { droppedLinesBefore: droppedBefore } : {}) }, line);
+    };
+    void forEachLine(this.proc.stdout as ReadableStream<Uint8Array>, logLine("stdout"), STDERR_MAX_LINE_CHARS);
+    this.stderrDone = forEachLine(this.proc.stderr as ReadableStream<Uint8Array>, logLine("stderr"), STDERR_MAX_LINE_CHARS)
+      .then(() => {
+        const untold = gate.untold();
+        if (untold > 0) log.warn({ component: "executor", executorId: id, droppedLines: untold, ...callsHeld() }, `dropped ${untold} more lines of this executor's output (over ${STDERR_LINES_PER_SECOND} a second)`);
+      })
+      .catch(() => {});
     const proc = this.proc;
     void proc.exited.then((code) => {
       this.exit = { code, signal: proc.signalCode === null ? null : String(proc.signalCode) };

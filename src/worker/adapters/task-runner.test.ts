@@ -255,4 +255,24 @@ describe("TaskRunner", () => {
       await tables.close();
     });
   });
+
+  test("executors are shared by one authenticated identity's tasks, never across identities, and per task without one", () => {
+    const r = rig();
+    const start = (id: string, identity: string) => {
+      expect(r.runner.accept(planTask(task(id, [1]), blockWorkerProfile, null), "label", identity)).toBe(true);
+      r.runner.start(id);
+    };
+    start("a1", "client/alice");
+    start("a2", "client/alice");
+    start("b1", "client/bob");
+    start("anon1", "");
+    start("anon2", "");
+    const key = (id: string) => r.pool.ownerKeys.get(`${id}/0/1`);
+    expect(key("a1")).toBe("identity:client/alice");
+    expect(key("a2")).toBe(key("a1"));
+    expect(key("b1")).toBe("identity:client/bob");
+    // Under BLOCKX_INSECURE the owner label is a name anyone may send: it never joins two tasks.
+    expect(key("anon1")).toBe("task:anon1");
+    expect(key("anon2")).toBe("task:anon2");
+  });
 });

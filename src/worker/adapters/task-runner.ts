@@ -82,7 +82,7 @@ interface RunningTask {
 export class TaskRunner {
   private readonly dispatcher: DispatcherCore<JsonValue>;
   /** Plans accepted and not yet forgotten (a task is started from its plan), with their owner label. */
-  private readonly plans = new Map<string, { readonly plan: TaskPlan; readonly owner: string }>();
+  private readonly plans = new Map<string, { readonly plan: TaskPlan; readonly owner: string; readonly identity: string }>();
   /** What each task's calls logged and printed, bounded, until the task is forgotten. */
   private readonly logs: TaskLogBook;
   private readonly tasks = new Map<string, RunningTask>();
@@ -112,9 +112,9 @@ export class TaskRunner {
   }
 
   /** accept keeps a validated plan until WorkerCore starts the task; false if the id is known already. */
-  accept(plan: TaskPlan, owner = ""): boolean {
+  accept(plan: TaskPlan, owner = "", identity = ""): boolean {
     if (this.plans.has(plan.taskId)) return false;
-    this.plans.set(plan.taskId, { plan, owner });
+    this.plans.set(plan.taskId, { plan, owner, identity });
     return true;
   }
 
@@ -263,7 +263,18 @@ export class TaskRunner {
     const callId = `${d.taskId}/${d.index}/${d.attempt}`;
     t.inflight.set(callId, d);
     const startedMs = this.deps.nowMs();
-    void this.deps.pool.execute({ callId, fn: t.plan.fn, args: d.call, ...this.budget() }, t.owner).then((outcome) => this.onCallDone(t, callId, d, outcome, startedMs));
+    void this.deps.pool.execute({ callId, fn: t.plan.fn, args: d.call, ownerKey: this.executorOwnerKey(t), ...this.budget() }, t.owner).then((outcome) => this.onCallDone(t, callId, d, outcome, startedMs));
+  }
+
+  /**
+   * executorOwnerKey: whose calls may share an executor (ExecutorPool recycles an executor between
+   * owners): the task's authenticated identity (its certificate's, under mTLS), so that one
+   * client's tasks reuse warm executors; without one (BLOCKX_INSECURE: the owner label is only a
+   * name anyone can send) every task is its own owner.
+   */
+  private executorOwnerKey(t: RunningTask): string {
+    const identity = this.plans.get(t.plan.taskId)?.identity ?? "";
+    return identity !== "" ? `identity:${identity}` : `task:${t.plan.taskId}`;
   }
 
   private budget(): { budgetMs?: number } {
@@ -409,7 +420,7 @@ export class TaskRunner {
       t.subCalls.add(callId);
       this.step({ type: "subCallStarted", taskId });
       const startedMs = this.deps.nowMs();
-      const out = await this.deps.pool.execute({ callId, fn: call.fn, args: call.args, ...(call.budgetMs !== undefined ? { budgetMs: call.budgetMs } : {}) }, owner);
+      const out = await this.deps.pool.execute({ callId, fn: call.fn, args: call.args, ownerKey: this.executorOwnerKey(t), ...(call.budgetMs !== undefined ? { budgetMs: call.budgetMs } : {}) }, owner);
       t.subCalls.delete(callId);
       this.onCallFinished(isSystemFailure(out), finishedInfo(out, this.deps.nowMs() - startedMs));
       const decision = this.step({ type: "subCallFinished", taskId, attempt, result: resultOf(out) }).reply!;
@@ -435,6 +446,7 @@ export class TaskRunner {
     }
   }
 }
+
 
 function resultOf(o: CallOutcome): CallResult {
   return o.ok ? { ok: true } : { ok: false, retryable: o.error.retryable };

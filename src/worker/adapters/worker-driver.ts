@@ -59,7 +59,7 @@ export class WorkerDriver {
   submitTask(task: Task | undefined, slotId: string, owner: string, requester: Requester, respond: (reply: SnapshotReply) => void): void {
     const plan = this.plan(task);
     // Kept before the core decides, so that startTask finds it; dropped again if nothing starts.
-    const fresh = this.runner.accept(plan, owner);
+    const fresh = this.runner.accept(plan, owner, requester.identity);
     const decision = this.core.handle({ type: "taskSubmitted", task: { taskId: plan.taskId, timeoutMs: plan.timeoutMs }, slotId, requester }, this.nowMs());
     if (fresh && !decision.instructions.some((i) => i.type === "startTask")) this.runner.forget(plan.taskId);
     respond(decision.reply);
