@@ -261,10 +261,16 @@ describe("ExecutorPoolCore: one owner per executor incarnation", () => {
   });
 
   test("a waiting call that cannot be placed does not hold back a later call of an owner that can", () => {
-    const core = readyPool(1);
+    const core = readyPool(2);
     submit(core, "a1", "A");
-    expect(submit(core, "b1", "B")).toEqual([]); // waits: the only executor serves A
-    expect(sent(submit(core, "a2", "A"))).toEqual([["a2", 0]]); // A's second call passes B's
+    submit(core, "a2", "A");
+    submit(core, "a3", "A");
+    submit(core, "a4", "A");
+    expect(submit(core, "a5", "A")).toEqual([]); // A's executors are full
+    expect(sent(step(core, { type: "callEnded", callId: "a1" }, 2))).toEqual([["a5", 0]]);
+    expect(submit(core, "a6", "A")).toEqual([]);
+    expect(submit(core, "b1", "B")).toEqual([]); // B has none: one of A's drains for it
+    expect(sent(step(core, { type: "callEnded", callId: "a2" }, 3))).toEqual([["a6", 1]]); // A's call, waiting first, passes
     expect(core.queuedCount()).toBe(1);
   });
 
@@ -285,4 +291,20 @@ describe("ExecutorPoolCore: one owner per executor incarnation", () => {
     expect(sent(submit(core, "y", "", 1))).toEqual([["y", 1]]);
     expect(core.slots().map((s) => s.owner)).toEqual(["", ""]);
   });
+});
+
+test("an owner waiting behind executors another owner keeps busy gets one drained: it takes no new calls, and is recycled once empty", () => {
+  const core = readyPool(2);
+  const submit = (callId: string, ownerKey: string, at = 1) => step(core, { type: "callSubmitted", callId, ownerKey }, at);
+  submit("big1", "BIG");
+  submit("big2", "BIG");
+  expect(submit("small1", "SMALL")).toEqual([]);
+  expect(core.slots().map((s) => s.owner)).toEqual(["BIG", "BIG"]);
+  // BIG keeps submitting: its new calls go to the executor that is not draining.
+  expect(sent(submit("big3", "BIG"))).toEqual([["big3", 1]]);
+  expect(sent(submit("big4", "BIG"))).toEqual([]); // executor 1 is full (2), executor 0 drains
+  // The drained executor empties, is recycled, restarts, and SMALL runs there.
+  expect(step(core, { type: "callEnded", callId: "big1" }, 2)).toEqual([{ type: "recycleExecutor", index: 0, executorId: "0.1" }]);
+  step(core, { type: "timeAdvanced" }, 2);
+  expect(sent(step(core, { type: "executorIntroduced", index: 0 }, 3))).toEqual([["small1", 0]]);
 });

@@ -35,6 +35,8 @@ interface Slot {
   diedAtStart: boolean;
   /** The owner whose calls this incarnation runs; null until its first call. */
   owner: string | null;
+  /** Takes no new calls: another owner waits for it to empty, then it is recycled for them. */
+  draining: boolean;
 }
 
 export interface PoolCoreTiming {
@@ -91,6 +93,7 @@ export class ExecutorPoolCore {
       restartAtMs: 0,
       diedAtStart: false,
       owner: null,
+      draining: false,
     }));
   }
 
@@ -217,7 +220,7 @@ export class ExecutorPoolCore {
   private pick(owner: string): Slot | null {
     let best: Slot | null = null;
     for (const s of this.slotList) {
-      if (s.state !== "READY" || s.calls.size >= this.timing.maxInflightPerExecutor) continue;
+      if (s.state !== "READY" || s.draining || s.calls.size >= this.timing.maxInflightPerExecutor) continue;
       if (s.owner !== owner && s.owner !== null) continue;
       if (!best || s.calls.size < best.calls.size) best = s;
     }
@@ -226,7 +229,8 @@ export class ExecutorPoolCore {
 
   /** idleOfOtherOwner: a READY executor holding no calls whose owner is not `owner`: one to recycle. */
   private idleOfOtherOwner(owner: string): Slot | null {
-    return this.slotList.find((s) => s.state === "READY" && s.calls.size === 0 && s.owner !== null && s.owner !== owner) ?? null;
+    // A draining executor is recycled for any owner once empty.
+    return this.slotList.find((s) => s.state === "READY" && s.calls.size === 0 && s.owner !== null && (s.owner !== owner || s.draining)) ?? null;
   }
 
   /**
@@ -245,6 +249,7 @@ export class ExecutorPoolCore {
           stuckOwners.add(owner);
           const idle = this.idleOfOtherOwner(owner);
           if (idle) this.recycle(idle, nowMs, out);
+          else this.drainOneFor(owner);
         }
         i++;
         continue;
@@ -258,11 +263,28 @@ export class ExecutorPoolCore {
     }
   }
 
+  /**
+   * drainOneFor: every executor is busy with other owners' calls, so `owner` could wait forever
+   * behind a task that keeps them busy: the least-loaded one takes no new calls, and once empty it
+   * is recycled for whoever waits. One executor drains at a time.
+   */
+  private drainOneFor(owner: string): void {
+    // An owner with an executor of its own waits for it; only one with none gets another drained.
+    if (this.slotList.some((s) => s.draining || (s.state === "READY" && s.owner === owner))) return;
+    let victim: Slot | null = null;
+    for (const s of this.slotList) {
+      if (s.state !== "READY" || s.owner === owner || s.owner === null) continue;
+      if (!victim || s.calls.size < victim.calls.size) victim = s;
+    }
+    if (victim) victim.draining = true;
+  }
+
   /** recycle retires an idle executor for a fresh one, due at once: it did not fail, so no backoff. */
   private recycle(s: Slot, nowMs: number, out: ExecutorPoolInstruction[]): void {
     out.push({ type: "recycleExecutor", index: s.index, executorId: this.executorId(s.index) });
     s.state = "DEAD";
     s.owner = null;
+    s.draining = false;
     s.diedAtStart = false;
     s.restartAtMs = nowMs;
   }
@@ -274,6 +296,7 @@ export class ExecutorPoolCore {
     s.diedAtStart = s.state === "STARTING";
     s.state = "DEAD";
     s.owner = null;
+    s.draining = false;
     for (const id of s.calls) this.assigned.delete(id);
     s.calls.clear();
     const backoff = Math.min(this.timing.backoffMaxMs, this.timing.backoffBaseMs * 2 ** (s.recentDeaths - 1));
