@@ -93,7 +93,7 @@ from blockx_executor import BackendError, JsonRpcError
 
 def main(ctx, input):
     try:
-        ctx.rpc.call('eth_noSuchMethod', 1)
+        ctx.rpc.call('eth_getBalance', '0xnothex', 'latest')
     except JsonRpcError as e:
         return [{'block': input['blockNumber'], 'code': e.code, 'is_backend_error': isinstance(e, BackendError), 'message': e.message}]
 `;
@@ -167,8 +167,10 @@ describe("a backfill over a real Ethereum node (ganache)", () => {
     expect(want.some((r) => r.tx_count === 0)).toBe(true);
     expect(rowsOf(s.dir)).toEqual(want);
 
-    // A node's JSON-RPC error reaches the function as JsonRpcError with the node's own code.
-    const direct = (await (await fetch(node.url, { method: "POST", body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_noSuchMethod", params: [1] }) })).json()) as { error: { code: number; message: string } };
+    // A node's JSON-RPC error reaches the function as JsonRpcError with the node's own code (a read
+    // method the allowlist passes, with a parameter the node refuses).
+    const direct = (await (await fetch(node.url, { method: "POST", body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_getBalance", params: ["0xnothex", "latest"] }) })).json()) as { error: { code: number; message: string } };
+    expect(direct.error.code).toBeNumber();
     await submit(s, factsTask("ganache-err", 3, 3, NODE_ERROR, "node_errors"));
     expect((await s.client.watch(["ganache-err"])).snapshots.at(-1)!.state).toBe(TaskState.SUCCEEDED);
     const store = new RawTableReader(join(s.dir, "tables.sqlite"));

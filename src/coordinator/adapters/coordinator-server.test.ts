@@ -263,6 +263,15 @@ describe("CoordinatorServer.reservationOutcomes (GetReservationOutcomes)", () =>
     expect(server.reservationOutcomes({ limit: 1 }).recent).toHaveLength(1);
   });
 
+  test("a Worker's PERMISSION_DENIED (the task id is another client's) is recorded as such, and the client hears PERMISSION_DENIED", async () => {
+    const { server } = setup({ "a:1": [reject(ErrorCode.ErrPermissionDenied, "task owned-2 belongs to client/alice")] });
+    const err = await reserveError(server, "owned-2");
+    expect(err.code).toBe(ErrorCode.ErrPermissionDenied);
+    const o = server.reservationOutcomes({ limit: 1 });
+    expect(o.counts.find((c) => c.outcome === "permission_denied")?.sinceStart).toBe(1);
+    expect(o.recent[0]).toMatchObject({ taskId: "owned-2", outcome: "permission_denied", workerAddr: "a:1", workersAsked: 1 });
+  });
+
   test("a limit over the 1,000 kept is InvalidArgument, saying so", () => {
     const { server } = setup({});
     try {

@@ -1,15 +1,19 @@
 import type { ReservationOutcome } from "./reservation-core-instructions";
 
+/** Every outcome label once, in the order the dashboard lists them: a label added to ReservationOutcome and not here does not compile. */
+const OUTCOME_ORDER: Record<ReservationOutcome, true> = {
+  reserved: true,
+  no_executable_slot: true,
+  all_rejected: true,
+  uncertain: true,
+  unavailable: true,
+  permission_denied: true,
+  invalid_argument: true,
+  cancelled: true,
+};
+
 /** Every outcome label, in the order the dashboard lists them (also the ones never seen). */
-export const RESERVATION_OUTCOMES: readonly ReservationOutcome[] = [
-  "reserved",
-  "no_executable_slot",
-  "all_rejected",
-  "uncertain",
-  "unavailable",
-  "invalid_argument",
-  "cancelled",
-];
+export const RESERVATION_OUTCOMES: readonly ReservationOutcome[] = Object.keys(OUTCOME_ORDER) as ReservationOutcome[];
 
 /** Recent reservations a Coordinator keeps for GetReservationOutcomes (the oldest dropped first). */
 export const RESERVATION_LOG_CAPACITY = 1_000;
