@@ -99,20 +99,36 @@ export class ExecutorProcess {
     // Executors write nothing on stdout (user output is captured per call); stderr carries
     // warnings, and whatever user code writes past the capture: bounded in length and rate.
     const gate = new StderrGate();
+    const tellDropped = () => {
+      const untold = gate.untold();
+      if (untold > 0) log.warn({ component: "executor", executorId: id, droppedLines: untold, ...callsHeld() }, `dropped ${untold} more lines of this executor's output (over ${STDERR_LINES_PER_SECOND} a second)`);
+    };
+    // Lines dropped in a burst that then stops are told when their second is over, not only with
+    // the next line let through (which may never come) or at the executor's exit.
+    let tellTimer: ReturnType<typeof setTimeout> | null = null;
     const logLine = (stream: "stdout" | "stderr") => (line: string, cut: boolean) => {
       if (stream === "stderr" && !this.connected) {
         this.startStderr.push(line);
         if (this.startStderr.length > START_STDERR_LINES) this.startStderr.shift();
       }
-      const { log: pass, droppedBefore } = gate.admit(Date.now());
-      if (!pass) return;
+      const now = Date.now();
+      const { log: pass, droppedBefore } = gate.admit(now);
+      if (!pass) {
+        tellTimer ??= setTimeout(() => {
+          tellTimer = null;
+          tellDropped();
+        }, 1000 - (now % 1000) + 50);
+        tellTimer.unref?.();
+        return;
+      }
       log.warn({ component: "executor", executorId: id, stream, ...callsHeld(), ...(cut ? { cut: true } : {}), ...(droppedBefore > 0 ? { droppedLinesBefore: droppedBefore } : {}) }, line);
     };
     void forEachLine(this.proc.stdout as ReadableStream<Uint8Array>, logLine("stdout"), STDERR_MAX_LINE_CHARS);
     this.stderrDone = forEachLine(this.proc.stderr as ReadableStream<Uint8Array>, logLine("stderr"), STDERR_MAX_LINE_CHARS)
       .then(() => {
-        const untold = gate.untold();
-        if (untold > 0) log.warn({ component: "executor", executorId: id, droppedLines: untold, ...callsHeld() }, `dropped ${untold} more lines of this executor's output (over ${STDERR_LINES_PER_SECOND} a second)`);
+        if (tellTimer) clearTimeout(tellTimer);
+        tellTimer = null;
+        tellDropped();
       })
       .catch(() => {});
     const proc = this.proc;
