@@ -63,7 +63,7 @@ export const DEFAULT_OUTCOMES_LIMIT = 100;
 export class CoordinatorServer {
   private readonly reservations: ReservationCore;
   private nextReservationId = 0;
-  /** What GetReservationOutcomes (the dashboard) reads: wall-clock times, they are shown to people. */
+  /** What GetReservationOutcomes (the dashboard) reads, timed by the server's wall clock (shown to people). */
   private readonly outcomes: ReservationOutcomeLog;
 
   constructor(
@@ -77,7 +77,7 @@ export class CoordinatorServer {
     private readonly nowMs: () => number = Date.now,
   ) {
     this.reservations = new ReservationCore(core, { maxCandidates, maxTimeoutRetries: config.maxTimeoutRetries, workerRpcTimeoutMs: config.workerRpcTimeoutMs, slotTtlMs });
-    this.outcomes = new ReservationOutcomeLog(Date.now());
+    this.outcomes = new ReservationOutcomeLog(this.nowMs());
   }
 
   /**
@@ -94,7 +94,7 @@ export class CoordinatorServer {
     this.metrics?.reservations.inc({ outcome: next.outcome });
     this.metrics?.reservationSeconds.observe({ outcome: next.outcome }, durationMs / 1000);
     this.outcomes.record({
-      atMs: Date.now(),
+      atMs: this.nowMs(),
       taskId,
       outcome: next.outcome,
       workerAddr: next.result.ok ? next.result.response.workerAddr : asked.workerAddr,
@@ -183,40 +183,20 @@ export class CoordinatorServer {
     if (req.limit > RESERVATION_LOG_CAPACITY) {
       throw new CoordinatorError(ErrorCode.ErrInvalidArgument, `limit: at most ${RESERVATION_LOG_CAPACITY} recent reservations are kept, asked for ${req.limit}`);
     }
-    const s = this.outcomes.snapshot(Date.now(), req.limit === 0 ? DEFAULT_OUTCOMES_LIMIT : req.limit);
+    const s = this.outcomes.snapshot(this.nowMs(), req.limit === 0 ? DEFAULT_OUTCOMES_LIMIT : req.limit);
     return { startedAtMs: s.startedAtMs, total: s.total, counts: [...s.counts], recent: [...s.recent] };
   }
 
   /** grpcOutcomesHandler adapts reservationOutcomes to a grpc-js unary handler (block and bundle services). */
   grpcOutcomesHandler(tls: TlsSetting): grpc.handleUnaryCall<GetReservationOutcomesRequest, GetReservationOutcomesResponse> {
-    return (call, callback) => {
-      // Read-only, but only for the cluster's own clients and admins (it names recent task ids).
-      const caller = callerOf(tls, call, ["client", "admin"], "GetReservationOutcomes");
-      if (!caller.ok) return callback(caller.error);
-      try {
-        callback(null, this.reservationOutcomes(call.request));
-      } catch (e) {
-        if (e instanceof CoordinatorError) callback(grpcError(coordCodeToGRPC(e.code), e.message));
-        else callback(grpcError(grpc.status.INTERNAL, `internal error: ${(e as Error).message}`));
-      }
-    };
+    // Read-only, but only for the cluster's own clients and admins (it names recent task ids).
+    return (call, callback) => this.serve(tls, "GetReservationOutcomes", call, callback, {}, async () => this.reservationOutcomes(call.request));
   }
 
   /** grpcBatchHandler adapts reserveWorkerSlots to a grpc-js unary handler (block and bundle services). */
   grpcBatchHandler(tls: TlsSetting): grpc.handleUnaryCall<ReserveWorkerSlotsRequest, ReserveWorkerSlotsResponse> {
-    return (call, callback) => {
-      const caller = callerOf(tls, call, ["client", "admin"], "ReserveWorkerSlots");
-      if (!caller.ok) return callback(caller.error);
-      const clientIdentity = caller.identity ? identityKey(caller.identity) : "";
-      this.reserveWorkerSlots(call.request.taskIds, () => call.cancelled, clientIdentity).then(
-        (res) => callback(null, res),
-        (e: unknown) => {
-          if (e instanceof CoordinatorError) return callback(grpcError(coordCodeToGRPC(e.code), e.message));
-          this.log.error({ err: e }, "ReserveWorkerSlots failed unexpectedly");
-          callback(grpcError(grpc.status.INTERNAL, `internal error: ${(e as Error).message}`));
-        },
-      );
-    };
+    return (call, callback) =>
+      this.serve(tls, "ReserveWorkerSlots", call, callback, {}, (clientIdentity) => this.reserveWorkerSlots(call.request.taskIds, () => call.cancelled, clientIdentity));
   }
 
   /**
@@ -224,22 +204,35 @@ export class CoordinatorServer {
    * Under mTLS only a client or an admin certificate may reserve; its identity owns the slot.
    */
   grpcHandler(tls: TlsSetting): grpc.handleUnaryCall<ReserveWorkerSlotRequest, ReserveWorkerSlotResponse> {
-    return (call, callback) => {
-      const caller = callerOf(tls, call, ["client", "admin"], "ReserveWorkerSlot");
-      if (!caller.ok) return callback(caller.error);
-      const clientIdentity = caller.identity ? identityKey(caller.identity) : "";
-      this.reserveWorkerSlot(call.request.taskId, () => call.cancelled, clientIdentity).then(
-        (res) => callback(null, res),
-        (e: unknown) => {
-          if (e instanceof CoordinatorError) {
-            callback(grpcError(coordCodeToGRPC(e.code), e.message));
-          } else {
-            this.log.error({ err: e, taskId: call.request.taskId }, "ReserveWorkerSlot failed unexpectedly");
-            callback(grpcError(grpc.status.INTERNAL, `internal error: ${(e as Error).message}`));
-          }
-        },
+    return (call, callback) =>
+      this.serve(tls, "ReserveWorkerSlot", call, callback, { taskId: call.request.taskId }, (clientIdentity) =>
+        this.reserveWorkerSlot(call.request.taskId, () => call.cancelled, clientIdentity),
       );
-    };
+  }
+
+  /**
+   * serve is every RPC's frame: only a client or an admin certificate may call (its identity is
+   * handed to `run`); a CoordinatorError becomes its gRPC status in the one mapping, anything else
+   * is logged and answered INTERNAL.
+   */
+  private serve<Res>(
+    tls: TlsSetting,
+    method: string,
+    call: Parameters<typeof callerOf>[1],
+    callback: grpc.sendUnaryData<Res>,
+    logFields: Record<string, unknown>,
+    run: (clientIdentity: string) => Promise<Res>,
+  ): void {
+    const caller = callerOf(tls, call, ["client", "admin"], method);
+    if (!caller.ok) return callback(caller.error);
+    run(caller.identity ? identityKey(caller.identity) : "").then(
+      (res) => callback(null, res),
+      (e: unknown) => {
+        if (e instanceof CoordinatorError) return callback(grpcError(coordCodeToGRPC(e.code), e.message));
+        this.log.error({ err: e, ...logFields }, `${method} failed unexpectedly`);
+        callback(grpcError(grpc.status.INTERNAL, `internal error: ${(e as Error).message}`));
+      },
+    );
   }
 }
 
