@@ -114,11 +114,13 @@ export class ExecutorProcess {
       const now = Date.now();
       const { log: pass, droppedBefore } = gate.admit(now);
       if (!pass) {
-        tellTimer ??= setTimeout(() => {
-          tellTimer = null;
-          tellDropped();
-        }, 1000 - (now % 1000) + 50);
-        tellTimer.unref?.();
+        if (tellTimer === null) {
+          tellTimer = setTimeout(() => {
+            tellTimer = null;
+            tellDropped();
+          }, 1000 - (now % 1000) + 50);
+          tellTimer.unref?.();
+        }
         return;
       }
       log.warn({ component: "executor", executorId: id, stream, ...callsHeld(), ...(cut ? { cut: true } : {}), ...(droppedBefore > 0 ? { droppedLinesBefore: droppedBefore } : {}) }, line);

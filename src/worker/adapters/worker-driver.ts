@@ -100,7 +100,7 @@ export class WorkerDriver {
    * first, with what the runner knows of it.
    */
   listTasks(limit: number, requester: Requester): { tasks: { snapshot: TaskSnapshot; info: TaskInfo | undefined }[]; truncated: boolean } {
-    this.apply(this.core.handle({ type: "timeAdvanced" }, this.nowMs()));
+    this.advance();
     const all = this.core
       .snapshots()
       .filter((s) => requester.admin || this.core.ownerOf(s.taskId) === requester.identity).sort((a, b) => b.allocatedAtMs - a.allocatedAtMs || b.acceptedAtMs - a.acceptedAtMs || (a.taskId < b.taskId ? -1 : 1));
@@ -113,7 +113,7 @@ export class WorkerDriver {
    * while GetTaskResult already says NOT_FOUND (locate probes with this).
    */
   story(taskId: string): ReturnType<WorkerCore["story"]> {
-    this.apply(this.core.handle({ type: "timeAdvanced" }, this.nowMs()));
+    this.advance();
     return this.core.story(taskId);
   }
 
@@ -197,9 +197,14 @@ export class WorkerDriver {
     void this.runner.writesSettled(snapshot.taskId).then(() => this.onSnapshot(snapshot));
   }
 
+  /** advance applies what is due as of now (expiries, deadlines): the timer, and reads that must not see the past. */
+  private advance(): void {
+    this.apply(this.core.handle({ type: "timeAdvanced" }, this.nowMs()));
+  }
+
   private armTimer(): void {
     if (this.timer) clearTimeout(this.timer);
     const at = this.stopped ? null : this.core.nextDeadlineMs();
-    this.timer = at === null ? null : setTimeout(() => this.apply(this.core.handle({ type: "timeAdvanced" }, this.nowMs())), Math.max(0, Math.ceil(at - this.nowMs())));
+    this.timer = at === null ? null : setTimeout(() => this.advance(), Math.max(0, Math.ceil(at - this.nowMs())));
   }
 }
