@@ -55,6 +55,14 @@ export function startUiServer(client: BlockxClient, o: UiServerOptions, log: Log
       unreachable: everywhere.unreachable,
     };
   };
+  // One overview per refresh period, shared by every open page: each costs an etcd read and an
+  // RPC to every Worker and Coordinator, which must not grow with the number of pages.
+  let latest: { atMs: number; overview: Promise<Overview> } | null = null;
+  const sharedOverview = (): Promise<Overview> => {
+    const now = Date.now();
+    if (latest === null || now - latest.atMs >= o.refreshMs) latest = { atMs: now, overview: overview() };
+    return latest.overview;
+  };
   const json = (v: unknown, status = 200) => new Response(JSON.stringify(v), { status, headers: { "content-type": "application/json", "cache-control": "no-store" } });
   const fail = (e: unknown, status = 502) => json({ error: (e as Error).message }, status);
 
@@ -99,12 +107,12 @@ export function startUiServer(client: BlockxClient, o: UiServerOptions, log: Log
         case "/":
           return new Response(PAGE, { headers: { "content-type": "text/html; charset=utf-8" } });
         case "/api/overview":
-          return overview().then(json, (e) => fail(e));
+          return sharedOverview().then(json, (e) => fail(e));
         case "/api/events":
           return sse(async (send, closed) => {
             while (!closed()) {
               try {
-                send("overview", await overview());
+                send("overview", await sharedOverview());
               } catch (e) {
                 send("failure", { error: (e as Error).message });
               }
