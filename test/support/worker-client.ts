@@ -65,4 +65,22 @@ export function inputsTask(taskId: string, source: string, inputs: unknown[], ti
   });
 }
 
+/**
+ * rangeTask builds a task over blocks from..to of the synthetic "ethereum" chain, by inline source
+ * or by name: a block table (one call per block), or a bundle table of `bundleSize` blocks a call.
+ */
+export function rangeTask(taskId: string, fn: { source?: string; name?: string }, from: number, to: number, outputs: Task["outputs"], bundleSize = 0): Task {
+  return Task.fromPartial({
+    taskId,
+    functionCallConfig: FunctionCallConfig.fromPartial({
+      function: { source: fn.source ?? "", name: fn.name ?? "", entry: "main" },
+      config:
+        bundleSize > 0
+          ? { $case: "blockBundle", blockBundle: { chain: "ethereum", fromBlock: from, toBlock: to, bundleSize } }
+          : { $case: "blockTable", blockTable: { chain: "ethereum", fromBlock: from, toBlock: to } },
+    }),
+    outputs,
+  });
+}
+
 export const TERMINAL_STATES = [TaskState.SUCCEEDED, TaskState.FAILED, TaskState.TIMED_OUT, TaskState.CANCELLED];

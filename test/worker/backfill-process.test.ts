@@ -7,13 +7,13 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { FunctionCallConfig, Task, TaskState } from "../../src/gen/worker/v1/worker";
+import { type Task, TaskState } from "../../src/gen/worker/v1/worker";
 import { RawTableReader } from "../support/raw-table-reader";
 import { BLOCK_STATS, BUNDLE_STATS, expectedBlockStats as expected } from "../support/block-stats";
 import { BLOCKX_BINARY, BlockxProcess } from "../support/blockx-process";
 import { NO_HOST_RED_LINES, reserve, waitFor } from "../support/coordinator-client";
 import { randomLanePrefix } from "../support/worker-double";
-import { WorkerClient } from "../support/worker-client";
+import { rangeTask, WorkerClient } from "../support/worker-client";
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterEach(async () => {
@@ -21,17 +21,7 @@ afterEach(async () => {
 });
 
 function blockTask(taskId: string, fn: { source?: string; name?: string }, from: number, to: number, table: string, bundleSize = 0): Task {
-  return Task.fromPartial({
-    taskId,
-    functionCallConfig: FunctionCallConfig.fromPartial({
-      function: { source: fn.source ?? "", name: fn.name ?? "", entry: "main" },
-      config:
-        bundleSize > 0
-          ? { $case: "blockBundle", blockBundle: { chain: "ethereum", fromBlock: from, toBlock: to, bundleSize } }
-          : { $case: "blockTable", blockTable: { chain: "ethereum", fromBlock: from, toBlock: to } },
-    }),
-    outputs: [{ handler: { $case: "blockTableWrite", blockTableWrite: { table } } }],
-  });
+  return rangeTask(taskId, fn, from, to, [{ handler: { $case: "blockTableWrite", blockTableWrite: { table } } }], bundleSize);
 }
 
 async function setup(role: "worker" | "bundle-worker", extra: Record<string, string> = {}) {

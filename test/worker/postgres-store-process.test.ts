@@ -9,7 +9,8 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Etcd3 } from "etcd3";
 import { integerDigits, isExactInt } from "../../src/common/json/exact-json";
-import { FunctionCallConfig, Task } from "../../src/gen/worker/v1/worker";
+import type { Task } from "../../src/gen/worker/v1/worker";
+import { rangeTask } from "../support/worker-client";
 import { BlockxClient } from "../../src/sdk/blockx-client";
 import { BLOCK_STATS, BUNDLE_STATS, expectedBlockStats as expected } from "../support/block-stats";
 import { BLOCKX_BINARY } from "../support/blockx-process";
@@ -22,19 +23,6 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-function task(taskId: string, fn: { source?: string; name?: string }, from: number, to: number, outputs: Task["outputs"], bundleSize = 0): Task {
-  return Task.fromPartial({
-    taskId,
-    functionCallConfig: FunctionCallConfig.fromPartial({
-      function: { source: fn.source ?? "", name: fn.name ?? "", entry: "main" },
-      config:
-        bundleSize > 0
-          ? { $case: "blockBundle", blockBundle: { chain: "ethereum", fromBlock: from, toBlock: to, bundleSize } }
-          : { $case: "blockTable", blockTable: { chain: "ethereum", fromBlock: from, toBlock: to } },
-    }),
-    outputs,
-  });
-}
 const table = (name: string): Task["outputs"] => [{ handler: { $case: "blockTableWrite", blockTableWrite: { table: name } } }];
 
 /** A Worker "host": its own folders (nothing shared with the others but the Postgres URL). */
@@ -64,7 +52,7 @@ describe("Postgres table store across hosts", () => {
     cleanups.push(() => client.close());
     let running = "";
     let killed = "";
-    const run = await client.runTask(task("hosts-5000", { name: "bundle_stats" }, 10_000, 14_999, table("host_stats"), 25), {
+    const run = await client.runTask(rangeTask("hosts-5000", { name: "bundle_stats" }, 10_000, 14_999, table("host_stats"), 25), {
       onEvent: (e) => {
         if (e.kind === "submitted") running = e.workerAddr;
       },
@@ -90,7 +78,7 @@ describe("Postgres table store across hosts", () => {
     const client = new BlockxClient(cluster.clientConfig({ BLOCKX_COORDINATOR_ADDRS: coord.addr }));
     cleanups.push(() => client.close());
     const src = "def main(ctx, input):\n    n = input['blockNumber']\n    return [{'block': n, 'wei': 2**255 + 1, 'neg': -(2**63) - 1, 'doc': {'v': 2**255 + n}}]\n";
-    const run = await client.runTask(task("exact-1", { source: src }, 1, 2, [...table("wei"), { handler: { $case: "returnValue", returnValue: {} } }]));
+    const run = await client.runTask(rangeTask("exact-1", { source: src }, 1, 2, [...table("wei"), { handler: { $case: "returnValue", returnValue: {} } }]));
     expect(run.state).toBe("SUCCEEDED");
     const BIG = (2n ** 255n + 1n).toString();
     const NEG = (-(2n ** 63n) - 1n).toString();
@@ -125,7 +113,7 @@ describe("Postgres table store across hosts", () => {
       const coord = await cluster.coordinator();
       const client = new BlockxClient(cluster.clientConfig({ BLOCKX_COORDINATOR_ADDRS: coord.addr, BLOCKX_WORKER_LOST_AFTER_MS: "60000" }));
       cleanups.push(() => client.close());
-      const first = await client.runTask(task("lock-0", { source: BLOCK_STATS }, 1, 1, table("locked_rows")));
+      const first = await client.runTask(rangeTask("lock-0", { source: BLOCK_STATS }, 1, 1, table("locked_rows")));
       expect(first.state).toBe("SUCCEEDED");
       // Hold the table's lock from outside, as a long report query or a migration would.
       let release: () => Promise<void>;
@@ -151,7 +139,7 @@ describe("Postgres table store across hosts", () => {
       const etcd = new Etcd3({ hosts: `http://${cluster.etcd}` });
       cleanups.push(() => etcd.close());
       const key = `${cluster.blockPrefix}${w.addr}`;
-      const running = client.runTask(task("lock-1", { source: BLOCK_STATS }, 2, 41, table("locked_rows")));
+      const running = client.runTask(rangeTask("lock-1", { source: BLOCK_STATS }, 2, 41, table("locked_rows")));
       // While the lock is held (3 lease TTLs, 3 ping timeouts): the heartbeat key, under its 3 s lease, never disappears.
       for (let i = 0; i < 90; i++) {
         expect([i, (await etcd.get(key).string()) !== null]).toEqual([i, true]);
@@ -180,7 +168,7 @@ describe("Postgres table store across hosts", () => {
     const slow = "import time\n" + BLOCK_STATS.replace("def main(ctx, input):", "def main(ctx, input):\n    time.sleep(0.02)");
     let stopped = false;
     const restarted: Promise<void>[] = [];
-    const run = await client.runTask(task("down-1", { source: slow }, 100, 299, table("down_rows")), {
+    const run = await client.runTask(rangeTask("down-1", { source: slow }, 100, 299, table("down_rows")), {
       onProgress: (p) => {
         if (!stopped && p.done >= 50) {
           stopped = true;
@@ -207,7 +195,7 @@ describe("Postgres table store across hosts", () => {
     const coord2 = await lane2.coordinator();
     const client2 = new BlockxClient(lane2.clientConfig({ BLOCKX_COORDINATOR_ADDRS: coord2.addr, BLOCKX_WORKER_LOST_AFTER_MS: "60000" }));
     cleanups.push(() => client2.close());
-    const failed = await client2.runTask(task("down-2", { source: BLOCK_STATS }, 1, 3, table("down_rows")), { resubmit: false });
+    const failed = await client2.runTask(rangeTask("down-2", { source: BLOCK_STATS }, 1, 3, table("down_rows")), { resubmit: false });
     expect(failed.state).toBe("FAILED");
     expect(failed.result.firstError?.code).toBe("STORE_UNAVAILABLE");
     expect(failed.result.firstError?.message).toContain(`table store postgres://blockx@127.0.0.1:${pg.port}/down_test unavailable`);
