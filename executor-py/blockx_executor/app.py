@@ -8,7 +8,8 @@ Environment: BLOCKX_EXECUTOR_TOKEN_ON_STDIN ("1": the token is the first line of
 never in the environment user code can read back from /proc/self/environ) or BLOCKX_EXECUTOR_TOKEN
 (the token itself; removed from os.environ after the Hello), BLOCKX_EXECUTOR_NPROC_LIMIT,
 BLOCKX_EXECUTOR_SCRATCH_DIR, BLOCKX_EXECUTOR_PROCESS_FILTER (a seccomp program in hex, from a
-sandboxing pool: installed before serving), BLOCKX_EXECUTOR_ALLOW_NETWORK ("1": tests only).
+sandboxing pool: installed before serving), BLOCKX_EXECUTOR_ALLOW_NETWORK ("1": tests only),
+BLOCKX_EXECUTOR_BLOCK_STORE_FD (an inherited read-only fd of the block store: shared_store.py).
 """
 
 import os
@@ -78,6 +79,11 @@ def main(argv=None) -> None:
         "pid": os.getpid(),
         "python": "%d.%d.%d" % sys.version_info[:3],
     }
+    from . import shared_store
+
+    block_store = shared_store.open_inherited()
+    if block_store is not None:
+        hello["blockStore"] = block_store
     try:
         sock.sendall(frame_bytes(encode_json(hello)))
     except OSError as e:

@@ -10,6 +10,7 @@ import time
 
 from .chain_api import BlockDb, LogicalTypes, Meta, Rpc
 from .errors import SubCallError, backend_error
+from .shared_store import bytes_request, read_mapped
 
 LOG_LEVELS = frozenset(("debug", "info", "warning", "error"))
 
@@ -74,6 +75,9 @@ def _failure(result) -> dict:
 def unwrap_io(result):
     """unwrap_io returns an IO result's value or raises BackendError."""
     if type(result) is dict and result.get("ok") is True:
+        if "mapped" in result:
+            # read_mapped could not read it, and the answer to the request for bytes was a mapping again.
+            raise backend_error("INTERNAL", "the pool answered with a block store mapping this executor cannot read", False)
         return result.get("value")
     error = _failure(result)
     raise backend_error(str(error.get("type", "UNKNOWN")), str(error.get("message", "")), error.get("retryable") is True)
@@ -133,6 +137,11 @@ class Suspension:
         if not self.requests:
             return []
         results = yield self
+        missing = read_mapped(results) if type(results) is list else None
+        if missing:
+            again = yield Suspension([bytes_request(self.requests[i]) for i in missing], None)
+            for i, r in zip(missing, again):
+                results[i] = r
         return self.unwrap(results)
 
     def __repr__(self) -> str:
@@ -186,9 +195,20 @@ class SyncContext(_BaseContext):
         super().__init__(call, chain)
         self._suspend = suspend
 
+    def _answers(self, requests):
+        """_answers suspends for IO requests; a mapped answer is read from the shared block
+        store, and one that cannot be is asked for again as bytes."""
+        results = self._suspend(self._call, requests)
+        missing = read_mapped(results)
+        if missing:
+            again = self._suspend(self._call, [bytes_request(requests[i]) for i in missing])
+            for i, r in zip(missing, again):
+                results[i] = r
+        return results
+
     def io(self, backend, op, params=None):
         """io runs one IO request and returns its value (BackendError when it fails)."""
-        return unwrap_io(self._suspend(self._call, [io_request(backend, op, params)])[0])
+        return unwrap_io(self._answers([io_request(backend, op, params)])[0])
 
     def io_many(self, requests):
         """io_many runs several IO requests in one suspension and returns their values in
@@ -196,7 +216,7 @@ class SyncContext(_BaseContext):
         reqs = [_io_item(r) for r in requests]
         if not reqs:
             return []
-        return [unwrap_io(r) for r in self._suspend(self._call, reqs)]
+        return [unwrap_io(r) for r in self._answers(reqs)]
 
     def call(self, function, args=None):
         """call runs another function (a name or {"source", "entry"}) and returns its result

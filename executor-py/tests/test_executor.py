@@ -24,7 +24,7 @@ TOKEN = "test-token-123"
 class Executor:
     """Executor: one executor process and the pool's end of its connection."""
 
-    def __init__(self, env=None):
+    def __init__(self, env=None, pass_fds=()):
         self.dir = tempfile.TemporaryDirectory(prefix="blockx-exec-test-")
         path = os.path.join(self.dir.name, "pool.sock")
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -49,6 +49,7 @@ class Executor:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=self.stderr,
+            pass_fds=pass_fds,
         )
         self.listener.settimeout(10)
         self.conn, _ = self.listener.accept()
@@ -171,6 +172,93 @@ class ExecutorTest(unittest.TestCase):
         self.assertEqual(frame["type"], "CallFailed", frame)
         self.assertEqual(frame["error"]["code"], code, frame)
         return frame["error"]
+
+
+class SharedBlockStoreTest(unittest.TestCase):
+    """Final blocks by offset: the executor inherits the block store's fd, says its identity in
+    Hello, reads a mapped answer itself and asks for bytes when it cannot."""
+
+    BLOCKS = [{"number": "0x7", "transactions": ["0xa", "0xb"]}, {"number": "0x8", "transactions": []}]
+
+    def setUp(self):
+        self.file = tempfile.NamedTemporaryFile(prefix="blockx-store-test-")
+        lines = [json.dumps(b, separators=(",", ":")).encode() for b in self.BLOCKS]
+        self.spans = []
+        pos = len(b'{"blockxBlockStore":1}\n')
+        self.file.write(b'{"blockxBlockStore":1}\n')
+        for line in lines:
+            self.spans.append([pos, len(line)])
+            self.file.write(line + b"\n")
+            pos += len(line) + 1
+        self.file.flush()
+        self.fd = os.open(self.file.name, os.O_RDONLY)
+        st = os.fstat(self.fd)
+        self.identity = f"{st.st_dev}:{st.st_ino}"
+        self.ex = Executor({"BLOCKX_EXECUTOR_BLOCK_STORE_FD": str(self.fd)}, pass_fds=(self.fd,))
+        self.hello = self.ex.next()
+
+    def tearDown(self):
+        self.ex.close()
+        os.close(self.fd)
+        self.file.close()
+
+    def mapped(self, i, store=None):
+        return {"ok": True, "mapped": self.spans[i], "store": store or self.identity}
+
+    def test_hello_names_the_inherited_file(self):
+        self.assertEqual(self.hello["blockStore"], self.identity)
+
+    def test_a_mapped_block_is_read_from_the_file_in_def_and_async_entries(self):
+        src = "def main(ctx, x):\n    a, b = ctx.io_many([('s', 'b', 7), ('s', 'b', 8)])\n    c = ctx.io('s', 'plain')\n    return [a, b, c]\n"
+        self.ex.execute("c1", src)
+        self.assertEqual(self.ex.next("c1")["type"], "CallWaiting")
+        self.ex.resume("c1", [self.mapped(0), self.mapped(1)])
+        self.assertEqual(self.ex.next("c1")["type"], "CallWaiting")
+        self.ex.resume("c1", [ok("as bytes")])
+        self.assertEqual(self.ex.next("c1")["result"], [self.BLOCKS[0], self.BLOCKS[1], "as bytes"])
+        self.ex.execute("c2", "async def main(ctx, x):\n    return await ctx.io('s', 'b', 8)\n")
+        self.assertEqual(self.ex.next("c2")["type"], "CallWaiting")
+        self.ex.resume("c2", [self.mapped(1)])
+        self.assertEqual(self.ex.next("c2")["result"], self.BLOCKS[1])
+
+    def test_a_mapping_of_another_file_is_asked_for_again_as_bytes(self):
+        for entry in ("def main(ctx, x):\n    return ctx.io('s', 'b', 7)\n", "async def main(ctx, x):\n    return await ctx.io('s', 'b', 7)\n"):
+            call_id = "def" if entry.startswith("def") else "async"
+            self.ex.execute(call_id, entry)
+            first = self.ex.next(call_id)
+            self.ex.resume(call_id, [self.mapped(0, store="1:1")])
+            again = self.ex.next(call_id)
+            self.assertEqual(again["type"], "CallWaiting")
+            self.assertEqual(again["requests"], [dict(first["requests"][0], bytes=True)])
+            self.ex.resume(call_id, [ok(self.BLOCKS[0])])
+            self.assertEqual(self.ex.next(call_id)["result"], self.BLOCKS[0])
+
+    def test_a_truncated_file_is_never_read_past_its_end_the_bytes_are_asked_for(self):
+        os.truncate(self.file.name, self.spans[1][0] + 3)
+        self.ex.execute("c1", "def main(ctx, x):\n    return ctx.io('s', 'b', 8)\n")
+        self.ex.next("c1")
+        self.ex.resume("c1", [self.mapped(1)])
+        again = self.ex.next("c1")
+        self.assertEqual(again["requests"][0]["bytes"], True)
+        self.ex.resume("c1", [err("BackendFailed", "s.b: short read of block 8 from the block store")])
+        error = ExecutorTest.assertFailed(self, self.ex.next("c1"), "USER_ERROR")
+        self.assertIn("short read of block 8", error["message"])
+        # The first block is still whole: read from the file.
+        self.ex.execute("c2", "def main(ctx, x):\n    return ctx.io('s', 'b', 7)\n")
+        self.ex.next("c2")
+        self.ex.resume("c2", [self.mapped(0)])
+        self.assertEqual(self.ex.next("c2")["result"], self.BLOCKS[0])
+
+    def test_bytes_that_are_not_json_fail_the_request_naming_the_cause(self):
+        with open(self.file.name, "r+b") as f:
+            f.seek(self.spans[0][0])
+            f.write(b"#")
+        self.ex.execute("c1", "def main(ctx, x):\n    return ctx.io('s', 'b', 7)\n")
+        self.ex.next("c1")
+        self.ex.resume("c1", [self.mapped(0)])
+        error = ExecutorTest.assertFailed(self, self.ex.next("c1"), "USER_ERROR")
+        self.assertIn("are not JSON", error["message"])
+        self.assertIn("changed in place", error["message"])
 
 
 class HandshakeTest(ExecutorTest):

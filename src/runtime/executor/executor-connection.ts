@@ -60,7 +60,7 @@ export class ExecutorConnection {
    * refused here (FrameError), before the executor's reader would refuse it by dying.
    */
   send(m: PoolMessage): void {
-    const frame = encodeFrame(m, m.type === "ResumeCall" && m.results.some((r) => r.ok && r.value instanceof RawJson));
+    const frame = encodeFrame(m, m.type === "ResumeCall" && m.results.some((r) => "value" in r && r.value instanceof RawJson));
     if (frame.length - 4 > MAX_FRAME_BYTES) throw new FrameError(`a ${m.type} frame of ${frame.length - 4} bytes exceeds the ${MAX_FRAME_BYTES}-byte limit`);
     this.corked.push(frame);
     if (this.corked.length === 1) queueMicrotask(() => this.uncork());

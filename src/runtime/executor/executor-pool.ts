@@ -19,6 +19,7 @@ import type { ExecutorPoolConfig } from "./executor-pool-config";
 import { type CallsHeld, callsHeldFields, ExecutorProcess } from "./executor-process";
 import { resolveIsolation, resolvePython, SANDBOX_OFF_WARNING, type Isolation } from "./isolation";
 import { BwrapSandbox } from "./sandbox/bwrap-sandbox";
+import { handOff, type HandoffVia, type SharedBlockStore } from "./block-handoff";
 import { probePythonRuntime } from "./sandbox/python-runtime";
 import { PROTOCOL_VERSION, type ExecutorMessage, type JsonValue, type LogLine, type PoolMessage, type ResumeResult, type SuspensionRequest } from "./protocol";
 
@@ -40,6 +41,8 @@ interface Executor {
   readonly token: string;
   /** Set once its Hello was accepted. */
   conn: ExecutorConnection | null;
+  /** The shared block store's identity when its Hello said it reads that file (then it gets final blocks by offset), else null. */
+  readsStore: string | null;
   /** Why the pool killed it, when it did: decides how its calls fail. */
   killReason: { code: CallErrorCode; message: string; offendingCallId?: string } | null;
   dead: boolean;
@@ -65,6 +68,8 @@ export interface ExecutorPoolStats {
   readonly executors: { id: string; state: string; pid: number | null; inflight: number }[];
   readonly queued: number;
   readonly restarts: number;
+  /** Answers with a span (final blocks of the shared block store), by how they went: by offset, or as bytes. */
+  readonly blockHandoffs: Readonly<Record<HandoffVia, number>>;
 }
 
 /**
@@ -98,6 +103,7 @@ export class ExecutorPool {
   private readonly readyWaiters: (() => void)[] = [];
   /** The bubblewrap sandbox executors start in (EXECUTOR_SANDBOX=on), or null. */
   private readonly sandbox: BwrapSandbox | null;
+  private readonly blockHandoffs: Record<HandoffVia, number> = { mapped: 0, bytes: 0 };
 
   private constructor(
     private readonly config: ExecutorPoolConfig,
@@ -106,6 +112,8 @@ export class ExecutorPool {
     readonly pythonPath: string,
     python: string,
     isolation: Isolation,
+    /** The block store executors inherit and read final blocks from (EXECUTOR_BLOCK_HANDOFF=mapped), or null. */
+    private readonly sharedBlockStore: SharedBlockStore | null,
   ) {
     this.core = new ExecutorPoolCore(config.executorCount, {
       pingIntervalMs: config.pingIntervalMs,
@@ -131,10 +139,10 @@ export class ExecutorPool {
    * out of EXECUTOR_USER's reach (before anything is spawned), or executors that die before
    * saying Hello (at once, with their own stderr and the likely cause), or the 30 s timeout.
    */
-  static async start(config: ExecutorPoolConfig, log: Logger, opts: { waitForAll?: boolean } = {}): Promise<ExecutorPool> {
+  static async start(config: ExecutorPoolConfig, log: Logger, opts: { waitForAll?: boolean; sharedBlockStore?: SharedBlockStore } = {}): Promise<ExecutorPool> {
     const python = resolvePython(config.python);
     const isolation = resolveIsolation(config);
-    const pool = new ExecutorPool(config, log, await executorPythonPath(config.cacheDir, isolation.runAs), python, isolation);
+    const pool = new ExecutorPool(config, log, await executorPythonPath(config.cacheDir, isolation.runAs), python, isolation, opts.sharedBlockStore ?? null);
     if (!isolation.sandbox) log.error({ component: "executor-pool" }, SANDBOX_OFF_WARNING);
     pool.listen();
     try {
@@ -215,6 +223,7 @@ export class ExecutorPool {
       })),
       queued: this.core.queuedCount(),
       restarts: this.restarts,
+      blockHandoffs: { ...this.blockHandoffs },
     };
   }
 
@@ -305,10 +314,11 @@ export class ExecutorPool {
       token,
       nprocLimit: this.config.nprocLimit,
       hotSpinUs: this.config.hotSpinUs ?? 0,
+      blockStoreFd: this.sharedBlockStore?.fd ?? null,
     };
     // The exit comes later, asynchronously: `e` is set by then.
     const proc = new ExecutorProcess(spec, this.log, (exit) => this.onExit(e, exit.code, exit.signal), () => this.callsHeld(e));
-    const e: Executor = { index, id, process: proc, token, conn: null, killReason: null, dead: false };
+    const e: Executor = { index, id, process: proc, token, conn: null, readsStore: null, killReason: null, dead: false };
     this.executors[index] = e;
   }
 
@@ -364,8 +374,10 @@ export class ExecutorPool {
       }
       conn.executorIndex = index;
       e.conn = conn;
+      // It gets blocks by offset only if the file it read its identity from is the store's.
+      e.readsStore = this.sharedBlockStore !== null && m.blockStore === this.sharedBlockStore.identity ? m.blockStore : null;
       e.process.markConnected();
-      this.log.info({ component: "executor-pool", executorId: e.id, pid: m.pid, python: m.python }, "executor ready");
+      this.log.info({ component: "executor-pool", executorId: e.id, pid: m.pid, python: m.python, ...(e.readsStore ? { readsBlockStore: e.readsStore } : {}) }, "executor ready");
       // Waiting calls are sent to it now.
       this.apply({ type: "executorIntroduced", index });
       for (const w of this.readyWaiters.splice(0)) w();
@@ -408,7 +420,12 @@ export class ExecutorPool {
       // Requests of one suspension run concurrently: the call waited as long as the slowest.
       call.ioMs += Math.max(0, ...results.map((r) => r.ioMs));
       call.runningSinceMs = performance.now();
-      const sent = this.send(e, { type: "ResumeCall", callId: m.callId, results: results.map((r) => r.result), ioMs: call.ioMs });
+      const handed = results.map((r, i) => {
+        const h = handOff(r.result, m.requests[i]!, e.readsStore);
+        if (h.via) this.blockHandoffs[h.via]++;
+        return h.result;
+      });
+      const sent = this.send(e, { type: "ResumeCall", callId: m.callId, results: handed, ioMs: call.ioMs });
       // Answers too large for one frame: the call gets an error for each instead of a dead executor.
       if (sent !== true) {
         const error = { type: "ResultTooLarge", message: `the answers to this suspension do not fit in one frame: ${sent.message}; ask for less at a time` };

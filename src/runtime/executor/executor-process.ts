@@ -28,6 +28,8 @@ export interface ExecutorSpawnSpec {
   readonly nprocLimit: number;
   /** µs the executor polls its socket before blocking in recv (0: it blocks at once). */
   readonly hotSpinUs: number;
+  /** The block store's open file (read-only), passed to the executor as an inherited fd; null: none. */
+  readonly blockStoreFd: number | null;
 }
 
 /** ExecutorExit: how the process ended (signal set when a signal ended it). */
@@ -70,6 +72,14 @@ export class ExecutorProcess {
     const sandbox = spec.sandbox;
     const seccompFd = sandbox?.openSeccomp() ?? null;
     const argv = sandbox ? sandbox.argv({ packageDir: spec.pythonPath, socketPath: spec.socketPath, scratchDir: spec.scratchDir }, command) : command;
+    // The child's fds past stdio: the seccomp program at 3 (bwrap reads and closes it), then the
+    // block store, which the executor keeps (bwrap and setpriv leave inherited fds open).
+    const extraFds: number[] = seccompFd !== null ? [seccompFd] : [];
+    let blockStoreChildFd: number | null = null;
+    if (spec.blockStoreFd !== null) {
+      blockStoreChildFd = 3 + extraFds.length;
+      extraFds.push(spec.blockStoreFd);
+    }
     try {
       this.proc = Bun.spawn([...spec.isolation.argvPrefix, ...argv], {
         cwd: spec.scratchDir,
@@ -84,10 +94,11 @@ export class ExecutorProcess {
           BLOCKX_EXECUTOR_SCRATCH_DIR: sandbox ? SANDBOX_SCRATCH_DIR : spec.scratchDir,
           BLOCKX_EXECUTOR_HOT_SPIN_US: String(spec.hotSpinUs),
           ...(sandbox ? { BLOCKX_EXECUTOR_PROCESS_FILTER: sandbox.processFilterHex } : {}),
+          ...(blockStoreChildFd !== null ? { BLOCKX_EXECUTOR_BLOCK_STORE_FD: String(blockStoreChildFd) } : {}),
           ...(process.env.BLOCKX_EXECUTOR_ALLOW_NETWORK === "1" ? { BLOCKX_EXECUTOR_ALLOW_NETWORK: "1" } : {}),
         },
         // The seccomp program is the child's fd 3 (SECCOMP_CHILD_FD), which bwrap reads and closes.
-        stdio: ["pipe", "pipe", "pipe", ...(seccompFd !== null ? [seccompFd] : [])],
+        stdio: ["pipe", "pipe", "pipe", ...extraFds],
       });
     } finally {
       if (seccompFd !== null) BwrapSandbox.closeSeccomp(seccompFd);

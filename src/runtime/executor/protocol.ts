@@ -10,34 +10,71 @@ export type JsonValue = null | boolean | number | string | JsonValue[] | { [key:
 export type FunctionRequestRef = { name: string; entry?: string } | { source: string; entry?: string };
 
 export type SuspensionRequest =
-  | { kind: "io"; backend: string; op: string; params: JsonValue }
+  /** `bytes`: the executor could not read a mapped answer itself; answer with the value's bytes. */
+  | { kind: "io"; backend: string; op: string; params: JsonValue; bytes?: boolean }
   | { kind: "call"; function: FunctionRequestRef; args: JsonValue };
+
+/**
+ * SharedSpan says where a value's JSON lies in a file the executor can read itself (the block
+ * store, whose open file every executor inherits): `length` bytes at `offset` of the file whose
+ * identity (`<st_dev>:<st_ino>`) is `file`.
+ */
+export interface SharedSpan {
+  readonly file: string;
+  readonly offset: number;
+  readonly length: number;
+}
 
 /**
  * RawJson is a value already serialised as JSON (UTF-8 bytes or text). Backends and the IO cache
  * hand blocks around in this form so the Worker never parses and re-serialises a large immutable
  * value on its way to the executor: the frame encoder copies the bytes in as they are.
+ *
+ * A RawJson made from a SharedSpan knows where its bytes lie in a file executors can read by
+ * themselves (`span`) and reads them only when something asks for them: a final block can then
+ * be handed to an executor by offset and length, never read by the Worker at all.
  */
 export class RawJson {
   private textForm: string | undefined;
   private bytesForm: Uint8Array | undefined;
+  private load: (() => Uint8Array) | undefined;
+  /** Where the bytes lie in a shared file, or null. */
+  readonly span: SharedSpan | null;
 
-  constructor(data: string | Uint8Array) {
+  /** data: the text, the bytes, or where they lie in a shared file and how to read them there (at most once, on first use). */
+  constructor(data: string | Uint8Array | { readonly span: SharedSpan; readonly load: () => Uint8Array }) {
+    this.span = null;
     if (typeof data === "string") this.textForm = data;
-    else this.bytesForm = data;
+    else if (data instanceof Uint8Array) this.bytesForm = data;
+    else {
+      this.span = data.span;
+      this.load = data.load;
+    }
   }
 
   get text(): string {
-    return (this.textForm ??= utf8Decoder.decode(this.bytesForm));
+    return (this.textForm ??= utf8Decoder.decode(this.bytes));
   }
 
+  /** The bytes (read from the shared file now if they were not yet: that may throw). */
   get bytes(): Uint8Array {
-    return (this.bytesForm ??= utf8Encoder.encode(this.textForm));
+    if (this.bytesForm === undefined) {
+      if (this.load) {
+        this.bytesForm = this.load();
+        this.load = undefined;
+      } else this.bytesForm = utf8Encoder.encode(this.textForm);
+    }
+    return this.bytesForm;
   }
 
   /** Size in bytes of the serialised value (what a byte-bounded cache charges). */
   get byteLength(): number {
-    return this.bytes.byteLength;
+    return this.span !== null ? this.span.length : this.bytes.byteLength;
+  }
+
+  /** withoutSpan: the same value as plain bytes, read now (for a reader that cannot read the shared file). */
+  withoutSpan(): RawJson {
+    return this.span === null ? this : new RawJson(this.bytes);
   }
 
   /** parse gives the value itself, for the rare reader inside the Worker. */
@@ -51,6 +88,13 @@ const utf8Encoder = new TextEncoder();
 
 /** An IO error's `retryable` says the same request may succeed later (BackendError.retryable in Python). */
 export type ResumeResult = { ok: true; value: JsonValue | RawJson } | { ok: false; error: { type: string; message: string; traceback?: string; retryable?: boolean } };
+
+/**
+ * WireResult is a result as it goes to one executor: a ResumeResult, or a final block by where it
+ * lies in the shared block store (the JSON at [offset, offset + length) of the file `store`; only
+ * to an executor that said in its Hello that it reads that file).
+ */
+export type WireResult = ResumeResult | { ok: true; mapped: [offset: number, length: number]; store: string };
 
 export interface ExecutorCallError {
   code: string;
@@ -67,7 +111,8 @@ export interface LogLine {
 }
 
 export type ExecutorMessage =
-  | { type: "Hello"; protocol: number; executorId: string; token: string; pid: number; python: string }
+  /** `blockStore`: the identity (`<st_dev>:<st_ino>`) of the shared block store file the executor reads, when it was given one. */
+  | { type: "Hello"; protocol: number; executorId: string; token: string; pid: number; python: string; blockStore?: string }
   | { type: "Pong"; seq: number }
   | { type: "CallWaiting"; callId: string; requests: SuspensionRequest[]; cpuMs: number }
   | { type: "CallCompleted"; callId: string; result: JsonValue; cpuMs: number; output: string; stdout?: string; stderr?: string; logs: LogLine[]; compiled?: boolean }
@@ -76,5 +121,5 @@ export type ExecutorMessage =
 export type PoolMessage =
   | { type: "Ping"; seq: number }
   | { type: "ExecuteCall"; callId: string; digest: string; source: string; entry: string; args: JsonValue; budgetMs: number; filename?: string }
-  | { type: "ResumeCall"; callId: string; results: ResumeResult[]; ioMs: number }
+  | { type: "ResumeCall"; callId: string; results: WireResult[]; ioMs: number }
   | { type: "CancelCall"; callId: string; reason: string };

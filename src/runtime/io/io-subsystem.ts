@@ -121,7 +121,9 @@ const NO_OBSERVER: IoObserver = { answered() {}, backendCalled() {} };
  * because other requests, or other tasks, held the backend.
  *
  * Values are RawJson: the backend's answer is serialised once here (or arrives as text), shared
- * by every waiter and cache hit, and spliced into executor frames as is.
+ * by every waiter and cache hit, and spliced into executor frames as is. A RawJson with a span
+ * (a block store's final block, which executors may read from the file themselves) keeps it only
+ * when the answer is final; otherwise its bytes are read here and the span dropped.
  */
 const utf8 = new TextEncoder();
 /** The least eviction between two collectGarbage calls. */
@@ -331,6 +333,15 @@ export class IoSubsystem {
   }
 
   private finish(req: Request, limiter: AdmissionLimiter<() => void>, value: JsonValue | RawJson, thrown: unknown): void {
+    // Only final data may leave with a span (an executor then reads it from the shared file by
+    // offset): a block that can still change is read now and travels as bytes.
+    if (thrown === undefined && value instanceof RawJson && value.span !== null && !(req.cacheable !== null && this.isFinalNow(req.cacheable))) {
+      try {
+        value = value.withoutSpan();
+      } catch (e) {
+        thrown = e;
+      }
+    }
     const now = performance.now();
     const ms = this.backendMs(req, now);
     const ok = thrown === undefined;

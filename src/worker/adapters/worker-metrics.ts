@@ -68,9 +68,15 @@ export function registerWorkerMetrics(registry: MetricsRegistry, src: WorkerMetr
   const deaths = registry.counter("blockx_executor_failures_total", "Calls lost to an executor's death, by reason (crashed, oom_killed, hung).", ["reason"]);
   const executors = registry.gauge("blockx_executors", "Python executors by state.", ["state"]);
   const queued = registry.gauge("blockx_executor_queued_calls", "Calls waiting for a free executor.");
+  const handoffs = registry.counter(
+    "blockx_executor_block_handoffs_total",
+    "Final blocks of the block store sent to executors, by how: mapped (offset and length into the store file the executor inherited) or bytes (in the frame).",
+    ["via"],
+  );
   restarts.onCollect(() => {
     const s = src.poolStats();
     restarts.setTotal({}, s.restarts);
+    for (const [via, n] of Object.entries(s.blockHandoffs)) handoffs.setTotal({ via }, n);
     queued.set({}, s.queued);
     const byState = new Map<string, number>();
     for (const e of s.executors) byState.set(e.state, (byState.get(e.state) ?? 0) + 1);

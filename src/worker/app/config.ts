@@ -87,6 +87,15 @@ export function workerVars(profile: WorkerProfile) {
       "block store file of the local test chain (`blockx localchain render`): its blocks are served as stored text instead of generated",
       stringSchema(),
     ),
+    blockHandoff: envVar(
+      "EXECUTOR_BLOCK_HANDOFF",
+      "mapped",
+      "mapped or bytes",
+      "how final blocks of LOCALTESTSERVICE_BLOCK_STORE reach executors: mapped (each executor inherits the store's open file, " +
+        "read-only, and reads a block itself by the offset and length the Worker answers; the Worker never reads it) or bytes " +
+        "(the Worker reads the block and sends it in the frame). Blocks that are not final always go as bytes",
+      enumSchema(["mapped", "bytes"] as const),
+    ),
     callMaxAttempts: envVar("CALL_MAX_ATTEMPTS", "4", "an integer from 1 to 100", "tries per call for retryable failures (a user's error is never retried)", intSchema(1, 100)),
     taskLogMaxBytes: envVar("TASK_LOG_MAX_BYTES", "1048576", "an integer from 1024 to 1073741824", "log lines kept per task (`blockx logs`): beyond this the oldest go first, counted", intSchema(1024, 1 << 30)),
     taskLogMaxLineBytes: envVar("TASK_LOG_MAX_LINE_BYTES", "4096", "an integer from 64 to 1048576", "a longer log line is cut, saying how much", intSchema(64, 1 << 20)),
@@ -121,6 +130,8 @@ export interface WorkerRuntimeConfig extends TableStoreConfig {
   readonly chains: ChainsConfig;
   /** Empty: every block is generated on demand. */
   readonly localTestBlockStore: string;
+  /** EXECUTOR_BLOCK_HANDOFF: final blocks of the store by offset into the executors' inherited file, or as bytes. */
+  readonly blockHandoff: "mapped" | "bytes";
   readonly io: IoConfig;
   readonly localTestFaults: Faults;
   readonly localTestFaultsFile: string;
@@ -194,6 +205,7 @@ export function loadWorkerRuntimeConfigFromEnv(
     tableStoreTlsCa: v.tableStoreTlsCa,
     localTestChainHead: v.localTestChainHead,
     localTestBlockStore: v.localTestBlockStore,
+    blockHandoff: v.blockHandoff,
     ...io,
     pool: executorPoolConfigFrom(v),
     clock: Object.freeze({ maxOffsetMs: v.clockMaxOffsetMs, testOffsetMs: v.clockTestOffsetMs }),

@@ -67,7 +67,9 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
 
   const registry = new MetricsRegistry();
   registerProcessMetrics(registry, role);
-  const pool = await ExecutorPool.start(config.pool, log.child({ component: "executor-pool" }));
+  const pool = await ExecutorPool.start(config.pool, log.child({ component: "executor-pool" }), {
+    ...(blockStore && config.blockHandoff === "mapped" ? { sharedBlockStore: { fd: blockStore.fd, identity: blockStore.identity } } : {}),
+  });
 
   // Handlers are bound before the service exists: the service needs the bound address.
   let impl: WorkerServiceServer | null = null;

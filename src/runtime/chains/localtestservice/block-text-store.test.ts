@@ -1,9 +1,11 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
+import { fstatSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { RawJson } from "../../executor/protocol";
 import { localtestserviceBackend } from "../../io/backends/localtestservice-backend";
+import { BackendRegistry } from "../../io/backends/backend-registry";
+import { IoSubsystem } from "../../io/io-subsystem";
 import { BlockStoreError, BlockTextStore, writeBlockStore } from "./block-text-store";
 import { SyntheticChain } from "./synthetic-chain";
 
@@ -53,6 +55,67 @@ describe("BlockTextStore", () => {
     expect(await op.handle({ chain: "ethereum", number: 1010, full: false })).toEqual(chain.block(1010, false) as never);
     // A head below the stored range still hides the blocks above it.
     expect(await localtestserviceBackend({ store, head: 1005 }).ops.eth_getBlockByNumber!.handle({ chain: "ethereum", number: 1010 })).toBeNull();
+    store.close();
+  });
+
+  test("a block is its span in the file (offset, length, the file's identity), read only when its bytes are asked for", () => {
+    const store = BlockTextStore.open(path);
+    const st = fstatSync(store.fd, { bigint: true });
+    expect(store.identity).toBe(`${st.dev}:${st.ino}`);
+    const raw = store.read(1010);
+    expect(raw.span).not.toBeNull();
+    const { file, offset, length } = raw.span!;
+    expect(file).toBe(store.identity);
+    expect(readFileSync(path).subarray(offset, offset + length).toString()).toBe(JSON.stringify(chain.block(1010, true)));
+    expect(raw.byteLength).toBe(length);
+    const plain = raw.withoutSpan();
+    expect(plain.span).toBeNull();
+    expect(plain.text).toBe(JSON.stringify(chain.block(1010, true)));
+    store.close();
+  });
+
+  test("a store truncated under the Worker fails the read of a cut block with the cause; a re-render replaces the file instead of truncating it", () => {
+    const p = join(dir, "shrinking.blocks");
+    writeBlockStore(p, chain, 0, 9);
+    const store = BlockTextStore.open(p);
+    truncateSync(p, store.read(5).span!.offset + 10);
+    expect(() => store.read(7).bytes).toThrow(/short read of block 7 from the block store \(0 of \d+ bytes\): the file was truncated/);
+    expect(store.read(2).text).toBe(JSON.stringify(chain.block(2, true)));
+    const before = statSync(p).ino;
+    writeBlockStore(p, chain, 0, 9);
+    expect(statSync(p).ino).not.toBe(before);
+    store.close();
+  });
+
+  test("only final blocks leave the IO subsystem with their span; a block that may still change is read and sent as bytes", async () => {
+    const store = BlockTextStore.open(path);
+    // Head 1049, finality depth 12: 1037 is the last final block.
+    const io = new IoSubsystem(new BackendRegistry().register(localtestserviceBackend({ store, head: 1049 })), {
+      cacheMaxBytes: 1 << 20,
+      singleflight: true,
+      taskWindow: 64,
+      finalityDepth: 12,
+      headTtlMs: 60_000,
+      admission: { initialLimit: 32, minLimit: 1, maxLimit: 256, queueSize: 16 },
+      readOnly: false,
+    });
+    const t = io.forTask("t");
+    const valueOf = async (n: number) => {
+      const r = await t.call("localtestservice", "eth_getBlockByNumber", { chain: "ethereum", number: n });
+      if (!r.answer.ok) throw new Error(r.answer.error.message);
+      return r.answer.value as RawJson;
+    };
+    // Before the head is known nothing is final: bytes.
+    expect((await valueOf(1001)).span).toBeNull();
+    await Bun.sleep(5);
+    const final = await valueOf(1037);
+    expect(final.span).toMatchObject({ file: store.identity });
+    for (const n of [1038, 1049]) {
+      const head = await valueOf(n);
+      expect(head.span).toBeNull();
+      expect(head.text).toBe(JSON.stringify(chain.block(n, true)));
+    }
+    t.end();
     store.close();
   });
 });

@@ -10,7 +10,7 @@
  * line i holding `JSON.stringify(chain.block(F + i, true))`. Readers past the header need nothing
  * but a JSON-lines reader (bench/worker/floor.py reads the same file).
  */
-import { closeSync, fstatSync, openSync, readSync, writeSync } from "node:fs";
+import { closeSync, fstatSync, openSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
 import { z } from "zod";
 import { RawJson } from "../../executor/protocol";
 import type { SyntheticChain } from "./synthetic-chain";
@@ -27,10 +27,16 @@ export type BlockStoreHeader = z.infer<typeof headerSchema>;
 
 export class BlockStoreError extends Error {}
 
-/** writeBlockStore renders blocks [from, to] of `chain` into a store file at `path`. */
+/**
+ * writeBlockStore renders blocks [from, to] of `chain` into a store file at `path`. It writes a
+ * new file beside it and renames it over `path`: a Worker (and its executors) serving the old file
+ * keep reading the old file's bytes, never a file truncated and rewritten under them.
+ */
 export function writeBlockStore(path: string, chain: SyntheticChain, from: number, to: number): { bytes: number } {
-  const fd = openSync(path, "w");
+  const partial = `${path}.partial-${process.pid}`;
+  const fd = openSync(partial, "w");
   let bytes = 0;
+  let done = false;
   try {
     const header: BlockStoreHeader = { blockxBlockStore: STORE_VERSION, chain: chain.chain, first: from, count: to - from + 1 };
     const chunk: string[] = [JSON.stringify(header)];
@@ -48,8 +54,11 @@ export function writeBlockStore(path: string, chain: SyntheticChain, from: numbe
       if (chunkChars > 8 << 20) flush();
     }
     flush();
+    done = true;
   } finally {
     closeSync(fd);
+    if (done) renameSync(partial, path);
+    else rmSync(partial, { force: true });
   }
   return { bytes };
 }
@@ -61,7 +70,10 @@ export function writeBlockStore(path: string, chain: SyntheticChain, from: numbe
  */
 export class BlockTextStore {
   private constructor(
-    private readonly fd: number,
+    /** The open file (read-only): executors inherit it to read final blocks by offset themselves. */
+    readonly fd: number,
+    /** `<st_dev>:<st_ino>` of the open file: what an executor that inherited it reports in its Hello. */
+    readonly identity: string,
     readonly header: BlockStoreHeader,
     /** offsets[i] = start of block first+i's line; offsets[count] = end of the last line + 1. */
     private readonly offsets: Float64Array,
@@ -108,7 +120,8 @@ export class BlockTextStore {
       if (lineStarts.length !== header.count + 1) {
         throw new BlockStoreError(`block store ${path} is truncated or damaged: header says ${header.count} blocks, file has ${lineStarts.length - 1} lines`);
       }
-      return new BlockTextStore(fd, header, Float64Array.from(lineStarts));
+      const st = fstatSync(fd, { bigint: true });
+      return new BlockTextStore(fd, `${st.dev}:${st.ino}`, header, Float64Array.from(lineStarts));
     } catch (e) {
       closeSync(fd);
       throw e;
@@ -123,16 +136,24 @@ export class BlockTextStore {
     return chain === this.header.chain && n >= this.header.first && n < this.header.first + this.header.count;
   }
 
-  /** read gives block n's stored JSON bytes (the caller checks `has` first). */
+  /**
+   * read gives block n's stored JSON (the caller checks `has` first): where it lies in the file,
+   * read from it only when something needs the bytes (an executor that reads the file itself
+   * needs only the span). A short read (the file was truncated) throws BlockStoreError then.
+   */
   read(n: number): RawJson {
     const i = n - this.header.first;
-    const start = this.offsets[i]!;
-    const len = this.offsets[i + 1]! - 1 - start;
+    const offset = this.offsets[i]!;
+    const length = this.offsets[i + 1]! - 1 - offset;
+    return new RawJson({ span: { file: this.identity, offset, length }, load: () => this.readSpan(n, offset, length) });
+  }
+
+  private readSpan(n: number, offset: number, length: number): Uint8Array {
     // A buffer of its own per block: the bytes go on to the executor (and maybe a cache) as they are.
-    const buf = Buffer.allocUnsafe(len);
-    const got = readSync(this.fd, buf, 0, len, start);
-    if (got !== len) throw new BlockStoreError(`short read of block ${n} from the block store (${got} of ${len} bytes)`);
-    return new RawJson(buf);
+    const buf = Buffer.allocUnsafe(length);
+    const got = readSync(this.fd, buf, 0, length, offset);
+    if (got !== length) throw new BlockStoreError(`short read of block ${n} from the block store (${got} of ${length} bytes): the file was truncated or replaced in place while the Worker served it`);
+    return buf;
   }
 
   close(): void {
