@@ -334,8 +334,15 @@ export class IoSubsystem {
 
   private finish(req: Request, limiter: AdmissionLimiter<() => void>, value: JsonValue | RawJson, thrown: unknown): void {
     // Only final data may leave with a span (an executor then reads it from the shared file by
-    // offset): a block that can still change is read now and travels as bytes.
+    // offset): a block that can still change is read now and travels as bytes. A chain's first
+    // answers arrive before its head does: they wait for it (a microtask for the local chain)
+    // rather than all going as bytes.
     if (thrown === undefined && value instanceof RawJson && value.span !== null && !(req.cacheable !== null && this.isFinalNow(req.cacheable))) {
+      const headArriving = req.cacheable !== null ? this.headFetches.get(headKey(req.cacheable.backend, req.cacheable.chain)) : undefined;
+      if (headArriving) {
+        void headArriving.then(() => this.finish(req, limiter, value, thrown));
+        return;
+      }
       try {
         value = value.withoutSpan();
       } catch (e) {
