@@ -166,10 +166,15 @@ describe("final blocks handed to executors by offset into the block store", () =
     const last = (await s.client.watch(["replaced"])).snapshots.at(-1)!;
     expect(last).toMatchObject({ state: TaskState.SUCCEEDED, callsSucceeded: LAST_FINAL + 1 });
     expect(s.rows("stats")).toEqual(expected(0, LAST_FINAL));
-    const h = await s.handoffs();
-    expect(h.restarts).toBeGreaterThanOrEqual(1);
-    expect(h.bytes).toBe(0);
-    // The respawned executor inherited the Worker's open file, not the new one at the path.
+    const during = await s.handoffs();
+    expect(during.restarts).toBeGreaterThanOrEqual(1);
+    expect(during.bytes).toBe(0);
+    // Another task: executors started after the replacement (a new owner gets fresh ones) read
+    // the Worker's open file too, not the new one at the path, and get every block by offset.
+    expect(await run(s.client, statsTask("after", BLOCK_STATS, 0, 99, "stats_after"))).toMatchObject({ state: TaskState.SUCCEEDED });
+    expect(s.rows("stats_after")).toEqual(expected(0, 99));
+    const after = await s.handoffs();
+    expect({ mapped: after.mapped - during.mapped, bytes: after.bytes }).toEqual({ mapped: 100, bytes: 0 });
     const readers = s.w.lines.filter((l) => l.msg === "executor ready").map((l) => String(l.readsBlockStore));
     expect(readers.length).toBeGreaterThanOrEqual(3);
     expect(new Set(readers)).toEqual(new Set([identity]));
