@@ -291,7 +291,12 @@ try {
     console.log("\nWorker CPU ms per block by phase of the measured task (each 1,000 blocks of progress), per run:");
     for (const k of series) {
       if (k === "floor") continue;
-      for (const [i, run] of (results[k] as PipelineRun[]).entries()) console.log(`- ${k} round ${i + 1}: ${run.phases.map((c) => (c).toFixed(3)).join(" | ")}`);
+      for (const [i, run] of (results[k] as PipelineRun[]).entries()) {
+        // What the phases leave out: before the first block was done (the task's start, its executors
+        // recycled for the new owner) and after the last (the final write).
+        const outside = (run.workerCpuMs * BLOCKS) / 1000 - run.phases.reduce((a, c) => a + c, 0);
+        console.log(`- ${k} round ${i + 1}: ${run.phases.map((c) => c.toFixed(3)).join(" | ")}; Worker CPU outside them (start, end): ${outside.toFixed(2)} s`);
+      }
     }
   }
   console.log(`\n(block store: ${r.mb.toFixed(0)} MB of JSON lines, rendered in ${r.seconds.toFixed(1)} s, not timed; floor rows ${f[0]!.count})`);

@@ -16,6 +16,8 @@ import { defaultExecutorPoolConfig, type ExecutorPoolConfig } from "../../src/ru
 import { ExecutorPool } from "../../src/runtime/executor/executor-pool";
 import { ExecutorStartError } from "../../src/runtime/executor/executor-start-error";
 import type { JsonValue, ResumeResult } from "../../src/runtime/executor/protocol";
+import { BlockTextStore, writeBlockStore } from "../../src/runtime/chains/localtestservice/block-text-store";
+import { SyntheticChain } from "../../src/runtime/chains/localtestservice/synthetic-chain";
 
 const pools: ExecutorPool[] = [];
 afterEach(async () => {
@@ -58,6 +60,34 @@ async function until(cond: () => boolean, timeoutMs = 20_000): Promise<void> {
     await Bun.sleep(10);
   }
 }
+
+describe("ExecutorPool: final blocks by offset into the shared block store", () => {
+  test("executors that inherited the store's file read blocks by offset; with a store identity they do not report, every block goes as bytes", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "blockx-pool-store-"));
+    chmodSync(dir, 0o755);
+    const chain = new SyntheticChain("ethereum");
+    writeBlockStore(join(dir, "eth.blocks"), chain, 100, 109);
+    const store = BlockTextStore.open(join(dir, "eth.blocks"));
+    try {
+      const owner: CallOwner = { io: async (r) => ({ ok: true, value: store.read((r.params as { number: number }).number), ioMs: 0 }) };
+      const src = "def main(ctx, n):\n    b = ctx.io('localtestservice', 'eth_getBlockByNumber', {'number': n})\n    return [b['number'], b['hash'], len(b['transactions'])]\n";
+      const want = (n: number) => {
+        const b = chain.block(n, true)!;
+        return [b.number, b.hash, b.transactions.length];
+      };
+      for (const [identity, via] of [[store.identity, "mapped"], ["0:0", "bytes"]] as const) {
+        const pool = await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: 2 }), silentLogger(), { waitForAll: true, sharedBlockStore: { fd: store.fd, identity } });
+        pools.push(pool);
+        for (let n = 100; n <= 109; n++) expect(expectOk(await run(pool, src, n, owner))).toEqual(want(n));
+        expect(pool.stats().blockHandoffs).toEqual(via === "mapped" ? { mapped: 10, bytes: 0 } : { mapped: 0, bytes: 10 });
+        await pool.close();
+      }
+    } finally {
+      store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
 
 describe("message flows", () => {
   test("ExecuteCall -> CallCompleted: a def entry returns its value, with CPU time and output", async () => {

@@ -6,6 +6,8 @@ import { RawJson } from "../../executor/protocol";
 import { localtestserviceBackend } from "../../io/backends/localtestservice-backend";
 import { BackendRegistry } from "../../io/backends/backend-registry";
 import { IoSubsystem } from "../../io/io-subsystem";
+import { ioConfigFrom, ioVars } from "../../io/io-config";
+import { loadEnvConfig } from "../../../common/config/env-config";
 import { BlockStoreError, BlockTextStore, writeBlockStore } from "./block-text-store";
 import { SyntheticChain } from "./synthetic-chain";
 
@@ -89,16 +91,8 @@ describe("BlockTextStore", () => {
 
   test("only final blocks leave the IO subsystem with their span; a block that may still change is read and sent as bytes", async () => {
     const store = BlockTextStore.open(path);
-    // Head 1049, finality depth 12: 1037 is the last final block.
-    const io = new IoSubsystem(new BackendRegistry().register(localtestserviceBackend({ store, head: 1049 })), {
-      cacheMaxBytes: 1 << 20,
-      singleflight: true,
-      taskWindow: 64,
-      finalityDepth: 12,
-      headTtlMs: 60_000,
-      admission: { initialLimit: 32, minLimit: 1, maxLimit: 256, queueSize: 16 },
-      readOnly: false,
-    });
+    // Head 1049, finality depth 12 (the default): 1037 is the last final block.
+    const io = new IoSubsystem(new BackendRegistry().register(localtestserviceBackend({ store, head: 1049 })), ioConfigFrom(loadEnvConfig(ioVars, {})).io);
     const t = io.forTask("t");
     const valueOf = async (n: number) => {
       const r = await t.call("localtestservice", "eth_getBlockByNumber", { chain: "ethereum", number: n });
