@@ -60,6 +60,19 @@ describe("BlockTextStore", () => {
     store.close();
   });
 
+  test("a range whose last block fills the writer's chunk exactly still has one line per block (no empty line at the end)", () => {
+    // The writer flushes after the block that takes its chunk past 8 MiB: end the range on that block.
+    let chars = 0;
+    let last = 0;
+    while ((chars += JSON.stringify(chain.block(last, true)).length) <= 8 << 20) last++;
+    const p = join(dir, "chunk-end.blocks");
+    writeBlockStore(p, chain, 0, last);
+    const store = BlockTextStore.open(p);
+    expect(store.header.count).toBe(last + 1);
+    expect(store.read(last).text).toBe(JSON.stringify(chain.block(last, true)));
+    store.close();
+  });
+
   test("a block is its span in the file (offset, length, the file's identity), read only when its bytes are asked for", () => {
     const store = BlockTextStore.open(path);
     const st = fstatSync(store.fd, { bigint: true });

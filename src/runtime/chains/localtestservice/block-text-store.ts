@@ -42,6 +42,8 @@ export function writeBlockStore(path: string, chain: SyntheticChain, from: numbe
     const chunk: string[] = [JSON.stringify(header)];
     let chunkChars = 0;
     const flush = () => {
+      // Nothing left when the last block filled a chunk: an empty chunk would add an empty line.
+      if (chunk.length === 0) return;
       const text = chunk.join("\n") + "\n";
       bytes += writeSync(fd, text);
       chunk.length = 0;
