@@ -29,7 +29,7 @@
  * synthetic chain (about a millisecond of JavaScript per block), to show what the generator costs.
  *
  *   bun bench/worker/backfill.ts [--blocks 20000] [--from 0] [--executors 8] [--handoff mapped,bytes] [--rounds 3]
- *                                [--warmup 500] [--warmup-blocks store|generated] [--phases] [--generated] [--log-level info]
+ *                                [--warmup 500] [--warmup-blocks store|generated] [--phases] [--cache-bytes N] [--generated] [--log-level info]
  *
  * Aim: pipeline >= 1.3x the floor on 2 cores.
  */
@@ -60,6 +60,7 @@ const { values } = parseArgs({
     warmup: { type: "string", default: "500" },
     phases: { type: "boolean", default: false },
     "warmup-blocks": { type: "string", default: "store" },
+    "cache-bytes": { type: "string", default: "" },
   },
 });
 const ROUNDS = Number(values.rounds);
@@ -183,6 +184,7 @@ async function pipeline(mode: Mode): Promise<PipelineRun> {
     EXECUTOR_COUNT: values.executors,
     TABLE_STORE_PATH: dbPath,
     ...(mode !== "generated" ? { LOCALTESTSERVICE_BLOCK_STORE: storePath, EXECUTOR_BLOCK_HANDOFF: mode } : {}),
+    ...(values["cache-bytes"] ? { IO_CACHE_MAX_BYTES: values["cache-bytes"] } : {}),
   });
   blockx.push(w);
   const client = new WorkerClient(await w.grpcAddr());

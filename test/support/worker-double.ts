@@ -108,3 +108,26 @@ export class Registrar {
 export function randomLanePrefix(kind: "block" | "bundle"): string {
   return `/blockx/test/lanes/t${Math.random().toString(36).slice(2, 10)}/${kind}-workers/`;
 }
+
+/**
+ * scrapedWorkerEnv: the environment of a compiled test Worker on the shared etcd, with 2 executors,
+ * a SQLite table store at `tablesPath` and /metrics on a free port (its address is logged).
+ */
+export function scrapedWorkerEnv(tablesPath: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    ETCD_ENDPOINTS: process.env.BLOCKX_TEST_ETCD_ENDPOINT!,
+    BLOCKX_LOG_LEVEL: "info",
+    WORKER_LISTEN: "127.0.0.1:0",
+    WORKER_REGISTRY_PREFIX: randomLanePrefix("block"),
+    EXECUTOR_COUNT: "2",
+    TABLE_STORE_PATH: tablesPath,
+    BLOCKX_PROMETHEUS_LISTEN_ADDR: "127.0.0.1:0",
+    ...extra,
+  };
+}
+
+/** metricSample reads one sample of a Prometheus text page (0 when absent). */
+export function metricSample(page: string, name: string, labels = ""): number {
+  const line = page.split("\n").find((l) => l.startsWith(`${name}${labels} `));
+  return line ? Number(line.slice(line.lastIndexOf(" ") + 1)) : 0;
+}

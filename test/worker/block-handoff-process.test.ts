@@ -16,7 +16,7 @@ import { BLOCK_STATS, expectedBlockStats as expected } from "../support/block-st
 import { BlockxProcess } from "../support/blockx-process";
 import { waitFor } from "../support/coordinator-client";
 import { RawTableReader } from "../support/raw-table-reader";
-import { randomLanePrefix } from "../support/worker-double";
+import { metricSample, scrapedWorkerEnv } from "../support/worker-double";
 import { rangeTask, WorkerClient } from "../support/worker-client";
 
 /** The store holds blocks 0..299 and the chain's head is 299: with the finality depth of 12, 0..287 are final, 288..299 are not. */
@@ -37,30 +37,13 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-/** metric reads one sample of a Prometheus text page (0 when absent). */
-function metric(page: string, name: string, labels = ""): number {
-  const line = page.split("\n").find((l) => l.startsWith(`${name}${labels} `));
-  return line ? Number(line.slice(line.lastIndexOf(" ") + 1)) : 0;
-}
-
 let workers = 0;
 async function startWorker(extra: Record<string, string> = {}) {
   const n = ++workers;
   const store = join(dir, `store-${n}.blocks`);
   copyFileSync(rendered, store);
   const tables = join(dir, `tables-${n}.sqlite`);
-  const w = BlockxProcess.spawn(["worker"], {
-    ETCD_ENDPOINTS: process.env.BLOCKX_TEST_ETCD_ENDPOINT!,
-    BLOCKX_LOG_LEVEL: "info",
-    WORKER_LISTEN: "127.0.0.1:0",
-    WORKER_REGISTRY_PREFIX: randomLanePrefix("block"),
-    EXECUTOR_COUNT: "2",
-    TABLE_STORE_PATH: tables,
-    BLOCKX_PROMETHEUS_LISTEN_ADDR: "127.0.0.1:0",
-    LOCALTESTSERVICE_BLOCK_STORE: store,
-    LOCALTESTSERVICE_HEAD: String(HEAD),
-    ...extra,
-  });
+  const w = BlockxProcess.spawn(["worker"], scrapedWorkerEnv(tables, { LOCALTESTSERVICE_BLOCK_STORE: store, LOCALTESTSERVICE_HEAD: String(HEAD), ...extra }));
   cleanups.push(() => w.stop("SIGKILL"));
   const client = new WorkerClient(await w.grpcAddr());
   cleanups.push(() => client.close());
@@ -68,9 +51,9 @@ async function startWorker(extra: Record<string, string> = {}) {
   const handoffs = async () => {
     const page = await (await fetch(`http://${metricsAddr}/metrics`)).text();
     return {
-      mapped: metric(page, "blockx_executor_block_handoffs_total", '{via="mapped"}'),
-      bytes: metric(page, "blockx_executor_block_handoffs_total", '{via="bytes"}'),
-      restarts: metric(page, "blockx_executor_restarts_total"),
+      mapped: metricSample(page, "blockx_executor_block_handoffs_total", '{via="mapped"}'),
+      bytes: metricSample(page, "blockx_executor_block_handoffs_total", '{via="bytes"}'),
+      restarts: metricSample(page, "blockx_executor_restarts_total"),
     };
   };
   /** rows: the table's rows with plain SQL, in block order (none before the first write). */

@@ -11,7 +11,7 @@ import { TaskState, type Task } from "../../src/gen/worker/v1/worker";
 import { RawTableReader } from "../support/raw-table-reader";
 import { BlockxProcess } from "../support/blockx-process";
 import { blockTableTask } from "../support/block-table-task";
-import { randomLanePrefix } from "../support/worker-double";
+import { metricSample, scrapedWorkerEnv } from "../support/worker-double";
 import { WorkerClient } from "../support/worker-client";
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
@@ -27,12 +27,6 @@ const TX_COUNT = `def main(ctx, input):
 
 const backfill = (taskId: string, from: number, to: number, table: string) => blockTableTask(taskId, TX_COUNT, from, to, table);
 
-/** metric reads one sample of a Prometheus text page (0 when absent). */
-function metric(page: string, name: string, labels = ""): number {
-  const line = page.split("\n").find((l) => l.startsWith(`${name}${labels} `));
-  return line ? Number(line.slice(line.lastIndexOf(" ") + 1)) : 0;
-}
-
 const BASE_LATENCY_MS = 30;
 const MAX_LIMIT = 16;
 
@@ -42,17 +36,7 @@ async function startWorker(extra: Record<string, string>) {
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   const faults = join(dir, "faults.json");
   writeFileSync(faults, JSON.stringify({ latencyMs: BASE_LATENCY_MS }));
-  const w = BlockxProcess.spawn(["worker"], {
-    ETCD_ENDPOINTS: process.env.BLOCKX_TEST_ETCD_ENDPOINT!,
-    BLOCKX_LOG_LEVEL: "info",
-    WORKER_LISTEN: "127.0.0.1:0",
-    WORKER_REGISTRY_PREFIX: randomLanePrefix("block"),
-    EXECUTOR_COUNT: "2",
-    TABLE_STORE_PATH: join(dir, "tables.sqlite"),
-    BLOCKX_PROMETHEUS_LISTEN_ADDR: "127.0.0.1:0",
-    LOCALTESTSERVICE_FAULTS_FILE: faults,
-    ...extra,
-  });
+  const w = BlockxProcess.spawn(["worker"], scrapedWorkerEnv(join(dir, "tables.sqlite"), { LOCALTESTSERVICE_FAULTS_FILE: faults, ...extra }));
   cleanups.push(() => w.stop("SIGKILL"));
   const client = new WorkerClient(await w.grpcAddr());
   cleanups.push(() => client.close());
@@ -112,12 +96,12 @@ describe("IO admission under a backend slowing down tenfold", () => {
     const sampling = (async () => {
       while (!finished) {
         const page = await scrape();
-        samples.push({ inflight: metric(page, "blockx_io_inflight", L), limit: metric(page, "blockx_io_admission_limit", L), rss: rss(), phase });
+        samples.push({ inflight: metricSample(page, "blockx_io_inflight", L), limit: metricSample(page, "blockx_io_admission_limit", L), rss: rss(), phase });
         await Bun.sleep(100);
       }
     })();
     const readsAnswered = async (n: number) => {
-      while (metric(await scrape(), "blockx_io_backend_requests_total", OK_READS) < n) await Bun.sleep(50);
+      while (metricSample(await scrape(), "blockx_io_backend_requests_total", OK_READS) < n) await Bun.sleep(50);
     };
     const enter = async (next: Phase, latencyMs: number) => {
       const seen = w.lines.length;
@@ -134,7 +118,7 @@ describe("IO admission under a backend slowing down tenfold", () => {
     await sampling;
     const page = await scrape();
 
-    expect(metric(page, "blockx_io_backend_requests_total", OK_READS)).toBe(TO - FROM + 1); // each block read once
+    expect(metricSample(page, "blockx_io_backend_requests_total", OK_READS)).toBe(TO - FROM + 1); // each block read once
     expect(last).toMatchObject({ state: TaskState.SUCCEEDED, callsTotal: 1_500, callsSucceeded: 1_500 });
     const store = new RawTableReader(join(dir, "tables.sqlite"));
     const rows = store.query("io_rows") as { block: number }[];
@@ -143,8 +127,8 @@ describe("IO admission under a backend slowing down tenfold", () => {
     expect(new Set(rows.map((r) => r.block)).size).toBe(1_500);
 
     // Admission: the high-water mark over the whole run and every sample stay within the max limit.
-    expect(metric(page, "blockx_io_inflight_peak", L)).toBeLessThanOrEqual(MAX_LIMIT);
-    expect(metric(page, "blockx_io_inflight_peak", L)).toBeGreaterThan(0);
+    expect(metricSample(page, "blockx_io_inflight_peak", L)).toBeLessThanOrEqual(MAX_LIMIT);
+    expect(metricSample(page, "blockx_io_inflight_peak", L)).toBeGreaterThan(0);
     for (const s of samples) expect(s.inflight).toBeLessThanOrEqual(MAX_LIMIT);
     // The limit shrank while the backend was slow and grew back once it was not.
     const limits = (p: Phase) => samples.filter((s) => s.phase === p).map((s) => s.limit);
@@ -155,19 +139,19 @@ describe("IO admission under a backend slowing down tenfold", () => {
     const maxRss = Math.max(...samples.map((s) => s.rss));
     expect(maxRss).toBeLessThan(1024 * 1024 * 1024);
     // The blocks are final (head 20,000,000): a rerun over some of them is served by the read cache.
-    const backendBefore = metric(page, "blockx_io_backend_requests_total", '{backend="localtestservice",op="eth_getBlockByNumber",result="ok"}');
+    const backendBefore = metricSample(page, "blockx_io_backend_requests_total", '{backend="localtestservice",op="eth_getBlockByNumber",result="ok"}');
     const rerun = await run(client, backfill("rerun", FROM, FROM + 99, "io_rows"));
     expect(rerun).toMatchObject({ state: TaskState.SUCCEEDED, callsSucceeded: 100 });
     const after = await scrape();
-    expect(metric(after, "blockx_io_cache_hits_total") - metric(page, "blockx_io_cache_hits_total")).toBe(100);
-    expect(metric(after, "blockx_io_requests_total", '{backend="localtestservice",op="eth_getBlockByNumber",via="cache"}')).toBeGreaterThanOrEqual(100);
-    expect(metric(after, "blockx_io_backend_requests_total", '{backend="localtestservice",op="eth_getBlockByNumber",result="ok"}')).toBe(backendBefore);
-    expect(metric(after, "blockx_io_cache_bytes")).toBeLessThanOrEqual(268_435_456);
-    expect(metric(after, "blockx_io_cache_entries")).toBeGreaterThanOrEqual(1_500);
+    expect(metricSample(after, "blockx_io_cache_hits_total") - metricSample(page, "blockx_io_cache_hits_total")).toBe(100);
+    expect(metricSample(after, "blockx_io_requests_total", '{backend="localtestservice",op="eth_getBlockByNumber",via="cache"}')).toBeGreaterThanOrEqual(100);
+    expect(metricSample(after, "blockx_io_backend_requests_total", '{backend="localtestservice",op="eth_getBlockByNumber",result="ok"}')).toBe(backendBefore);
+    expect(metricSample(after, "blockx_io_cache_bytes")).toBeLessThanOrEqual(268_435_456);
+    expect(metricSample(after, "blockx_io_cache_entries")).toBeGreaterThanOrEqual(1_500);
     console.log(
-      `io-admission: ${samples.length} samples; peak in flight ${metric(page, "blockx_io_inflight_peak", L)} (max ${MAX_LIMIT}); ` +
+      `io-admission: ${samples.length} samples; peak in flight ${metricSample(page, "blockx_io_inflight_peak", L)} (max ${MAX_LIMIT}); ` +
         `limit normal max ${Math.max(...limits("normal"))}, slow min ${slowMin}, recovered max ${Math.max(...limits("recovered"))}; ` +
-        `rejected ${metric(page, "blockx_io_admission_rejected_total", L)}; max RSS ${(maxRss / 2 ** 20).toFixed(0)} MiB; retried ${last.callsRetried}`,
+        `rejected ${metricSample(page, "blockx_io_admission_rejected_total", L)}; max RSS ${(maxRss / 2 ** 20).toFixed(0)} MiB; retried ${last.callsRetried}`,
     );
   }, 240_000);
 
