@@ -7,8 +7,11 @@
  *
  *   bun bench/worker/run.ts [--tasks 1000] [--warmup 2000] [--seconds 5] [--executors 2] [--no-pieces]
  *                           [--log-level info] [--cpu-red-line 1] [--task-slots 256] [--rounds 5]
+ *                           [--owner-without-identity shared|task]
  *
  * The task and the baseline run in interleaved rounds; the figures are medians of the rounds.
+ * The run is plaintext, so by default its tasks share executors (EXECUTOR_OWNER_WITHOUT_IDENTITY=
+ * shared), as one client's tasks do under mTLS; `task` shows the cost of an executor per task.
  *
  * --executors takes a comma-separated list (e.g. 2,4): one fresh Worker and Coordinator per
  * value, one table each.
@@ -32,6 +35,7 @@ const { values } = parseArgs({
     seconds: { type: "string", default: "5" },
     inflight: { type: "string", default: "64" },
     rounds: { type: "string", default: "5" },
+    "owner-without-identity": { type: "string", default: "shared" },
     executors: { type: "string", default: "2" },
     "task-slots": { type: "string", default: "256" },
     "log-level": { type: "string", default: "info" },
@@ -102,6 +106,8 @@ async function cluster(executorCount: number) {
     WORKER_REGISTRY_PREFIX: prefix,
     EXECUTOR_COUNT: String(executorCount),
     TASK_SLOTS: values["task-slots"], // 64 tasks in flight never meet NO_SLOT (a slot is freed at the terminal state)
+    // Plaintext: each task is its own executor owner unless this says shared (README "Security").
+    EXECUTOR_OWNER_WITHOUT_IDENTITY: values["owner-without-identity"],
   });
   blockx.push(w);
   const c = BlockxProcess.spawn(["coordinator"], {
