@@ -36,7 +36,7 @@ interface Rig {
   now: { ms: number };
 }
 
-function rig(o: { taskWindow?: number; maxAttempts?: number; tables?: SqliteTableStore; budgetMs?: number } = {}): Rig {
+function rig(o: { taskWindow?: number; maxAttempts?: number; tables?: SqliteTableStore; budgetMs?: number; ownerWithoutIdentity?: "task" | "shared" } = {}): Rig {
   const pool = new InMemoryPool();
   const events: TaskRunnerEvent[] = [];
   const ioEnded: string[] = [];
@@ -50,6 +50,7 @@ function rig(o: { taskWindow?: number; maxAttempts?: number; tables?: SqliteTabl
     log,
     nowMs: () => now.ms,
     ...(o.budgetMs ? { callBudgetMs: o.budgetMs } : {}),
+    ...(o.ownerWithoutIdentity ? { ownerWithoutIdentity: o.ownerWithoutIdentity } : {}),
   });
   runner.onEvent = (e) => events.push(e);
   runner.onCallFinished = (f) => systemFailures.push(f);
@@ -274,5 +275,17 @@ describe("TaskRunner", () => {
     // Under BLOCKX_INSECURE the owner label is a name anyone may send: it never joins two tasks.
     expect(key("anon1")).toBe("task:anon1");
     expect(key("anon2")).toBe("task:anon2");
+  });
+
+  test("EXECUTOR_OWNER_WITHOUT_IDENTITY=shared: tasks without an identity share one owner, apart from every authenticated identity", () => {
+    const r = rig({ ownerWithoutIdentity: "shared" });
+    for (const [id, identity] of [["anon1", ""], ["anon2", ""], ["a1", "client/alice"]] as const) {
+      expect(r.runner.accept(planTask(task(id, [1]), blockWorkerProfile, null), "label", identity)).toBe(true);
+      r.runner.start(id);
+    }
+    const key = (id: string) => r.pool.ownerKeys.get(`${id}/0/1`);
+    expect(key("anon1")).toBe("unauthenticated");
+    expect(key("anon2")).toBe("unauthenticated");
+    expect(key("a1")).toBe("identity:client/alice");
   });
 });

@@ -41,6 +41,8 @@ export interface TaskRunnerDeps {
   readonly callBudgetMs?: number;
   /** Bounds of each task's kept log lines (DEFAULT_TASK_LOG_CAPS when absent). */
   readonly logCaps?: TaskLogCaps;
+  /** The executor owner of a task without an authenticated identity: itself (the default), or one shared owner. */
+  readonly ownerWithoutIdentity?: "task" | "shared";
 }
 
 /** What ListTasks shows of a task besides its snapshot. */
@@ -270,11 +272,13 @@ export class TaskRunner {
    * executorOwnerKey: whose calls may share an executor (ExecutorPool recycles an executor between
    * owners): the task's authenticated identity (its certificate's, under mTLS), so that one
    * client's tasks reuse warm executors; without one (BLOCKX_INSECURE: the owner label is only a
-   * name anyone can send) every task is its own owner.
+   * name anyone can send) every task is its own owner, unless the operator chose one shared owner
+   * for them (EXECUTOR_OWNER_WITHOUT_IDENTITY=shared: a recycle per task costs a process start).
    */
   private executorOwnerKey(t: RunningTask): string {
     const identity = this.plans.get(t.plan.taskId)?.identity ?? "";
-    return identity !== "" ? `identity:${identity}` : `task:${t.plan.taskId}`;
+    if (identity !== "") return `identity:${identity}`;
+    return this.deps.ownerWithoutIdentity === "shared" ? "unauthenticated" : `task:${t.plan.taskId}`;
   }
 
   private budget(): { budgetMs?: number } {

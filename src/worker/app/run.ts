@@ -121,6 +121,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     log: log.child({ component: "task-runner" }),
     nowMs: monotonicNowMs,
     logCaps: config.taskLogCaps,
+    ownerWithoutIdentity: config.executorOwnerWithoutIdentity,
   });
   // A task by name pins the function snapshot current at its submission; a miss re-reads FUNCTIONS_DIR.
   const plan = (task: Task | undefined) => planTask(task, config.profile, functions.current(task?.functionCallConfig?.function?.name || undefined));
