@@ -80,6 +80,14 @@ export const executorPoolVars = {
     "RLIMIT_NPROC of executors (threads count): contains a fork bomb; user code is also denied fork/exec",
     intSchema(64, 1 << 20),
   ),
+  maxSourceBytes: envVar(
+    "EXECUTOR_MAX_SOURCE_BYTES",
+    String(32 * 1024 * 1024),
+    "an integer from 1024 to 62914560 (60 MiB)",
+    "largest function source (UTF-8 bytes) a task, a request or a sub-call may carry (INVALID_ARGUMENT at submit, INPUT_REJECTED for a " +
+      "sub-call); each executor is sent a source once, then its digest. 32 MiB leaves the first call's frame (64 MiB) room for its input",
+    intSchema(1024, 60 * 1024 * 1024),
+  ),
   cacheDir: envVar(
     "BLOCKX_CACHE_DIR",
     "",
@@ -104,6 +112,8 @@ export interface ExecutorPoolConfig {
   readonly sandbox: "on" | "off";
   readonly bwrap: string;
   readonly nprocLimit: number;
+  /** EXECUTOR_MAX_SOURCE_BYTES: a longer source is refused (INPUT_REJECTED here; INVALID_ARGUMENT at the roles' doors). */
+  readonly maxSourceBytes: number;
   readonly cacheDir: string;
   /**
    * µs an executor polls its socket after a call before it blocks (0: none). The Sync Invoker
@@ -126,6 +136,7 @@ export function executorPoolConfigFrom(v: ExecutorPoolVars): ExecutorPoolConfig 
     sandbox: v.sandbox,
     bwrap: v.bwrap.trim(),
     nprocLimit: v.nprocLimit,
+    maxSourceBytes: v.maxSourceBytes,
     cacheDir: v.cacheDir.trim(),
   });
 }

@@ -62,6 +62,8 @@ export async function runSyncInvoker(config: SyncInvokerConfig): Promise<void> {
     defaultTimeoutMs: config.defaultTimeoutMs,
     log: log.child({ component: "syncinvoker" }),
     metrics: registry,
+    tls: config.tls,
+    maxSourceBytes: config.pool.maxSourceBytes,
   });
 
   const grpcServer = new grpc.Server(GRPC_SERVER_OPTIONS);

@@ -167,7 +167,7 @@ describe("TaskRunner", () => {
     r.pool.call("t6/0/1/sub-1").finish({ code: "OOM_KILLED", retryable: true });
     await settle();
     r.pool.call("t6/0/1/sub-2").finish({ value: 50 });
-    expect(await sub).toEqual({ ok: true, value: 50 });
+    expect(await sub).toMatchObject({ ok: true, value: 50 });
     await settle();
     expect(r.pool.started).toContain("t6/2/1");
     expect(r.events.filter((e) => e.type === "taskCallCountsChanged").at(-1)).toMatchObject({ callsRetried: 1 });

@@ -41,6 +41,8 @@ export interface TaskRunnerDeps {
   readonly callBudgetMs?: number;
   /** Bounds of each task's kept log lines (DEFAULT_TASK_LOG_CAPS when absent). */
   readonly logCaps?: TaskLogCaps;
+  /** TASK_MAX_RESULT_BYTES: JSON bytes of return values one task keeps (DEFAULT_MAX_RESULT_BYTES when absent). */
+  readonly maxResultBytes?: number;
 }
 
 /** What ListTasks shows of a task besides its snapshot. */
@@ -141,7 +143,14 @@ export class TaskRunner {
     }
     let writers: Writer[];
     try {
-      writers = createWriters(plan.outputs, { taskId, totalCalls: plan.calls.total, scopeOf: plan.scopeOf, tables: this.deps.tables, log: this.deps.log });
+      writers = createWriters(plan.outputs, {
+        taskId,
+        totalCalls: plan.calls.total,
+        scopeOf: plan.scopeOf,
+        tables: this.deps.tables,
+        log: this.deps.log,
+        ...(this.deps.maxResultBytes !== undefined ? { maxResultBytes: this.deps.maxResultBytes } : {}),
+      });
     } catch (e) {
       if (!(e instanceof WriterSetupError)) throw e;
       this.end(taskId, { returnValues: [], firstError: undefined, writes: [] }, { type: "taskFailed", taskId, error: { code: CallErrorCode.Internal, message: e.message } });
@@ -160,6 +169,7 @@ export class TaskRunner {
         role: "Worker",
         budgetMs: this.deps.callBudgetMs,
         runSubCall: (call, owner) => this.runSubCall(t, call, owner),
+        subCallWindow: this.deps.dispatcher.taskMaxInflightCalls,
       }),
       succeeded: 0,
       failed: 0,
@@ -414,8 +424,9 @@ export class TaskRunner {
    */
   private async runSubCall(t: RunningTask, call: Parameters<RunSubCall>[0], owner: CallOwner): ReturnType<RunSubCall> {
     const taskId = t.plan.taskId;
+    let spentMs = 0; // by the attempts before this one: the parent is charged for all of them
     for (let attempt = 1; ; attempt++) {
-      if (this.tasks.get(taskId) !== t) return { ok: false, error: { type: CallErrorCode.Cancelled, message: "the task ended" } };
+      if (this.tasks.get(taskId) !== t) return { ok: false, error: { type: CallErrorCode.Cancelled, message: "the task ended" }, spentMs };
       const callId = call.nextCallId();
       t.subCalls.add(callId);
       this.step({ type: "subCallStarted", taskId });
@@ -425,10 +436,11 @@ export class TaskRunner {
       this.onCallFinished(isSystemFailure(out), finishedInfo(out, this.deps.nowMs() - startedMs));
       const decision = this.step({ type: "subCallFinished", taskId, attempt, result: resultOf(out) }).reply!;
       this.pump(); // its place in the window is free for the task's next call
-      if (out.ok) return resumeResultOf(out);
+      if (out.ok) return resumeResultOf(out, "", spentMs);
       if (decision.kind !== "retryScheduled" || this.tasks.get(taskId) !== t) {
-        return resumeResultOf(out, decision.kind === "failed" && decision.reason === "attempts_exhausted" ? ` (after ${attempt} attempts)` : "");
+        return resumeResultOf(out, decision.kind === "failed" && decision.reason === "attempts_exhausted" ? ` (after ${attempt} attempts)` : "", spentMs);
       }
+      spentMs += out.cpuMs + out.ioMs;
       t.retried++;
       t.countsDirty = true;
       this.scheduleCountsFlush(t);

@@ -83,7 +83,7 @@ describe("planTask (pure: a Task in, a plan or a named refusal out)", () => {
     const view = new FunctionCodeView();
     view.update(new Map([["stats", SOURCE]]));
     expect(refusal(undefined)).toBe("task: required");
-    expect(refusal(task({ id: "" }))).toBe("task.task_id: required");
+    expect(refusal(task({ id: "" }))).toBe("task.task_id is required");
     expect(refusal(task({ id: "x".repeat(257) }))).toContain("task.task_id: at most 256 characters");
     expect(refusal(task({ timeoutMs: 8 * 3600_000 + 1 }))).toContain("task.task_timeout_ms: at most");
     expect(refusal({ ...task(), functionCallConfig: undefined })).toBe("task.function_call_config: required");
