@@ -233,6 +233,10 @@ export class WorkerService {
     if (ids.length > MAX_WATCHED_TASKS) {
       return void call.emit("error", grpcError(grpc.status.INVALID_ARGUMENT, `task_ids: at most ${MAX_WATCHED_TASKS}, got ${ids.length}`));
     }
+    for (const [i, id] of ids.entries()) {
+      const badId = taskIdProblem(id, `task_ids[${i}]`);
+      if (badId) return void call.emit("error", grpcError(grpc.status.INVALID_ARGUMENT, badId));
+    }
     // Snapshots still queued for existing watchers are older than what this watch reads now:
     // send them first, so this watcher never receives one after a newer one.
     this.flushPublishes();
