@@ -15,7 +15,6 @@ import type {
   SlotGrant,
 } from "../../gen/coordinator/v1/coordinator";
 import { ErrorCode } from "../../common/error-code";
-import { MAX_TASK_ID_LENGTH } from "../../common/task-id";
 import { CoordinatorError } from "../core/coordinator-error";
 import type { CoordinatorCore } from "../core/coordinator-core";
 import { type Reply, ReservationCore } from "../core/reservation-core";
@@ -96,8 +95,7 @@ export class CoordinatorServer {
     this.metrics?.reservationSeconds.observe({ outcome: next.outcome }, durationMs / 1000);
     this.outcomes.record({
       atMs: this.nowMs(),
-      // An id refused for its length is kept only in part: the log holds 1,000 reservations.
-      taskId: taskId.slice(0, MAX_TASK_ID_LENGTH),
+      taskId,
       outcome: next.outcome,
       workerAddr: next.result.ok ? next.result.response.workerAddr : asked.workerAddr,
       workersAsked: asked.count,
