@@ -11,9 +11,8 @@ import * as grpc from "@grpc/grpc-js";
 import { afterEach, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { TaskState, type TaskSnapshot } from "../../src/gen/worker/v1/worker";
-import { BlockxProcess } from "../support/blockx-process";
-import { randomLanePrefix } from "../support/worker-double";
-import { inputsTask, WorkerClient } from "../support/worker-client";
+import { inputsTask, type WorkerClient } from "../support/worker-client";
+import { startWorker } from "../support/worker-process";
 
 /** How much the Worker's RSS may grow over its idle self while the hostile tasks run. */
 const RSS_GROWTH_BOUND_BYTES = 512 * 1024 * 1024;
@@ -24,18 +23,8 @@ afterEach(async () => {
 });
 
 async function worker(env: Record<string, string> = {}): Promise<{ client: WorkerClient; pid: number }> {
-  const p = BlockxProcess.spawn(["worker"], {
-    ETCD_ENDPOINTS: process.env.BLOCKX_TEST_ETCD_ENDPOINT!,
-    WORKER_LISTEN: "127.0.0.1:0",
-    WORKER_REGISTRY_PREFIX: randomLanePrefix("block"),
-    EXECUTOR_COUNT: "1",
-    BLOCKX_LOG_LEVEL: "info",
-    ...env,
-  });
-  cleanups.push(() => p.stop("SIGKILL"));
-  const client = new WorkerClient(await p.grpcAddr());
-  cleanups.push(() => client.close());
-  return { client, pid: p.proc.pid };
+  const { client, process } = await startWorker(env, cleanups);
+  return { client, pid: process.proc.pid };
 }
 
 async function finalState(client: WorkerClient, taskId: string): Promise<TaskSnapshot> {
