@@ -29,6 +29,7 @@ import { EtcdProcess } from "../../test/support/etcd";
 import { mulberry32 } from "../../test/support/mulberry32";
 import { freePort } from "../../test/support/ports";
 import type { SimConfig, SimMessage } from "./sim-workers";
+import type { SlotChange, SlotResponderConfig, SlotResponderMessage } from "./slot-responder";
 
 const { values } = parseArgs({
   options: {
@@ -57,6 +58,7 @@ const MODES: HeartbeatPublishMode[] = ["EVERY_INTERVAL", "ON_CHANGE"];
 const SKIP_FAST_ABOVE = Number(values["skip-above"]);
 const PREFIX = "/blockx/workers/";
 const CLK_TCK = 100; // USER_HZ on Linux
+const SIM_TASK_SLOTS = 50;
 
 // ---------------------------------------------------------------- /proc and /metrics readers
 
@@ -171,7 +173,29 @@ async function runOne(n: number, intervalMs: number, mode: HeartbeatPublishMode)
   const etcd = await EtcdProcess.start();
   const coords: Array<{ p: BlockxProcess; metricsUrl: string; client?: CoordinatorServiceClient }> = [];
   const sims: Array<{ proc: ReturnType<typeof Bun.spawn>; ready: Promise<number>; reports: Array<(m: SimMessage) => void> }> = [];
+  let responder: ReturnType<typeof Bun.spawn> | undefined;
   try {
+    // The Worker side of reservations, alone in its process (see slot-responder.ts). Its changes go
+    // to the simulator that publishes the Worker: 127.<2 + procIndex>.x.y.
+    const responderCfg: SlotResponderConfig = { taskSlots: SIM_TASK_SLOTS, taskMinMs: 1_000, taskMaxMs: 10_000, seed: 1000 };
+    let responderReady!: (port: number) => void;
+    const responderPort = new Promise<number>((r) => (responderReady = r));
+    responder = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", process.execPath, join(import.meta.dir, "slot-responder.ts"), JSON.stringify(responderCfg)], {
+      stdout: "inherit",
+      stderr: "inherit",
+      ipc(m: SlotResponderMessage) {
+        if (m.type === "ready") return responderReady(m.port);
+        const bySim = new Map<number, SlotChange[]>();
+        for (const c of m.changes) {
+          const i = Number(c.addr.split(".")[1]) - 2;
+          const list = bySim.get(i);
+          if (list) list.push(c);
+          else bySim.set(i, [c]);
+        }
+        for (const [i, changes] of bySim) sims[i]?.proc.send({ type: "changes", changes });
+      },
+    });
+    const port = await responderPort;
     for (let c = 0; c < COORDINATORS; c++) {
       const mport = await freePort();
       const p = BlockxProcess.spawn(["coordinator"], {
@@ -190,12 +214,11 @@ async function runOne(n: number, intervalMs: number, mode: HeartbeatPublishMode)
         prefix: PREFIX,
         procIndex: i,
         workers: count,
+        port,
         intervalMs,
         mode,
         refreshMs: Math.max(REFRESH_MS, intervalMs),
-        taskSlots: 50,
-        taskMinMs: 1_000,
-        taskMaxMs: 10_000,
+        taskSlots: SIM_TASK_SLOTS,
         seed: 1000 + i,
       };
       const reports: Array<(m: SimMessage) => void> = [];
@@ -346,11 +369,12 @@ async function runOne(n: number, intervalMs: number, mode: HeartbeatPublishMode)
   } finally {
     stopping = true;
     for (const s of sims) s.proc.kill("SIGKILL");
+    responder?.kill("SIGKILL");
     for (const c of coords) {
       c.client?.close();
       c.p.proc.kill("SIGKILL");
     }
-    await Promise.all([...sims.map((s) => s.proc.exited), ...coords.map((c) => c.p.exited)]);
+    await Promise.all([...sims.map((s) => s.proc.exited), ...coords.map((c) => c.p.exited), responder?.exited]);
     await etcd.destroy();
   }
 }
