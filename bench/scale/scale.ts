@@ -15,6 +15,7 @@
  *   bun bench/scale/scale.ts [--quick] [--n 100,1000,5000,10000] [--intervals 200,2000]
  *     [--window-s 20] [--rate 20] [--coordinators 2] [--sim-procs 2] [--refresh-ms 8000] [--json out.json]
  *     [--skip-above 1000]   (intervals under 1 s only up to this N)
+ *     [--modes EVERY_INTERVAL,ON_CHANGE] [--cpu-prof-dir DIR]   (Coordinators' CPU profiles, Bun's --cpu-prof)
  *
  * --quick: N = 100 and 500, 3 s windows (a smoke test that the whole pipeline works).
  */
@@ -43,6 +44,8 @@ const { values } = parseArgs({
     "refresh-ms": { type: "string", default: "8000" },
     json: { type: "string" },
     "skip-above": { type: "string", default: "1000" },
+    modes: { type: "string", default: "EVERY_INTERVAL,ON_CHANGE" },
+    "cpu-prof-dir": { type: "string" },
   },
 });
 const QUICK = values.quick!;
@@ -53,7 +56,10 @@ const RATE = Number(values.rate);
 const COORDINATORS = Number(values.coordinators);
 const SIM_PROCS = Number(values["sim-procs"]);
 const REFRESH_MS = Number(values["refresh-ms"]);
-const MODES: HeartbeatPublishMode[] = ["EVERY_INTERVAL", "ON_CHANGE"];
+const MODES = values.modes!.split(",") as HeartbeatPublishMode[];
+for (const m of MODES) if (m !== "EVERY_INTERVAL" && m !== "ON_CHANGE") throw new Error(`--modes: EVERY_INTERVAL and/or ON_CHANGE, got ${m}`);
+/** With --cpu-prof-dir, each Coordinator writes a CPU profile there when it is stopped (SIGTERM). */
+const CPU_PROF_DIR = values["cpu-prof-dir"];
 /** Intervals below 1 s are skipped above this N: N x 5 puts/s is far past this machine's etcd (see bench/README.md). */
 const SKIP_FAST_ABOVE = Number(values["skip-above"]);
 const PREFIX = "/blockx/workers/";
@@ -204,6 +210,7 @@ async function runOne(n: number, intervalMs: number, mode: HeartbeatPublishMode)
         COORDINATOR_REGISTRY_PREFIXES: PREFIX,
         BLOCKX_PROMETHEUS_LISTEN_ADDR: `127.0.0.1:${mport}`,
         BLOCKX_LOG_LEVEL: "info", // nothing per reservation or per registry event at info
+        ...(CPU_PROF_DIR ? { BUN_OPTIONS: `--cpu-prof --cpu-prof-md --cpu-prof-dir=${CPU_PROF_DIR}` } : {}),
       });
       coords.push({ p, metricsUrl: `http://127.0.0.1:${mport}/metrics` });
     }
@@ -372,7 +379,7 @@ async function runOne(n: number, intervalMs: number, mode: HeartbeatPublishMode)
     responder?.kill("SIGKILL");
     for (const c of coords) {
       c.client?.close();
-      c.p.proc.kill("SIGKILL");
+      c.p.proc.kill(CPU_PROF_DIR ? "SIGTERM" : "SIGKILL"); // a profile is written at a clean exit only
     }
     await Promise.all([...sims.map((s) => s.proc.exited), ...coords.map((c) => c.p.exited), responder?.exited]);
     await etcd.destroy();
