@@ -105,6 +105,8 @@ try {
     defaultTimeoutMs: 5000,
     log: silentLogger(),
     metrics: new MetricsRegistry(),
+    tls: { kind: "insecure" },
+    maxSourceBytes: 32 * 1024 * 1024,
   }).handlers();
   const handlerCall = () =>
     new Promise<void>((resolve, reject) => {
