@@ -1,3 +1,4 @@
+import { UNAUTHENTICATED_OWNER } from "../../runtime/executor/executor-pool-config";
 import { afterEach, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -168,7 +169,7 @@ describe("TaskRunner", () => {
     r.pool.call("t6/0/1/sub-1").finish({ code: "OOM_KILLED", retryable: true });
     await settle();
     r.pool.call("t6/0/1/sub-2").finish({ value: 50 });
-    expect(await sub).toEqual({ ok: true, value: 50 });
+    expect(await sub).toMatchObject({ ok: true, value: 50 });
     await settle();
     expect(r.pool.started).toContain("t6/2/1");
     expect(r.events.filter((e) => e.type === "taskCallCountsChanged").at(-1)).toMatchObject({ callsRetried: 1 });
@@ -284,8 +285,8 @@ describe("TaskRunner", () => {
       r.runner.start(id);
     }
     const key = (id: string) => r.pool.ownerKeys.get(`${id}/0/1`);
-    expect(key("anon1")).toBe("unauthenticated");
-    expect(key("anon2")).toBe("unauthenticated");
+    expect(key("anon1")).toBe(UNAUTHENTICATED_OWNER);
+    expect(key("anon2")).toBe(UNAUTHENTICATED_OWNER);
     expect(key("a1")).toBe("identity:client/alice");
   });
 });
