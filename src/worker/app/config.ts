@@ -2,6 +2,8 @@ import { tableStoreProblems, tableStoreVars, type TableStoreConfig } from "../..
 import type { ChainsConfig } from "../../common/config/chains-config";
 import { clockVars } from "../../common/clock/clock-vars";
 import { compileTlsInto, type TlsSetting } from "../../common/tls/tls-setting";
+import { compileEtcdAccessInto, type EtcdAccess } from "../../common/etcd/etcd-access";
+import { etcdAccessVars } from "../../common/etcd/etcd-vars";
 import { commonVars } from "../../common/config/common-vars";
 import { ConfigError, enumSchema, envVar, fractionSchema, intSchema, listenAddrSchema, listSchema, loadEnvConfig, stringSchema, type EnvValues } from "../../common/config/env-config";
 import { parseRegistryPrefix } from "../../common/registry/registry-prefix";
@@ -27,7 +29,8 @@ export function workerVars(profile: WorkerProfile) {
       "the address clients and Coordinators reach this Worker at (its etcd key); empty: the bound address, with the host name for 0.0.0.0",
       stringSchema().refine((s) => s === "" || /^[^\s:]+:\d{1,5}$|^\[[0-9a-fA-F:.]+\]:\d{1,5}$/.test(s)),
     ),
-    etcdEndpoints: envVar("ETCD_ENDPOINTS", "localhost:2379", "comma-separated host:port list", "etcd endpoints", listSchema()),
+    etcdEndpoints: envVar("ETCD_ENDPOINTS", "localhost:2379", "comma-separated host:port list (or https:// URLs)", "etcd endpoints", listSchema()),
+    ...etcdAccessVars,
     registryPrefix: envVar(
       "WORKER_REGISTRY_PREFIX",
       profile.registryPrefix,
@@ -103,6 +106,8 @@ export interface WorkerRuntimeConfig extends TableStoreConfig {
   readonly listenAddr: string;
   readonly advertiseAddr: string;
   readonly etcdEndpoints: readonly string[];
+  /** ETCD_TLS_* / ETCD_USERNAME / ETCD_PASSWORD[_FILE], compiled. */
+  readonly etcd: EtcdAccess;
   readonly registryPrefix: string;
   readonly taskSlots: number;
   readonly heartbeatIntervalMs: number;
@@ -162,9 +167,11 @@ export function loadWorkerRuntimeConfigFromEnv(
     problems.push(...e.problems);
   }
   const tls = compileTlsInto(v, problems);
-  if (problems.length > 0 || io === null || tls === null) throw new ConfigError(problems);
+  const etcd = compileEtcdAccessInto(v, v.etcdEndpoints, problems);
+  if (problems.length > 0 || io === null || tls === null || etcd === null) throw new ConfigError(problems);
   return Object.freeze({
     tls,
+    etcd,
     profile,
     listenAddr: v.listenAddr,
     advertiseAddr: v.advertiseAddr,

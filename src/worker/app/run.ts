@@ -4,6 +4,7 @@ import { hostname } from "node:os";
 import { ConfigError } from "../../common/config/env-config";
 import { startClockMonitor } from "../../common/clock/clock-monitor";
 import { createEtcdClient } from "../../common/etcd/etcd-client";
+import { announceEtcdAccess } from "../../common/etcd/etcd-access";
 import { sdNotify } from "../../common/lifecycle/sd-notify";
 import { announceTls, serverCredentials } from "../../common/tls/grpc-tls";
 import { bindGrpcServer, grpcError, GRPC_SERVER_OPTIONS, shutdownGrpcServer } from "../../common/grpc/grpc-server";
@@ -52,6 +53,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   const role = config.profile.deployment === "block" ? "worker" : "bundle-worker";
   const log = createLogger(config.logLevel, { role });
   announceTls(log, config.tls);
+  announceEtcdAccess(log, config.etcd);
   let lifecycle: WorkerLifecycle = "starting";
 
   // A bad block store is a configuration error: refuse to start rather than serve generated blocks.
@@ -137,9 +139,9 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   };
   impl = svc.handlers();
 
-  const etcd = await createEtcdClient({ endpoints: config.etcdEndpoints, dialTimeoutMs: 5_000 });
+  const etcd = await createEtcdClient({ endpoints: config.etcdEndpoints, dialTimeoutMs: 5_000, access: config.etcd });
   const host = new HostMetrics();
-  const clock = startClockMonitor(registry, { etcdEndpoints: config.etcdEndpoints, ...config.clock }, log);
+  const clock = startClockMonitor(registry, { etcdEndpoints: config.etcdEndpoints, etcdTls: config.etcd.tls, ...config.clock }, log);
   const heartbeatPuts = registry.counter("blockx_worker_heartbeat_puts_total", "Heartbeats put into etcd, by reason (HEARTBEAT_PUBLISH).", ["reason"]);
   const heartbeat = new HeartbeatPublisher(
     etcd,
