@@ -9,19 +9,24 @@ import { grpcError } from "../grpc/grpc-server";
 /** How often the certificate files are re-read: a rotated certificate is used by new connections within this. */
 export const TLS_RELOAD_MS = 1_000;
 
-type Mtls = Extract<TlsSetting, { kind: "mtls" }>;
+
+/** The files of one TLS identity: the CA, and this process's certificate and key (none: a CA-only client). */
+export interface CertificateFiles {
+  readonly caFile: string;
+  readonly certFile?: string;
+  readonly keyFile?: string;
+}
 
 // One file watcher per set of files in a process: every server and channel shares it.
 const providers = new Map<string, grpc.experimental.FileWatcherCertificateProvider>();
 
-function providerFor(s: Mtls): grpc.experimental.FileWatcherCertificateProvider {
-  const key = `${s.caFile}\n${s.certFile}\n${s.keyFile}`;
+function providerFor(s: CertificateFiles): grpc.experimental.FileWatcherCertificateProvider {
+  const key = `${s.caFile}\n${s.certFile ?? ""}\n${s.keyFile ?? ""}`;
   let p = providers.get(key);
   if (!p) {
     p = new grpc.experimental.FileWatcherCertificateProvider({
       caCertificateFile: s.caFile,
-      certificateFile: s.certFile,
-      privateKeyFile: s.keyFile,
+      ...(s.certFile && s.keyFile ? { certificateFile: s.certFile, privateKeyFile: s.keyFile } : {}),
       refreshIntervalMs: TLS_RELOAD_MS,
     });
     providers.set(key, p);
@@ -51,18 +56,30 @@ const IP_SERVERNAME = "blockx-peer";
  */
 export function channelFor(s: TlsSetting, target: string, expect: readonly PeerRole[]): { credentials: grpc.ChannelCredentials; options: grpc.ChannelOptions } {
   if (s.kind === "insecure") return { credentials: grpc.credentials.createInsecure(), options: {} };
+  return tlsChannel(s, target, (cert) => {
+    const id = identityFromSubjectAltName(cert.subjectaltname);
+    if (id === null || !expect.includes(id.role)) {
+      return new Error(`${target} presented ${id ? identityKey(id) : "a certificate without a blockx://role/ URI SAN"}, expected ${expect.join(" or ")}`);
+    }
+    return undefined;
+  });
+}
+
+/**
+ * tlsChannel: credentials and options to dial `target` (host:port) over TLS with `files` (re-read
+ * every TLS_RELOAD_MS; without certFile no client certificate is shown). The server's certificate
+ * must chain to the CA and name the host dialled (IP or DNS SAN); `check` may ask more of it.
+ * For an IP target, SNI carries a fixed name (Bun refuses an IP as servername).
+ */
+export function tlsChannel(
+  files: CertificateFiles,
+  target: string,
+  check: (cert: PeerCertificate) => Error | undefined = () => undefined,
+): { credentials: grpc.ChannelCredentials; options: grpc.ChannelOptions } {
   const host = hostOf(target);
-  const p = providerFor(s);
-  const credentials = grpc.experimental.createCertificateProviderChannelCredentials(p, p, {
-    checkServerIdentity: (_servername: string, cert: PeerCertificate) => {
-      const hostErr = checkServerIdentity(host, cert);
-      if (hostErr) return hostErr;
-      const id = identityFromSubjectAltName(cert.subjectaltname);
-      if (id === null || !expect.includes(id.role)) {
-        return new Error(`${target} presented ${id ? identityKey(id) : "a certificate without a blockx://role/ URI SAN"}, expected ${expect.join(" or ")}`);
-      }
-      return undefined;
-    },
+  const p = providerFor(files);
+  const credentials = grpc.experimental.createCertificateProviderChannelCredentials(p, files.certFile ? p : null, {
+    checkServerIdentity: (_servername: string, cert: PeerCertificate) => checkServerIdentity(host, cert) ?? check(cert),
   });
   return { credentials, options: { "grpc.ssl_target_name_override": isIP(host) ? IP_SERVERNAME : host } };
 }
