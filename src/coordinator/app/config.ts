@@ -26,7 +26,7 @@ const MS_RULE = "an integer from 1 to 86400000 (24 h)";
 export function coordinatorVars(profile: Profile) {
   return {
     listenAddr: envVar("COORDINATOR_LISTEN", ":8080", "host:port or :port", "gRPC listen address", listenAddrSchema()),
-    etcdEndpoints: envVar("ETCD_ENDPOINTS", "localhost:2379", "comma-separated host:port list (or https:// URLs)", "etcd endpoints", listSchema()),
+    etcdEndpoints: envVar("ETCD_ENDPOINTS", "localhost:2379", "comma-separated host:port list", "etcd endpoints", listSchema()),
     ...etcdAccessVars,
     registryPrefixes: envVar(
       "COORDINATOR_REGISTRY_PREFIXES",

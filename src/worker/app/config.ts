@@ -29,7 +29,7 @@ export function workerVars(profile: WorkerProfile) {
       "the address clients and Coordinators reach this Worker at (its etcd key); empty: the bound address, with the host name for 0.0.0.0",
       stringSchema().refine((s) => s === "" || /^[^\s:]+:\d{1,5}$|^\[[0-9a-fA-F:.]+\]:\d{1,5}$/.test(s)),
     ),
-    etcdEndpoints: envVar("ETCD_ENDPOINTS", "localhost:2379", "comma-separated host:port list (or https:// URLs)", "etcd endpoints", listSchema()),
+    etcdEndpoints: envVar("ETCD_ENDPOINTS", "localhost:2379", "comma-separated host:port list", "etcd endpoints", listSchema()),
     ...etcdAccessVars,
     registryPrefix: envVar(
       "WORKER_REGISTRY_PREFIX",
