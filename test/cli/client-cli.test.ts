@@ -37,7 +37,7 @@ afterAll(() => cluster.stop());
 async function blockx(args: string[], extraEnv: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   const proc = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", BLOCKX_BINARY, ...args], {
     cwd: cluster.dir,
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...transportEnv({ ...env, ...extraEnv }), ...env, ...extraEnv },
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...transportEnv({ ...env, ...extraEnv }, "client"), ...env, ...extraEnv },
     stdout: "pipe",
     stderr: "pipe",
   });
@@ -148,7 +148,7 @@ describe("client CLI", () => {
   test("submit --watch says `task <id> on <worker>` before the bar; Ctrl-C says how to watch or cancel it, and the task keeps running", async () => {
     const proc = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", BLOCKX_BINARY, "submit", "--function", "sleeps.py", "--inputs", "[3]", "--return", "--watch", "--task-id", "cli-ctrl-c"], {
       cwd: cluster.dir,
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...transportEnv(env), ...env },
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...transportEnv(env, "client"), ...env },
       stdout: "pipe",
       stderr: "pipe",
     });
@@ -237,7 +237,7 @@ describe("client CLI", () => {
   test("in a real terminal (tmux) the progress bar is one line redrawn in place and finishes at 100%", async () => {
     const sock = `blockx-test-${process.pid}`;
     const script = join(cluster.dir, "tty.sh");
-    const exports = Object.entries({ ...transportEnv(env), ...env }).map(([k, v]) => `export ${k}='${v}'`).join("\n");
+    const exports = Object.entries({ ...transportEnv(env, "client"), ...env }).map(([k, v]) => `export ${k}='${v}'`).join("\n");
     writeFileSync(script, `${exports}\ncd '${cluster.dir}'\n'${BLOCKX_BINARY}' submit --function stats.py --blocks 100..159 --table tty_squares --watch > out.txt\necho "EXIT=$?"\nsleep 60\n`);
     try {
       expect(Bun.spawnSync(["tmux", "-L", sock, "new-session", "-d", "-s", "bar", "-x", "150", "-y", "12", `bash ${script}`]).exitCode).toBe(0);

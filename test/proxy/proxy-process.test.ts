@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { WorkerServiceClient, WorkerServiceService, type WorkerServiceServer } from "../../src/gen/worker/v1/worker";
 import { TestCluster } from "../support/cluster";
 import { waitFor } from "../support/coordinator-client";
+import { suiteChannel } from "../support/suite-tls";
 
 const PY_CLIENT = join(import.meta.dir, "..", "support", "py_grpc_client.py");
 
@@ -88,7 +89,8 @@ describe("blockx proxy", () => {
   test("a real Worker's NotFound reaches the client the same through the proxy as directly; an unreachable Worker is Unavailable", async () => {
     const { cluster, worker } = await startProxy();
     const w = await cluster.worker();
-    const direct = new WorkerServiceClient(w.addr, grpc.credentials.createInsecure());
+    const ch = suiteChannel("client", w.addr, ["worker"]);
+    const direct = new WorkerServiceClient(w.addr, ch.credentials, ch.options);
     cleanups.push(() => direct.close());
     const md = new grpc.Metadata();
     md.set("x-blockx-worker-addr", w.addr);

@@ -58,7 +58,7 @@ export class TestCluster {
 
   /** clientConfig: the SDK's configuration, as `blockx dev` would export it, plus overrides. */
   clientConfig(env: Record<string, string>): ClientConfig {
-    return loadClientConfig({ ETCD_ENDPOINTS: this.etcd, TABLE_STORE_PATH: this.tableStorePath, ...transportEnv(env), ...env });
+    return loadClientConfig({ ETCD_ENDPOINTS: this.etcd, TABLE_STORE_PATH: this.tableStorePath, ...transportEnv(env, "client"), ...env });
   }
 
   async stop(): Promise<void> {
