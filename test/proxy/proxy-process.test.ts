@@ -158,7 +158,7 @@ describe("blockx proxy", () => {
 
   test("python3-grpcio (not grpc-js) reserves a slot through the proxy (gzip request) and reads its health", async () => {
     const { cluster, socket } = await startProxyInFront();
-    const py = (args: string[]) => JSON.parse(Bun.spawnSync(["/usr/bin/python3", PY_CLIENT, `unix:${socket}`, ...args]).stdout.toString()) as Record<string, unknown>;
+    const py = (args: string[]) => JSON.parse(Bun.spawnSync(["/usr/bin/python3", PY_CLIENT, `unix:${socket}`, ...args], { env: { PATH: "/usr/bin:/bin" } }).stdout.toString()) as Record<string, unknown>;
     const reserved = await waitFor(async () => py(["reserve", "coordinator.v1.CoordinatorService", "py-1"]), (o) => o.ok === true);
     expect(reserved).toMatchObject({ ok: true, taskId: "py-1", workerAddr: cluster.workerAddr });
     expect(py(["health"])).toEqual({ ok: true, status: "SERVING" });

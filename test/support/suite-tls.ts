@@ -1,7 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { join } from "node:path";
 import { CertIssuer, type TlsFiles } from "../../src/common/tls/cert-issuer";
-import { channelFor, serverCredentials } from "../../src/common/tls/grpc-tls";
+import { channelFor, loadedServerCredentials } from "../../src/common/tls/grpc-tls";
 import type { PeerRole } from "../../src/common/tls/peer-identity";
 import { compileTlsSetting, type TlsSetting } from "../../src/common/tls/tls-setting";
 
@@ -59,9 +59,9 @@ export function suiteChannel(as: SuiteRole, target: string, expect: readonly Pee
   return channelFor(suiteSetting(as), target, expect);
 }
 
-/** suiteServerCredentials: what an in-process server of `role` (a test double) listens with. */
-export function suiteServerCredentials(role: SuiteRole): grpc.ServerCredentials {
-  return serverCredentials(suiteSetting(role));
+/** suiteServerCredentials: what an in-process server of `role` (a test double) listens with, its certificates loaded. */
+export function suiteServerCredentials(role: SuiteRole): Promise<grpc.ServerCredentials> {
+  return loadedServerCredentials(suiteSetting(role));
 }
 
 /** roleOfCommand: whose certificate a `blockx <command>` child holds (the proxy and client commands: the client's). */

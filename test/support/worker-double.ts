@@ -48,8 +48,9 @@ export class WorkerDouble {
       },
     };
     d.server.addService(WorkerServiceService, impl as WorkerServiceServer);
+    const credentials = await suiteServerCredentials("worker");
     const port = await new Promise<number>((resolve, reject) =>
-      d.server.bindAsync("127.0.0.1:0", suiteServerCredentials("worker"), (e, p) => (e ? reject(e) : resolve(p))),
+      d.server.bindAsync("127.0.0.1:0", credentials, (e, p) => (e ? reject(e) : resolve(p))),
     );
     d.addr = `127.0.0.1:${port}`;
     return d;

@@ -2,7 +2,7 @@ import * as grpc from "@grpc/grpc-js";
 import { createEtcdClient } from "../../common/etcd/etcd-client";
 import { announceEtcdAccess } from "../../common/etcd/etcd-access";
 import { sdNotify } from "../../common/lifecycle/sd-notify";
-import { announceTls, serverCredentials } from "../../common/tls/grpc-tls";
+import { announceTls, loadedServerCredentials } from "../../common/tls/grpc-tls";
 import { bindGrpcServer, GRPC_SERVER_OPTIONS, shutdownGrpcServer } from "../../common/grpc/grpc-server";
 import { HealthStatus, ServingStatus } from "../../common/grpc/health-service";
 import { onShutdownSignal } from "../../common/lifecycle/shutdown";
@@ -99,7 +99,7 @@ export async function runCoordinator(config: CoordinatorRuntimeConfig): Promise<
       getReservationOutcomes: server.grpcOutcomesHandler(config.tls),
     });
   }
-  const boundAddr = await bindGrpcServer(grpcServer, config.listenAddr, serverCredentials(config.tls));
+  const boundAddr = await bindGrpcServer(grpcServer, config.listenAddr, await loadedServerCredentials(config.tls));
 
   const etcd = await createEtcdClient({ endpoints: config.watcher.endpoints, dialTimeoutMs: config.watcher.dialTimeoutMs, access: config.etcd });
   const watcher = new EtcdWorkerWatcher(etcd, config.watcher, core, log.child({ component: "etcd-watcher" }), watcherMetrics, (addr) =>

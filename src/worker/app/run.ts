@@ -6,7 +6,7 @@ import { startClockMonitor } from "../../common/clock/clock-monitor";
 import { createEtcdClient } from "../../common/etcd/etcd-client";
 import { announceEtcdAccess } from "../../common/etcd/etcd-access";
 import { sdNotify } from "../../common/lifecycle/sd-notify";
-import { announceTls, serverCredentials } from "../../common/tls/grpc-tls";
+import { announceTls, loadedServerCredentials } from "../../common/tls/grpc-tls";
 import { bindGrpcServer, grpcError, GRPC_SERVER_OPTIONS, shutdownGrpcServer } from "../../common/grpc/grpc-server";
 import { HealthStatus, ServingStatus } from "../../common/grpc/health-service";
 import { onShutdownSignal } from "../../common/lifecycle/shutdown";
@@ -90,7 +90,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   const health = new HealthStatus(["worker.v1.WorkerService"]);
   health.register(grpcServer);
   grpcServer.addService(WorkerServiceService, handlers);
-  const boundAddr = await bindGrpcServer(grpcServer, config.listenAddr, serverCredentials(config.tls));
+  const boundAddr = await bindGrpcServer(grpcServer, config.listenAddr, await loadedServerCredentials(config.tls));
   const workerAddr = advertisedAddr(config, boundAddr);
 
   const incarnation = randomBytes(6).toString("hex");
