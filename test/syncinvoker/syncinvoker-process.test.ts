@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BlockxProcess } from "../support/blockx-process";
 import { checkDurations, expectRefused, SyncInvokerClient } from "../support/syncinvoker-client";
+import { suiteEnv } from "../support/suite-tls";
 
 setDefaultTimeout(60_000);
 
@@ -27,7 +28,6 @@ def main(ctx, input):
 /** Blocks until the gate file exists (deterministic "busy executor"); marks that it ran. */
 const HOLD = `
 import os, time
-import { suiteEnv } from "../support/suite-tls";
 def main(ctx, input):
     if input.get("marker"):
         open(input["marker"], "w").close()
