@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { WorkerServiceClient, WorkerServiceService, type WorkerServiceServer } from "../../src/gen/worker/v1/worker";
 import { TestCluster } from "../support/cluster";
 import { waitFor } from "../support/coordinator-client";
-import { suiteChannel } from "../support/suite-tls";
+import { suiteChannel, suiteServerCredentials } from "../support/suite-tls";
 
 const PY_CLIENT = join(import.meta.dir, "..", "support", "py_grpc_client.py");
 
@@ -58,7 +58,8 @@ async function scriptedWorker(): Promise<string> {
     },
   };
   server.addService(WorkerServiceService, impl as WorkerServiceServer);
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+  const credentials = await suiteServerCredentials("worker");
+  const port = await new Promise<number>((resolve, reject) => server.bindAsync("127.0.0.1:0", credentials, (e, p) => (e ? reject(e) : resolve(p))));
   cleanups.push(() => server.forceShutdown());
   return `127.0.0.1:${port}`;
 }
