@@ -6,7 +6,7 @@
  * A second baseline, bench/coordinator/bare-proxy.ts, does the same two hops with no logic at
  * all: the Coordinator's own cost is what it adds to that.
  *
- *   bun bench/coordinator/reserve.ts [--calls 3000] [--seconds 3]
+ *   bun bench/coordinator/reserve.ts [--calls 3000] [--seconds 3] [--rounds 5]   (medians of interleaved rounds)
  */
 import * as grpc from "@grpc/grpc-js";
 import { parseArgs } from "node:util";
@@ -15,12 +15,15 @@ import { WorkerServiceClient } from "../../src/gen/worker/v1/worker";
 import { BlockxProcess } from "../../test/support/blockx-process";
 import { EtcdProcess } from "../../test/support/etcd";
 import { Registrar, randomLanePrefix } from "../../test/support/worker-double";
-import { latency, throughput } from "../support/measure";
+import { measureSeries } from "../support/measure";
 import { spawnPortPrinter } from "../support/port-printer";
 
-const { values } = parseArgs({ options: { calls: { type: "string", default: "3000" }, seconds: { type: "string", default: "3" } } });
+const { values } = parseArgs({
+  options: { calls: { type: "string", default: "3000" }, seconds: { type: "string", default: "3" }, rounds: { type: "string", default: "5" } },
+});
 const CALLS = Number(values.calls);
 const SECONDS = Number(values.seconds);
+const ROUNDS = Number(values.rounds);
 
 type Call = (seq: number) => Promise<void>;
 
@@ -80,16 +83,12 @@ try {
     }
   }
 
-  // Interleave the two measurements so that machine noise hits both alike.
-  const echo1 = await latency(echoCall, CALLS);
-  const proxy1 = await latency(proxyCall, CALLS);
-  const reserve1 = await latency(reserveCall, CALLS);
-  const echoTput = await throughput(echoCall, 64, SECONDS);
-  const proxyTput = await throughput(proxyCall, 64, SECONDS);
-  const reserveTput = await throughput(reserveCall, 64, SECONDS);
+  const f = await measureSeries({ echo: echoCall, proxy: proxyCall, reserve: reserveCall }, { calls: CALLS, inflight: 64, seconds: SECONDS, rounds: ROUNDS });
+  const [echo1, proxy1, reserve1] = [f.echo, f.proxy, f.reserve];
+  const [echoTput, proxyTput, reserveTput] = [f.echo.perSecond, f.proxy.perSecond, f.reserve.perSecond];
 
   const us = (x: number) => `${x.toFixed(0)} µs`;
-  console.log(`ReserveWorkerSlot over loopback (compiled coordinator, minimal worker process), ${CALLS} calls, ${SECONDS} s at 64 in flight`);
+  console.log(`ReserveWorkerSlot over loopback (compiled coordinator, minimal worker process), ${CALLS} calls, ${SECONDS} s at 64 in flight, medians of ${ROUNDS} interleaved rounds`);
   console.log("");
   const x = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
   console.log("| measure | bare unary (baseline) | bare two-hop proxy | ReserveWorkerSlot | reserve / unary | reserve / proxy |");

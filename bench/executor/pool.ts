@@ -2,7 +2,7 @@
  * bench/executor/pool.ts: calls through the executor pool against a bare framed ping-pong over
  * a Unix socket between Bun and one python3 process (echo_peer.py), measured in the same run.
  *
- *   bun bench/executor/pool.ts [--calls 3000] [--seconds 3] [--inflight 2000]
+ *   bun bench/executor/pool.ts [--calls 3000] [--seconds 3] [--inflight 2000] [--rounds 5]   (medians of interleaved rounds)
  */
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -13,10 +13,17 @@ import { ExecutorPool } from "../../src/runtime/executor/executor-pool";
 import { encodeFrame, FrameDecoder } from "../../src/runtime/executor/frame-codec";
 import { resolvePython } from "../../src/runtime/executor/isolation";
 import { latency, throughput } from "../support/measure";
+import { interleavedRounds, median } from "../support/rounds";
 
 const { values } = parseArgs({
-  options: { calls: { type: "string", default: "3000" }, seconds: { type: "string", default: "3" }, inflight: { type: "string", default: "2000" } },
+  options: {
+    calls: { type: "string", default: "3000" },
+    seconds: { type: "string", default: "3" },
+    inflight: { type: "string", default: "2000" },
+    rounds: { type: "string", default: "5" },
+  },
 });
+const ROUNDS = Number(values.rounds);
 const CALLS = Number(values.calls);
 const SECONDS = Number(values.seconds);
 const INFLIGHT = Number(values.inflight);
@@ -89,28 +96,35 @@ const IO_SOURCE = "def main(ctx, x):\n    return ctx.io('echo', 'get', x)\n";
 const ASYNC_IO_SOURCE = "async def main(ctx, x):\n    return await ctx.io('echo', 'get', x)\n";
 const echoOwner: CallOwner = { io: async (r) => ({ ok: true, value: r.params, ioMs: 0 }) };
 
+// Every series lives at once and runs in interleaved rounds (medians): the bare ping-pong, a pool
+// of 8 executors for the latencies, and pools of 1, 2 and 8 for calls/s.
 const bare = await barePingPong();
-const bareLat = await latency(bare.call, CALLS, 300);
-const bareTput = await throughput(bare.call, INFLIGHT, SECONDS);
-bare.stop();
-
-let pool = await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: 8 }), silentLogger(), { waitForAll: true });
+const pools = new Map<number, ExecutorPool>();
+for (const count of [1, 2, 8]) pools.set(count, await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: count }), silentLogger(), { waitForAll: true }));
 let n = 0;
-const run = (src: string) => (i: number) => pool.execute({ callId: `b${n++}`, fn: { source: src, entry: "main" }, args: i }, echoOwner);
-const lat = await latency(run(SOURCE), CALLS, 300);
-const ioLat = await latency(run(IO_SOURCE), CALLS, 300);
-const asyncIoLat = await latency(run(ASYNC_IO_SOURCE), CALLS, 300);
-await pool.close();
-
-const tputs: [number, number][] = [];
-for (const count of [1, 2, 8]) {
-  pool = await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: count }), silentLogger(), { waitForAll: true });
-  tputs.push([count, await throughput(run(SOURCE), INFLIGHT, SECONDS)]);
-  await pool.close();
-}
+const run = (count: number, src: string) => (i: number) => pools.get(count)!.execute({ callId: `b${n++}`, fn: { source: src, entry: "main" }, args: i }, echoOwner);
+const perRound = Math.ceil(CALLS / ROUNDS);
+const latencies = await interleavedRounds(["bare", "plain", "io", "asyncIo"] as const, ROUNDS, (k) =>
+  latency(k === "bare" ? bare.call : run(8, k === "plain" ? SOURCE : k === "io" ? IO_SOURCE : ASYNC_IO_SOURCE), perRound, 300),
+);
+const tputRuns = await interleavedRounds(["bare", "1", "2", "8"] as const, ROUNDS, (k) =>
+  throughput(k === "bare" ? bare.call : run(Number(k), SOURCE), INFLIGHT, SECONDS / ROUNDS),
+);
+bare.stop();
+for (const p of pools.values()) await p.close();
+const p50 = (k: keyof typeof latencies) => median(latencies[k].map((l) => l.p50));
+const p99 = (k: keyof typeof latencies) => median(latencies[k].map((l) => l.p99));
+const bareLat = { p50: p50("bare"), p99: p99("bare") };
+const lat = { p50: p50("plain"), p99: p99("plain") };
+const ioLat = { p50: p50("io") };
+const asyncIoLat = { p50: p50("asyncIo") };
+const bareTput = median(tputRuns.bare);
+const tputs = ([1, 2, 8] as const).map((count) => [count, median(tputRuns[String(count) as "1" | "2" | "8"])] as const);
 
 const us = (x: number) => `${x.toFixed(0)} µs`;
-console.log(`Executor pool vs a bare framed ping-pong (Bun <-> python3 over a Unix socket), ${CALLS} serial calls, ${SECONDS} s at ${INFLIGHT} in flight\n`);
+console.log(
+  `Executor pool vs a bare framed ping-pong (Bun <-> python3 over a Unix socket), ${CALLS} serial calls, ${SECONDS} s at ${INFLIGHT} in flight, medians of ${ROUNDS} interleaved rounds\n`,
+);
 console.log("| measure | bare ping-pong (baseline) | through the pool | ratio |");
 console.log("| --- | ---: | ---: | ---: |");
 console.log(`| p50, \`return x + 1\` | ${us(bareLat.p50)} | ${us(lat.p50)} | ${(lat.p50 / bareLat.p50).toFixed(2)}x |`);

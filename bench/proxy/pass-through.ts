@@ -4,7 +4,7 @@
  * the same run: the same RequestTaskSlot straight to the Worker (one hop), and the bare grpc-js
  * two-hop server of bench/coordinator (decodes, calls on, re-encodes: the floor of two hops).
  *
- *   bun bench/proxy/pass-through.ts [--calls 3000] [--seconds 3]
+ *   bun bench/proxy/pass-through.ts [--calls 3000] [--seconds 3] [--rounds 5]   (medians of interleaved rounds)
  */
 import * as grpc from "@grpc/grpc-js";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -20,9 +20,12 @@ import { testHeartbeat } from "../../test/support/heartbeat";
 import { measureSeries, untilOk } from "../support/measure";
 import { spawnPortPrinter } from "../support/port-printer";
 
-const { values } = parseArgs({ options: { calls: { type: "string", default: "3000" }, seconds: { type: "string", default: "3" } } });
+const { values } = parseArgs({
+  options: { calls: { type: "string", default: "3000" }, seconds: { type: "string", default: "3" }, rounds: { type: "string", default: "5" } },
+});
 const CALLS = Number(values.calls);
 const SECONDS = Number(values.seconds);
+const ROUNDS = Number(values.rounds);
 
 const worker = await spawnPortPrinter("coordinator/minimal-worker.ts");
 const bare = await spawnPortPrinter("coordinator/bare-proxy.ts", worker.addr);
@@ -48,10 +51,10 @@ try {
   const proxyCall = call(viaProxy, () => header.clone(), "p");
   const bareCall = (seq: number) => new Promise<void>((resolve, reject) => twoHop.reserveWorkerSlot({ taskId: `b-${seq}` }, (e) => (e ? reject(e) : resolve())));
   await untilOk(proxyCall);
-  const f = await measureSeries({ direct: directCall, bare: bareCall, proxy: proxyCall }, CALLS, 64, SECONDS);
+  const f = await measureSeries({ direct: directCall, bare: bareCall, proxy: proxyCall }, { calls: CALLS, inflight: 64, seconds: SECONDS, rounds: ROUNDS });
   const us = (v: number) => `${v.toFixed(0)} µs`;
   const x = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
-  console.log(`worker.v1 RequestTaskSlot through blockx proxy (compiled, UDS), ${CALLS} calls, ${SECONDS} s at 64 in flight`);
+  console.log(`worker.v1 RequestTaskSlot through blockx proxy (compiled, UDS), ${CALLS} calls, ${SECONDS} s at 64 in flight, medians of ${ROUNDS} interleaved rounds`);
   console.log("");
   console.log("| measure | direct (1 hop) | bare two-hop (TCP) | blockx proxy (UDS) | proxy / direct | proxy / bare two-hop |");
   console.log("| --- | ---: | ---: | ---: | ---: | ---: |");

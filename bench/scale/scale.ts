@@ -15,6 +15,7 @@
  *   bun bench/scale/scale.ts [--quick] [--n 100,1000,5000,10000] [--intervals 200,2000]
  *     [--window-s 20] [--rate 20] [--coordinators 2] [--sim-procs 2] [--refresh-ms 8000] [--json out.json]
  *     [--skip-above 1000]   (intervals under 1 s only up to this N)
+ *     [--modes EVERY_INTERVAL,ON_CHANGE] [--cpu-prof-dir DIR]   (Coordinators' CPU profiles, Bun's --cpu-prof)
  *
  * --quick: N = 100 and 500, 3 s windows (a smoke test that the whole pipeline works).
  */
@@ -29,6 +30,7 @@ import { EtcdProcess } from "../../test/support/etcd";
 import { mulberry32 } from "../../test/support/mulberry32";
 import { freePort } from "../../test/support/ports";
 import type { SimConfig, SimMessage } from "./sim-workers";
+import type { SlotChange, SlotResponderConfig, SlotResponderMessage } from "./slot-responder";
 
 const { values } = parseArgs({
   options: {
@@ -42,6 +44,8 @@ const { values } = parseArgs({
     "refresh-ms": { type: "string", default: "8000" },
     json: { type: "string" },
     "skip-above": { type: "string", default: "1000" },
+    modes: { type: "string", default: "EVERY_INTERVAL,ON_CHANGE" },
+    "cpu-prof-dir": { type: "string" },
   },
 });
 const QUICK = values.quick!;
@@ -52,11 +56,15 @@ const RATE = Number(values.rate);
 const COORDINATORS = Number(values.coordinators);
 const SIM_PROCS = Number(values["sim-procs"]);
 const REFRESH_MS = Number(values["refresh-ms"]);
-const MODES: HeartbeatPublishMode[] = ["EVERY_INTERVAL", "ON_CHANGE"];
+const MODES = values.modes!.split(",") as HeartbeatPublishMode[];
+for (const m of MODES) if (m !== "EVERY_INTERVAL" && m !== "ON_CHANGE") throw new Error(`--modes: EVERY_INTERVAL and/or ON_CHANGE, got ${m}`);
+/** With --cpu-prof-dir, each Coordinator writes a CPU profile there when it is stopped (SIGTERM). */
+const CPU_PROF_DIR = values["cpu-prof-dir"];
 /** Intervals below 1 s are skipped above this N: N x 5 puts/s is far past this machine's etcd (see bench/README.md). */
 const SKIP_FAST_ABOVE = Number(values["skip-above"]);
 const PREFIX = "/blockx/workers/";
 const CLK_TCK = 100; // USER_HZ on Linux
+const SIM_TASK_SLOTS = 50;
 
 // ---------------------------------------------------------------- /proc and /metrics readers
 
@@ -171,7 +179,29 @@ async function runOne(n: number, intervalMs: number, mode: HeartbeatPublishMode)
   const etcd = await EtcdProcess.start();
   const coords: Array<{ p: BlockxProcess; metricsUrl: string; client?: CoordinatorServiceClient }> = [];
   const sims: Array<{ proc: ReturnType<typeof Bun.spawn>; ready: Promise<number>; reports: Array<(m: SimMessage) => void> }> = [];
+  let responder: ReturnType<typeof Bun.spawn> | undefined;
   try {
+    // The Worker side of reservations, alone in its process (see slot-responder.ts). Its changes go
+    // to the simulator that publishes the Worker: 127.<2 + procIndex>.x.y.
+    const responderCfg: SlotResponderConfig = { taskSlots: SIM_TASK_SLOTS, taskMinMs: 1_000, taskMaxMs: 10_000, seed: 1000 };
+    let responderReady!: (port: number) => void;
+    const responderPort = new Promise<number>((r) => (responderReady = r));
+    responder = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", process.execPath, join(import.meta.dir, "slot-responder.ts"), JSON.stringify(responderCfg)], {
+      stdout: "inherit",
+      stderr: "inherit",
+      ipc(m: SlotResponderMessage) {
+        if (m.type === "ready") return responderReady(m.port);
+        const bySim = new Map<number, SlotChange[]>();
+        for (const c of m.changes) {
+          const i = Number(c.addr.split(".")[1]) - 2;
+          const list = bySim.get(i);
+          if (list) list.push(c);
+          else bySim.set(i, [c]);
+        }
+        for (const [i, changes] of bySim) sims[i]?.proc.send({ type: "changes", changes });
+      },
+    });
+    const port = await responderPort;
     for (let c = 0; c < COORDINATORS; c++) {
       const mport = await freePort();
       const p = BlockxProcess.spawn(["coordinator"], {
@@ -180,6 +210,7 @@ async function runOne(n: number, intervalMs: number, mode: HeartbeatPublishMode)
         COORDINATOR_REGISTRY_PREFIXES: PREFIX,
         BLOCKX_PROMETHEUS_LISTEN_ADDR: `127.0.0.1:${mport}`,
         BLOCKX_LOG_LEVEL: "info", // nothing per reservation or per registry event at info
+        ...(CPU_PROF_DIR ? { BUN_OPTIONS: `--cpu-prof --cpu-prof-md --cpu-prof-dir=${CPU_PROF_DIR}` } : {}),
       });
       coords.push({ p, metricsUrl: `http://127.0.0.1:${mport}/metrics` });
     }
@@ -190,12 +221,11 @@ async function runOne(n: number, intervalMs: number, mode: HeartbeatPublishMode)
         prefix: PREFIX,
         procIndex: i,
         workers: count,
+        port,
         intervalMs,
         mode,
         refreshMs: Math.max(REFRESH_MS, intervalMs),
-        taskSlots: 50,
-        taskMinMs: 1_000,
-        taskMaxMs: 10_000,
+        taskSlots: SIM_TASK_SLOTS,
         seed: 1000 + i,
       };
       const reports: Array<(m: SimMessage) => void> = [];
@@ -346,11 +376,12 @@ async function runOne(n: number, intervalMs: number, mode: HeartbeatPublishMode)
   } finally {
     stopping = true;
     for (const s of sims) s.proc.kill("SIGKILL");
+    responder?.kill("SIGKILL");
     for (const c of coords) {
       c.client?.close();
-      c.p.proc.kill("SIGKILL");
+      c.p.proc.kill(CPU_PROF_DIR ? "SIGTERM" : "SIGKILL"); // a profile is written at a clean exit only
     }
-    await Promise.all([...sims.map((s) => s.proc.exited), ...coords.map((c) => c.p.exited)]);
+    await Promise.all([...sims.map((s) => s.proc.exited), ...coords.map((c) => c.p.exited), responder?.exited]);
     await etcd.destroy();
   }
 }

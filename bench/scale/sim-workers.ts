@@ -9,23 +9,18 @@
  * per lease per TTL/3, one Put per heartbeat), while a process can carry thousands of Workers. The
  * publisher itself (an etcd3 Lease object and a keepalive stream per Worker) costs about 5 ms of
  * CPU per registration under Bun here, which starved 5,000 Workers in one process of their own
- * keepalives. Slot counts change as a real Worker's do under the workload: one gRPC server
- * (worker.v1.WorkerService.RequestTaskSlot) answers for every simulated Worker of the process,
- * telling them apart by the `:authority` the Coordinator dialled (each Worker's address is its own
- * loopback IP, 127.x.y.z, on this server's port). A granted slot is ALLOCATED, turns RUNNING
- * shortly after (the client's SubmitTask) and is freed when its task ends (a seeded duration).
+ * keepalives. Slot counts change as a real Worker's do under the workload: the Worker side of a
+ * reservation (RequestTaskSlot) is answered by bench/scale/slot-responder.ts in a process of its
+ * own, whose changes reach this process through the parent ("changes" messages).
  *
  * It records, for every change of a Worker's free capacity, how long until the Worker sampled it
  * into a heartbeat (the publishing side of view staleness; the Coordinator reports the rest as
  * blockx_coordinator_registry_update_age_seconds).
  *
- * Run by scale.ts only: argv[2] is a JSON SimConfig; IPC messages "mark" and "report".
+ * Run by scale.ts only: argv[2] is a JSON SimConfig; IPC messages "mark", "report" and "changes".
  */
-import * as grpc from "@grpc/grpc-js";
 import { createEtcdClient } from "../../src/common/etcd/etcd-client";
 import type { WorkerHeartbeat } from "../../src/common/registry/worker-heartbeat";
-import { GRPC_SERVER_OPTIONS } from "../../src/common/grpc/grpc-server";
-import { TaskSnapshot, TaskState, WorkerServiceService, type WorkerServiceServer } from "../../src/gen/worker/v1/worker";
 import type { Etcd3 } from "etcd3";
 import {
   DEFAULT_RED_LINES,
@@ -34,6 +29,7 @@ import {
   type HeartbeatScheduleInstruction,
 } from "../../src/worker/core/heartbeat-schedule";
 import { mulberry32 } from "../../test/support/mulberry32";
+import type { SlotChange } from "./slot-responder";
 
 export interface SimConfig {
   readonly etcd: string;
@@ -41,31 +37,23 @@ export interface SimConfig {
   /** Index of this process: its Workers' addresses are 127.<2 + procIndex>.x.y. */
   readonly procIndex: number;
   readonly workers: number;
+  /** The slot responder's port: every Worker's address is 127.x.y.z on it. */
+  readonly port: number;
   readonly intervalMs: number;
   readonly mode: HeartbeatPublishMode;
   readonly refreshMs: number;
   readonly taskSlots: number;
-  /** A task runs between these (seeded uniform). */
-  readonly taskMinMs: number;
-  readonly taskMaxMs: number;
   readonly seed: number;
 }
 
 export type SimMessage =
-  | { type: "ready"; port: number; /** Workers registered (their first put succeeded). */ workers: number }
+  | { type: "ready"; /** Workers registered (their first put succeeded). */ workers: number }
   | { type: "report"; publishDelaysMs: number[]; puts: number; samples: number; changes: number };
 
 const cfg = JSON.parse(process.argv[2]!) as SimConfig;
 /** Noise of the host figures (cpu, memory, RSS). */
 const rnd = mulberry32(cfg.seed);
 
-/** taskFraction: a number in [0, 1) fixed by the task id, so both publishing modes run the same tasks. */
-function taskFraction(taskId: string): number {
-  let h = cfg.seed >>> 0;
-  for (let i = 0; i < taskId.length; i++) h = Math.imul(h ^ taskId.charCodeAt(i), 0x9e3779b1) >>> 0;
-  return mulberry32(h)();
-}
-const SUBMIT_AFTER_MS = 10;
 
 interface SimWorker {
   readonly addr: string;
@@ -205,8 +193,13 @@ let changes = 0;
 let putsAtMark = 0;
 let samplesAtMark = 0;
 
-function changed(w: SimWorker): void {
-  w.changedAtMs.push(Date.now());
+function applyChange(c: SlotChange): void {
+  const w = workers.get(c.addr);
+  if (!w) return;
+  w.reserved = c.reserved;
+  w.running = c.running;
+  if (c.freeChangedAtMs === null) return;
+  w.changedAtMs.push(c.freeChangedAtMs);
   changes++;
 }
 
@@ -235,35 +228,10 @@ function sample(w: SimWorker): WorkerHeartbeat {
   };
 }
 
-const server = new grpc.Server(GRPC_SERVER_OPTIONS);
-const impl: Partial<WorkerServiceServer> = {
-  requestTaskSlot: (call, callback) => {
-    const w = workers.get(call.getHost());
-    if (!w) return callback({ code: grpc.status.NOT_FOUND, details: `no simulated worker at ${call.getHost()}` });
-    if (cfg.taskSlots - w.reserved - w.running <= 0) return callback({ code: grpc.status.RESOURCE_EXHAUSTED, details: "no free slot" });
-    w.reserved++;
-    changed(w);
-    const durationMs = cfg.taskMinMs + taskFraction(call.request.taskId) * (cfg.taskMaxMs - cfg.taskMinMs);
-    setTimeout(() => {
-      w.reserved--;
-      w.running++; // free capacity unchanged: not a change a Coordinator decides on
-      setTimeout(() => {
-        w.running--;
-        changed(w);
-      }, durationMs);
-    }, SUBMIT_AFTER_MS);
-    callback(null, TaskSnapshot.create({ taskId: call.request.taskId, slotId: `sim-${call.request.taskId}`, workerAddr: w.addr, state: TaskState.ALLOCATED }));
-  },
-};
-server.addService(WorkerServiceService, impl as WorkerServiceServer);
-const port = await new Promise<number>((resolve, reject) =>
-  server.bindAsync("0.0.0.0:0", grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
-);
-
 const client = await createEtcdClient({ endpoints: [cfg.etcd], dialTimeoutMs: 10_000 });
 const keepalives = new KeepaliveStream(client);
 for (let j = 0; j < cfg.workers; j++) {
-  const addr = `127.${2 + cfg.procIndex}.${Math.floor(j / 250)}.${(j % 250) + 1}:${port}`;
+  const addr = `127.${2 + cfg.procIndex}.${Math.floor(j / 250)}.${(j % 250) + 1}:${cfg.port}`;
   const w: SimWorker = { addr, reserved: 0, running: 0, changedAtMs: [], lastSampledFree: cfg.taskSlots, publisher: undefined as never };
   w.publisher = new SimPublisher(client, keepalives, cfg.prefix + addr, () => sample(w));
   workers.set(addr, w);
@@ -307,10 +275,12 @@ for (;;) {
   if (registered === workers.size || Date.now() > readyDeadline) break;
   await Bun.sleep(250);
 }
-process.send!({ type: "ready", port, workers: registered } satisfies SimMessage);
+process.send!({ type: "ready", workers: registered } satisfies SimMessage);
 
-process.on("message", (m: { type: string }) => {
-  if (m.type === "mark") {
+process.on("message", (m: { type: "mark" } | { type: "report" } | { type: "changes"; changes: SlotChange[] }) => {
+  if (m.type === "changes") {
+    for (const c of m.changes) applyChange(c);
+  } else if (m.type === "mark") {
     publishDelaysMs = [];
     changes = 0;
     putsAtMark = totalPuts();

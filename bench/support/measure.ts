@@ -1,3 +1,5 @@
+import { interleavedRounds, median } from "./rounds";
+
 /** Measurement loops shared by the benchmarks. A call gets a sequence number it may use as an id. */
 export type BenchCall = (seq: number) => Promise<unknown>;
 
@@ -31,23 +33,37 @@ export async function throughput(call: BenchCall, inflight: number, seconds: num
   return done / seconds;
 }
 
-/** SeriesFigures: the latency and throughput of one series of calls. */
+/** SeriesFigures: the latency (µs) and throughput of one series of calls, medians over interleaved rounds. */
 export interface SeriesFigures {
   readonly p50: number;
   readonly p99: number;
   readonly perSecond: number;
 }
 
+export interface SeriesOptions {
+  /** Calls measured one at a time per series, over all rounds. */
+  readonly calls: number;
+  /** Calls in flight for throughput. */
+  readonly inflight: number;
+  /** Seconds of throughput per series, over all rounds. */
+  readonly seconds: number;
+  readonly rounds: number;
+  /** Untimed calls before each round's latency, per series. */
+  readonly warmup?: number;
+}
+
 /**
- * measureSeries measures each series' latency (one call at a time), then each series'
- * throughput at `inflight`, alternating series so that machine noise hits them alike.
+ * measureSeries measures every series in interleaved rounds (bench/support/rounds.ts): per round,
+ * each series' latency (calls/rounds, one at a time), then each series' throughput (seconds/rounds
+ * at `inflight`), the order rotated every round; it returns the medians of the rounds' p50, p99
+ * and calls/s. Noise that hits one round hits every series alike and the median drops it.
  */
-export async function measureSeries<K extends string>(series: Record<K, BenchCall>, calls: number, inflight: number, seconds: number): Promise<Record<K, SeriesFigures>> {
+export async function measureSeries<K extends string>(series: Record<K, BenchCall>, opts: SeriesOptions): Promise<Record<K, SeriesFigures>> {
   const keys = Object.keys(series) as K[];
-  const lat = new Map<K, { p50: number; p99: number }>();
-  for (const k of keys) lat.set(k, await latency(series[k], calls));
+  const lat = await interleavedRounds(keys, opts.rounds, (k) => latency(series[k], Math.ceil(opts.calls / opts.rounds), opts.warmup ?? 200));
+  const tput = await interleavedRounds(keys, opts.rounds, (k) => throughput(series[k], opts.inflight, opts.seconds / opts.rounds));
   const out = {} as Record<K, SeriesFigures>;
-  for (const k of keys) out[k] = { ...lat.get(k)!, perSecond: await throughput(series[k], inflight, seconds) };
+  for (const k of keys) out[k] = { p50: median(lat[k].map((l) => l.p50)), p99: median(lat[k].map((l) => l.p99)), perSecond: median(tput[k]) };
   return out;
 }
 
