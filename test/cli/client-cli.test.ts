@@ -188,12 +188,14 @@ describe("client CLI", () => {
       return [...help.stdout.matchAll(/^ {2}([A-Z][A-Z0-9_]+) /gm)].map((m) => m[1]).sort();
     };
     const dial = ["BLOCKX_KEEPALIVE_TIME_MS", "BLOCKX_RPC_TIMEOUT_MS", "PROXY_SOCKET_PATH"];
+    // Reading the registry: etcd's endpoints and how to authenticate to it.
+    const etcd = ["ETCD_ENDPOINTS", "ETCD_PASSWORD", "ETCD_PASSWORD_FILE", "ETCD_TLS_CA_FILE", "ETCD_TLS_CERT_FILE", "ETCD_TLS_KEY_FILE", "ETCD_USERNAME"];
     expect(await listed("table")).toEqual(["TABLE_STORE_CONNECT_TIMEOUT_MS", "TABLE_STORE_PATH", "TABLE_STORE_STATEMENT_TIMEOUT_MS", "TABLE_STORE_TLS", "TABLE_STORE_TLS_CA", "TABLE_STORE_URL"]);
-    expect(await listed("workers")).toEqual(["BLOCKX_RPC_TIMEOUT_MS", "ETCD_ENDPOINTS"]);
+    expect(await listed("workers")).toEqual(["BLOCKX_RPC_TIMEOUT_MS", ...etcd].sort());
     expect(await listed("invoke")).toEqual(["BLOCKX_SYNCINVOKER_ADDR", ...dial].sort());
     expect(await listed("precheck")).toEqual(["BLOCKX_SYNCINVOKER_ADDR", ...dial].sort());
     // A task id alone is enough: without --worker these find the task's Worker through etcd.
-    const byTask = [...dial, "ETCD_ENDPOINTS"];
+    const byTask = [...dial, ...etcd];
     expect(await listed("result")).toEqual(byTask.sort());
     expect(await listed("cancel")).toEqual(byTask.sort());
     expect(await listed("logs")).toEqual(byTask.sort());
