@@ -23,7 +23,8 @@ const SRC = "def main(ctx, x):\n    return x + 1\n";
 
 const dir = mkdtempSync(join(tmpdir(), "blockx-py-bench-"));
 // blockx-py has no TLS options yet: this comparison runs in plaintext.
-const dev = BlockxProcess.spawn(["dev"], { DEV_DIR: dir, DEV_WORKERS: "2", DEV_BUNDLE_WORKERS: "1", BLOCKX_INSECURE: "1" });
+// Plaintext: its tasks share warm executors, as one TLS client's do (EXECUTOR_OWNER_WITHOUT_IDENTITY reaches dev's children).
+const dev = BlockxProcess.spawn(["dev"], { DEV_DIR: dir, DEV_WORKERS: "2", DEV_BUNDLE_WORKERS: "1", BLOCKX_INSECURE: "1", EXECUTOR_OWNER_WITHOUT_IDENTITY: "shared" });
 
 function tinyTask(seq: number): Task {
   return Task.fromPartial({

@@ -50,6 +50,7 @@ async function worker(inflight: number, latencyMs: number): Promise<WorkerClient
     WORKER_LISTEN: "127.0.0.1:0",
     WORKER_REGISTRY_PREFIX: randomLanePrefix("block"),
     EXECUTOR_COUNT: values.executors,
+    EXECUTOR_OWNER_WITHOUT_IDENTITY: "shared", // plaintext: tasks share warm executors as one TLS client's do
     TASK_MAX_INFLIGHT_CALLS: String(inflight),
     IO_TASK_WINDOW: String(Math.max(64, inflight)),
     IO_CACHE_MAX_BYTES: "0",

@@ -33,7 +33,8 @@ const files = {
   worker: ca.issue("worker", "blockx://role/worker"),
   client: ca.issue("client", "blockx://role/client/bench"),
 };
-const PLAIN = { BLOCKX_INSECURE: "1" };
+// Plaintext tasks share executors as one TLS client's do (else each pays a fresh executor: not TLS's cost).
+const PLAIN = { BLOCKX_INSECURE: "1", EXECUTOR_OWNER_WITHOUT_IDENTITY: "shared" };
 // Slots reserved and never submitted expire fast and many fit: reserves must not run out of slots.
 const WORKER_ENV = { TASK_SLOTS: "2000", WORKER_MAX_SLOT_TTL_MS: "1000", EXECUTOR_COUNT: "2" };
 

@@ -79,6 +79,8 @@ const invokerEnv = {
   SYNCINVOKER_QUEUE_MAX: "1024",
   SYNCINVOKER_CALLS_PER_EXECUTOR: String(CALLS_PER_EXECUTOR),
   BLOCKX_LOG_LEVEL: "info", // per-call lines are debug: nothing is logged per call
+  // Plaintext: without this every request is its own executor owner and pays a fresh executor.
+  EXECUTOR_OWNER_WITHOUT_IDENTITY: "shared",
 };
 const si = BlockxProcess.spawn(["syncinvoker"], invokerEnv);
 // The same invoker with executors that sleep at once (the hot spin off): what the spin buys.
@@ -105,6 +107,8 @@ try {
     defaultTimeoutMs: 5000,
     log: silentLogger(),
     metrics: new MetricsRegistry(),
+    tls: { kind: "insecure" },
+    maxSourceBytes: 32 * 1024 * 1024,
   }).handlers();
   const handlerCall = () =>
     new Promise<void>((resolve, reject) => {

@@ -106,7 +106,7 @@ try {
   etcd = await EtcdProcess.start();
   const prefix = randomLanePrefix("block");
   const common = { ETCD_ENDPOINTS: etcd.endpoint, BLOCKX_LOG_LEVEL: "info" };
-  const worker = BlockxProcess.spawn(["worker"], { ...common, WORKER_LISTEN: "127.0.0.1:0", WORKER_REGISTRY_PREFIX: prefix, EXECUTOR_COUNT: values.executors, TASK_SLOTS: "2048" });
+  const worker = BlockxProcess.spawn(["worker"], { ...common, WORKER_LISTEN: "127.0.0.1:0", WORKER_REGISTRY_PREFIX: prefix, EXECUTOR_COUNT: values.executors, TASK_SLOTS: "2048", EXECUTOR_OWNER_WITHOUT_IDENTITY: "shared" });
   blockx.push(worker);
   await worker.grpcAddr();
   // The load generator shares the box with the Worker: its host CPU must not read as a red line.

@@ -8,7 +8,9 @@
  * show where the time goes. Prints one JSON object on stdout; progress goes to stderr.
  *
  *   bun bench/worker/task-client.ts --coord HOST:PORT --baseline HOST:PORT [--tasks 1000] [--warmup 2000]
- *       [--cold 500] [--seconds 5] [--inflight 64] [--no-pieces] [--pids worker=PID,coordinator=PID,...]
+ *       [--cold 500] [--seconds 5] [--inflight 64] [--no-pieces] [--pids worker=PID,coordinator=PID,...] [--rounds 5]
+ *
+ * The task and its baseline are measured in interleaved rounds (medians); the pieces once each.
  *
  * One grpc-js client per address (Coordinator, each Worker, the baseline server) for the
  * whole run: connection set-up is not part of any figure.
@@ -20,6 +22,7 @@ import { CoordinatorServiceClient, type ReserveWorkerSlotResponse } from "../../
 import { TaskState, WorkerServiceClient, type Task, type TaskResult, type TaskSnapshot } from "../../src/gen/worker/v1/worker";
 import { inputsTask } from "../../test/support/worker-client";
 import { latency, throughput } from "../support/measure";
+import { interleavedRounds, median } from "../support/rounds";
 
 const { values } = parseArgs({
   options: {
@@ -32,11 +35,14 @@ const { values } = parseArgs({
     cold: { type: "string", default: "500" },
     "no-pieces": { type: "boolean", default: false },
     pids: { type: "string", default: "" },
+    rounds: { type: "string", default: "5" },
   },
 });
 if (!values.coord || !values.baseline) throw new Error("--coord and --baseline are required");
 const TASKS = Number(values.tasks);
+/** Seconds of throughput per series, split over ROUNDS interleaved rounds. */
 const SECONDS = Number(values.seconds);
+const ROUNDS = Number(values.rounds);
 const INFLIGHT = Number(values.inflight);
 /** End-to-end tasks run before the measured ones; the first COLD of them are reported apart. */
 const WARMUP = Number(values.warmup);
@@ -175,13 +181,13 @@ async function timed(series: string, n: number, step: (seq: number) => Promise<n
   return pct(xs);
 }
 
-/** rate runs `call` with INFLIGHT loops for SECONDS and returns successful calls per second. */
-async function rate(series: string, call: (seq: number) => Promise<boolean>): Promise<number> {
+/** rate runs `call` with INFLIGHT loops for `seconds` and returns successful calls per second. */
+async function rate(series: string, call: (seq: number) => Promise<boolean>, seconds = SECONDS): Promise<number> {
   let ok = 0;
   const all = await throughput(async (seq) => {
     if (await call(seq)) ok++;
-  }, INFLIGHT, SECONDS);
-  return Math.min(all, ok / SECONDS);
+  }, INFLIGHT, seconds);
+  return Math.min(all, ok / seconds);
 }
 
 const log = (s: string) => process.stderr.write(`task-client: ${s}\n`);
@@ -218,25 +224,57 @@ await cancel(w, `${RUN}-probe`);
 log(`warm-up: ${WARMUP} tasks one at a time (the first ${COLD} reported as cold)`);
 const cold = COLD > 0 ? await latency((seq) => task("cold", seq), COLD, 0) : { p50: NaN, p99: NaN };
 for (let i = COLD; i < WARMUP; i++) await task("warm", i);
-// Serial latency: baseline, then the task, then the baseline again (machine noise hits both alike).
-log(`latency: ${TASKS} calls/tasks one at a time`);
-const bare1 = await latency(bareUnary, TASKS, 1000);
-recordPhases = true;
-const e2e1 = await latency((seq) => task("lat", seq), TASKS, 0);
-recordPhases = false;
-const bare1b = await latency(bareUnary, TASKS, SHORT_WARMUP);
-log(`throughput: ${INFLIGHT} in flight for ${SECONDS} s`);
-const bareRun = await withCpu(() => throughput(bareUnary, INFLIGHT, SECONDS));
-const taskRun = await withCpu(() => rate("tput", (seq) => task("tput", seq)));
-const bareTput = bareRun.value;
-const e2eTput = taskRun.value;
+// Serial latency and throughput, baseline and task, in interleaved rounds (bench/support/rounds.ts):
+// machine noise hits both alike, and the medians of the rounds make two runs agree.
+log(`latency: ${TASKS} calls/tasks one at a time, ${ROUNDS} interleaved rounds`);
+let lane = 0;
+let lastLatTag = "";
+const latRounds = await interleavedRounds(["bare", "task"] as const, ROUNDS, async (k) => {
+  if (k === "bare") return latency(bareUnary, Math.ceil(TASKS / ROUNDS), SHORT_WARMUP);
+  const tag = `lat${lane++}`;
+  lastLatTag = tag;
+  recordPhases = true;
+  const r = await latency((seq) => task(tag, seq), Math.ceil(TASKS / ROUNDS), 0);
+  recordPhases = false;
+  return r;
+}, (round) => log(`latency: round ${round} of ${ROUNDS} done`));
+log(`throughput: ${INFLIGHT} in flight, ${SECONDS} s per series over ${ROUNDS} interleaved rounds`);
+const tputRounds = await interleavedRounds(["bare", "task"] as const, ROUNDS, (k) => {
+  const tag = `tput${lane++}`;
+  return withCpu(() => (k === "bare" ? throughput(bareUnary, INFLIGHT, SECONDS / ROUNDS) : rate(tag, (seq) => task(tag, seq), SECONDS / ROUNDS)));
+}, (round) => log(`throughput: round ${round} of ${ROUNDS} done`));
+/**
+ * runFigures: the median calls/s of the rounds, and CPU ms scaled so that CPU / (calls/s x SECONDS),
+ * what run.ts divides, is the rounds' total CPU over their total calls.
+ */
+function runFigures(runs: Array<{ value: number; cpuMs: Record<string, number> }>): { perSecond: number; cpuMs: Record<string, number> } {
+  const perSecond = median(runs.map((r) => r.value));
+  const calls = runs.reduce((n, r) => n + (r.value * SECONDS) / ROUNDS, 0);
+  const scale = calls > 0 ? (perSecond * SECONDS) / calls : 0;
+  const cpuMs: Record<string, number> = {};
+  for (const r of runs) for (const [role, ms] of Object.entries(r.cpuMs)) cpuMs[role] = (cpuMs[role] ?? 0) + ms * scale;
+  return { perSecond, cpuMs };
+}
+const bareRun = runFigures(tputRounds.bare);
+const taskRun = runFigures(tputRounds.task);
+const bareLat = latRounds.bare;
+const e2e1 = { p50: median(latRounds.task.map((l) => l.p50)), p99: median(latRounds.task.map((l) => l.p99)) };
+const bareTput = bareRun.perSecond;
+const e2eTput = taskRun.perSecond;
 
 const out: Record<string, unknown> = {
   workerAddr,
   tasks: TASKS,
   seconds: SECONDS,
   inflight: INFLIGHT,
-  bare: { p50: Math.min(bare1.p50, bare1b.p50), p99: Math.min(bare1.p99, bare1b.p99), p50Runs: [bare1.p50, bare1b.p50], p99Runs: [bare1.p99, bare1b.p99], perSecond: bareTput, cpuMs: bareRun.cpuMs },
+  bare: {
+    p50: median(bareLat.map((l) => l.p50)),
+    p99: median(bareLat.map((l) => l.p99)),
+    p50Runs: bareLat.map((l) => l.p50),
+    p99Runs: bareLat.map((l) => l.p99),
+    perSecond: bareTput,
+    cpuMs: bareRun.cpuMs,
+  },
   task: { p50: e2e1.p50, p99: e2e1.p99, perSecond: e2eTput, cpuMs: taskRun.cpuMs },
   cold: { ...cold, n: COLD, warmup: WARMUP },
   phases: {
@@ -251,7 +289,7 @@ const out: Record<string, unknown> = {
 
 if (!values["no-pieces"]) {
   log("pieces");
-  const done = `${RUN}-lat-0`; // a finished task the Worker still retains
+  const done = `${RUN}-${lastLatTag}-0`; // a finished task the Worker still retains
   const p = {
     // The real Worker's gRPC server, cheapest unary: GetTaskResult of a finished task.
     workerUnary: await latency(() => result(w, done), TASKS, SHORT_WARMUP),

@@ -9,6 +9,11 @@ from collections import OrderedDict
 
 CAPACITY = 256
 USER_MODULE_NAME = "blockx_user"
+# The pool sends a source once per executor, then only its digest (PROTOCOL.md): the executor
+# keeps the sources it was sent, bounded by count and by characters. A digest evicted here is
+# answered SOURCE_NOT_CACHED and the pool sends the source again, so the bound never fails a call.
+SOURCE_STORE_CAPACITY = 256
+SOURCE_STORE_MAX_CHARS = 128 << 20
 
 
 class CompiledUnit:
@@ -70,6 +75,39 @@ class CompileCache:
 
     def __len__(self) -> int:
         return len(self._units)
+
+
+class SourceStore:
+    """SourceStore maps a digest to the source the pool sent with it, least recently used out
+    first, at most ``capacity`` sources and ``max_chars`` characters (the newest one is always
+    kept, whatever its size: the pool bounds a source's size)."""
+
+    def __init__(self, capacity: int = SOURCE_STORE_CAPACITY, max_chars: int = SOURCE_STORE_MAX_CHARS) -> None:
+        self._sources = OrderedDict()
+        self._chars = 0
+        self._capacity = capacity
+        self._max_chars = max_chars
+        self._lock = threading.Lock()
+
+    def get(self, digest: str):
+        with self._lock:
+            source = self._sources.get(digest)
+            if source is not None:
+                self._sources.move_to_end(digest)
+            return source
+
+    def put(self, digest: str, source: str) -> None:
+        with self._lock:
+            old = self._sources.pop(digest, None)
+            if old is not None:
+                self._chars -= len(old)
+            self._sources[digest] = source
+            self._chars += len(source)
+            while len(self._sources) > 1 and (len(self._sources) > self._capacity or self._chars > self._max_chars):
+                self._chars -= len(self._sources.popitem(last=False)[1])
+
+    def __len__(self) -> int:
+        return len(self._sources)
 
 
 def new_module_namespace() -> dict:

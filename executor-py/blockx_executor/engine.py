@@ -43,6 +43,7 @@ import ctypes
 import socket
 import hashlib
 import json
+import re
 import threading
 import time
 import traceback
@@ -78,6 +79,10 @@ _dumps = encode_json
 _set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
 _c_ulong = ctypes.c_ulong
 _py_object = ctypes.py_object
+
+# The start of every frame the pool sends for a call: its type, then its callId (PROTOCOL.md).
+_FRAME_HEAD = re.compile(rb'\{\s*"type"\s*:\s*"(ExecuteCall|ResumeCall)"\s*,\s*"callId"\s*:\s*("(?:[^"\\]|\\.){1,2048}")')
+_FRAME_HEAD_BYTES = 8192
 
 _CANCEL = object()  # ResumeCall replacement that makes a parked def call unwind
 
@@ -155,6 +160,7 @@ class Engine:
         self._pending = []
         self._calls = {}
         self._cache = cc.CompileCache()
+        self._sources = cc.SourceStore()
         self._idle = []
         self._active = set()
         self._owner = None
@@ -312,8 +318,10 @@ class Engine:
     def _dispatch(self, w: _Worker, raw) -> None:
         try:
             msg = _loads(raw)
-        except ValueError as e:
-            warn(f"ignored a frame that is not JSON: {e}")
+        except (ValueError, RecursionError, MemoryError) as e:
+            # RecursionError: a value nested deeper than Python's JSON reader goes (an IO answer,
+            # an input the pool let through). The call it belongs to gets the error, not silence.
+            self._undecodable(w, raw, e)
             return
         if type(msg) is not dict:
             warn("ignored a frame that is not a JSON object")
@@ -331,6 +339,37 @@ class Engine:
             self._cancel(w, msg)
         else:
             warn(f"ignored a frame of unknown type {kind!r}")
+
+    def _undecodable(self, w: _Worker, raw, exc: BaseException) -> None:
+        """_undecodable answers a frame that does not decode as the error of the call it names
+        (the pool writes ``type`` and ``callId`` first): an ExecuteCall fails at once, a
+        ResumeCall fails its suspended call. Anything else is ignored with a warning."""
+        cause = f"{type(exc).__name__}: {exc}"
+        m = _FRAME_HEAD.match(bytes(raw[:_FRAME_HEAD_BYTES]))
+        call_id = None
+        if m is not None:
+            try:
+                call_id = _loads(m.group(2))
+            except ValueError:
+                call_id = None
+        if not isinstance(call_id, str) or not call_id:
+            warn(f"ignored a frame that does not decode: {cause}")
+            return
+        if m.group(1) == b"ExecuteCall":
+            if call_id in self._calls:
+                warn(f"ignored an undecodable ExecuteCall for call {call_id}, which is already running")
+                return
+            call = Call(call_id, DEFAULT_BUDGET_MS)
+            self._calls[call_id] = call
+            self._fail(call, "INPUT_REJECTED", f"the executor could not decode the call's frame (its input, {len(raw)} bytes): {cause}")
+            return
+        call = self._calls.get(call_id)
+        if call is None or call.waiting is None:
+            warn(f"ignored an undecodable ResumeCall for call {call_id}, which is not waiting: {cause}")
+            return
+        call.waiting = None
+        self._fail(call, "INPUT_REJECTED", f"the executor could not decode the answers to the call's requests ({len(raw)} bytes): {cause}")
+        self._abort_parked(w, call)
 
     # --- sending --------------------------------------------------------------------------
 
@@ -520,12 +559,20 @@ class Engine:
     def _start(self, w: _Worker, call: Call, msg: dict) -> None:
         source = msg.get("source")
         entry = msg.get("entry") or "main"
-        if not isinstance(source, str) or not isinstance(entry, str):
-            self._fail(call, "INTERNAL", "ExecuteCall needs a source string and an entry string")
-            return
         digest = msg.get("digest")
-        if not isinstance(digest, str) or not digest:
-            digest = hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
+        if not isinstance(entry, str) or not (isinstance(source, str) or (source is None and isinstance(digest, str) and digest)):
+            self._fail(call, "INTERNAL", "ExecuteCall needs an entry string and a source string or a digest")
+            return
+        if source is None:
+            # Sent by digest: the pool sent the source earlier on this connection.
+            source = self._sources.get(digest)
+            if source is None:
+                self._fail(call, "SOURCE_NOT_CACHED", f"this executor holds no source for digest {digest[:12]} (never sent, or evicted); send it with the source")
+                return
+        else:
+            if not isinstance(digest, str) or not digest:
+                digest = hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
+            self._sources.put(digest, source)
         name = msg.get("filename")
         name = name if isinstance(name, str) else ""
         # The same source under another file name is another unit: its tracebacks name that file.

@@ -59,6 +59,11 @@ class Executor:
         data = json.dumps(msg).encode()
         self.conn.sendall(struct.pack(">I", len(data)) + data)
 
+    def send_text(self, text):
+        """send_text sends one frame of JSON text as it is (values too deep for json.dumps)."""
+        data = text.encode()
+        self.conn.sendall(struct.pack(">I", len(data)) + data)
+
     def send_many(self, msgs):
         out = bytearray()
         for msg in msgs:
@@ -101,12 +106,13 @@ class Executor:
             self.held.append(frame)
 
     def execute(self, call_id, source, args=None, entry="main", budget_ms=5000, digest=None, filename=None):
+        """execute sends an ExecuteCall; a source of None sends only the digest (a source sent before)."""
         self.send(
             {
                 "type": "ExecuteCall",
                 "callId": call_id,
                 "digest": digest or f"digest-of-{call_id}",
-                "source": source,
+                **({"source": source} if source is not None else {}),
                 "entry": entry,
                 "args": args,
                 "budgetMs": budget_ms,
@@ -524,6 +530,26 @@ class CacheAndOutputTest(ExecutorTest):
         self.assertCompleted(f, 2)
         self.assertTrue(f["compiled"])
 
+    def test_a_source_sent_once_runs_again_by_its_digest_alone(self):
+        src = "print('body')\ndef main(ctx, x):\n    return x * 2\n"
+        first = self.ex.run("s1", src, 1, digest="d1")
+        again = self.ex.run("s2", None, 21, digest="d1")
+        self.assertCompleted(first, 2)
+        self.assertCompleted(again, 42)
+        self.assertFalse(again["compiled"])
+
+    def test_a_digest_never_sent_is_answered_source_not_cached(self):
+        error = self.assertFailed(self.ex.run("s1", None, 1, digest="never-sent"), "SOURCE_NOT_CACHED")
+        self.assertIn("never-sent"[:12], error["message"])
+        # The pool then resends with the source, under the same call id.
+        self.assertCompleted(self.ex.run("s1", "def main(ctx, x):\n    return x\n", 5, digest="never-sent"), 5)
+
+    def test_a_source_whose_module_body_failed_still_runs_by_digest(self):
+        # The module body fails the first time only: a failed body is not cached, the source is.
+        src = "import builtins\nif not hasattr(builtins, '_blockx_test_seen'):\n    builtins._blockx_test_seen = 1\n    raise ValueError('first')\ndef main(ctx, x):\n    return 'ok'\n"
+        self.assertFailed(self.ex.run("s1", src, 1, digest="d2"), "USER_ERROR")
+        self.assertCompleted(self.ex.run("s2", None, 0, digest="d2"), "ok")
+
     def test_output_is_captured_per_call_across_suspensions(self):
         src = "import sys\ndef main(ctx, name):\n    print(name, 1)\n    ctx.io('b', 'op')\n    print(name, 2, file=sys.stderr)\n    return name\n"
         asrc = "async def main(ctx, name):\n    print(name, 1)\n    await ctx.io('b', 'op')\n    print(name, 2)\n    return name\n"
@@ -697,6 +723,46 @@ class StartupTest(unittest.TestCase):
         p = subprocess.run([sys.executable, "-m", "blockx_executor", "--socket", "/nonexistent", "--id", "x"], env=env, capture_output=True, timeout=10)
         self.assertEqual(p.returncode, 2)
         self.assertIn(b"BLOCKX_EXECUTOR_TOKEN", p.stderr)
+
+
+
+
+class SourceStoreTest(unittest.TestCase):
+    def test_least_recently_used_sources_go_first_by_count_and_by_characters(self):
+        sys.path.insert(0, PACKAGE_DIR)
+        from blockx_executor.compile_cache import SourceStore
+
+        store = SourceStore(capacity=2, max_chars=10)
+        store.put("a", "aaa")
+        store.put("b", "bbb")
+        self.assertEqual(store.get("a"), "aaa")  # a is now the most recent
+        store.put("c", "ccc")
+        self.assertIsNone(store.get("b"))
+        self.assertEqual((store.get("a"), store.get("c")), ("aaa", "ccc"))
+        store.put("d", "d" * 9)  # over the characters: everything older goes
+        self.assertEqual(len(store), 1)
+        store.put("e", "e" * 50)  # the newest is kept even alone over the bound
+        self.assertEqual(store.get("e"), "e" * 50)
+
+
+class UndecodableFrameTest(ExecutorTest):
+    DEEP = "[" * 5000 + "]" * 5000
+
+    def test_an_execute_call_too_deep_for_python_fails_the_call_naming_the_recursion_error(self):
+        self.ex.send_text('{"type":"ExecuteCall","callId":"deep","digest":"dd","source":"def main(ctx, x):\\n    return 1\\n","entry":"main","args":' + self.DEEP + ',"budgetMs":5000}')
+        error = self.assertFailed(self.ex.next("deep"), "INPUT_REJECTED")
+        self.assertIn("RecursionError", error["message"])
+        self.assertCompleted(self.ex.run("after", "def main(ctx, x):\n    return x\n", 3), 3)
+
+    def test_answers_too_deep_for_python_fail_the_suspended_call(self):
+        for src in ("def main(ctx, x):\n    return ctx.io('b', 'op')\n", "async def main(ctx, x):\n    return await ctx.io('b', 'op')\n"):
+            call_id = "sync" if src.startswith("def") else "async"
+            self.ex.execute(call_id, src)
+            self.assertEqual(self.ex.next(call_id)["type"], "CallWaiting")
+            self.ex.send_text('{"type":"ResumeCall","callId":"' + call_id + '","results":[{"ok":true,"value":' + self.DEEP + '}],"ioMs":0}')
+            error = self.assertFailed(self.ex.next(call_id), "INPUT_REJECTED")
+            self.assertIn("RecursionError", error["message"])
+        self.assertCompleted(self.ex.run("after", "def main(ctx, x):\n    return x\n", 4), 4)
 
 
 if __name__ == "__main__":

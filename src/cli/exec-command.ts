@@ -22,6 +22,9 @@ const vars = {
   logLevel: commonVars.logLevel,
 };
 
+/** The executor owner of `blockx exec`'s one request (its pool serves nothing else): every call has an owner. */
+const EXEC_OWNER = "exec:request";
+
 const USAGE = `usage: blockx exec FILE [INPUT_JSON] [--entry NAME] [--flags]
 
   FILE        a Python file defining the entry, called as entry(ctx, input)
@@ -77,10 +80,11 @@ export const execCommand: Command = {
       role: "exec",
       budgetMs: undefined,
       runSubCall: runOnce(pool),
+      ownerKey: EXEC_OWNER,
     });
     let outcome: CallOutcome;
     try {
-      outcome = await pool.execute({ callId: "exec-0", fn: { source: readFileSync(file, "utf8"), entry, filename: basename(file) }, args: input }, owner);
+      outcome = await pool.execute({ callId: "exec-0", fn: { source: readFileSync(file, "utf8"), entry, filename: basename(file) }, args: input, ownerKey: EXEC_OWNER }, owner);
     } finally {
       taskIo.end();
       faults.stop();

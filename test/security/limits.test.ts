@@ -1,16 +1,20 @@
 /**
  * Bounds a hostile call hits, each with a clear error, while the pool (the Worker's executors)
  * keeps serving other calls, with real executors: an input nested 10,000 deep, a frame over the
- * 64 MiB limit (a huge source), answers too large for one frame, and a flood of stderr (lines
- * without end, at any rate) that reaches the log only bounded in length and rate.
- * Not here (not built yet): a source sent once per executor then by digest, inputs per task,
- * task-id lengths on every RPC, return-value bytes per task (see the issue's report).
+ * 64 MiB limit, a source over EXECUTOR_MAX_SOURCE_BYTES, answers too large for one frame or too
+ * deep for Python's JSON reader, a flood of stderr (lines without end, at any rate) that reaches
+ * the log only bounded in length and rate; a source goes to each executor once, then by digest
+ * (an evicted one is resent); sub-calls share their parent's budget and wait past its window.
+ * The compiled Worker's side (its RSS under hostile tasks, inputs per task, task ids on every RPC,
+ * return-value bytes per task) is in limits-worker.test.ts.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import pino from "pino";
 import { defaultExecutorPoolConfig } from "../../src/runtime/executor/executor-pool-config";
 import { ExecutorPool } from "../../src/runtime/executor/executor-pool";
 import { RawJson, type JsonValue } from "../../src/runtime/executor/protocol";
+import { createCallOwner, runOnce } from "../../src/runtime/calls/call-owner";
+import type { CallOutcome } from "../../src/runtime/calls/call";
 import { STDERR_LINES_PER_SECOND, STDERR_MAX_LINE_CHARS } from "../../src/runtime/executor/stderr-gate";
 
 const logged: { msg: string; stream?: string; cut?: boolean; droppedLines?: number; droppedLinesBefore?: number }[] = [];
@@ -45,9 +49,9 @@ test("an input nested 10,000 deep is refused at once as INPUT_REJECTED, not a Re
 }, 30_000);
 
 test("a call whose frame would exceed 64 MiB is refused before sending (the executor would die reading it)", async () => {
-  const source = `${INC}# ${"x".repeat(65 * 1024 * 1024)}\n`;
+  const source = `${INC}# ${"x".repeat(30 * 1024 * 1024)}\n`;
   const rssBefore = process.memoryUsage().rss;
-  const o = await pool.execute({ callId: `huge-${seq++}`, fn: { source, entry: "main" }, args: 1 });
+  const o = await pool.execute({ callId: `huge-${seq++}`, fn: { source, entry: "main" }, args: "y".repeat(40 * 1024 * 1024) });
   expect(o.ok).toBe(false);
   if (!o.ok) {
     expect(o.error.code).toBe("INPUT_REJECTED");
@@ -93,3 +97,115 @@ test("a stderr flood (100,000 lines, and a 10 MiB line without end) reaches the 
   expect(dropped).toBeGreaterThan(0);
   expect(process.memoryUsage().rss - rssBefore).toBeLessThan(RSS_BOUND_BYTES);
 }, 120_000);
+
+function ok(o: CallOutcome): JsonValue {
+  if (!o.ok) throw new Error(`${o.error.code}: ${o.error.message}`);
+  return o.value;
+}
+
+test("a source over EXECUTOR_MAX_SOURCE_BYTES is refused at once as INPUT_REJECTED naming the limit", async () => {
+  const source = `${INC}# ${"x".repeat(33 * 1024 * 1024)}\n`;
+  const o = await pool.execute({ callId: `big-source-${seq++}`, fn: { source, entry: "main" }, args: 1 });
+  expect(o.ok).toBe(false);
+  if (!o.ok) {
+    expect(o.error.code).toBe("INPUT_REJECTED");
+    expect(o.error.message).toContain("over the limit of 33554432 (EXECUTOR_MAX_SOURCE_BYTES)");
+  }
+  await stillServing();
+}, 60_000);
+
+test("a source goes to each executor once, then only its digest: calls by digest run it, two sources never mix", async () => {
+  const one = await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: 1 }), pino({ level: "silent" }), { waitForAll: true });
+  try {
+    const twice = "def main(ctx, x):\n    return ['twice', x * 2]\n";
+    const thrice = "def main(ctx, x):\n    return ['thrice', x * 3]\n";
+    const outs = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => one.execute({ callId: `d-${i}`, fn: { source: i % 2 ? thrice : twice, entry: "main" }, args: i, ownerKey: "A" })),
+    );
+    outs.forEach((o, i) => expect(ok(o)).toEqual(i % 2 ? ["thrice", i * 3] : ["twice", i * 2]));
+    expect(one.stats().sourcesSent).toBe(2);
+    // A new owner gets a fresh executor (a recycle): it has never seen the source, so the source goes again, with no miss.
+    expect(ok(await one.execute({ callId: "d-b", fn: { source: twice, entry: "main" }, args: 5, ownerKey: "B" }))).toEqual(["twice", 10]);
+    expect(one.stats().sourcesSent).toBe(3);
+    expect(one.stats().sourceResends).toBe(0);
+  } finally {
+    await one.close();
+  }
+}, 120_000);
+
+test("a source the executor evicted (its store holds 256) is sent again for the call that needs it: no call fails of a miss", async () => {
+  const one = await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: 1 }), pino({ level: "silent" }), { waitForAll: true });
+  try {
+    const src = (i: number) => `def main(ctx, x):\n    return ${i}\n`;
+    expect(ok(await one.execute({ callId: "e-first", fn: { source: src(0), entry: "main" }, args: null }))).toBe(0);
+    for (let i = 1; i <= 300; i++) ok(await one.execute({ callId: `e-${i}`, fn: { source: src(i), entry: "main" }, args: null }));
+    expect(one.stats().sourceResends).toBe(0);
+    // The pool still counts source 0 as sent; the executor has let it go.
+    expect(ok(await one.execute({ callId: "e-again", fn: { source: src(0), entry: "main" }, args: null }))).toBe(0);
+    expect(one.stats().sourceResends).toBe(1);
+  } finally {
+    await one.close();
+  }
+}, 120_000);
+
+test("answers too deep for Python's JSON reader fail the call naming the RecursionError; the executor lives", async () => {
+  const deep = new RawJson(`${"[".repeat(5000)}0${"]".repeat(5000)}`);
+  const source = "def main(ctx, x):\n    return ctx.io('b', 'op', 1)\n";
+  const restarts = pool.stats().restarts;
+  const o = await pool.execute({ callId: `deep-answer-${seq++}`, fn: { source, entry: "main" }, args: null }, { io: async () => ({ ok: true, value: deep, ioMs: 0 }) as never });
+  expect(o.ok).toBe(false);
+  if (!o.ok) {
+    expect(o.error.code).toBe("INPUT_REJECTED");
+    expect(o.error.message).toContain("RecursionError");
+  }
+  expect(pool.stats().restarts).toBe(restarts);
+  await stillServing();
+}, 60_000);
+
+test("a sub-call's budget is what remains of its parent's, and its time is charged to the parent", async () => {
+  const burn = "import time\ndef burn(ms):\n    end = time.thread_time() + ms / 1000\n    while time.thread_time() < end:\n        pass\n";
+  const child = `${burn}def main(ctx, x):\n    burn(100000)\n`;
+  const parent = `${burn}from blockx_executor import SubCallError\ndef main(ctx, x):\n    burn(400)\n    try:\n        ctx.call({'source': ${JSON.stringify(child)}}, None)\n    except SubCallError as e:\n        return e.code + ': ' + str(e)\n`;
+  const budgets: (number | undefined)[] = [];
+  const runSubCall = runOnce(pool);
+  const owner = createCallOwner({
+    io: async () => ({ ok: true, value: null, ioMs: 0 }),
+    functions: null,
+    role: "test",
+    budgetMs: 1000,
+    runSubCall: (call, o) => (budgets.push(call.budgetMs), runSubCall(call, o)),
+  });
+  const o = await pool.execute({ callId: `budget-${seq++}`, fn: { source: parent, entry: "main" }, args: null, budgetMs: 1000 }, owner);
+  // 1000 minus the parent's 400 ms (and a little), not a fresh 1000.
+  expect(budgets).toHaveLength(1);
+  expect(budgets[0]!).toBeGreaterThan(0);
+  expect(budgets[0]!).toBeLessThanOrEqual(600);
+  // The child used up what was left: charged with it, the parent is over its own budget.
+  expect(o.ok).toBe(false);
+  if (!o.ok) expect(o.error.code).toBe("BUDGET_EXCEEDED");
+}, 60_000);
+
+test("a call's sub-calls past its window wait for a place (ctx.call_many of 12 with a window of 3): all complete, at most 3 at once", async () => {
+  let running = 0;
+  let most = 0;
+  const childSource = "def main(ctx, x):\n    return ctx.io('probe', 'hold', x)\n";
+  const owner = createCallOwner({
+    io: async (req) => {
+      running++;
+      most = Math.max(most, running);
+      await Bun.sleep(50);
+      running--;
+      return { ok: true, value: req.params, ioMs: 0 };
+    },
+    functions: null,
+    role: "test",
+    budgetMs: undefined,
+    runSubCall: runOnce(pool),
+    subCallWindow: 3,
+  });
+  const parent = `def main(ctx, x):\n    return ctx.call_many([({'source': ${JSON.stringify(childSource)}}, i) for i in range(12)])\n`;
+  const o = await pool.execute({ callId: `fan-${seq++}`, fn: { source: parent, entry: "main" }, args: null }, owner);
+  expect(ok(o)).toEqual(Array.from({ length: 12 }, (_, i) => i));
+  expect(most).toBeLessThanOrEqual(3);
+  expect(most).toBeGreaterThan(0);
+}, 60_000);

@@ -212,18 +212,22 @@ describe("other clients and faults", () => {
     // own gauge (it drops when the executor answers) cannot show. The marker is one C call
     // on pre-bound names, so the executor's repeated interrupts cannot land before it.
     const stopped = join(dir, "spin-stopped");
+    const started = join(dir, "spin-started");
     const source = [
       "import os",
       "def main(ctx, x):",
-      "    mark, path = os.mkdir, x",
+      "    mark, path = os.mkdir, x[1]",
+      "    mark(x[0])",
       "    try:",
       "        while True:",
       "            sum(range(1000))",
       "    finally:",
       "        mark(path)",
     ].join("\n");
-    const call = client.client.invoke({ function: { name: "", source, entry: "", filename: "" }, args: Buffer.from(JSON.stringify(stopped)), timeoutMs: 60_000 }, () => {});
+    const call = client.client.invoke({ function: { name: "", source, entry: "", filename: "" }, args: Buffer.from(JSON.stringify([started, stopped])), timeoutMs: 60_000 }, () => {});
     await until("the call runs", async () => (await metric("blockx_syncinvoker_running_calls ")).endsWith(" 1"));
+    // Admitted is not yet running: each request is its own executor owner here (BLOCKX_INSECURE), so it may wait for a fresh executor.
+    await until("the code runs in the executor", () => existsSync(started));
     expect(existsSync(stopped)).toBe(false);
     call.cancel();
     await until("the executor is free again", async () => (await metric("blockx_syncinvoker_running_calls ")).endsWith(" 0"));

@@ -7,9 +7,8 @@
 import * as grpc from "@grpc/grpc-js";
 import { afterEach, describe, expect, test } from "bun:test";
 import { TaskState, type ListTasksResponse, type TaskLogLine } from "../../src/gen/worker/v1/worker";
-import { BlockxProcess } from "../support/blockx-process";
-import { randomLanePrefix } from "../support/worker-double";
-import { inputsTask, WorkerClient } from "../support/worker-client";
+import { inputsTask, type WorkerClient } from "../support/worker-client";
+import { startWorker } from "../support/worker-process";
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterEach(async () => {
@@ -17,19 +16,7 @@ afterEach(async () => {
 });
 
 async function worker(env: Record<string, string> = {}) {
-  const p = BlockxProcess.spawn(["worker"], {
-    ETCD_ENDPOINTS: process.env.BLOCKX_TEST_ETCD_ENDPOINT!,
-    WORKER_LISTEN: "127.0.0.1:0",
-    WORKER_REGISTRY_PREFIX: randomLanePrefix("block"),
-    EXECUTOR_COUNT: "1",
-    BLOCKX_LOG_LEVEL: "info",
-    ...env,
-  });
-  cleanups.push(() => p.stop("SIGKILL"));
-  const addr = await p.grpcAddr();
-  const client = env.BLOCKX_INSECURE === "1" ? new WorkerClient(addr, { credentials: grpc.credentials.createInsecure(), options: {} }) : new WorkerClient(addr);
-  cleanups.push(() => client.close());
-  return client;
+  return (await startWorker(env, cleanups)).client;
 }
 
 /** logs collects a StreamTaskLogs stream until it ends (or fails), and when each line arrived. */

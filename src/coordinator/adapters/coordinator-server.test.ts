@@ -1,3 +1,4 @@
+import { coordCodeToGRPC } from "./coord-code-to-grpc";
 import { describe, expect, test } from "bun:test";
 import { ErrorCode } from "../../common/error-code";
 import { silentLogger } from "../../common/logging/logger";
@@ -193,6 +194,17 @@ describe("CoordinatorServer.reserveWorkerSlot", () => {
     const err = await reserveError(server, "");
     expect(err.code).toBe(ErrorCode.ErrInvalidArgument);
     expect(err.message).toContain("task_id");
+    expect(reserver.calls).toEqual([]);
+  });
+
+  test("a task id over 256 characters is InvalidArgument, alone or in a batch, and no Worker is contacted", async () => {
+    const { reserver, server } = setup({});
+    const long = "t".repeat(257);
+    const err = await reserveError(server, long);
+    expect(err.code).toBe(ErrorCode.ErrInvalidArgument);
+    expect(err.message).toContain("task_id: at most 256 characters, got 257");
+    const batch = await server.reserveWorkerSlots([long]);
+    expect(batch.grants[0]).toMatchObject({ code: ErrorCode.ErrInvalidArgument, status: coordCodeToGRPC(ErrorCode.ErrInvalidArgument) });
     expect(reserver.calls).toEqual([]);
   });
 

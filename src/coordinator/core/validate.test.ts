@@ -13,6 +13,13 @@ describe("validateReserveRequest", () => {
     expect(err?.name).toBe("CoordinatorError");
   });
 
+  test("a task id over 256 characters is refused as INVALID_ARGUMENT naming the bound; 256 pass", () => {
+    const err = validateReserveRequest("t".repeat(257));
+    expect(err?.code).toBe(ErrorCode.ErrInvalidArgument);
+    expect(err?.rawMessage).toBe("task_id: at most 256 characters, got 257");
+    expect(validateReserveRequest("t".repeat(256))).toBeNull();
+  });
+
   test("any non-empty task id passes, even whitespace (the Coordinator never interprets task ids)", () => {
     expect(validateReserveRequest("task-42")).toBeNull();
     expect(validateReserveRequest(" ")).toBeNull();

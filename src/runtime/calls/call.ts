@@ -23,6 +23,8 @@ export const CallErrorCode = {
   BackendRetryable: "BACKEND_RETRYABLE",
   /** The call cannot be sent to an executor: its input nests too deep, or its frame (source and input) is too large. */
   InputRejected: "INPUT_REJECTED",
+  /** The task's kept return values would exceed TASK_MAX_RESULT_BYTES: the task fails, the Worker's memory stays bounded. */
+  ResultTooLarge: "RESULT_TOO_LARGE",
   /** A function writing to a table returned something other than a list of row objects. */
   ResultNotRows: "RESULT_NOT_ROWS",
   /** A row did not fit its table (an unknown column, a value of another kind). */
@@ -104,8 +106,18 @@ export type IoAnswer = ResumeResult & { readonly ioMs: number };
  */
 export interface CallOwner {
   io?(request: Extract<SuspensionRequest, { kind: "io" }>, callId: string): Promise<IoAnswer>;
-  subCall?(request: Extract<SuspensionRequest, { kind: "call" }>, callId: string): Promise<ResumeResult>;
+  /** `context` is what the pool knows of the parent when it asks (absent: nothing known). */
+  subCall?(request: Extract<SuspensionRequest, { kind: "call" }>, callId: string, context?: SubCallContext): Promise<SubCallAnswer>;
 }
+
+/** What a sub-call inherits from its parent at the moment it is asked for. */
+export interface SubCallContext {
+  /** The parent's budget minus its CPU and IO time so far: the sub-call's own budget (a shared one, not a fresh one). */
+  readonly budgetLeftMs: number;
+}
+
+/** A sub-call's result for its parent, and the CPU + IO ms it spent (charged to the parent as waiting, like IO). */
+export type SubCallAnswer = ResumeResult & { readonly spentMs?: number };
 
 export interface CallFailure {
   readonly code: CallErrorCode | string;

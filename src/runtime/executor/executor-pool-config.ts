@@ -80,6 +80,23 @@ export const executorPoolVars = {
     "RLIMIT_NPROC of executors (threads count): contains a fork bomb; user code is also denied fork/exec",
     intSchema(64, 1 << 20),
   ),
+  maxSourceBytes: envVar(
+    "EXECUTOR_MAX_SOURCE_BYTES",
+    String(32 * 1024 * 1024),
+    "an integer from 1024 to 62914560 (60 MiB)",
+    "largest function source (UTF-8 bytes) a task, a request or a sub-call may carry (INVALID_ARGUMENT at submit, INPUT_REJECTED for a " +
+      "sub-call); each executor is sent a source once, then its digest. 32 MiB leaves the first call's frame (64 MiB) room for its input",
+    intSchema(1024, 60 * 1024 * 1024),
+  ),
+  ownerWithoutIdentity: envVar(
+    "EXECUTOR_OWNER_WITHOUT_IDENTITY",
+    "task",
+    "task or shared",
+    "whose calls may share an executor when the caller has no authenticated identity (BLOCKX_INSECURE): task: each task (Worker) or request " +
+      "(Sync Invoker) is its own owner, so an executor is recycled, a process start of about 100-200 ms, between two of them; shared: they " +
+      "are all one owner and reuse warm executors: only where everyone who can reach the role is trusted",
+    enumSchema(["task", "shared"] as const),
+  ),
   cacheDir: envVar(
     "BLOCKX_CACHE_DIR",
     "",
@@ -104,7 +121,11 @@ export interface ExecutorPoolConfig {
   readonly sandbox: "on" | "off";
   readonly bwrap: string;
   readonly nprocLimit: number;
+  /** EXECUTOR_MAX_SOURCE_BYTES: a longer source is refused (INPUT_REJECTED here; INVALID_ARGUMENT at the roles' doors). */
+  readonly maxSourceBytes: number;
   readonly cacheDir: string;
+  /** EXECUTOR_OWNER_WITHOUT_IDENTITY: the executor owner of a call whose caller has no authenticated identity. */
+  readonly ownerWithoutIdentity: "task" | "shared";
   /**
    * µs an executor polls its socket after a call before it blocks (0: none). The Sync Invoker
    * sets it (SYNCINVOKER_HOT_SPIN_US): a request arriving within it skips the kernel wake-up.
@@ -126,7 +147,9 @@ export function executorPoolConfigFrom(v: ExecutorPoolVars): ExecutorPoolConfig 
     sandbox: v.sandbox,
     bwrap: v.bwrap.trim(),
     nprocLimit: v.nprocLimit,
+    maxSourceBytes: v.maxSourceBytes,
     cacheDir: v.cacheDir.trim(),
+    ownerWithoutIdentity: v.ownerWithoutIdentity,
   });
 }
 
@@ -134,3 +157,6 @@ export function executorPoolConfigFrom(v: ExecutorPoolVars): ExecutorPoolConfig 
 export function defaultExecutorPoolConfig(overrides: Partial<ExecutorPoolConfig> = {}): ExecutorPoolConfig {
   return { ...executorPoolConfigFrom(loadEnvConfig(executorPoolVars, {})), ...overrides };
 }
+
+/** The executor owner shared by every call without an authenticated identity, under EXECUTOR_OWNER_WITHOUT_IDENTITY=shared. */
+export const UNAUTHENTICATED_OWNER = "unauthenticated";

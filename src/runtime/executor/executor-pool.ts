@@ -20,12 +20,17 @@ import { type CallsHeld, callsHeldFields, ExecutorProcess } from "./executor-pro
 import { resolveIsolation, resolvePython, SANDBOX_OFF_WARNING, type Isolation } from "./isolation";
 import { BwrapSandbox } from "./sandbox/bwrap-sandbox";
 import { probePythonRuntime } from "./sandbox/python-runtime";
-import { PROTOCOL_VERSION, type ExecutorMessage, type JsonValue, type LogLine, type PoolMessage, type ResumeResult, type SuspensionRequest } from "./protocol";
+import { sourceBytesOver } from "../functions/function-lookup";
+import { PROTOCOL_VERSION, SOURCE_NOT_CACHED, type ExecutorMessage, type JsonValue, type LogLine, type PoolMessage, type ResumeResult, type SuspensionRequest } from "./protocol";
 
 /** How often the pool checks pings, memory, wall-clock ceilings and restarts. */
 const TICK_MS = 50;
 /** How deep a call's input may nest: the executor's JSON reader recurses per level. */
 const MAX_INPUT_DEPTH = 256;
+/** Digests the pool remembers having sent to one executor (the executor keeps fewer: a miss is resent). */
+const MAX_DIGESTS_REMEMBERED = 1024;
+/** Digests whose source was found within EXECUTOR_MAX_SOURCE_BYTES (a 30 MiB source is measured once, not per call). */
+const MAX_SIZED_DIGESTS = 1024;
 /** How long a closed connection waits for its executor's exit before the executor counts as dead. */
 const EXIT_AFTER_CLOSE_WAIT_MS = 250;
 
@@ -43,6 +48,12 @@ interface Executor {
   /** Why the pool killed it, when it did: decides how its calls fail. */
   killReason: { code: CallErrorCode; message: string; offendingCallId?: string } | null;
   dead: boolean;
+  /**
+   * Digests whose source this incarnation was sent: later calls carry the digest alone. A new
+   * incarnation (a restart, or a recycle for another owner) starts empty, like its interpreter.
+   * Insertion order is age: the oldest go first past MAX_DIGESTS_REMEMBERED.
+   */
+  readonly digestsSent: Set<string>;
 }
 
 interface ActiveCall {
@@ -59,12 +70,18 @@ interface ActiveCall {
   cpuMs: number;
   suspensions: number;
   cancelled: string | null;
+  /** Sent again with its source after the executor answered SOURCE_NOT_CACHED (once at most). */
+  sourceResent: boolean;
 }
 
 export interface ExecutorPoolStats {
   readonly executors: { id: string; state: string; pid: number | null; inflight: number }[];
   readonly queued: number;
   readonly restarts: number;
+  /** ExecuteCall frames that carried the source (the rest carried only its digest). */
+  readonly sourcesSent: number;
+  /** Calls sent again with their source after the executor no longer held it. */
+  readonly sourceResends: number;
 }
 
 /**
@@ -90,6 +107,10 @@ export class ExecutorPool {
   private timer: ReturnType<typeof setInterval> | null = null;
   private closed = false;
   private restarts = 0;
+  private sourcesSent = 0;
+  private sourceResends = 0;
+  /** Digests whose source is known to be within maxSourceBytes, oldest first. */
+  private readonly sizedDigests = new Set<string>();
   /** Sub-calls in the pool by their parent's call id (`<parent>/sub-<n>`): they end with it. */
   private readonly children = new Map<string, Set<string>>();
   private pingSeq = 0;
@@ -172,11 +193,14 @@ export class ExecutorPool {
         cpuMs: 0,
         suspensions: 0,
         cancelled: null,
+        sourceResent: false,
       };
       if (this.closed) return this.finish(call, this.failure(CallErrorCode.PoolClosed, "the executor pool is shut down"));
       if (this.calls.has(req.callId)) {
         return resolve(this.outcome(call, this.failure(CallErrorCode.Internal, `call id ${req.callId} is already running`)));
       }
+      const tooLarge = this.sourceTooLarge(digest, req.fn.source);
+      if (tooLarge) return resolve(this.outcome(call, this.failure(CallErrorCode.InputRejected, tooLarge)));
       const parent = parentCallIdOf(req.callId);
       if (parent !== null && !this.calls.has(parent)) {
         // Its parent ended (cancelled, failed) while the sub-call was being resolved: nobody awaits it.
@@ -215,6 +239,8 @@ export class ExecutorPool {
       })),
       queued: this.core.queuedCount(),
       restarts: this.restarts,
+      sourcesSent: this.sourcesSent,
+      sourceResends: this.sourceResends,
     };
   }
 
@@ -308,7 +334,7 @@ export class ExecutorPool {
     };
     // The exit comes later, asynchronously: `e` is set by then.
     const proc = new ExecutorProcess(spec, this.log, (exit) => this.onExit(e, exit.code, exit.signal), () => this.callsHeld(e));
-    const e: Executor = { index, id, process: proc, token, conn: null, killReason: null, dead: false };
+    const e: Executor = { index, id, process: proc, token, conn: null, killReason: null, dead: false, digestsSent: new Set() };
     this.executors[index] = e;
   }
 
@@ -384,6 +410,7 @@ export class ExecutorPool {
       case "CallFailed": {
         const call = this.calls.get(m.callId);
         if (!call || call.executor !== e) return;
+        if (m.type === "CallFailed" && m.error.code === SOURCE_NOT_CACHED) return this.resendSource(call, e, m.error.message);
         call.cpuMs = m.cpuMs;
         const extra = { output: m.output, stdout: m.stdout, stderr: m.stderr, logs: m.logs, compiled: m.compiled };
         if (m.type === "CallCompleted") this.finish(call, { ok: true, value: m.result }, extra);
@@ -425,7 +452,10 @@ export class ExecutorPool {
         return { result: result as ResumeResult, ioMs };
       }
       if (!call.owner.subCall) return { result: { ok: false, error: { type: "NoSubCalls", message: "sub-calls are not available here" } }, ioMs: 0 };
-      return { result: await call.owner.subCall(r, call.req.callId), ioMs: 0 };
+      // The sub-call gets what remains of this call's budget; what it spends is charged back as waiting.
+      const budgetLeftMs = Math.max(0, (call.req.budgetMs ?? this.config.callBudgetMs) - call.cpuMs - call.ioMs);
+      const { spentMs, ...result } = await call.owner.subCall(r, call.req.callId, { budgetLeftMs });
+      return { result, ioMs: spentMs ?? 0 };
     } catch (err) {
       return { result: { ok: false, error: { type: "InternalError", message: `serving ${r.kind} request failed: ${(err as Error).message}` } }, ioMs: 0 };
     }
@@ -571,17 +601,57 @@ export class ExecutorPool {
     const now = performance.now();
     call.firstSentMs ??= now;
     call.runningSinceMs = now;
+    this.sendExecute(call, e, !e.digestsSent.has(call.digest));
+  }
+
+  /**
+   * sendExecute sends a call's ExecuteCall: with its source the first time its digest goes to this
+   * executor, else the digest alone (a 30 MiB source with 1,024 calls in flight is sent once per
+   * executor, not 1,024 times). The frames of one connection arrive in order, so a call by digest
+   * always follows the one that carried the source.
+   */
+  private sendExecute(call: ActiveCall, e: Executor, withSource: boolean): void {
     const sent = this.send(e, {
       type: "ExecuteCall",
       callId: call.req.callId,
       digest: call.digest,
-      source: call.req.fn.source,
+      ...(withSource ? { source: call.req.fn.source } : {}),
       entry: call.req.fn.entry,
       ...(call.req.fn.filename ? { filename: call.req.fn.filename } : {}),
       args: call.req.args,
       budgetMs: call.req.budgetMs ?? this.config.callBudgetMs,
     });
-    if (sent !== true) this.finish(call, this.failure(CallErrorCode.InputRejected, `the call cannot be sent to an executor: ${sent.message} (its source and input together)`));
+    if (sent !== true) {
+      this.finish(call, this.failure(CallErrorCode.InputRejected, `the call cannot be sent to an executor: ${sent.message} (its ${withSource ? "source and " : ""}input together)`));
+      return;
+    }
+    if (!withSource) return;
+    this.sourcesSent++;
+    remember(e.digestsSent, call.digest, MAX_DIGESTS_REMEMBERED);
+  }
+
+  /**
+   * resendSource: the executor no longer holds the source of a call sent by digest (its store is
+   * bounded); the call goes again, same id, with the source. A second miss cannot happen (the
+   * frame carries the source) and would be a bug: the call fails INTERNAL rather than loop.
+   */
+  private resendSource(call: ActiveCall, e: Executor, said: string): void {
+    e.digestsSent.delete(call.digest);
+    if (call.cancelled !== null) return this.finish(call, this.failure(CallErrorCode.Cancelled, `call cancelled: ${call.cancelled}`));
+    if (call.sourceResent) return this.finish(call, this.failure(CallErrorCode.Internal, `the executor lost the call's source twice: ${said}`));
+    call.sourceResent = true;
+    this.sourceResends++;
+    call.runningSinceMs = performance.now();
+    this.sendExecute(call, e, true);
+  }
+
+  /** sourceTooLarge: why a source over EXECUTOR_MAX_SOURCE_BYTES is refused, or null (measured once per digest). */
+  private sourceTooLarge(digest: string, source: string): string | null {
+    if (this.sizedDigests.has(digest)) return null;
+    const bytes = sourceBytesOver(source, this.config.maxSourceBytes);
+    if (bytes !== null) return `the function's source is ${bytes} bytes, over the limit of ${this.config.maxSourceBytes} (EXECUTOR_MAX_SOURCE_BYTES)`;
+    remember(this.sizedDigests, digest, MAX_SIZED_DIGESTS);
+    return null;
   }
 
   private finish(call: ActiveCall, result: CallResult, extra: { output?: string; stdout?: string; stderr?: string; logs?: LogLine[]; compiled?: boolean } = {}): void {
@@ -690,6 +760,13 @@ function makeSandbox(isolation: Isolation, python: string, runtimeDir: string): 
   } catch (e) {
     throw new ExecutorStartError("EXECUTOR_SANDBOX_UNAVAILABLE", `${(e as Error).message}; set EXECUTOR_SANDBOX=off to run user code without the sandbox`);
   }
+}
+
+/** remember adds `key` to an insertion-ordered set, dropping the oldest past `max`. */
+function remember(set: Set<string>, key: string, max: number): void {
+  set.delete(key);
+  set.add(key);
+  if (set.size > max) set.delete(set.values().next().value!);
 }
 
 /** jsonDepth is how deep `v` nests arrays and objects, counted without recursion and only up to `limit` + 1. */

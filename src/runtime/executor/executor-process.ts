@@ -1,3 +1,4 @@
+import { procChildren } from "./proc-children";
 import { chownSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import type { Logger } from "../../common/logging/logger";
 import { forEachLine } from "../../common/streams/for-each-line";
@@ -153,14 +154,9 @@ export class ExecutorProcess {
   interpreterPid(): number {
     let pid = this.proc.pid;
     for (let depth = 0; depth < 4; depth++) {
-      let children: string;
-      try {
-        children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim();
-      } catch {
-        break;
-      }
-      if (!children) break;
-      pid = Number(children.split(" ")[0]);
+      const children = procChildren.childrenOf(pid);
+      if (children.length === 0) break;
+      pid = children[0]!;
     }
     return pid;
   }
@@ -198,11 +194,11 @@ export class ExecutorProcess {
       seen++;
       try {
         total += Number(readFileSync(`/proc/${pid}/statm`, "utf8").split(" ")[1]) * PAGE_SIZE;
-        const children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim();
-        if (children) pending.push(...children.split(" ").map(Number));
       } catch {
         if (pid === this.proc.pid) return null;
+        continue;
       }
+      pending.push(...procChildren.childrenOf(pid));
     }
     return total;
   }

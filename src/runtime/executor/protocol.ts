@@ -5,6 +5,9 @@
 
 export const PROTOCOL_VERSION = 1;
 
+/** The executor's answer to an ExecuteCall by digest whose source it does not hold (never sent, or evicted): the pool resends with the source. */
+export const SOURCE_NOT_CACHED = "SOURCE_NOT_CACHED";
+
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
 export type FunctionRequestRef = { name: string; entry?: string } | { source: string; entry?: string };
@@ -75,6 +78,7 @@ export type ExecutorMessage =
 
 export type PoolMessage =
   | { type: "Ping"; seq: number }
-  | { type: "ExecuteCall"; callId: string; digest: string; source: string; entry: string; args: JsonValue; budgetMs: number; filename?: string }
+  /** `source` only the first time a digest goes to an executor (and after SOURCE_NOT_CACHED); then the digest alone. */
+  | { type: "ExecuteCall"; callId: string; digest: string; source?: string; entry: string; args: JsonValue; budgetMs: number; filename?: string }
   | { type: "ResumeCall"; callId: string; results: ResumeResult[]; ioMs: number }
   | { type: "CancelCall"; callId: string; reason: string };

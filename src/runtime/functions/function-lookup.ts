@@ -49,3 +49,13 @@ export function inlineFunction(source: string, entry: string | undefined, filena
   const file = traceFilename(filename);
   return { ok: true, fn: { source, entry: e.entry, digest: digestOf(source), name: "", ...(file ? { filename: file } : {}) } };
 }
+
+/**
+ * sourceBytesOver: the source's UTF-8 size when it is over `maxBytes` (EXECUTOR_MAX_SOURCE_BYTES),
+ * else null. Counted only when the length alone cannot tell (UTF-8 takes 1 to 3 bytes per UTF-16 unit).
+ */
+export function sourceBytesOver(source: string, maxBytes: number): number | null {
+  if (source.length * 3 <= maxBytes) return null;
+  const bytes = Buffer.byteLength(source, "utf8");
+  return bytes > maxBytes ? bytes : null;
+}

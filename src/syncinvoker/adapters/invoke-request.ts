@@ -1,7 +1,7 @@
 import { parseExactJson } from "../../common/json/exact-json";
 import type { FunctionRef } from "../../gen/worker/v1/worker";
 import type { FunctionSnapshot } from "../../runtime/functions/function-code-view";
-import { inlineFunction, lookupFunction, type ResolvedFunction } from "../../runtime/functions/function-lookup";
+import { inlineFunction, lookupFunction, sourceBytesOver, type ResolvedFunction } from "../../runtime/functions/function-lookup";
 import type { JsonValue } from "../../runtime/executor/protocol";
 import { SyncInvokerError, SyncInvokerErrorCode } from "../core/sync-invoker-error";
 
@@ -17,14 +17,19 @@ function invalid(message: string): SyncInvokerError {
 /**
  * resolveFunction validates a FunctionRef (exactly one of name and source; entry a Python
  * identifier, default "main") and looks a name up in the current FUNCTIONS_DIR snapshot
- * (null when the invoker has no FUNCTIONS_DIR). An unknown name is FUNCTION_NOT_FOUND.
+ * (null when the invoker has no FUNCTIONS_DIR). An unknown name is FUNCTION_NOT_FOUND; a source over
+ * `maxSourceBytes` (EXECUTOR_MAX_SOURCE_BYTES) is INVALID_ARGUMENT.
  */
-export function resolveFunction(ref: FunctionRef | undefined, functions: FunctionSnapshot | null): ResolvedFunction {
+export function resolveFunction(ref: FunctionRef | undefined, functions: FunctionSnapshot | null, maxSourceBytes = Infinity): ResolvedFunction {
   if (!ref) throw invalid("function: required (a name from FUNCTIONS_DIR or inline source)");
   if (ref.name !== "" && ref.source !== "") throw invalid("function: give either name or source, not both");
   if (ref.name === "" && ref.source === "") throw invalid("function: name or source is required");
   const found = ref.source !== "" ? inlineFunction(ref.source, ref.entry, ref.filename) : lookupFunction(functions, ref.name, ref.entry, "Sync Invoker");
-  if (found.ok) return found.fn;
+  if (found.ok) {
+    const bytes = sourceBytesOver(found.fn.source, maxSourceBytes);
+    if (bytes !== null) throw invalid(`function.${ref.source !== "" ? "source" : `name: function ${JSON.stringify(ref.name)}`} is ${bytes} bytes of source, over the limit of ${maxSourceBytes} (EXECUTOR_MAX_SOURCE_BYTES)`);
+    return found.fn;
+  }
   if (found.reason === "BAD_ENTRY") throw invalid(`function.${found.message}`);
   throw new SyncInvokerError(SyncInvokerErrorCode.FunctionNotFound, found.message);
 }

@@ -1,6 +1,9 @@
 import * as grpc from "@grpc/grpc-js";
 import { randomBytes } from "node:crypto";
 import { grpcError } from "../../common/grpc/grpc-server";
+import { callerOf } from "../../common/tls/grpc-tls";
+import { identityKey } from "../../common/tls/peer-identity";
+import type { TlsSetting } from "../../common/tls/tls-setting";
 import type { Logger } from "../../common/logging/logger";
 import type { Counter, Histogram, MetricsRegistry } from "../../common/metrics/metrics";
 import {
@@ -14,6 +17,7 @@ import {
 import type { CallOutcome, CallOwner } from "../../runtime/calls/call";
 import { createCallOwner, runOnce } from "../../runtime/calls/call-owner";
 import type { ExecutorPool } from "../../runtime/executor/executor-pool";
+import { UNAUTHENTICATED_OWNER } from "../../runtime/executor/executor-pool-config";
 import type { FunctionSnapshot } from "../../runtime/functions/function-code-view";
 import { attributeDurations, type InvokeDurations } from "../core/durations";
 import { SyncInvokerError, SyncInvokerErrorCode } from "../core/sync-invoker-error";
@@ -35,6 +39,12 @@ export interface SyncInvokerServiceDeps {
   readonly defaultTimeoutMs: number;
   readonly log: Logger;
   readonly metrics: MetricsRegistry;
+  /** Who is calling (the executor owner of a request): its certificate's identity under mTLS. */
+  readonly tls: TlsSetting;
+  /** EXECUTOR_MAX_SOURCE_BYTES: a longer source is INVALID_ARGUMENT. */
+  readonly maxSourceBytes: number;
+  /** EXECUTOR_OWNER_WITHOUT_IDENTITY: a request without an identity is its own owner (the default), or one shared owner. */
+  readonly ownerWithoutIdentity?: "task" | "shared";
 }
 
 /** What one Invoke/DebugInvoke produced, before it is shaped into either response. */
@@ -115,10 +125,11 @@ export class SyncInvokerService {
     const arrivedMs = performance.now();
     const req = call.request;
     const functions = this.deps.functions();
-    const fn = resolveFunction(req.function, functions);
+    const fn = resolveFunction(req.function, functions, this.deps.maxSourceBytes);
     const args = parseArgs(req.args);
     const budgetMs = budgetOf(req.timeoutMs, this.deps.defaultTimeoutMs);
     const callId = `si-${randomBytes(8).toString("hex")}`;
+    const ownerKey = this.ownerKeyOf(call, callId, debug ? "DebugInvoke" : "Invoke");
 
     // A queued request gives up at the caller's gRPC deadline, or after its own budget of
     // waiting: a caller who allows a call 1 s of work does not want to wait 30 s for it to start.
@@ -143,7 +154,7 @@ export class SyncInvokerService {
     try {
       if (cancelledByCaller) throw new SyncInvokerError(SyncInvokerErrorCode.Cancelled, "the caller cancelled the request");
       io = this.deps.io.forCall({ callId, traced: debug, onWrite: () => this.deps.pool.cancel(callId, "the function attempted a write IO op") });
-      const outcome = await this.deps.pool.execute({ callId, fn, args, budgetMs }, this.owner(io, functions, budgetMs));
+      const outcome = await this.deps.pool.execute({ callId, fn, args, budgetMs, ownerKey }, this.owner(io, functions, budgetMs, ownerKey));
       const durations = attributeDurations({
         queueMs: admissionQueueMs + outcome.queueMs,
         cpuMs: outcome.cpuMs,
@@ -168,13 +179,26 @@ export class SyncInvokerService {
     }
   }
 
-  /** owner serves a call's IO (read-only) and its sub-calls (in the same pool and IO, depth-limited, the same budget). */
-  private owner(io: CallIo, functions: FunctionSnapshot | null, budgetMs: number): CallOwner {
-    return createCallOwner({ io: (req) => io.io(req), functions, role: "Sync Invoker", budgetMs, runSubCall: runOnce(this.deps.pool) });
+  /** owner serves a call's IO (read-only) and its sub-calls (in the same pool and IO, depth-limited, within what remains of its budget). */
+  private owner(io: CallIo, functions: FunctionSnapshot | null, budgetMs: number, ownerKey: string): CallOwner {
+    return createCallOwner({ io: (req) => io.io(req), functions, role: "Sync Invoker", budgetMs, runSubCall: runOnce(this.deps.pool), ownerKey });
+  }
+
+  /**
+   * ownerKeyOf: whose calls may share an executor (the pool recycles one between owners): the
+   * caller's certificate identity under mTLS, so one client's requests reuse warm executors;
+   * under BLOCKX_INSECURE nobody is known, so every request is its own owner (as the Worker does
+   * per task), at the price of a fresh executor for a request that finds none of its own, unless
+   * the operator made them one owner (EXECUTOR_OWNER_WITHOUT_IDENTITY=shared).
+   */
+  private ownerKeyOf(call: grpc.ServerUnaryCall<InvokeRequest, unknown>, callId: string, rpc: Rpc): string {
+    const caller = callerOf(this.deps.tls, call, ["client", "admin"], rpc);
+    if (caller.ok && caller.identity !== null) return `identity:${identityKey(caller.identity)}`;
+    return this.deps.ownerWithoutIdentity === "shared" ? UNAUTHENTICATED_OWNER : `request:${callId}`;
   }
 
   private async precheck(req: PrecheckRequest): Promise<PrecheckResponse> {
-    const fn = resolveFunction(req.function, this.deps.functions());
+    const fn = resolveFunction(req.function, this.deps.functions(), this.deps.maxSourceBytes);
     const diagnostics = await this.deps.precheck.check(fn.source, fn.entry, `<blockx:${fn.entry}@${fn.digest.slice(0, 12)}>`);
     return PrecheckResponse.create({
       ok: !diagnostics.some((d) => d.severity === "error"),

@@ -62,6 +62,9 @@ export async function runSyncInvoker(config: SyncInvokerConfig): Promise<void> {
     defaultTimeoutMs: config.defaultTimeoutMs,
     log: log.child({ component: "syncinvoker" }),
     metrics: registry,
+    tls: config.tls,
+    maxSourceBytes: config.pool.maxSourceBytes,
+    ownerWithoutIdentity: config.pool.ownerWithoutIdentity,
   });
 
   const grpcServer = new grpc.Server(GRPC_SERVER_OPTIONS);

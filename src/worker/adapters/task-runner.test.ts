@@ -1,3 +1,4 @@
+import { UNAUTHENTICATED_OWNER } from "../../runtime/executor/executor-pool-config";
 import { afterEach, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -36,7 +37,7 @@ interface Rig {
   now: { ms: number };
 }
 
-function rig(o: { taskWindow?: number; maxAttempts?: number; tables?: SqliteTableStore; budgetMs?: number } = {}): Rig {
+function rig(o: { taskWindow?: number; maxAttempts?: number; tables?: SqliteTableStore; budgetMs?: number; ownerWithoutIdentity?: "task" | "shared" } = {}): Rig {
   const pool = new InMemoryPool();
   const events: TaskRunnerEvent[] = [];
   const ioEnded: string[] = [];
@@ -50,6 +51,7 @@ function rig(o: { taskWindow?: number; maxAttempts?: number; tables?: SqliteTabl
     log,
     nowMs: () => now.ms,
     ...(o.budgetMs ? { callBudgetMs: o.budgetMs } : {}),
+    ...(o.ownerWithoutIdentity ? { ownerWithoutIdentity: o.ownerWithoutIdentity } : {}),
   });
   runner.onEvent = (e) => events.push(e);
   runner.onCallFinished = (f) => systemFailures.push(f);
@@ -167,7 +169,7 @@ describe("TaskRunner", () => {
     r.pool.call("t6/0/1/sub-1").finish({ code: "OOM_KILLED", retryable: true });
     await settle();
     r.pool.call("t6/0/1/sub-2").finish({ value: 50 });
-    expect(await sub).toEqual({ ok: true, value: 50 });
+    expect(await sub).toMatchObject({ ok: true, value: 50 });
     await settle();
     expect(r.pool.started).toContain("t6/2/1");
     expect(r.events.filter((e) => e.type === "taskCallCountsChanged").at(-1)).toMatchObject({ callsRetried: 1 });
@@ -274,5 +276,17 @@ describe("TaskRunner", () => {
     // Under BLOCKX_INSECURE the owner label is a name anyone may send: it never joins two tasks.
     expect(key("anon1")).toBe("task:anon1");
     expect(key("anon2")).toBe("task:anon2");
+  });
+
+  test("EXECUTOR_OWNER_WITHOUT_IDENTITY=shared: tasks without an identity share one owner, apart from every authenticated identity", () => {
+    const r = rig({ ownerWithoutIdentity: "shared" });
+    for (const [id, identity] of [["anon1", ""], ["anon2", ""], ["a1", "client/alice"]] as const) {
+      expect(r.runner.accept(planTask(task(id, [1]), blockWorkerProfile, null), "label", identity)).toBe(true);
+      r.runner.start(id);
+    }
+    const key = (id: string) => r.pool.ownerKeys.get(`${id}/0/1`);
+    expect(key("anon1")).toBe(UNAUTHENTICATED_OWNER);
+    expect(key("anon2")).toBe(UNAUTHENTICATED_OWNER);
+    expect(key("a1")).toBe("identity:client/alice");
   });
 });

@@ -4,6 +4,7 @@ import type { CallError, TableWriteSummary } from "../../gen/worker/v1/worker";
 import { CallErrorCode, type CallOutcome, type CallOwner } from "../../runtime/calls/call";
 import { createCallOwner, resumeResultOf, type CallPool, type RunSubCall } from "../../runtime/calls/call-owner";
 import type { JsonValue } from "../../runtime/executor/protocol";
+import { UNAUTHENTICATED_OWNER } from "../../runtime/executor/executor-pool-config";
 import type { TaskIo } from "../../runtime/io/io-subsystem";
 import { DispatcherCore, type CallResult, type DispatchedCall, type DispatcherConfig, type DispatcherDecision, type DispatcherEvent } from "../core/dispatcher-core";
 import { TaskLogBook, type TaskLogCaps, type TaskLogEntry } from "../core/task-log-book";
@@ -41,6 +42,10 @@ export interface TaskRunnerDeps {
   readonly callBudgetMs?: number;
   /** Bounds of each task's kept log lines (DEFAULT_TASK_LOG_CAPS when absent). */
   readonly logCaps?: TaskLogCaps;
+  /** The executor owner of a task without an authenticated identity: itself (the default), or one shared owner. */
+  readonly ownerWithoutIdentity?: "task" | "shared";
+  /** TASK_MAX_RESULT_BYTES: JSON bytes of return values one task keeps (DEFAULT_MAX_RESULT_BYTES when absent). */
+  readonly maxResultBytes?: number;
 }
 
 /** What ListTasks shows of a task besides its snapshot. */
@@ -141,7 +146,14 @@ export class TaskRunner {
     }
     let writers: Writer[];
     try {
-      writers = createWriters(plan.outputs, { taskId, totalCalls: plan.calls.total, scopeOf: plan.scopeOf, tables: this.deps.tables, log: this.deps.log });
+      writers = createWriters(plan.outputs, {
+        taskId,
+        totalCalls: plan.calls.total,
+        scopeOf: plan.scopeOf,
+        tables: this.deps.tables,
+        log: this.deps.log,
+        ...(this.deps.maxResultBytes !== undefined ? { maxResultBytes: this.deps.maxResultBytes } : {}),
+      });
     } catch (e) {
       if (!(e instanceof WriterSetupError)) throw e;
       this.end(taskId, { returnValues: [], firstError: undefined, writes: [] }, { type: "taskFailed", taskId, error: { code: CallErrorCode.Internal, message: e.message } });
@@ -160,6 +172,7 @@ export class TaskRunner {
         role: "Worker",
         budgetMs: this.deps.callBudgetMs,
         runSubCall: (call, owner) => this.runSubCall(t, call, owner),
+        subCallWindow: this.deps.dispatcher.taskMaxInflightCalls,
       }),
       succeeded: 0,
       failed: 0,
@@ -270,11 +283,13 @@ export class TaskRunner {
    * executorOwnerKey: whose calls may share an executor (ExecutorPool recycles an executor between
    * owners): the task's authenticated identity (its certificate's, under mTLS), so that one
    * client's tasks reuse warm executors; without one (BLOCKX_INSECURE: the owner label is only a
-   * name anyone can send) every task is its own owner.
+   * name anyone can send) every task is its own owner, unless the operator chose one shared owner
+   * for them (EXECUTOR_OWNER_WITHOUT_IDENTITY=shared: a recycle per task costs a process start).
    */
   private executorOwnerKey(t: RunningTask): string {
     const identity = this.plans.get(t.plan.taskId)?.identity ?? "";
-    return identity !== "" ? `identity:${identity}` : `task:${t.plan.taskId}`;
+    if (identity !== "") return `identity:${identity}`;
+    return this.deps.ownerWithoutIdentity === "shared" ? UNAUTHENTICATED_OWNER : `task:${t.plan.taskId}`;
   }
 
   private budget(): { budgetMs?: number } {
@@ -414,8 +429,9 @@ export class TaskRunner {
    */
   private async runSubCall(t: RunningTask, call: Parameters<RunSubCall>[0], owner: CallOwner): ReturnType<RunSubCall> {
     const taskId = t.plan.taskId;
+    let spentMs = 0; // by the attempts before this one: the parent is charged for all of them
     for (let attempt = 1; ; attempt++) {
-      if (this.tasks.get(taskId) !== t) return { ok: false, error: { type: CallErrorCode.Cancelled, message: "the task ended" } };
+      if (this.tasks.get(taskId) !== t) return { ok: false, error: { type: CallErrorCode.Cancelled, message: "the task ended" }, spentMs };
       const callId = call.nextCallId();
       t.subCalls.add(callId);
       this.step({ type: "subCallStarted", taskId });
@@ -425,10 +441,11 @@ export class TaskRunner {
       this.onCallFinished(isSystemFailure(out), finishedInfo(out, this.deps.nowMs() - startedMs));
       const decision = this.step({ type: "subCallFinished", taskId, attempt, result: resultOf(out) }).reply!;
       this.pump(); // its place in the window is free for the task's next call
-      if (out.ok) return resumeResultOf(out);
+      if (out.ok) return resumeResultOf(out, "", spentMs);
       if (decision.kind !== "retryScheduled" || this.tasks.get(taskId) !== t) {
-        return resumeResultOf(out, decision.kind === "failed" && decision.reason === "attempts_exhausted" ? ` (after ${attempt} attempts)` : "");
+        return resumeResultOf(out, decision.kind === "failed" && decision.reason === "attempts_exhausted" ? ` (after ${attempt} attempts)` : "", spentMs);
       }
+      spentMs += out.cpuMs + out.ioMs;
       t.retried++;
       t.countsDirty = true;
       this.scheduleCountsFlush(t);

@@ -23,6 +23,7 @@ import type { TaskLogEntry } from "../core/task-log-book";
 import type { WorkerDriver } from "./worker-driver";
 import { workerCodeToGRPC } from "./worker-code-to-grpc";
 import { ErrorCode } from "../../common/error-code";
+import { taskIdProblem } from "../../common/task-id";
 import { CLIENT_IDENTITY_HEADER } from "../../common/tls/client-identity-header";
 import { callerOf } from "../../common/tls/grpc-tls";
 import { identityKey, parseIdentityKey } from "../../common/tls/peer-identity";
@@ -159,7 +160,8 @@ export class WorkerService {
         const who = this.taskRequester(call, "GetTaskStory");
         if (!who.ok) return callback(who.error);
         const known = this.driver.queryTask(call.request.taskId, who.requester);
-        if (known.err?.code === ErrorCode.ErrPermissionDenied) return this.fail(callback, known.err);
+        // A malformed id (empty, too long) or another identity's task: said as such, not NOT_FOUND.
+        if (known.err?.code === ErrorCode.ErrPermissionDenied || known.err?.code === ErrorCode.ErrInvalidArgument) return this.fail(callback, known.err);
         const entries = this.driver.story(call.request.taskId);
         if (entries.length === 0) return callback(grpcError(grpc.status.NOT_FOUND, `task ${JSON.stringify(call.request.taskId)} is not known here`));
         callback(null, TaskStory.create({ entries: entries.map((e) => ({ atMs: e.atMs, event: e.event, outcome: e.outcome })) }));
@@ -175,7 +177,8 @@ export class WorkerService {
     const who = this.taskRequester(call, "StreamTaskLogs");
     if (!who.ok) return void call.emit("error", who.error);
     const { taskId, tail, follow } = call.request;
-    if (taskId === "" || taskId.length > 256) return void call.emit("error", grpcError(grpc.status.INVALID_ARGUMENT, "task_id: 1 to 256 characters"));
+    const badId = taskIdProblem(taskId);
+    if (badId) return void call.emit("error", grpcError(grpc.status.INVALID_ARGUMENT, badId));
     if (tail > MAX_LOG_TAIL) return void call.emit("error", grpcError(grpc.status.INVALID_ARGUMENT, `tail: at most ${MAX_LOG_TAIL}, got ${tail}`));
     const snap = this.driver.queryTask(taskId, who.requester);
     if (snap.err) return void call.emit("error", grpcError(workerCodeToGRPC(snap.err.code), snap.err.message));
@@ -229,6 +232,10 @@ export class WorkerService {
     if (ids.length === 0) return void call.emit("error", grpcError(grpc.status.INVALID_ARGUMENT, "task_ids: at least one task id is required"));
     if (ids.length > MAX_WATCHED_TASKS) {
       return void call.emit("error", grpcError(grpc.status.INVALID_ARGUMENT, `task_ids: at most ${MAX_WATCHED_TASKS}, got ${ids.length}`));
+    }
+    for (const [i, id] of ids.entries()) {
+      const badId = taskIdProblem(id, `task_ids[${i}]`);
+      if (badId) return void call.emit("error", grpcError(grpc.status.INVALID_ARGUMENT, badId));
     }
     // Snapshots still queued for existing watchers are older than what this watch reads now:
     // send them first, so this watcher never receives one after a newer one.

@@ -90,6 +90,20 @@ export function workerVars(profile: WorkerProfile) {
       "block store file of the local test chain (`blockx localchain render`): its blocks are served as stored text instead of generated",
       stringSchema(),
     ),
+    taskMaxInputs: envVar(
+      "TASK_MAX_INPUTS",
+      "100000",
+      "an integer from 1 to 10000000",
+      "inputs one task may carry (an inputs call config; block ranges are never materialised): more is INVALID_ARGUMENT at submit",
+      intSchema(1, 10_000_000),
+    ),
+    taskMaxResultBytes: envVar(
+      "TASK_MAX_RESULT_BYTES",
+      String(64 * 1024 * 1024),
+      "an integer from 1024 to 4294967296",
+      "bytes of JSON return values one task keeps for GetTaskResult (return_value output): a task over it fails with RESULT_TOO_LARGE, other tasks go on",
+      intSchema(1024, 2 ** 32),
+    ),
     callMaxAttempts: envVar("CALL_MAX_ATTEMPTS", "4", "an integer from 1 to 100", "tries per call for retryable failures (a user's error is never retried)", intSchema(1, 100)),
     taskLogMaxBytes: envVar("TASK_LOG_MAX_BYTES", "1048576", "an integer from 1024 to 1073741824", "log lines kept per task (`blockx logs`): beyond this the oldest go first, counted", intSchema(1024, 1 << 30)),
     taskLogMaxLineBytes: envVar("TASK_LOG_MAX_LINE_BYTES", "4096", "an integer from 64 to 1048576", "a longer log line is cut, saying how much", intSchema(64, 1 << 20)),
@@ -120,6 +134,8 @@ export interface WorkerRuntimeConfig extends TableStoreConfig {
   readonly drainTimeoutMs: number;
   readonly taskMaxInflightCalls: number;
   readonly callMaxAttempts: number;
+  readonly taskMaxInputs: number;
+  readonly taskMaxResultBytes: number;
   readonly taskLogCaps: TaskLogCaps;
   readonly functionsDir: string;
   readonly localTestChainHead: number;
@@ -188,6 +204,8 @@ export function loadWorkerRuntimeConfigFromEnv(
     drainTimeoutMs: v.drainTimeoutMs,
     taskMaxInflightCalls: v.taskMaxInflightCalls,
     callMaxAttempts: v.callMaxAttempts,
+    taskMaxInputs: v.taskMaxInputs,
+    taskMaxResultBytes: v.taskMaxResultBytes,
     taskLogCaps: { ...DEFAULT_TASK_LOG_CAPS, bytesPerTask: v.taskLogMaxBytes, bytesPerLine: v.taskLogMaxLineBytes, bytesPerCall: v.taskLogMaxCallBytes },
     functionsDir: v.functionsDir.trim(),
     tableStoreUrl: v.tableStoreUrl.trim(),

@@ -121,9 +121,12 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     log: log.child({ component: "task-runner" }),
     nowMs: monotonicNowMs,
     logCaps: config.taskLogCaps,
+    ownerWithoutIdentity: config.pool.ownerWithoutIdentity,
+    maxResultBytes: config.taskMaxResultBytes,
   });
   // A task by name pins the function snapshot current at its submission; a miss re-reads FUNCTIONS_DIR.
-  const plan = (task: Task | undefined) => planTask(task, config.profile, functions.current(task?.functionCallConfig?.function?.name || undefined));
+  const planLimits = { maxInputs: config.taskMaxInputs, maxSourceBytes: config.pool.maxSourceBytes };
+  const plan = (task: Task | undefined) => planTask(task, config.profile, functions.current(task?.functionCallConfig?.function?.name || undefined), planLimits);
   const driver = new WorkerDriver(core, runner, plan, log.child({ component: "worker-driver" }), monotonicNowMs);
   const svc = new WorkerService(driver, log.child({ component: "worker-service" }), config.tls);
   const metrics = registerWorkerMetrics(registry, {

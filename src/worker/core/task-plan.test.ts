@@ -83,7 +83,7 @@ describe("planTask (pure: a Task in, a plan or a named refusal out)", () => {
     const view = new FunctionCodeView();
     view.update(new Map([["stats", SOURCE]]));
     expect(refusal(undefined)).toBe("task: required");
-    expect(refusal(task({ id: "" }))).toBe("task.task_id: required");
+    expect(refusal(task({ id: "" }))).toBe("task.task_id is required");
     expect(refusal(task({ id: "x".repeat(257) }))).toContain("task.task_id: at most 256 characters");
     expect(refusal(task({ timeoutMs: 8 * 3600_000 + 1 }))).toContain("task.task_timeout_ms: at most");
     expect(refusal({ ...task(), functionCallConfig: undefined })).toBe("task.function_call_config: required");
@@ -107,5 +107,28 @@ describe("planTask (pure: a Task in, a plan or a named refusal out)", () => {
       expect(refusal(task({ outputs: [{ handler: { $case: "normalTableWrite", normalTableWrite: { table } } }] }))).toContain(`task.outputs[0].normal_table_write.table: names starting with`);
     }
     expect(refusal(task({ outputs: [{ handler: { $case: "blockTableWrite", blockTableWrite: { table: "t" } } }] }))).toContain("task.outputs[0].block_table_write: needs a block_table or block_bundle call config");
+  });
+
+  test("the plan limits: inputs per task and source bytes, each refusal naming the count, the limit and its variable", () => {
+    const limits = { maxInputs: 3, maxSourceBytes: 100 };
+    const inputs = (n: number): Config => ({ $case: "inputs", inputs: { inputs: Array.from({ length: n }, () => Buffer.from("1")) } });
+    const refused = (t: Task, functions: FunctionCodeView | null = null) => {
+      try {
+        planTask(t, blockWorkerProfile, functions?.current() ?? null, limits);
+      } catch (e) {
+        expect((e as WorkerError).code).toBe("INVALID_ARGUMENT");
+        return (e as WorkerError).rawMessage;
+      }
+      throw new Error("planTask accepted the task");
+    };
+    expect(planTask(task({ config: inputs(3) }), blockWorkerProfile, null, limits).calls.total).toBe(3);
+    expect(refused(task({ config: inputs(4) }))).toBe("task.function_call_config.inputs.inputs: 4 inputs, over the limit of 3 per task (TASK_MAX_INPUTS)");
+    // Bytes, not characters: 40 three-byte characters are 120 bytes.
+    expect(refused(task({ fn: { source: `${SOURCE}#${"€".repeat(40)}` } }))).toBe(
+      "task.function_call_config.function.source is 152 bytes of source, over the limit of 100 (EXECUTOR_MAX_SOURCE_BYTES)",
+    );
+    const view = new FunctionCodeView();
+    view.update(new Map([["huge", `${SOURCE}#${"x".repeat(100)}`]]));
+    expect(refused(task({ fn: { source: "", name: "huge" } }), view)).toContain('task.function_call_config.function.name: function "huge" is 132 bytes of source, over the limit of 100');
   });
 });

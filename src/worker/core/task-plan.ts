@@ -3,7 +3,8 @@ import { ErrorCode } from "../../common/error-code";
 import type { Task } from "../../gen/worker/v1/worker";
 import { blockBundleCalls, blockTableCalls, inputCalls, type BlockCallInput, type BundleCallInput, type CallPlan } from "./call-builder";
 import type { FunctionSnapshot } from "../../runtime/functions/function-code-view";
-import { inlineFunction, lookupFunction, type ResolvedFunction } from "../../runtime/functions/function-lookup";
+import { inlineFunction, lookupFunction, sourceBytesOver, type ResolvedFunction } from "../../runtime/functions/function-lookup";
+import { taskIdProblem } from "../../common/task-id";
 import { tableNameProblem } from "../../common/tables/table-schema";
 import type { BlockScope } from "../../common/tables/table-store";
 import type { OutputSpec } from "../writers/writers";
@@ -32,7 +33,15 @@ export interface TaskPlan {
 /** Block ranges at most this long per task (10 million blocks: a full backfill of a chain segment). */
 const MAX_BLOCK_RANGE = 100_000_000;
 
-const MAX_TASK_ID_LENGTH = 256;
+/** The bounds a plan is checked against (TASK_MAX_INPUTS, EXECUTOR_MAX_SOURCE_BYTES). */
+export interface PlanLimits {
+  /** Inputs of an inputs task. */
+  readonly maxInputs: number;
+  /** UTF-8 bytes of the function's source, inline or by name. */
+  readonly maxSourceBytes: number;
+}
+
+export const DEFAULT_PLAN_LIMITS: PlanLimits = { maxInputs: 100_000, maxSourceBytes: 32 * 1024 * 1024 };
 
 function invalid(message: string): WorkerError {
   return new WorkerError(ErrorCode.ErrInvalidArgument, message);
@@ -43,10 +52,10 @@ function invalid(message: string): WorkerError {
  * Every rejection names the field (`task.function_call_config.inputs.inputs[3]: ...`).
  * A function by name is resolved in the snapshot given (the one current at activation).
  */
-export function planTask(task: Task | undefined, profile: WorkerProfile, functions: FunctionSnapshot | null = null): TaskPlan {
+export function planTask(task: Task | undefined, profile: WorkerProfile, functions: FunctionSnapshot | null = null, limits: PlanLimits = DEFAULT_PLAN_LIMITS): TaskPlan {
   if (!task) throw invalid("task: required");
-  if (task.taskId === "") throw invalid("task.task_id: required");
-  if (task.taskId.length > MAX_TASK_ID_LENGTH) throw invalid(`task.task_id: at most ${MAX_TASK_ID_LENGTH} characters, got ${task.taskId.length}`);
+  const badId = taskIdProblem(task.taskId, "task.task_id");
+  if (badId) throw invalid(badId);
   if (task.taskTimeoutMs > MAX_TASK_TIMEOUT_MS) throw invalid(`task.task_timeout_ms: at most ${MAX_TASK_TIMEOUT_MS} (8 h), got ${task.taskTimeoutMs}`);
   const fcc = task.functionCallConfig;
   if (!fcc) throw invalid("task.function_call_config: required");
@@ -59,6 +68,11 @@ export function planTask(task: Task | undefined, profile: WorkerProfile, functio
     throw invalid(found.reason === "BAD_ENTRY" ? `task.function_call_config.function.${found.message}` : `task.function_call_config.function.name: ${found.message}`);
   }
   const fn: TaskPlan["fn"] = found.fn;
+  const sourceBytes = sourceBytesOver(fn.source, limits.maxSourceBytes);
+  if (sourceBytes !== null) {
+    const what = f.name !== "" ? `task.function_call_config.function.name: function ${JSON.stringify(f.name)}` : "task.function_call_config.function.source";
+    throw invalid(`${what} is ${sourceBytes} bytes of source, over the limit of ${limits.maxSourceBytes} (EXECUTOR_MAX_SOURCE_BYTES)`);
+  }
 
   const config = fcc.config;
   if (!config) throw invalid("task.function_call_config: one of block_table, inputs, block_bundle is required");
@@ -70,6 +84,10 @@ export function planTask(task: Task | undefined, profile: WorkerProfile, functio
   let inputLabel: TaskPlan["inputLabel"] = (_input, index) => `input ${index}`;
   switch (config.$case) {
     case "inputs":
+      // Checked before any is parsed: each input becomes a value held until the task ends.
+      if (config.inputs.inputs.length > limits.maxInputs) {
+        throw invalid(`task.function_call_config.inputs.inputs: ${config.inputs.inputs.length} inputs, over the limit of ${limits.maxInputs} per task (TASK_MAX_INPUTS)`);
+      }
       calls = inputCalls(
         config.inputs.inputs.map((raw, i) => {
           try {

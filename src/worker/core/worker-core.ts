@@ -1,3 +1,4 @@
+import { taskIdProblem } from "../../common/task-id";
 import { ErrorCode } from "../../common/error-code";
 import { DeadlineHeap } from "../../common/deadline-heap";
 import { type TaskSnapshot, TaskPhase, TaskState } from "../../gen/worker/v1/worker";
@@ -485,7 +486,8 @@ export class WorkerCore {
   }
 
   private onSlotRequested(e: TaskSlotRequested, now: number, out: WorkerInstruction[]): StepResult {
-    if (e.taskId === "") return this.reject(ErrorCode.ErrInvalidArgument, "task_id is required");
+    const badId = taskIdProblem(e.taskId);
+    if (badId) return this.reject(ErrorCode.ErrInvalidArgument, badId);
     if (!Number.isInteger(e.ttlMs) || e.ttlMs < 1 || e.ttlMs > MAX_SLOT_TTL_MS) {
       return this.reject(ErrorCode.ErrInvalidArgument, `ttl_ms: expected an integer in 1..${MAX_SLOT_TTL_MS}, got ${e.ttlMs}`);
     }
@@ -523,7 +525,8 @@ export class WorkerCore {
 
   private onSubmitted(e: TaskSubmitted, now: number, out: WorkerInstruction[]): StepResult {
     const { taskId, timeoutMs } = e.task;
-    if (taskId === "") return this.reject(ErrorCode.ErrInvalidArgument, "task.task_id is required");
+    const badId = taskIdProblem(taskId, "task.task_id");
+    if (badId) return this.reject(ErrorCode.ErrInvalidArgument, badId);
     if (!Number.isInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > MAX_TASK_TIMEOUT_MS) {
       return this.reject(
         ErrorCode.ErrInvalidArgument,
@@ -585,7 +588,8 @@ export class WorkerCore {
   }
 
   private onCancelRequested(e: TaskCancelRequested, now: number, out: WorkerInstruction[]): StepResult {
-    if (e.taskId === "") return this.reject(ErrorCode.ErrInvalidArgument, "task_id is required");
+    const badId = taskIdProblem(e.taskId);
+    if (badId) return this.reject(ErrorCode.ErrInvalidArgument, badId);
     const rec = this.tasks.get(e.taskId);
     if (rec === undefined) return this.reject(ErrorCode.ErrSlotNotFound, unknownTask(e.taskId));
     const foreign = this.maybeRefuseForeign(rec, e.requester ?? ANONYMOUS, true, "CancelTask");
@@ -603,7 +607,8 @@ export class WorkerCore {
   }
 
   private onQueried(e: TaskQueried): StepResult {
-    if (e.taskId === "") return this.reject(ErrorCode.ErrInvalidArgument, "task_id is required");
+    const badId = taskIdProblem(e.taskId);
+    if (badId) return this.reject(ErrorCode.ErrInvalidArgument, badId);
     const rec = this.tasks.get(e.taskId);
     if (rec === undefined) return this.reject(ErrorCode.ErrSlotNotFound, unknownTask(e.taskId));
     return this.maybeRefuseForeign(rec, e.requester ?? ANONYMOUS, true, "reading it") ?? this.reply(rec);

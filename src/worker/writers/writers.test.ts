@@ -73,3 +73,27 @@ describe("writer plugins", () => {
     expect(createWriters([{ kind: "returnValue" }], deps({ tables: null, scopeOf: null }))).toHaveLength(1);
   });
 });
+
+describe("return values kept per task", () => {
+  test("a call whose value would take the task past its byte bound is RESULT_TOO_LARGE, not retried; what committed stays counted", () => {
+    const [w] = createWriters([{ kind: "returnValue" }], deps({ tables: null, scopeOf: null, totalCalls: 4, maxResultBytes: 25 }));
+    const call = (index: number, value: JsonValue) => ({ index, input: index, value });
+    // '"aaaaaaaaaa"' is 12 bytes of JSON: two fit in 25, a third does not.
+    w!.stage(call(0, "a".repeat(10)));
+    w!.committed(call(0, "a".repeat(10)), []);
+    // Staged twice (a retry after a failed commit) and committed once: counted once.
+    w!.stage(call(1, "b".repeat(10)));
+    w!.stage(call(1, "b".repeat(10)));
+    w!.committed(call(1, "b".repeat(10)), []);
+    let err: unknown;
+    try {
+      w!.stage(call(2, "c"));
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(WriteRejected);
+    expect((err as WriteRejected).code).toBe(CallErrorCode.ResultTooLarge);
+    expect((err as WriteRejected).retryable).toBe(false);
+    expect((err as WriteRejected).message).toContain("would take 27 bytes of JSON (this call's: 3), over the limit of 25 per task (TASK_MAX_RESULT_BYTES)");
+  });
+});

@@ -19,6 +19,8 @@ export interface WriterDeps {
   readonly scopeOf: ((input: JsonValue) => BlockScope) | null;
   readonly tables: TableStore | null;
   readonly log: Logger;
+  /** Bytes of JSON return values the task may keep (TASK_MAX_RESULT_BYTES; DEFAULT_MAX_RESULT_BYTES when absent). */
+  readonly maxResultBytes?: number;
 }
 
 export class WriterSetupError extends Error {}
@@ -27,7 +29,7 @@ export class WriterSetupError extends Error {}
 const WRITERS: { readonly [K in OutputKind]: (spec: Extract<OutputSpec, { kind: K }>, d: WriterDeps) => Writer } = {
   blockTableWrite: (s, d) => (tablesOf(d), new BlockTableWriter(s.table, scopeOf(d), d.taskId, d.log)),
   normalTableWrite: (s, d) => (tablesOf(d), new NormalTableWriter(s.table)),
-  returnValue: (_s, d) => new ReturnValueWriter(d.totalCalls),
+  returnValue: (_s, d) => new ReturnValueWriter(d.totalCalls, d.maxResultBytes),
 };
 
 /** createWriters makes the task's writers, one per output, in the order of the task's outputs. */
