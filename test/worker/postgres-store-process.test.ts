@@ -46,11 +46,9 @@ describe("Postgres table store across hosts", () => {
     const cluster = new TestCluster();
     cleanups.push(() => cluster.stop());
     const workers: Awaited<ReturnType<TestCluster["worker"]>>[] = [];
-    // Plaintext for now (issue 16): on the shared machine this run lost a Worker late (WORKER_LOST, 10 s) in both of its mTLS runs, and in 1 of 2 plaintext runs; to be understood under mTLS.
-    const plain = { BLOCKX_INSECURE: "1" };
-    for (let i = 0; i < 3; i++) workers.push(await cluster.worker(hostEnv(cluster, i, url, { EXECUTOR_COUNT: "2", ...plain }), "bundle"));
-    const coord = await cluster.coordinator(plain, "bundle");
-    const client = new BlockxClient(cluster.clientConfig({ BLOCKX_BUNDLE_COORDINATOR_ADDRS: coord.addr, BLOCKX_WORKER_LOST_AFTER_MS: "10000", ...plain }));
+    for (let i = 0; i < 3; i++) workers.push(await cluster.worker(hostEnv(cluster, i, url, { EXECUTOR_COUNT: "2" }), "bundle"));
+    const coord = await cluster.coordinator({}, "bundle");
+    const client = new BlockxClient(cluster.clientConfig({ BLOCKX_BUNDLE_COORDINATOR_ADDRS: coord.addr, BLOCKX_WORKER_LOST_AFTER_MS: "10000" }));
     cleanups.push(() => client.close());
     let running = "";
     let killed = "";
