@@ -1,5 +1,6 @@
 import { certsCommand } from "./cli/certs-command";
 import { clientCommands } from "./cli/client-commands";
+import { etcdRolesCommand } from "./cli/etcd-roles-command";
 import { execCommand } from "./cli/exec-command";
 import { installCommand } from "./cli/install/install-command";
 import { uninstallCommand } from "./cli/install/uninstall-command";
@@ -34,6 +35,7 @@ export function blockxCommands(): CommandRegistry {
     uninstallCommand,
     doctorCommand,
     certsCommand,
+    etcdRolesCommand,
   ]);
   return registry.register(devCommand(() => registry.list()));
 }

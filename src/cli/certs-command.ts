@@ -6,11 +6,15 @@ import { UsageError } from "./usage-error";
 
 const USAGE = [
   "usage: blockx certs --dir DIR --role ROLE [--name NAME] [--hosts H1,H2] [--file FILE] [--days N]",
+  "       blockx certs --dir DIR --etcd-user USER [--hosts H1,H2] [--file FILE] [--days N]",
   "  Makes DIR/ca.pem and DIR/ca.key (a private CA) when DIR has none, then issues FILE.pem and FILE.key",
   "  (default FILE: the role, or ROLE-NAME) for the identity blockx://role/ROLE[/NAME].",
   `  ROLE: ${PEER_ROLES.join(", ")}; client and admin need --name (it owns their tasks).`,
   "  --hosts: the addresses this process serves on (IPs and DNS names, comma-separated); a Worker's must",
   "  cover the address it advertises (WORKER_ADVERTISE_ADDR). Keep ca.key off the cluster's hosts.",
+  "  --etcd-user: an etcd certificate instead, CN=USER (the etcd user under --client-cert-auth: blockx-worker,",
+  "  blockx-coordinator, blockx-proxy, blockx-client, root; see blockx etcd-roles); with --hosts it also serves",
+  "  as etcd's server certificate (default FILE: etcd-USER).",
 ].join("\n");
 
 /**
@@ -22,15 +26,15 @@ export const certsCommand: Command = {
   summary: "make a private CA and issue mTLS certificates: certs --dir DIR --role ROLE [--name NAME] [--hosts H,..]",
   usage: USAGE,
   vars: {},
-  flags: { dir: "value", role: "value", name: "value", hosts: "value", file: "value", days: "value" },
+  flags: { dir: "value", role: "value", name: "value", hosts: "value", file: "value", days: "value", "etcd-user": "value" },
   async run(args) {
     const dir = flagValue(args, "dir");
     const role = flagValue(args, "role");
     const name = flagValue(args, "name") ?? "";
+    const etcdUser = flagValue(args, "etcd-user");
     if (!dir) throw new UsageError(`--dir is required\n${USAGE}`);
-    if (!role) throw new UsageError(`--role is required\n${USAGE}`);
-    const id = identityFromUri(`blockx://role/${role}${name ? `/${name}` : ""}`);
-    if (id === null) throw new UsageError(`--role ${JSON.stringify(role)} --name ${JSON.stringify(name)}: not an identity (roles: ${PEER_ROLES.join(", ")}; client and admin need a name of letters, digits, . _ @ -)`);
+    if (!role && etcdUser === undefined) throw new UsageError(`--role (or --etcd-user) is required\n${USAGE}`);
+    if (role && etcdUser !== undefined) throw new UsageError(`--role and --etcd-user: one certificate at a time, got both\n${USAGE}`);
     const hosts = (flagValue(args, "hosts") ?? "")
       .split(",")
       .map((h) => h.trim())
@@ -38,15 +42,23 @@ export const certsCommand: Command = {
     const daysText = flagValue(args, "days") ?? "825";
     const days = Number(daysText);
     if (!Number.isSafeInteger(days) || days < 1 || days > 3650) throw new UsageError(`--days: expected an integer from 1 to 3650, got ${JSON.stringify(daysText)}`);
-    const file = flagValue(args, "file") ?? (name ? `${role}-${name}` : role);
     const issuer = CertIssuer.open(dir);
-    let files;
+    let files: Record<string, string>;
+    let what: string;
     try {
-      files = issuer.issue(file, id, hosts, days);
+      if (etcdUser !== undefined) {
+        files = { ...issuer.issueEtcd(flagValue(args, "file") ?? `etcd-${etcdUser}`, etcdUser, hosts, days) };
+        what = `etcd CN=${etcdUser}`;
+      } else {
+        const id = identityFromUri(`blockx://role/${role}${name ? `/${name}` : ""}`);
+        if (id === null) throw new UsageError(`--role ${JSON.stringify(role)} --name ${JSON.stringify(name)}: not an identity (roles: ${PEER_ROLES.join(", ")}; client and admin need a name of letters, digits, . _ @ -)`);
+        files = { ...issuer.issue(flagValue(args, "file") ?? (name ? `${role}-${name}` : role!), id, hosts, days) };
+        what = identityUri(id);
+      }
     } catch (e) {
-      throw new UsageError((e as Error).message);
+      throw e instanceof UsageError ? e : new UsageError((e as Error).message);
     }
-    console.log(`issued ${identityUri(id)}${hosts.length ? ` for ${hosts.join(", ")}` : ""} (valid ${days} days); its variables:`);
+    console.log(`issued ${what}${hosts.length ? ` for ${hosts.join(", ")}` : ""} (valid ${days} days); its variables:`);
     for (const [k, v] of Object.entries(files)) console.log(`${k}=${v}`);
   },
 };

@@ -1,4 +1,5 @@
 import type { ChainsConfig } from "../common/config/chains-config";
+import type { EtcdAccess } from "../common/etcd/etcd-access";
 import type { ExecutorPoolConfig } from "../runtime/executor/executor-pool-config";
 
 /** The roles `blockx doctor` knows; each check says which it applies to. */
@@ -10,6 +11,8 @@ export interface DoctorContext {
   readonly role: DoctorRole;
   /** Empty for roles without etcd. */
   readonly etcdEndpoints: readonly string[];
+  /** ETCD_TLS_* and the etcd user, compiled. */
+  readonly etcd: EtcdAccess;
   /** Addresses the role binds, by variable name. */
   readonly listenAddrs: readonly { readonly variable: string; readonly addr: string }[];
   /** The Unix socket the proxy serves, else null. */

@@ -2,7 +2,9 @@ import { Database } from "bun:sqlite";
 import { accessSync, constants, existsSync, readFileSync, rmSync, statSync } from "node:fs";
 import { createServer } from "node:net";
 import { dirname, resolve } from "node:path";
-import { etcdHttpUrl, measureEtcdClockOffset } from "../common/clock/etcd-clock";
+import { measureEtcdClockOffset } from "../common/clock/etcd-clock";
+import type { EtcdTls } from "../common/etcd/etcd-access";
+import { etcdFetch } from "../common/etcd/etcd-http";
 import { splitListenAddr } from "../common/net/listen-addr";
 import { executorPythonPath } from "../runtime/executor/executor-assets";
 import { resolveIsolation, resolvePython } from "../runtime/executor/isolation";
@@ -90,9 +92,9 @@ const executorCode: DoctorCheck = {
   },
 };
 
-async function etcdHealth(endpoint: string): Promise<string | null> {
+async function etcdHealth(endpoint: string, tls: EtcdTls | null): Promise<string | null> {
   try {
-    const res = await fetch(`${etcdHttpUrl(endpoint)}/health`, { signal: AbortSignal.timeout(2_000) });
+    const res = await etcdFetch(endpoint, "/health", tls, 2_000);
     const body = await res.text();
     return res.ok && /"health":\s*"true"/.test(body) ? null : `HTTP ${res.status} ${body.slice(0, 200)}`;
   } catch (e) {
@@ -100,18 +102,17 @@ async function etcdHealth(endpoint: string): Promise<string | null> {
   }
 }
 
-// When the trust-boundary issue lands, an `etcd-tls` check beside this one reads the TLS files and
-// checks they match (one more entry in `doctorChecks`).
+// The etcd TLS files and user are checked when the configuration loads (the "config" check).
 const etcd: DoctorCheck = {
   id: "etcd",
   title: "every etcd endpoint answers (ETCD_ENDPOINTS)",
   appliesTo: (ctx) => ctx.etcdEndpoints.length > 0,
   async run(ctx) {
-    const problems = (await Promise.all(ctx.etcdEndpoints.map(async (e) => [e, await etcdHealth(e)] as const))).filter(([, p]) => p !== null);
+    const problems = (await Promise.all(ctx.etcdEndpoints.map(async (e) => [e, await etcdHealth(e, ctx.etcd.tls)] as const))).filter(([, p]) => p !== null);
     if (problems.length > 0) {
       return fail(
         problems.map(([e, p]) => `${e}: ${p}`).join("; "),
-        "start etcd or fix ETCD_ENDPOINTS (host:port of etcd's client URL); check that a firewall lets this host reach the client port",
+        "start etcd or fix ETCD_ENDPOINTS (host:port of etcd's client URL); check that a firewall lets this host reach the client port, and ETCD_TLS_* when etcd asks for TLS or a client certificate",
       );
     }
     return pass(`${ctx.etcdEndpoints.join(", ")} healthy`);
@@ -126,7 +127,7 @@ const clock: DoctorCheck = {
     let lastError = "";
     for (const endpoint of ctx.etcdEndpoints) {
       try {
-        const d = await measureEtcdClockOffset(endpoint, { timeoutMs: 2_000, testOffsetMs: ctx.clock.testOffsetMs, samples: 5, maxOffsetMs: ctx.clock.maxOffsetMs });
+        const d = await measureEtcdClockOffset(endpoint, { timeoutMs: 2_000, testOffsetMs: ctx.clock.testOffsetMs, samples: 5, maxOffsetMs: ctx.clock.maxOffsetMs, tls: ctx.etcd.tls });
         const e = d.estimate!;
         const what = `offset ${Math.round(e.offsetMs)} ms ± ${Math.round(e.uncertaintyMs)} ms from etcd ${endpoint} (tolerance ±${ctx.clock.maxOffsetMs} ms)`;
         if (d.state === "SKEWED") {

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { clockVars } from "../common/clock/clock-vars";
 import { ConfigError, loadEnvConfig } from "../common/config/env-config";
+import { ETCD_PLAINTEXT } from "../common/etcd/etcd-access";
 import { flagValue } from "../cli/args";
 import type { Command } from "../cli/command";
 import { UsageError } from "../cli/usage-error";
@@ -40,7 +41,7 @@ export async function doctorContext(role: DoctorRole, env: Env): Promise<DoctorC
   const c = loadEnvConfig(clockVars, env);
   const clock = { maxOffsetMs: c.clockMaxOffsetMs, testOffsetMs: c.clockTestOffsetMs };
   const prometheus = (addr: string) => (addr ? [{ variable: "BLOCKX_PROMETHEUS_LISTEN_ADDR", addr }] : []);
-  const none = { etcdEndpoints: [], listenAddrs: [], socketPath: null, pool: null, chains: null, tableStorePath: null };
+  const none = { etcdEndpoints: [], etcd: ETCD_PLAINTEXT, listenAddrs: [], socketPath: null, pool: null, chains: null, tableStorePath: null };
   if (role === "worker" || role === "bundle-worker") {
     const [{ loadWorkerRuntimeConfigFromEnv }, { blockWorkerProfile, bundleWorkerProfile }] = await Promise.all([import("../worker/app/config"), import("../worker/app/profile")]);
     const w = loadWorkerRuntimeConfigFromEnv(role === "worker" ? blockWorkerProfile : bundleWorkerProfile, env);
@@ -49,6 +50,7 @@ export async function doctorContext(role: DoctorRole, env: Env): Promise<DoctorC
       role,
       clock,
       etcdEndpoints: w.etcdEndpoints,
+      etcd: w.etcd,
       listenAddrs: [{ variable: "WORKER_LISTEN", addr: w.listenAddr }, ...prometheus(w.prometheusListenAddr)],
       pool: w.pool,
       chains: w.chains,
@@ -58,7 +60,7 @@ export async function doctorContext(role: DoctorRole, env: Env): Promise<DoctorC
   if (role === "coordinator" || role === "bundle-coordinator") {
     const [{ loadCoordinatorRuntimeConfigFromEnv }, { blockProfile, bundleProfile }] = await Promise.all([import("../coordinator/app/config"), import("../coordinator/app/profile")]);
     const k = loadCoordinatorRuntimeConfigFromEnv(role === "coordinator" ? blockProfile : bundleProfile, env);
-    return { ...none, role, clock, etcdEndpoints: k.watcher.endpoints, listenAddrs: [{ variable: "COORDINATOR_LISTEN", addr: k.listenAddr }, ...prometheus(k.prometheusListenAddr)] };
+    return { ...none, role, clock, etcdEndpoints: k.watcher.endpoints, etcd: k.etcd, listenAddrs: [{ variable: "COORDINATOR_LISTEN", addr: k.listenAddr }, ...prometheus(k.prometheusListenAddr)] };
   }
   if (role === "syncinvoker") {
     const { loadSyncInvokerConfig } = await import("../syncinvoker/app/config");

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { tableStoreVars } from "../common/tables/table-store-config";
 import { tlsVars } from "../common/tls/tls-vars";
+import { etcdAccessVars } from "../common/etcd/etcd-vars";
 import { envVar, intSchema, listSchema, loadEnvConfig, stringSchema, type EnvValues } from "../common/config/env-config";
 
 const HOST_PORT = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.\-_]+):(\d{1,5})$/;
@@ -21,6 +22,7 @@ export const clientVars = {
   syncInvokerAddr: envVar("BLOCKX_SYNCINVOKER_ADDR", "127.0.0.1:9070", "host:port", "Sync Invoker (invoke, precheck)", stringSchema().refine((s) => HOST_PORT.test(s))),
   proxySocketPath: envVar("PROXY_SOCKET_PATH", "", "a path, or empty", "when set, every call goes through the `blockx proxy` Unix socket instead of direct", stringSchema()),
   etcdEndpoints: envVar("ETCD_ENDPOINTS", "localhost:2379", "comma-separated host:port list", "etcd endpoints (the `workers` command)", listSchema()),
+  ...etcdAccessVars,
   ...tableStoreVars,
   slotTtlMs: envVar("BLOCKX_SLOT_TTL_MS", "5000", MS_RULE, "after Aborted, wait at least this long (the slot TTL) before retrying", intSchema(1, 86_400_000)),
   rpcTimeoutMs: envVar("BLOCKX_RPC_TIMEOUT_MS", "10000", MS_RULE, "deadline of each unary call", intSchema(1, 86_400_000)),

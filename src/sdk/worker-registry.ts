@@ -1,4 +1,6 @@
 import { createEtcdClient } from "../common/etcd/etcd-client";
+import { compileEtcdAccess } from "../common/etcd/etcd-access";
+import type { EtcdAccessValues } from "../common/etcd/etcd-vars";
 import { parseRegistryPrefix, type WorkerKind } from "../common/registry/registry-prefix";
 import { parseWorkerHeartbeat, type WorkerHeartbeat } from "../common/registry/worker-heartbeat";
 import type { ClientConfig } from "./client-config";
@@ -46,8 +48,8 @@ export function registeredWorkers(kv: Record<string, string>, nowMs: number): Re
  * cluster or lane: what `blockx workers` shows and where `blockx tasks` and a task without
  * `--worker` are looked for. UNREACHABLE when etcd does not answer within BLOCKX_RPC_TIMEOUT_MS.
  */
-export async function readRegisteredWorkers(config: Pick<ClientConfig, "etcdEndpoints" | "rpcTimeoutMs">): Promise<RegisteredWorker[]> {
-  const etcd = await createEtcdClient({ endpoints: config.etcdEndpoints, dialTimeoutMs: config.rpcTimeoutMs });
+export async function readRegisteredWorkers(config: Pick<ClientConfig, "etcdEndpoints" | "rpcTimeoutMs" | keyof EtcdAccessValues>): Promise<RegisteredWorker[]> {
+  const etcd = await createEtcdClient({ endpoints: config.etcdEndpoints, dialTimeoutMs: config.rpcTimeoutMs, access: compileEtcdAccess(config, config.etcdEndpoints) });
   let kv: Record<string, string>;
   try {
     let timer: ReturnType<typeof setTimeout> | undefined;

@@ -37,7 +37,7 @@ afterAll(() => cluster.stop());
 async function blockx(args: string[], extraEnv: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   const proc = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", BLOCKX_BINARY, ...args], {
     cwd: cluster.dir,
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...transportEnv({ ...env, ...extraEnv }), ...env, ...extraEnv },
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...transportEnv({ ...env, ...extraEnv }, "client"), ...env, ...extraEnv },
     stdout: "pipe",
     stderr: "pipe",
   });
@@ -148,7 +148,7 @@ describe("client CLI", () => {
   test("submit --watch says `task <id> on <worker>` before the bar; Ctrl-C says how to watch or cancel it, and the task keeps running", async () => {
     const proc = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", BLOCKX_BINARY, "submit", "--function", "sleeps.py", "--inputs", "[3]", "--return", "--watch", "--task-id", "cli-ctrl-c"], {
       cwd: cluster.dir,
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...transportEnv(env), ...env },
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...transportEnv(env, "client"), ...env },
       stdout: "pipe",
       stderr: "pipe",
     });
@@ -188,12 +188,14 @@ describe("client CLI", () => {
       return [...help.stdout.matchAll(/^ {2}([A-Z][A-Z0-9_]+) /gm)].map((m) => m[1]).sort();
     };
     const dial = ["BLOCKX_KEEPALIVE_TIME_MS", "BLOCKX_RPC_TIMEOUT_MS", "PROXY_SOCKET_PATH"];
+    // Reading the registry: etcd's endpoints and how to authenticate to it.
+    const etcd = ["ETCD_ENDPOINTS", "ETCD_PASSWORD", "ETCD_PASSWORD_FILE", "ETCD_TLS_CA_FILE", "ETCD_TLS_CERT_FILE", "ETCD_TLS_KEY_FILE", "ETCD_USERNAME"];
     expect(await listed("table")).toEqual(["TABLE_STORE_CONNECT_TIMEOUT_MS", "TABLE_STORE_PATH", "TABLE_STORE_STATEMENT_TIMEOUT_MS", "TABLE_STORE_TLS", "TABLE_STORE_TLS_CA", "TABLE_STORE_URL"]);
-    expect(await listed("workers")).toEqual(["BLOCKX_RPC_TIMEOUT_MS", "ETCD_ENDPOINTS"]);
+    expect(await listed("workers")).toEqual(["BLOCKX_RPC_TIMEOUT_MS", ...etcd].sort());
     expect(await listed("invoke")).toEqual(["BLOCKX_SYNCINVOKER_ADDR", ...dial].sort());
     expect(await listed("precheck")).toEqual(["BLOCKX_SYNCINVOKER_ADDR", ...dial].sort());
     // A task id alone is enough: without --worker these find the task's Worker through etcd.
-    const byTask = [...dial, "ETCD_ENDPOINTS"];
+    const byTask = [...dial, ...etcd];
     expect(await listed("result")).toEqual(byTask.sort());
     expect(await listed("cancel")).toEqual(byTask.sort());
     expect(await listed("logs")).toEqual(byTask.sort());
@@ -237,7 +239,7 @@ describe("client CLI", () => {
   test("in a real terminal (tmux) the progress bar is one line redrawn in place and finishes at 100%", async () => {
     const sock = `blockx-test-${process.pid}`;
     const script = join(cluster.dir, "tty.sh");
-    const exports = Object.entries({ ...transportEnv(env), ...env }).map(([k, v]) => `export ${k}='${v}'`).join("\n");
+    const exports = Object.entries({ ...transportEnv(env, "client"), ...env }).map(([k, v]) => `export ${k}='${v}'`).join("\n");
     writeFileSync(script, `${exports}\ncd '${cluster.dir}'\n'${BLOCKX_BINARY}' submit --function stats.py --blocks 100..159 --table tty_squares --watch > out.txt\necho "EXIT=$?"\nsleep 60\n`);
     try {
       expect(Bun.spawnSync(["tmux", "-L", sock, "new-session", "-d", "-s", "bar", "-x", "150", "-y", "12", `bash ${script}`]).exitCode).toBe(0);

@@ -36,7 +36,8 @@ test(`blockx-py's pytest suite passes: at least ${MIN_PYTEST_TESTS} run, none fa
   try {
     const p = Bun.spawn(["/usr/bin/python3", "-m", "pytest", TESTS, "-q", "-p", "no:cacheprovider", "-rfEsxX"], {
       cwd,
-      env: { ...process.env, PYTHONDONTWRITEBYTECODE: "1" },
+      // Plaintext: blockx-py has no TLS options yet, so its tests' dev and roles run with BLOCKX_INSECURE=1.
+      env: { ...process.env, PYTHONDONTWRITEBYTECODE: "1", BLOCKX_INSECURE: "1", BLOCKX_TLS_CA_FILE: "", BLOCKX_TLS_CERT_FILE: "", BLOCKX_TLS_KEY_FILE: "" },
       stdout: "pipe",
       stderr: "pipe",
     });

@@ -12,6 +12,7 @@ import { healthCheck, reserve, waitFor, type ReserveOutcome } from "../support/c
 import { EtcdProcess } from "../support/etcd";
 import { freePort } from "../support/ports";
 import { randomLanePrefix, Registrar, WorkerDouble } from "../support/worker-double";
+import { suiteEnv } from "../support/suite-tls";
 
 const sharedEtcd = () => process.env.BLOCKX_TEST_ETCD_ENDPOINT!;
 const PY_CLIENT = join(import.meta.dir, "..", "support", "py_grpc_client.py");
@@ -45,7 +46,7 @@ const code = (o: ReserveOutcome) => (o.ok ? "OK" : grpc.status[o.code]);
 
 /** Runs the python3-grpcio client; async, since the Worker double answers from this process. */
 async function runPython(args: string[]): Promise<{ ok: boolean; [k: string]: unknown }> {
-  const p = Bun.spawn(["/usr/bin/python3", PY_CLIENT, ...args], { stdout: "pipe", stderr: "pipe" });
+  const p = Bun.spawn(["/usr/bin/python3", PY_CLIENT, ...args], { env: { PATH: "/usr/bin:/bin", ...suiteEnv("client") }, stdout: "pipe", stderr: "pipe" });
   const [out, err, exit] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
   if (exit !== 0) throw new Error(`python client failed (${exit}): ${err}`);
   return JSON.parse(out);

@@ -33,7 +33,7 @@ function workingEnv(): Record<string, string> {
 
 async function doctor(env: Record<string, string>, args: string[] = ["--json"]): Promise<{ code: number; out: string; report: Report | null }> {
   const cwd = mkdtempSync(join(work, "cwd-"));
-  const p = Bun.spawn([BLOCKX_BINARY, "doctor", "worker", ...args], { cwd, env: { PATH: process.env.PATH!, ...transportEnv(env), ...env }, stdout: "pipe", stderr: "pipe" });
+  const p = Bun.spawn([BLOCKX_BINARY, "doctor", "worker", ...args], { cwd, env: { PATH: process.env.PATH!, ...transportEnv(env, "worker"), ...env }, stdout: "pipe", stderr: "pipe" });
   const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
   let report: Report | null = null;
   try {

@@ -47,6 +47,7 @@ for (const [file, uri] of [
 ] as const) {
   ca.issue(file, uri); // TLS_DIR/FILE.pem and FILE.key, beside TLS_DIR/ca.pem
 }
+for (const user of ["worker", "coordinator", "proxy"]) ca.issueEtcd(`etcd-${user}`, `blockx-${user}`);
 
 function readEnvFile(role: string): EnvFile {
   const active: Record<string, string> = {};

@@ -10,6 +10,7 @@ import { copyFileSync, cpSync, mkdtempSync, realpathSync, rmSync, statSync, syml
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BLOCKX_BINARY, BlockxProcess, transportEnv } from "../support/blockx-process";
+import { roleOfCommand } from "../support/suite-tls";
 
 const REPO = join(import.meta.dir, "..", "..");
 const isRoot = process.getuid?.() === 0;
@@ -27,7 +28,7 @@ function privateFolder(): string {
 }
 
 async function run(argv: string[], cwd: string, env: Record<string, string> = {}) {
-  const p = Bun.spawn(argv, { cwd, env: { PATH: process.env.PATH!, BLOCKX_LOG_LEVEL: "warn", ...(argv.includes("dev") ? {} : transportEnv(env)), ...env }, stdout: "pipe", stderr: "pipe" });
+  const p = Bun.spawn(argv, { cwd, env: { PATH: process.env.PATH!, BLOCKX_LOG_LEVEL: "warn", ...(argv.includes("dev") ? {} : transportEnv(env, roleOfCommand(argv[1]))), ...env }, stdout: "pipe", stderr: "pipe" });
   const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
   return { out, err, code };
 }

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { WorkerServiceClient, WorkerServiceService, type WorkerServiceServer } from "../../src/gen/worker/v1/worker";
 import { TestCluster } from "../support/cluster";
 import { waitFor } from "../support/coordinator-client";
+import { suiteChannel, suiteServerCredentials } from "../support/suite-tls";
 
 const PY_CLIENT = join(import.meta.dir, "..", "support", "py_grpc_client.py");
 
@@ -57,7 +58,8 @@ async function scriptedWorker(): Promise<string> {
     },
   };
   server.addService(WorkerServiceService, impl as WorkerServiceServer);
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+  const credentials = await suiteServerCredentials("worker");
+  const port = await new Promise<number>((resolve, reject) => server.bindAsync("127.0.0.1:0", credentials, (e, p) => (e ? reject(e) : resolve(p))));
   cleanups.push(() => server.forceShutdown());
   return `127.0.0.1:${port}`;
 }
@@ -88,7 +90,8 @@ describe("blockx proxy", () => {
   test("a real Worker's NotFound reaches the client the same through the proxy as directly; an unreachable Worker is Unavailable", async () => {
     const { cluster, worker } = await startProxy();
     const w = await cluster.worker();
-    const direct = new WorkerServiceClient(w.addr, grpc.credentials.createInsecure());
+    const ch = suiteChannel("client", w.addr, ["worker"]);
+    const direct = new WorkerServiceClient(w.addr, ch.credentials, ch.options);
     cleanups.push(() => direct.close());
     const md = new grpc.Metadata();
     md.set("x-blockx-worker-addr", w.addr);
@@ -156,7 +159,7 @@ describe("blockx proxy", () => {
 
   test("python3-grpcio (not grpc-js) reserves a slot through the proxy (gzip request) and reads its health", async () => {
     const { cluster, socket } = await startProxyInFront();
-    const py = (args: string[]) => JSON.parse(Bun.spawnSync(["/usr/bin/python3", PY_CLIENT, `unix:${socket}`, ...args]).stdout.toString()) as Record<string, unknown>;
+    const py = (args: string[]) => JSON.parse(Bun.spawnSync(["/usr/bin/python3", PY_CLIENT, `unix:${socket}`, ...args], { env: { PATH: "/usr/bin:/bin" } }).stdout.toString()) as Record<string, unknown>;
     const reserved = await waitFor(async () => py(["reserve", "coordinator.v1.CoordinatorService", "py-1"]), (o) => o.ok === true);
     expect(reserved).toMatchObject({ ok: true, taskId: "py-1", workerAddr: cluster.workerAddr });
     expect(py(["health"])).toEqual({ ok: true, status: "SERVING" });

@@ -15,6 +15,7 @@ import { TestCluster } from "../support/cluster";
 import { healthCheck, waitFor } from "../support/coordinator-client";
 import { HealthCheckResponse_ServingStatus } from "../../src/gen/grpc/health/v1/health";
 import { WorkerClient } from "../support/worker-client";
+import { suiteChannel } from "../support/suite-tls";
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterEach(async () => {
@@ -45,7 +46,8 @@ function blocksIn(cluster: TestCluster, table: string): number[] {
 }
 
 function reserveMany(addr: string, taskIds: string[]): Promise<{ ok: true; res: ReserveWorkerSlotsResponse } | { ok: false; code: grpc.status; details: string }> {
-  const c = new CoordinatorServiceClient(addr, grpc.credentials.createInsecure());
+  const ch = suiteChannel("client", addr, ["coordinator"]);
+  const c = new CoordinatorServiceClient(addr, ch.credentials, ch.options);
   return new Promise((resolve) =>
     c.reserveWorkerSlots({ taskIds }, new grpc.Metadata(), { deadline: Date.now() + 20_000 }, (e, res) => {
       c.close();

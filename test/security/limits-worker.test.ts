@@ -53,7 +53,8 @@ function vmRssBytes(pid: number): number {
 
 describe("the Worker's bounds (compiled binary)", () => {
   test("a task id over 256 characters is INVALID_ARGUMENT on every task RPC, naming the bound", async () => {
-    const { client } = await worker();
+    // Plaintext: one stub calls every method, RequestTaskSlot included (under mTLS a Coordinator's only).
+    const { client } = await worker({ BLOCKX_INSECURE: "1" });
     const long = "t".repeat(257);
     const said = "at most 256 characters, got 257";
     const unaries: [string, unknown][] = [

@@ -8,6 +8,7 @@ import { EtcdProcess } from "../support/etcd";
 import { freshDatabase, startPostgres } from "../support/postgres";
 import { freePort } from "../support/ports";
 import { randomLanePrefix } from "../support/worker-double";
+import { suiteEnv } from "../support/suite-tls";
 
 /**
  * Member: one restartable process of the cluster. It keeps its address (the same port after a
@@ -172,7 +173,7 @@ export class SoakCluster {
   /** clientConfig: the SDK pointed at both Coordinators, patient enough to ride out the faults. */
   clientConfig(): ClientConfig {
     return loadClientConfig({
-      BLOCKX_INSECURE: "1", // as the roles it starts (BlockxProcess.spawn's default)
+      ...suiteEnv("client"), // the roles it starts hold the suite's role certificates (BlockxProcess.spawn's default)
       BLOCKX_COORDINATOR_ADDRS: this.coordinators.map((m) => m.addr).join(","),
       ETCD_ENDPOINTS: this.etcd.endpoint,
       ...(this.tableStore.startsWith("postgres") ? { TABLE_STORE_URL: this.tableStore } : { TABLE_STORE_PATH: this.tableStore }),

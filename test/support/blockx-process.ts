@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { forEachLine } from "../../src/common/streams/for-each-line";
 import { binaryDigest, sourceDigest } from "./source-digest";
+import { roleOfCommand, suiteEnv, type SuiteRole } from "./suite-tls";
 
 const REPO = join(import.meta.dir, "..", "..");
 /**
@@ -62,7 +63,7 @@ export class BlockxProcess {
     const proc = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", binary, ...args], {
       cwd,
       // `blockx dev` chooses for its children and its client (secure unless told otherwise).
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...(args[0] === "dev" ? {} : transportEnv(env)), ...env },
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...(args[0] === "dev" ? {} : transportEnv(env, roleOfCommand(args[0]))), ...env },
       stdout: "pipe",
       stderr: "pipe",
     });
@@ -120,9 +121,9 @@ export class BlockxProcess {
 }
 
 /**
- * transportEnv: BLOCKX_INSECURE=1 for a process whose env chooses no transport (plaintext is the
- * test suite's default until every helper passes certificates; test/security passes BLOCKX_TLS_*).
+ * transportEnv: for a process whose env chooses no transport, the suite certificate of `role`
+ * (mTLS is the suite's default; a test about plaintext sets BLOCKX_INSECURE=1).
  */
-export function transportEnv(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
-  return "BLOCKX_TLS_CERT_FILE" in env || "BLOCKX_TLS_CA_FILE" in env || "BLOCKX_TLS_KEY_FILE" in env || "BLOCKX_INSECURE" in env ? {} : { BLOCKX_INSECURE: "1" };
+export function transportEnv(env: Readonly<Record<string, string | undefined>>, role: SuiteRole): Record<string, string> {
+  return "BLOCKX_TLS_CERT_FILE" in env || "BLOCKX_TLS_CA_FILE" in env || "BLOCKX_TLS_KEY_FILE" in env || "BLOCKX_INSECURE" in env ? {} : suiteEnv(role);
 }

@@ -16,10 +16,12 @@ export class TestCluster {
   readonly blockPrefix = randomLanePrefix("block");
   readonly bundlePrefix = randomLanePrefix("bundle");
   readonly tableStorePath = join(this.dir, "tables.sqlite");
-  readonly etcd = process.env.BLOCKX_TEST_ETCD_ENDPOINT!;
 
-  /** binary: what every process runs (dist/blockx, or an installed copy). */
-  constructor(readonly binary = BLOCKX_BINARY) {
+  /** binary: what every process runs (dist/blockx, or an installed copy); etcd: the shared test etcd unless given. */
+  constructor(
+    readonly binary = BLOCKX_BINARY,
+    readonly etcd = process.env.BLOCKX_TEST_ETCD_ENDPOINT!,
+  ) {
     Bun.spawnSync(["chmod", "755", this.dir]);
   }
 
@@ -56,7 +58,7 @@ export class TestCluster {
 
   /** clientConfig: the SDK's configuration, as `blockx dev` would export it, plus overrides. */
   clientConfig(env: Record<string, string>): ClientConfig {
-    return loadClientConfig({ ETCD_ENDPOINTS: this.etcd, TABLE_STORE_PATH: this.tableStorePath, ...transportEnv(env), ...env });
+    return loadClientConfig({ ETCD_ENDPOINTS: this.etcd, TABLE_STORE_PATH: this.tableStorePath, ...transportEnv(env, "client"), ...env });
   }
 
   async stop(): Promise<void> {

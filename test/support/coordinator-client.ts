@@ -2,6 +2,7 @@ import * as grpc from "@grpc/grpc-js";
 import { BundleCoordinatorServiceClient } from "../../src/gen/bundlecoordinator/v1/bundle_coordinator";
 import { CoordinatorServiceClient, type ReserveWorkerSlotResponse } from "../../src/gen/coordinator/v1/coordinator";
 import { HealthCheckResponse_ServingStatus, HealthClient } from "../../src/gen/grpc/health/v1/health";
+import { suiteChannel } from "./suite-tls";
 
 export type ReserveOutcome = { ok: true; res: ReserveWorkerSlotResponse } | { ok: false; code: grpc.status; details: string };
 
@@ -13,7 +14,7 @@ export function reserve(
   addr: string,
   taskId: string,
   kind: "block" | "bundle" = "block",
-  channel: { credentials: grpc.ChannelCredentials; options: grpc.ChannelOptions } = { credentials: grpc.credentials.createInsecure(), options: {} },
+  channel: { credentials: grpc.ChannelCredentials; options: grpc.ChannelOptions } = suiteChannel("client", addr, ["coordinator"]),
 ): Promise<ReserveOutcome> {
   const Ctor = kind === "block" ? CoordinatorServiceClient : BundleCoordinatorServiceClient;
   const client = new Ctor(addr, channel.credentials, { ...GZIP, ...channel.options });
@@ -26,8 +27,10 @@ export function reserve(
   });
 }
 
+/** healthCheck asks a BlockX server's health service, as the suite's client (any server role answers). */
 export function healthCheck(addr: string, service = ""): Promise<HealthCheckResponse_ServingStatus | grpc.status> {
-  const client = new HealthClient(addr, grpc.credentials.createInsecure());
+  const ch = suiteChannel("client", addr, ["coordinator", "worker", "syncinvoker"]);
+  const client = new HealthClient(addr, ch.credentials, ch.options);
   return new Promise((resolve) => {
     client.check({ service }, new grpc.Metadata(), { deadline: Date.now() + 10_000 }, (err, res) => {
       client.close();

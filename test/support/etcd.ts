@@ -1,12 +1,27 @@
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { etcdFetch } from "../../src/common/etcd/etcd-http";
+import type { EtcdTls } from "../../src/common/etcd/etcd-access";
 import { freePort } from "./ports";
 
 const REPO = join(import.meta.dir, "..", "..");
 
 export function etcdBinary(): string {
   return process.env.BLOCKX_ETCD_BIN ?? join(REPO, ".cache/etcd/root/usr/bin/etcd");
+}
+
+/**
+ * EtcdSecurity: etcd serving TLS with its own certificate; with clientCertAuth every client needs a
+ * certificate from caFile (etcd's --client-cert-auth: the etcd user is its CN). `probe` is the
+ * client certificate the readiness check presents.
+ */
+export interface EtcdSecurity {
+  readonly caFile: string;
+  readonly certFile: string;
+  readonly keyFile: string;
+  readonly clientCertAuth: boolean;
+  readonly probe: { readonly certFile: string; readonly keyFile: string };
 }
 
 /**
@@ -21,16 +36,24 @@ export class EtcdProcess {
   private constructor(
     readonly clientPort: number,
     readonly peerPort: number,
+    readonly security: EtcdSecurity | null,
   ) {}
 
-  static async start(): Promise<EtcdProcess> {
-    const e = new EtcdProcess(await freePort(), await freePort());
+  /** start: a plaintext etcd, or with `security` one over TLS (and client certificates). */
+  static async start(security: EtcdSecurity | null = null): Promise<EtcdProcess> {
+    const e = new EtcdProcess(await freePort(), await freePort(), security);
     await e.start();
     return e;
   }
 
   get endpoint(): string {
     return `127.0.0.1:${this.clientPort}`;
+  }
+
+  /** The readiness probe's view of etcd's TLS (null: plaintext). */
+  private get probeTls(): EtcdTls | null {
+    const s = this.security;
+    return s ? { caFile: s.caFile, client: { certFile: s.probe.certFile, keyFile: s.probe.keyFile, commonName: "" } } : null;
   }
 
   /** pid of the running etcd (setpriv execs it, so this is etcd itself); undefined while stopped. */
@@ -44,8 +67,10 @@ export class EtcdProcess {
 
   async start(): Promise<void> {
     if (this.proc) return;
-    const client = `http://127.0.0.1:${this.clientPort}`;
+    const s = this.security;
+    const client = `${s ? "https" : "http"}://127.0.0.1:${this.clientPort}`;
     const peer = `http://127.0.0.1:${this.peerPort}`;
+    const tlsFlags = s ? [`--cert-file=${s.certFile}`, `--key-file=${s.keyFile}`, `--trusted-ca-file=${s.caFile}`, ...(s.clientCertAuth ? ["--client-cert-auth"] : [])] : [];
     this.proc = Bun.spawn(
       [
         "setpriv",
@@ -62,13 +87,14 @@ export class EtcdProcess {
         `--initial-cluster=test=${peer}`,
         "--logger=zap",
         "--log-level=error",
+        ...tlsFlags,
       ],
       { stdout: "ignore", stderr: "ignore" },
     );
     const deadline = Date.now() + 15_000;
     while (Date.now() < deadline) {
       try {
-        const res = await fetch(`${client}/health`);
+        const res = await etcdFetch(this.endpoint, "/health", this.probeTls, 1_000);
         if (res.ok && ((await res.json()) as { health?: string }).health === "true") return;
       } catch {
         // not up yet

@@ -7,6 +7,7 @@ import json
 import sys
 
 import grpc
+from py_grpc_client import open_channel
 
 from py_grpc_client import decode as fields, string_field, varint
 
@@ -15,7 +16,7 @@ def main():
     addr, source, args = sys.argv[1], sys.argv[2], sys.argv[3]
     function_ref = string_field(2, source)
     request = varint(1 << 3 | 2) + varint(len(function_ref)) + function_ref + varint(2 << 3 | 2) + varint(len(args.encode())) + args.encode()
-    with grpc.insecure_channel(addr) as channel:
+    with open_channel(addr) as channel:
         try:
             raw = channel.unary_unary("/syncinvoker.v1.SyncInvokerService/Invoke")(request, timeout=30)
         except grpc.RpcError as e:

@@ -8,6 +8,7 @@ import {
 } from "../../src/gen/syncinvoker/v1/sync_invoker";
 import { expect } from "bun:test";
 import type { Rpc } from "./worker-client";
+import { suiteChannel } from "./suite-tls";
 
 export interface InvokeArgs {
   name?: string;
@@ -23,8 +24,12 @@ export interface InvokeArgs {
 /** SyncInvokerClient: the three RPCs of one Sync Invoker, each answering ok or a status. */
 export class SyncInvokerClient {
   readonly client: SyncInvokerServiceClient;
-  constructor(readonly addr: string) {
-    this.client = new SyncInvokerServiceClient(addr, grpc.credentials.createInsecure());
+  /** As the suite's client by default (mTLS unless the run is plaintext). */
+  constructor(
+    readonly addr: string,
+    channel: { credentials: grpc.ChannelCredentials; options: grpc.ChannelOptions } = suiteChannel("client", addr, ["syncinvoker"]),
+  ) {
+    this.client = new SyncInvokerServiceClient(addr, channel.credentials, channel.options);
   }
 
   private unary<T>(method: unknown, req: unknown, deadlineMs = 60_000): Promise<Rpc<T>> {

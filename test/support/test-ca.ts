@@ -1,7 +1,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CertIssuer, type TlsFiles } from "../../src/common/tls/cert-issuer";
+import { CertIssuer, type EtcdTlsFiles, type TlsFiles } from "../../src/common/tls/cert-issuer";
 import { identityFromUri } from "../../src/common/tls/peer-identity";
 
 export type TlsEnv = TlsFiles;
@@ -29,5 +29,10 @@ export class TestCa {
   issue(fileName: string, uri: string, hosts: readonly string[] = ["127.0.0.1", "localhost"]): TlsEnv {
     const id = identityFromUri(uri);
     return this.issuer.issue(fileName, id ?? { role: "client", name: "x" }, hosts, 2, id ? undefined : uri);
+  }
+
+  /** issueEtcd: an etcd certificate with CN `user` (the etcd user); with hosts also etcd's server certificate. */
+  issueEtcd(fileName: string, user: string, hosts: readonly string[] = []): EtcdTlsFiles {
+    return this.issuer.issueEtcd(fileName, user, hosts, 2);
   }
 }

@@ -1,30 +1,57 @@
 import * as grpc from "@grpc/grpc-js";
+import { CLIENT_IDENTITY_HEADER } from "../../src/common/tls/client-identity-header";
 import { FunctionCallConfig, Task, TaskState, WorkerServiceClient, type TaskResult, type TaskSnapshot } from "../../src/gen/worker/v1/worker";
+import { SUITE_CLIENT, suiteChannel, suiteSetting } from "./suite-tls";
 
 export type Rpc<T> = { ok: true; value: T } | { ok: false; code: grpc.status; details: string };
 
 /** WorkerClient: the calls a client makes to one Worker, each answering ok or a status. */
 export class WorkerClient {
   readonly client: WorkerServiceClient;
-  /** `channel`: plaintext by default; test/security passes mTLS credentials (channelFor). */
+  /** Who RequestTaskSlot goes through: a Coordinator's channel by default (only Coordinators may call it). */
+  private readonly slotClient: WorkerServiceClient;
+  private readonly slotMetadata: () => grpc.Metadata;
+  /**
+   * `channel`: by default the suite's client certificate for task RPCs and, for RequestTaskSlot,
+   * the suite Coordinator's naming the suite client (so the slot is the client's); test/security
+   * passes its own credentials (channelFor), used for every call.
+   */
   constructor(
     readonly addr: string,
-    channel: { credentials: grpc.ChannelCredentials; options: grpc.ChannelOptions } = { credentials: grpc.credentials.createInsecure(), options: {} },
+    channel?: { credentials: grpc.ChannelCredentials; options: grpc.ChannelOptions },
     private readonly metadata: () => grpc.Metadata = () => new grpc.Metadata(),
   ) {
-    this.client = new WorkerServiceClient(addr, channel.credentials, channel.options);
+    const asClient = channel ?? suiteChannel("client", addr, ["worker"]);
+    this.client = new WorkerServiceClient(addr, asClient.credentials, asClient.options);
+    if (channel) {
+      this.slotClient = this.client;
+      this.slotMetadata = metadata;
+    } else {
+      const asCoordinator = suiteChannel("coordinator", addr, ["worker"]);
+      this.slotClient = new WorkerServiceClient(addr, asCoordinator.credentials, asCoordinator.options);
+      this.slotMetadata = () => {
+        const md = metadata();
+        if (suiteSetting("coordinator").kind === "mtls") md.set(CLIENT_IDENTITY_HEADER, SUITE_CLIENT);
+        return md;
+      };
+    }
   }
 
-  private unary<T>(method: (req: never, md: grpc.Metadata, opts: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r?: T) => void) => unknown, req: unknown): Promise<Rpc<T>> {
+  private unary<T>(
+    method: (req: never, md: grpc.Metadata, opts: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r?: T) => void) => unknown,
+    req: unknown,
+    client: WorkerServiceClient = this.client,
+    metadata: () => grpc.Metadata = this.metadata,
+  ): Promise<Rpc<T>> {
     return new Promise((resolve) =>
-      method.call(this.client, req as never, this.metadata(), { deadline: Date.now() + 30_000 }, (e, r) =>
+      method.call(client, req as never, metadata(), { deadline: Date.now() + 30_000 }, (e, r) =>
         resolve(e ? { ok: false, code: e.code, details: e.details } : { ok: true, value: r as T }),
       ),
     );
   }
 
   requestTaskSlot(taskId: string, ttlMs = 5000): Promise<Rpc<TaskSnapshot>> {
-    return this.unary(this.client.requestTaskSlot as never, { taskId, ttlMs });
+    return this.unary(this.slotClient.requestTaskSlot as never, { taskId, ttlMs }, this.slotClient, this.slotMetadata);
   }
   submitTask(task: Task, slotId = ""): Promise<Rpc<TaskSnapshot>> {
     return this.unary(this.client.submitTask as never, { task, slotId });
@@ -49,6 +76,7 @@ export class WorkerClient {
 
   close(): void {
     this.client.close();
+    if (this.slotClient !== this.client) this.slotClient.close();
   }
 }
 

@@ -1,6 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
 import type { Etcd3, Lease } from "etcd3";
 import { createEtcdClient } from "../../src/common/etcd/etcd-client";
+import { suiteServerCredentials } from "./suite-tls";
 import type { WorkerHeartbeat } from "../../src/common/registry/worker-heartbeat";
 import {
   TaskSnapshot,
@@ -47,8 +48,9 @@ export class WorkerDouble {
       },
     };
     d.server.addService(WorkerServiceService, impl as WorkerServiceServer);
+    const credentials = await suiteServerCredentials("worker");
     const port = await new Promise<number>((resolve, reject) =>
-      d.server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+      d.server.bindAsync("127.0.0.1:0", credentials, (e, p) => (e ? reject(e) : resolve(p))),
     );
     d.addr = `127.0.0.1:${port}`;
     return d;

@@ -1,3 +1,4 @@
+import * as grpc from "@grpc/grpc-js";
 import { BlockxProcess } from "./blockx-process";
 import { WorkerClient } from "./worker-client";
 import { randomLanePrefix } from "./worker-double";
@@ -16,7 +17,9 @@ export async function startWorker(env: Record<string, string>, cleanups: (() => 
     ...env,
   });
   cleanups.push(() => p.stop("SIGKILL"));
-  const client = new WorkerClient(await p.grpcAddr());
+  const addr = await p.grpcAddr();
+  // A plaintext Worker (BLOCKX_INSECURE=1 in env) gets a plaintext client; else the suite's mTLS one.
+  const client = env.BLOCKX_INSECURE === "1" ? new WorkerClient(addr, { credentials: grpc.credentials.createInsecure(), options: {} }) : new WorkerClient(addr);
   cleanups.push(() => client.close());
   return { client, process: p };
 }

@@ -4,6 +4,7 @@
  * EXECUTOR_OWNER_WITHOUT_IDENTITY=shared. The compiled Sync Invoker with real sandboxed executors;
  * the function counts, in its interpreter's `sys` module, how many calls that interpreter has run.
  */
+import * as grpc from "@grpc/grpc-js";
 import { afterAll, expect, setDefaultTimeout, test } from "bun:test";
 import { BlockxProcess } from "../support/blockx-process";
 import { SyncInvokerClient } from "../support/syncinvoker-client";
@@ -23,7 +24,8 @@ afterAll(async () => {
 /** callsSeen invokes COUNT_CALLS six times in a row against an invoker with `owner` and returns what each saw. */
 async function callsSeen(owner: "task" | "shared"): Promise<number[]> {
   const proc = BlockxProcess.spawn(["syncinvoker"], { BLOCKX_INSECURE: "1", SYNCINVOKER_LISTEN: "127.0.0.1:0", EXECUTOR_COUNT: "2", EXECUTOR_OWNER_WITHOUT_IDENTITY: owner });
-  const client = new SyncInvokerClient(await proc.grpcAddr());
+  // Plaintext on purpose (the test is about requests without an identity): a plaintext client too.
+  const client = new SyncInvokerClient(await proc.grpcAddr(), { credentials: grpc.credentials.createInsecure(), options: {} });
   started.push({ proc, client });
   const seen: number[] = [];
   for (let i = 0; i < 6; i++) {

@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BlockxProcess } from "../support/blockx-process";
 import { checkDurations, expectRefused, SyncInvokerClient } from "../support/syncinvoker-client";
+import { suiteEnv } from "../support/suite-tls";
 
 setDefaultTimeout(60_000);
 
@@ -169,7 +170,7 @@ describe("Invoke", () => {
 describe("other clients and faults", () => {
   const PY_SUPPORT = join(import.meta.dir, "..", "support");
   async function py(script: string, ...args: string[]) {
-    const p = Bun.spawn(["/usr/bin/python3", join(PY_SUPPORT, script), ...args], { stdout: "pipe", stderr: "pipe" });
+    const p = Bun.spawn(["/usr/bin/python3", join(PY_SUPPORT, script), ...args], { env: { PATH: "/usr/bin:/bin", ...suiteEnv("client") }, stdout: "pipe", stderr: "pipe" });
     const [out, err] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
     if (!out.trim()) throw new Error(`${script} printed nothing: ${err}`);
     return JSON.parse(out);

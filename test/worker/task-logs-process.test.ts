@@ -76,7 +76,8 @@ describe("task logs (compiled Worker)", () => {
   }, 90_000);
 
   test("ListTasks lists running and finished tasks, newest first, with owner, function and counts", async () => {
-    const client = await worker();
+    // Plaintext: the owner label under test is x-blockx-owner, which only BLOCKX_INSECURE reads (mTLS owners are identities).
+    const client = await worker({ BLOCKX_INSECURE: "1" });
     const md = new grpc.Metadata();
     md.set("x-blockx-owner", "alice@laptop");
     await new Promise((resolve, reject) =>

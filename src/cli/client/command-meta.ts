@@ -3,6 +3,8 @@ import type { ClientCommandMeta, ClientVarKey } from "./client-command";
 
 /** What every command that dials a server reads: the proxy socket, keepalive and the RPC deadline. */
 const DIAL: ClientVarKey[] = ["proxySocketPath", "rpcTimeoutMs", "keepaliveTimeMs"];
+/** What every command that reads the Worker registry reads: etcd's endpoints and how to authenticate. */
+const ETCD: ClientVarKey[] = ["etcdEndpoints", "etcdTlsCaFile", "etcdTlsCertFile", "etcdTlsKeyFile", "etcdUsername", "etcdPasswordFile", "etcdPassword"];
 
 /** What `--help` shows for each client command, kept apart from the code so that help loads nothing heavy. */
 export const invokeMeta: ClientCommandMeta = {
@@ -75,7 +77,7 @@ function taskRefMeta(name: string, what: string, reads: ClientVarKey[], extraUsa
     usage: `usage: blockx ${name} TASK_ID [--worker HOST:PORT]${extraUsage} [--json]\n\nWithout --worker, the Workers registered in etcd (ETCD_ENDPOINTS) are asked which one has the task.`,
     flags: { worker: "value", ...extraFlags },
     positionals: { required: ["TASK_ID"] },
-    reads: [...reads, "etcdEndpoints"],
+    reads: [...reads, ...ETCD],
   };
 }
 
@@ -95,7 +97,7 @@ export const tasksMeta: ClientCommandMeta = {
   summary: "list tasks across the cluster (every Worker registered in etcd): state, progress, owner, function, Worker",
   usage: "usage: blockx tasks [--limit N] [--state STATE] [--json]\n\n  --limit N      at most N tasks per Worker (default 1000)\n  --state STATE  only tasks in this state (ALLOCATED, RUNNING, SUCCEEDED, FAILED, TIMED_OUT, CANCELLED)",
   flags: { limit: "value", state: "value" },
-  reads: [...DIAL, "etcdEndpoints"],
+  reads: [...DIAL, ...ETCD],
 };
 
 export const workersMeta: ClientCommandMeta = {
@@ -103,5 +105,5 @@ export const workersMeta: ClientCommandMeta = {
   summary: "list the live Workers from the etcd registry: address, cluster, free slots, CPU, memory, heartbeat age",
   usage: "usage: blockx workers [--cluster block|bundle] [--json]",
   flags: { cluster: "value" },
-  reads: ["etcdEndpoints", "rpcTimeoutMs"],
+  reads: [...ETCD, "rpcTimeoutMs"],
 };

@@ -1,3 +1,4 @@
+import type { EtcdTls } from "../etcd/etcd-access";
 import type { Logger } from "../logging/logger";
 import type { MetricsRegistry } from "../metrics/metrics";
 import { ClockOffsetCore, type ClockDecision } from "./clock-offset-core";
@@ -5,6 +6,7 @@ import { phaseDelayMs, sampleEtcdClock } from "./etcd-clock";
 
 export interface ClockMonitorOptions {
   readonly etcdEndpoints: readonly string[];
+  readonly etcdTls: EtcdTls | null;
   readonly maxOffsetMs: number;
   readonly testOffsetMs: number;
   /** Samples taken at start, a phase step apart. */
@@ -75,7 +77,7 @@ export class ClockMonitor {
     const endpoint = this.opts.etcdEndpoints[this.k % this.opts.etcdEndpoints.length]!;
     let decision: ClockDecision;
     try {
-      const sample = await sampleEtcdClock(endpoint, { timeoutMs: 2_000, testOffsetMs: this.opts.testOffsetMs });
+      const sample = await sampleEtcdClock(endpoint, { timeoutMs: 2_000, testOffsetMs: this.opts.testOffsetMs, tls: this.opts.etcdTls });
       decision = this.core.handle({ type: "sampled", sample });
     } catch (e) {
       decision = this.core.handle({ type: "sampleFailed", reason: (e as Error).message });
@@ -103,7 +105,7 @@ export class ClockMonitor {
  */
 export function startClockMonitor(
   registry: MetricsRegistry,
-  opts: { readonly etcdEndpoints: readonly string[]; readonly maxOffsetMs: number; readonly testOffsetMs: number },
+  opts: { readonly etcdEndpoints: readonly string[]; readonly etcdTls: EtcdTls | null; readonly maxOffsetMs: number; readonly testOffsetMs: number },
   log: Logger,
 ): ClockMonitor {
   const gauge = registry.gauge("blockx_clock_offset_seconds", "This host's clock minus etcd's (from etcd's HTTP Date header), as last estimated.");

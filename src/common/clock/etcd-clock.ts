@@ -1,3 +1,5 @@
+import type { EtcdTls } from "../etcd/etcd-access";
+import { etcdFetch } from "../etcd/etcd-http";
 import { ClockOffsetCore, type ClockDecision, type ClockSample } from "./clock-offset-core";
 
 export interface EtcdClockOptions {
@@ -5,11 +7,8 @@ export interface EtcdClockOptions {
   readonly timeoutMs: number;
   /** CLOCK_TEST_OFFSET_MS: added to every local reading (a skewed clock for tests). */
   readonly testOffsetMs: number;
-}
-
-/** etcdHttpUrl: an ETCD_ENDPOINTS entry (`host:port` or a URL) as the base URL of etcd's HTTP endpoints. */
-export function etcdHttpUrl(endpoint: string): string {
-  return (/^https?:\/\//.test(endpoint) ? endpoint : `http://${endpoint}`).replace(/\/+$/, "");
+  /** ETCD_TLS_*: etcd over TLS (with the client certificate), else plain HTTP. */
+  readonly tls: EtcdTls | null;
 }
 
 /**
@@ -19,7 +18,7 @@ export function etcdHttpUrl(endpoint: string): string {
  */
 export async function sampleEtcdClock(endpoint: string, opts: EtcdClockOptions): Promise<ClockSample> {
   const sentMs = Date.now() + opts.testOffsetMs;
-  const res = await fetch(`${etcdHttpUrl(endpoint)}/version`, { signal: AbortSignal.timeout(opts.timeoutMs) });
+  const res = await etcdFetch(endpoint, "/version", opts.tls, opts.timeoutMs);
   const receivedMs = Date.now() + opts.testOffsetMs;
   await res.arrayBuffer();
   const date = res.headers.get("date");

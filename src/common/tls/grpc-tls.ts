@@ -9,19 +9,24 @@ import { grpcError } from "../grpc/grpc-server";
 /** How often the certificate files are re-read: a rotated certificate is used by new connections within this. */
 export const TLS_RELOAD_MS = 1_000;
 
-type Mtls = Extract<TlsSetting, { kind: "mtls" }>;
+
+/** The files of one TLS identity: the CA, and this process's certificate and key (none: a CA-only client). */
+export interface CertificateFiles {
+  readonly caFile: string;
+  readonly certFile?: string;
+  readonly keyFile?: string;
+}
 
 // One file watcher per set of files in a process: every server and channel shares it.
 const providers = new Map<string, grpc.experimental.FileWatcherCertificateProvider>();
 
-function providerFor(s: Mtls): grpc.experimental.FileWatcherCertificateProvider {
-  const key = `${s.caFile}\n${s.certFile}\n${s.keyFile}`;
+function providerFor(s: CertificateFiles): grpc.experimental.FileWatcherCertificateProvider {
+  const key = `${s.caFile}\n${s.certFile ?? ""}\n${s.keyFile ?? ""}`;
   let p = providers.get(key);
   if (!p) {
     p = new grpc.experimental.FileWatcherCertificateProvider({
       caCertificateFile: s.caFile,
-      certificateFile: s.certFile,
-      privateKeyFile: s.keyFile,
+      ...(s.certFile && s.keyFile ? { certificateFile: s.certFile, privateKeyFile: s.keyFile } : {}),
       refreshIntervalMs: TLS_RELOAD_MS,
     });
     providers.set(key, p);
@@ -40,6 +45,31 @@ export function serverCredentials(s: TlsSetting): grpc.ServerCredentials {
   return grpc.experimental.createCertificateProviderServerCredentials(p, p, true);
 }
 
+/**
+ * loadedServerCredentials: serverCredentials once the TLS files have been read. grpc-js drops a
+ * connection that arrives before its server's certificates are loaded, and a role announces its
+ * address (and readiness) right after binding: bound with these, it takes connections at once.
+ * The provider keeps a listener, so the files stay watched and the latest certificates at hand.
+ */
+export async function loadedServerCredentials(s: TlsSetting): Promise<grpc.ServerCredentials> {
+  if (s.kind === "mtls") {
+    const p = providerFor(s);
+    await new Promise<void>((resolve) => {
+      let ca = false;
+      let identity = false;
+      p.addCaCertificateListener((u) => {
+        ca ||= u !== null;
+        if (ca && identity) resolve();
+      });
+      p.addIdentityCertificateListener((u) => {
+        identity ||= u !== null;
+        if (ca && identity) resolve();
+      });
+    });
+  }
+  return serverCredentials(s);
+}
+
 /** A name for SNI when the target is an IP address (Bun refuses an IP as TLS servername). */
 const IP_SERVERNAME = "blockx-peer";
 
@@ -51,18 +81,30 @@ const IP_SERVERNAME = "blockx-peer";
  */
 export function channelFor(s: TlsSetting, target: string, expect: readonly PeerRole[]): { credentials: grpc.ChannelCredentials; options: grpc.ChannelOptions } {
   if (s.kind === "insecure") return { credentials: grpc.credentials.createInsecure(), options: {} };
+  return tlsChannel(s, target, (cert) => {
+    const id = identityFromSubjectAltName(cert.subjectaltname);
+    if (id === null || !expect.includes(id.role)) {
+      return new Error(`${target} presented ${id ? identityKey(id) : "a certificate without a blockx://role/ URI SAN"}, expected ${expect.join(" or ")}`);
+    }
+    return undefined;
+  });
+}
+
+/**
+ * tlsChannel: credentials and options to dial `target` (host:port) over TLS with `files` (re-read
+ * every TLS_RELOAD_MS; without certFile no client certificate is shown). The server's certificate
+ * must chain to the CA and name the host dialled (IP or DNS SAN); `check` may ask more of it.
+ * For an IP target, SNI carries a fixed name (Bun refuses an IP as servername).
+ */
+export function tlsChannel(
+  files: CertificateFiles,
+  target: string,
+  check: (cert: PeerCertificate) => Error | undefined = () => undefined,
+): { credentials: grpc.ChannelCredentials; options: grpc.ChannelOptions } {
   const host = hostOf(target);
-  const p = providerFor(s);
-  const credentials = grpc.experimental.createCertificateProviderChannelCredentials(p, p, {
-    checkServerIdentity: (_servername: string, cert: PeerCertificate) => {
-      const hostErr = checkServerIdentity(host, cert);
-      if (hostErr) return hostErr;
-      const id = identityFromSubjectAltName(cert.subjectaltname);
-      if (id === null || !expect.includes(id.role)) {
-        return new Error(`${target} presented ${id ? identityKey(id) : "a certificate without a blockx://role/ URI SAN"}, expected ${expect.join(" or ")}`);
-      }
-      return undefined;
-    },
+  const p = providerFor(files);
+  const credentials = grpc.experimental.createCertificateProviderChannelCredentials(p, files.certFile ? p : null, {
+    checkServerIdentity: (_servername: string, cert: PeerCertificate) => checkServerIdentity(host, cert) ?? check(cert),
   });
   return { credentials, options: { "grpc.ssl_target_name_override": isIP(host) ? IP_SERVERNAME : host } };
 }
@@ -89,13 +131,46 @@ interface CallWithAuth {
  */
 export function callerOf(s: TlsSetting, call: CallWithAuth, allowed: readonly PeerRole[], method: string): CallerResult {
   if (s.kind === "insecure") return { ok: true, identity: null };
-  const auth = call.getAuthContext?.() ?? null;
-  const id = identityFromSubjectAltName(auth?.sslPeerCertificate?.subjectaltname);
+  const id = peerIdentityOf(call);
   if (id === null) return { ok: false, error: grpcError(grpc.status.UNAUTHENTICATED, `${method}: the peer certificate names no blockx://role/ identity`) };
   if (!allowed.includes(id.role)) {
     return { ok: false, error: grpcError(grpc.status.PERMISSION_DENIED, `${method}: ${identityKey(id)} may not call this; allowed: ${allowed.join(", ")}`) };
   }
   return { ok: true, identity: id };
+}
+
+/** The grpc-js 1.14 server call objects between a handler's call and its HTTP/2 stream (pinned in package.json). */
+interface CallChain {
+  readonly call?: CallChain;
+  readonly nextCall?: CallChain;
+  readonly stream?: { readonly session?: { readonly socket?: object } };
+}
+
+/** connectionOf: the socket a call arrived on, through grpc-js's call objects; null when their shape is not the one this build knows. */
+function connectionOf(call: object): object | null {
+  let c = (call as CallChain).call;
+  for (let depth = 0; c && depth < 8; depth++) {
+    const socket = c.stream?.session?.socket;
+    if (socket) return socket;
+    c = c.nextCall;
+  }
+  return null;
+}
+
+// The identity of each connection's peer, read once per connection: getPeerCertificate builds the
+// whole certificate object (about 0.1 ms in Bun, the largest part of mTLS's cost per call), and a
+// connection's peer certificate was verified once, at its handshake.
+const connectionIdentities = new WeakMap<object, PeerIdentity | null>();
+
+/** peerIdentityOf: the identity in the verified peer certificate of a call's connection, or null. */
+function peerIdentityOf(call: CallWithAuth): PeerIdentity | null {
+  const conn = connectionOf(call);
+  if (conn !== null && connectionIdentities.has(conn)) return connectionIdentities.get(conn)!;
+  const cert = call.getAuthContext?.()?.sslPeerCertificate;
+  const id = identityFromSubjectAltName(cert?.subjectaltname);
+  // Only a verified certificate is remembered (getAuthContext has none for an unauthorized socket).
+  if (conn !== null && cert) connectionIdentities.set(conn, id);
+  return id;
 }
 
 type AnyHandler = (call: CallWithAuth & { emit(event: "error", e: grpc.ServiceError): boolean }, callback?: (e: grpc.ServiceError | null) => void) => void;

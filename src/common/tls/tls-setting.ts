@@ -13,7 +13,8 @@ export type TlsSetting =
   | { readonly kind: "insecure" }
   | { readonly kind: "mtls"; readonly caFile: string; readonly certFile: string; readonly keyFile: string; readonly identity: PeerIdentity };
 
-const PEM_CERT = /-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g;
+/** One PEM certificate of a bundle (a CA file may hold several). */
+export const PEM_CERT = /-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g;
 
 const FILE_VARS = [
   ["tlsCaFile", "BLOCKX_TLS_CA_FILE"],
@@ -61,7 +62,8 @@ export function compileTlsSetting(v: TlsValues): TlsSetting {
   return Object.freeze({ kind: "mtls", caFile, certFile, keyFile, identity: identity! });
 }
 
-function readPem<T>(name: string, path: string, problems: string[], parse: (text: string) => T): T | null {
+/** readPem reads and parses one PEM file, or records why not (naming the variable) and returns null. */
+export function readPem<T>(name: string, path: string, problems: string[], parse: (text: string) => T): T | null {
   let text: string;
   try {
     text = readFileSync(path, "utf8");

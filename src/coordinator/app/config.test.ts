@@ -42,6 +42,7 @@ describe("loadCoordinatorRuntimeConfigFromEnv defaults", () => {
     const c = load();
     expect(c).toEqual({
       tls: { kind: "insecure" },
+      etcd: { tls: null, auth: null },
       profile: blockProfile,
       listenAddr: ":8080",
       core: {

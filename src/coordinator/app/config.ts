@@ -1,4 +1,6 @@
 import { compileTlsInto, type TlsSetting } from "../../common/tls/tls-setting";
+import { compileEtcdAccessInto, type EtcdAccess } from "../../common/etcd/etcd-access";
+import { etcdAccessVars } from "../../common/etcd/etcd-vars";
 import { commonVars } from "../../common/config/common-vars";
 import {
   ConfigError,
@@ -25,6 +27,7 @@ export function coordinatorVars(profile: Profile) {
   return {
     listenAddr: envVar("COORDINATOR_LISTEN", ":8080", "host:port or :port", "gRPC listen address", listenAddrSchema()),
     etcdEndpoints: envVar("ETCD_ENDPOINTS", "localhost:2379", "comma-separated host:port list", "etcd endpoints", listSchema()),
+    ...etcdAccessVars,
     registryPrefixes: envVar(
       "COORDINATOR_REGISTRY_PREFIXES",
       profile.workerRegistryPrefixes.join(","),
@@ -120,6 +123,8 @@ export interface CoordinatorRuntimeConfig {
   readonly core: CoordinatorCoreConfig;
   readonly handler: HandlerConfig;
   readonly watcher: EtcdWatcherConfig;
+  /** ETCD_TLS_* / ETCD_USERNAME / ETCD_PASSWORD[_FILE], compiled. */
+  readonly etcd: EtcdAccess;
   readonly shutdownGraceMs: number;
   /** Empty: no profile. */
   readonly cpuProfile: string;
@@ -162,9 +167,11 @@ export function loadCoordinatorRuntimeConfigFromEnv(
   for (const p of validateCoordinatorCoreConfig(core)) if (!p.startsWith("watchGracePeriodMs")) problems.push(p);
   for (const p of validateRegistryPrefixes(profile, v.registryPrefixes)) problems.push(`COORDINATOR_REGISTRY_PREFIXES: ${p}`);
   const tls = compileTlsInto(v, problems);
-  if (problems.length > 0 || tls === null) throw new ConfigError(problems);
+  const etcd = compileEtcdAccessInto(v, v.etcdEndpoints, problems);
+  if (problems.length > 0 || tls === null || etcd === null) throw new ConfigError(problems);
   return Object.freeze({
     tls,
+    etcd,
     profile,
     listenAddr: v.listenAddr,
     core,

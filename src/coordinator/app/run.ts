@@ -1,7 +1,8 @@
 import * as grpc from "@grpc/grpc-js";
 import { createEtcdClient } from "../../common/etcd/etcd-client";
+import { announceEtcdAccess } from "../../common/etcd/etcd-access";
 import { sdNotify } from "../../common/lifecycle/sd-notify";
-import { announceTls, serverCredentials } from "../../common/tls/grpc-tls";
+import { announceTls, loadedServerCredentials } from "../../common/tls/grpc-tls";
 import { bindGrpcServer, GRPC_SERVER_OPTIONS, shutdownGrpcServer } from "../../common/grpc/grpc-server";
 import { HealthStatus, ServingStatus } from "../../common/grpc/health-service";
 import { onShutdownSignal } from "../../common/lifecycle/shutdown";
@@ -34,6 +35,7 @@ export async function runCoordinator(config: CoordinatorRuntimeConfig): Promise<
   const role = config.profile.deployment === "block" ? "coordinator" : "bundle-coordinator";
   const log: Logger = createLogger(config.logLevel, { role });
   announceTls(log, config.tls);
+  announceEtcdAccess(log, config.etcd);
   let lifecycle: CoordinatorLifecycle = "starting";
 
   const registry = new MetricsRegistry();
@@ -97,9 +99,9 @@ export async function runCoordinator(config: CoordinatorRuntimeConfig): Promise<
       getReservationOutcomes: server.grpcOutcomesHandler(config.tls),
     });
   }
-  const boundAddr = await bindGrpcServer(grpcServer, config.listenAddr, serverCredentials(config.tls));
+  const boundAddr = await bindGrpcServer(grpcServer, config.listenAddr, await loadedServerCredentials(config.tls));
 
-  const etcd = await createEtcdClient({ endpoints: config.watcher.endpoints, dialTimeoutMs: config.watcher.dialTimeoutMs });
+  const etcd = await createEtcdClient({ endpoints: config.watcher.endpoints, dialTimeoutMs: config.watcher.dialTimeoutMs, access: config.etcd });
   const watcher = new EtcdWorkerWatcher(etcd, config.watcher, core, log.child({ component: "etcd-watcher" }), watcherMetrics, (addr) =>
     workerRpc.forget(addr),
   );

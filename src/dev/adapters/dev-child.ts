@@ -1,3 +1,4 @@
+import { etcdFetch } from "../../common/etcd/etcd-http";
 import { createWriteStream, existsSync, lstatSync, type WriteStream } from "node:fs";
 import { forEachLine } from "../../common/streams/for-each-line";
 import type { ChildLaunch } from "../core/child-launch";
@@ -94,7 +95,7 @@ export class DevChild {
         if (isSocket(r.path)) return this.markReady(r.path, onReady);
       } else {
         try {
-          const res = await fetch(r.url, { signal: AbortSignal.timeout(1_000) });
+          const res = await etcdFetch(r.endpoint, "/health", r.tls, 1_000);
           const body = (await res.json()) as { health?: unknown };
           if (body.health === "true" || body.health === true) return this.markReady(r.endpoint, onReady);
         } catch {

@@ -10,7 +10,8 @@ import { DevChild } from "../adapters/dev-child";
 import { locateEtcd } from "../adapters/etcd-binary";
 import { freePort } from "../adapters/free-port";
 import { CertIssuer } from "../../common/tls/cert-issuer";
-import { clientEnvironment, devLayout, launchFor, renderEnvFile, type DevLayout, type DevTls } from "../core/child-launch";
+import { clientEnvironment, devLayout, etcdTlsOf, launchFor, renderEnvFile, type DevLayout, type DevTls } from "../core/child-launch";
+import { DEFAULT_WORKER_WRITE_PREFIXES, ETCD_USERS, etcdRolesPlan } from "../../common/etcd/etcd-roles";
 import { planChildren, type ChildRole } from "../core/dev-plan";
 import { DevError } from "../core/dev-error";
 import { SupervisorCore } from "../core/supervisor-core";
@@ -90,7 +91,26 @@ function devTls(config: DevConfig, layout: DevLayout): DevTls {
       syncinvoker: issuer.issue("syncinvoker", { role: "syncinvoker", name: "dev" }, hosts),
       client: issuer.issue("client", { role: "client", name: "dev" }, hosts),
     },
+    etcdServer: issuer.issueEtcd("etcd-server", "etcd-server", hosts),
+    etcdUsers: {
+      worker: issuer.issueEtcd("etcd-worker", ETCD_USERS.worker),
+      coordinator: issuer.issueEtcd("etcd-coordinator", ETCD_USERS.coordinator),
+      proxy: issuer.issueEtcd("etcd-proxy", ETCD_USERS.proxy),
+      client: issuer.issueEtcd("etcd-client", ETCD_USERS.client),
+      root: issuer.issueEtcd("etcd-root", "root"),
+    },
   };
+}
+
+/**
+ * setUpDevEtcd gives dev's etcd the cluster's roles (`blockx etcd-roles`' plan) and enables its
+ * auth, as dev's root certificate, before any other child starts: dev's children meet the same
+ * etcd permissions as a real cluster's.
+ */
+async function setUpDevEtcd(endpoint: string, tls: DevTls): Promise<void> {
+  if (tls.kind === "insecure") return;
+  const { applyEtcdRoles } = await import("../../common/etcd/etcd-roles-apply");
+  await applyEtcdRoles(etcdRolesPlan(DEFAULT_WORKER_WRITE_PREFIXES, () => null), [endpoint], { tls: etcdTlsOf(tls, "root"), auth: null }, () => {});
 }
 
 /**
@@ -149,8 +169,15 @@ export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise
           terminalLevel: config.terminalLogLevel,
           echo,
           onReady: (endpoint) => {
-            endpoints.set(i.child.id, endpoint);
-            apply({ type: "childReady", id: i.child.id, endpoint });
+            const ready = () => {
+              endpoints.set(i.child.id, endpoint);
+              apply({ type: "childReady", id: i.child.id, endpoint });
+            };
+            if (i.child.role !== "etcd") return ready();
+            setUpDevEtcd(endpoint, tls).then(ready, (e: Error) => {
+              say(`etcd's roles could not be set up: ${e.message}`);
+              apply({ type: "stopRequested", signal: "SIGTERM" });
+            });
           },
         });
         children.set(i.child.id, child);

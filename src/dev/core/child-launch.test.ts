@@ -3,7 +3,13 @@ import { terminalLine } from "../adapters/dev-child";
 import { clientEnvironment, devLayout, launchFor, renderEnvFile, type DevTls, type LaunchContext } from "./child-launch";
 
 const files = (who: string) => ({ BLOCKX_TLS_CA_FILE: "/d/tls/ca.pem", BLOCKX_TLS_CERT_FILE: `/d/tls/${who}.pem`, BLOCKX_TLS_KEY_FILE: `/d/tls/${who}.key` });
-const MTLS: DevTls = { kind: "mtls", files: { coordinator: files("coordinator"), worker: files("worker"), syncinvoker: files("syncinvoker"), client: files("client") } };
+const etcdFiles = (who: string) => ({ ETCD_TLS_CA_FILE: "/d/tls/ca.pem", ETCD_TLS_CERT_FILE: `/d/tls/etcd-${who}.pem`, ETCD_TLS_KEY_FILE: `/d/tls/etcd-${who}.key` });
+const MTLS: DevTls = {
+  kind: "mtls",
+  files: { coordinator: files("coordinator"), worker: files("worker"), syncinvoker: files("syncinvoker"), client: files("client") },
+  etcdServer: etcdFiles("server"),
+  etcdUsers: { worker: etcdFiles("worker"), coordinator: etcdFiles("coordinator"), proxy: etcdFiles("proxy"), client: etcdFiles("client"), root: etcdFiles("root") },
+};
 
 const ctx = (endpoints: Record<string, string>, declared: string[] = [], tls: DevTls = MTLS): LaunchContext => ({
   layout: devLayout("/d"),
@@ -54,11 +60,22 @@ describe("child launches", () => {
   });
 
   test("etcd gets its data dir and the two chosen ports; ready when /health says so", () => {
-    const l = launchFor({ id: "etcd", role: "etcd", stage: 0 }, ctx({}));
+    const l = launchFor({ id: "etcd", role: "etcd", stage: 0 }, ctx({}, [], { kind: "insecure" }));
     expect(l.argv).toContain("--data-dir=/d/etcd-data");
     expect(l.argv).toContain("--listen-client-urls=http://127.0.0.1:2001");
     expect(l.argv).toContain("--initial-cluster=dev=http://127.0.0.1:2002");
-    expect(l.readiness).toEqual({ kind: "httpHealth", url: "http://127.0.0.1:2001/health", endpoint: "127.0.0.1:2001" });
+    expect(l.readiness).toEqual({ kind: "httpHealth", endpoint: "127.0.0.1:2001", tls: null });
+  });
+
+  test("secure dev: etcd serves https with its certificate and asks every client for one of dev's CA; each child is its etcd user", () => {
+    const l = launchFor({ id: "etcd", role: "etcd", stage: 0 }, ctx({}));
+    expect(l.argv).toContain("--listen-client-urls=https://127.0.0.1:2001");
+    expect(l.argv).toEqual(expect.arrayContaining(["--client-cert-auth", "--trusted-ca-file=/d/tls/ca.pem", "--cert-file=/d/tls/etcd-server.pem"]));
+    expect(l.readiness).toMatchObject({ kind: "httpHealth", endpoint: "127.0.0.1:2001", tls: { caFile: "/d/tls/ca.pem", client: { certFile: "/d/tls/etcd-root.pem" } } });
+    expect(launchFor({ id: "worker-1", role: "worker", stage: 1 }, ctx({})).env).toMatchObject(etcdFiles("worker"));
+    expect(launchFor({ id: "coordinator", role: "coordinator", stage: 1 }, ctx({})).env).toMatchObject(etcdFiles("coordinator"));
+    expect(launchFor({ id: "proxy", role: "proxy", stage: 2 }, ctx({})).env).toMatchObject(etcdFiles("proxy"));
+    expect(Object.fromEntries(clientEnvironment({ ...ctx({}), tls: MTLS }))).toMatchObject(etcdFiles("client"));
   });
 
   test("roles from other branches get the client variables and loopback port 0 for each listen variable they declare", () => {

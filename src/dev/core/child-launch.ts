@@ -1,3 +1,4 @@
+import type { EtcdTls } from "../../common/etcd/etcd-access";
 import type { ChildSpec } from "./dev-plan";
 
 /** DevLayout: where `blockx dev` keeps each thing inside its directory. */
@@ -28,8 +29,8 @@ export function devLayout(dir: string): DevLayout {
 export type Readiness =
   /** The "grpc listening" JSON log line; its `addr` is the endpoint. */
   | { readonly kind: "grpcLog" }
-  /** etcd's /health answers {"health":"true"}. */
-  | { readonly kind: "httpHealth"; readonly url: string; readonly endpoint: string }
+  /** etcd's /health answers {"health":"true"} (asked over TLS with `tls`'s client certificate when set). */
+  | { readonly kind: "httpHealth"; readonly endpoint: string; readonly tls: EtcdTls | null }
   /** A Unix socket file appears (the proxy). */
   | { readonly kind: "socketFile"; readonly path: string };
 
@@ -72,8 +73,42 @@ export interface DevTlsFiles {
   readonly BLOCKX_TLS_KEY_FILE: string;
 }
 
-/** DevTls: mTLS with a certificate per identity from dev's private CA (the default), or plaintext (BLOCKX_INSECURE=1). */
-export type DevTls = { readonly kind: "insecure" } | { readonly kind: "mtls"; readonly files: Readonly<Record<DevIdentity, DevTlsFiles>> };
+/** The etcd users of dev's children (their etcd client certificates' CN; root is dev's own, to set up the roles). */
+export type DevEtcdUser = "worker" | "coordinator" | "proxy" | "client" | "root";
+
+/** The three etcd TLS variables of one process. */
+export interface DevEtcdTlsFiles {
+  readonly ETCD_TLS_CA_FILE: string;
+  readonly ETCD_TLS_CERT_FILE: string;
+  readonly ETCD_TLS_KEY_FILE: string;
+}
+
+/**
+ * DevTls: mTLS with a certificate per identity from dev's private CA (the default), and etcd over
+ * TLS with client certificates (etcd's server certificate and one per etcd user); or plaintext
+ * everywhere (BLOCKX_INSECURE=1).
+ */
+export type DevTls =
+  | { readonly kind: "insecure" }
+  | {
+      readonly kind: "mtls";
+      readonly files: Readonly<Record<DevIdentity, DevTlsFiles>>;
+      readonly etcdServer: DevEtcdTlsFiles;
+      readonly etcdUsers: Readonly<Record<DevEtcdUser, DevEtcdTlsFiles>>;
+    };
+
+/** etcdEnvFor: the etcd variables of a child that is etcd user `who` (all empty in plaintext, so none leaks in from dev's own environment). */
+export function etcdEnvFor(tls: DevTls, who: DevEtcdUser): Record<string, string> {
+  if (tls.kind === "insecure") return { ETCD_TLS_CA_FILE: "", ETCD_TLS_CERT_FILE: "", ETCD_TLS_KEY_FILE: "" };
+  return { ...tls.etcdUsers[who] };
+}
+
+/** etcdTlsOf: etcd user `who`'s view of etcd's TLS (dev's readiness probe and role setup), null in plaintext. */
+export function etcdTlsOf(tls: DevTls, who: DevEtcdUser): EtcdTls | null {
+  if (tls.kind === "insecure") return null;
+  const f = tls.etcdUsers[who];
+  return { caFile: f.ETCD_TLS_CA_FILE, client: { certFile: f.ETCD_TLS_CERT_FILE, keyFile: f.ETCD_TLS_KEY_FILE, commonName: who } };
+}
 
 /**
  * tlsEnvFor: the transport variables of a child holding `who`'s certificate. Both ways are set
@@ -102,7 +137,7 @@ export function clientEnvironment(
   out.push(["TABLE_STORE_PATH", ctx.layout.tableStorePath]);
   out.push(["FUNCTIONS_DIR", ctx.layout.functionsDir]);
   // The client's certificate (or the plaintext choice): the SDK and CLI need one or the other.
-  if (ctx.tls) for (const [k, v] of Object.entries(tlsEnvFor(ctx.tls, "client"))) if (v !== "") out.push([k, v]);
+  if (ctx.tls) for (const [k, v] of Object.entries({ ...tlsEnvFor(ctx.tls, "client"), ...etcdEnvFor(ctx.tls, "client") })) if (v !== "") out.push([k, v]);
   // Not read by the SDK: where to point Prometheus (child=host:port, comma-separated) and a browser.
   if (ctx.metricsAddrs && ctx.metricsAddrs.size > 0) out.push(["BLOCKX_DEV_METRICS_ADDRS", [...ctx.metricsAddrs].map(([id, a]) => `${id}=${a}`).join(",")]);
   if (ctx.uiUrl) out.push(["BLOCKX_UI_URL", ctx.uiUrl]);
@@ -126,7 +161,8 @@ export function launchFor(child: ChildSpec, ctx: LaunchContext): ChildLaunch {
   const common = { ETCD_ENDPOINTS: etcd, BLOCKX_LOG_LEVEL: ctx.logLevel, BLOCKX_PROMETHEUS_LISTEN_ADDR: ctx.metricsAddrs.get(child.id) ?? "", TMPDIR: layout.tmpDir };
   switch (child.role) {
     case "etcd": {
-      const client = `http://127.0.0.1:${ctx.etcdClientPort}`;
+      const tls = ctx.tls.kind === "mtls" ? ctx.tls.etcdServer : null;
+      const client = `${tls ? "https" : "http"}://127.0.0.1:${ctx.etcdClientPort}`;
       const peer = `http://127.0.0.1:${ctx.etcdPeerPort}`;
       return {
         argv: [
@@ -140,9 +176,11 @@ export function launchFor(child: ChildSpec, ctx: LaunchContext): ChildLaunch {
           `--initial-cluster=dev=${peer}`,
           "--logger=zap",
           "--log-level=error",
+          // Clients need a certificate of dev's CA; the etcd user is its CN (dev sets up the roles once etcd is up).
+          ...(tls ? [`--cert-file=${tls.ETCD_TLS_CERT_FILE}`, `--key-file=${tls.ETCD_TLS_KEY_FILE}`, `--trusted-ca-file=${tls.ETCD_TLS_CA_FILE}`, "--client-cert-auth"] : []),
         ],
         env: { TMPDIR: layout.tmpDir },
-        readiness: { kind: "httpHealth", url: `${client}/health`, endpoint: etcd },
+        readiness: { kind: "httpHealth", endpoint: etcd, tls: etcdTlsOf(ctx.tls, "root") },
       };
     }
     case "coordinator":
@@ -151,7 +189,7 @@ export function launchFor(child: ChildSpec, ctx: LaunchContext): ChildLaunch {
         argv: [...ctx.self, child.role],
         // Every Worker shares this one machine's CPU and memory: red lines would only turn
         // work away whenever the machine is busy, never route it somewhere better.
-        env: { ...common, ...tlsEnvFor(ctx.tls, "coordinator"), COORDINATOR_LISTEN: LOOPBACK_ANY_PORT, COORDINATOR_CPU_RED_LINE: "1", COORDINATOR_MEMORY_RED_LINE: "1" },
+        env: { ...common, ...tlsEnvFor(ctx.tls, "coordinator"), ...etcdEnvFor(ctx.tls, "coordinator"), COORDINATOR_LISTEN: LOOPBACK_ANY_PORT, COORDINATOR_CPU_RED_LINE: "1", COORDINATOR_MEMORY_RED_LINE: "1" },
         readiness: { kind: "grpcLog" },
       };
     case "worker":
@@ -161,6 +199,7 @@ export function launchFor(child: ChildSpec, ctx: LaunchContext): ChildLaunch {
         env: {
           ...common,
           ...tlsEnvFor(ctx.tls, "worker"),
+          ...etcdEnvFor(ctx.tls, "worker"),
           WORKER_LISTEN: LOOPBACK_ANY_PORT,
           TABLE_STORE_PATH: layout.tableStorePath,
           ...(ctx.tableStoreUrl ? { TABLE_STORE_URL: ctx.tableStoreUrl } : {}),
@@ -174,7 +213,7 @@ export function launchFor(child: ChildSpec, ctx: LaunchContext): ChildLaunch {
     case "proxy": {
       // These roles arrive in other branches: give them the client variables, and loopback
       // port 0 for every listen variable they declare.
-      const env: Record<string, string> = { ...common, ...Object.fromEntries(clientEnvironment(ctx)), ...tlsEnvFor(ctx.tls, child.role === "proxy" ? "client" : "syncinvoker") };
+      const env: Record<string, string> = { ...common, ...Object.fromEntries(clientEnvironment(ctx)), ...tlsEnvFor(ctx.tls, child.role === "proxy" ? "client" : "syncinvoker"), ...etcdEnvFor(ctx.tls, child.role === "proxy" ? "proxy" : "client") };
       for (const name of ctx.declaredVars(child.role)) {
         if (name.endsWith("_LISTEN") && !name.includes("PROMETHEUS")) env[name] = LOOPBACK_ANY_PORT;
       }

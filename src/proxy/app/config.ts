@@ -1,7 +1,9 @@
-import { compileTlsSetting, type TlsSetting } from "../../common/tls/tls-setting";
+import { compileTlsInto, type TlsSetting } from "../../common/tls/tls-setting";
+import { compileEtcdAccessInto, type EtcdAccess } from "../../common/etcd/etcd-access";
+import { etcdAccessVars } from "../../common/etcd/etcd-vars";
 import { commonVars } from "../../common/config/common-vars";
 import { z } from "zod";
-import { envVar, intSchema, listSchema, loadEnvConfig, stringSchema, type EnvValues } from "../../common/config/env-config";
+import { ConfigError, envVar, intSchema, listSchema, loadEnvConfig, stringSchema, type EnvValues } from "../../common/config/env-config";
 import { clientVars } from "../../sdk/client-config";
 
 /** proxyVars: the `blockx proxy` role's configuration (the upstream addresses are the client's). */
@@ -11,6 +13,7 @@ export const proxyVars = {
   bundleCoordinatorAddrs: clientVars.bundleCoordinatorAddrs,
   syncInvokerAddr: clientVars.syncInvokerAddr,
   etcdEndpoints: envVar("ETCD_ENDPOINTS", "localhost:2379", "comma-separated host:port list", "etcd with the Worker registry: worker.v1 calls go only to Workers registered there", listSchema()),
+  ...etcdAccessVars,
   socketMode: envVar("PROXY_SOCKET_MODE", "0660", "an octal file mode from 0600 to 0666", "mode of the socket file, set before it accepts calls (who may use the proxy)", z
     .string()
     .trim()
@@ -23,10 +26,14 @@ export const proxyVars = {
   ...commonVars,
 };
 
-/** ProxyConfig: the variables and the compiled TLS setting of the proxy's upstream hops. */
-export type ProxyConfig = EnvValues<typeof proxyVars> & { readonly tls: TlsSetting };
+/** ProxyConfig: the variables, the compiled TLS setting of the proxy's upstream hops and its etcd access. */
+export type ProxyConfig = EnvValues<typeof proxyVars> & { readonly tls: TlsSetting; readonly etcd: EtcdAccess };
 
 export function loadProxyConfig(env: Readonly<Record<string, string | undefined>>, argv: readonly string[]): ProxyConfig {
   const v = loadEnvConfig(proxyVars, env, argv);
-  return Object.freeze({ ...v, tls: compileTlsSetting(v) });
+  const problems: string[] = [];
+  const tls = compileTlsInto(v, problems);
+  const etcd = compileEtcdAccessInto(v, v.etcdEndpoints, problems);
+  if (problems.length > 0 || tls === null || etcd === null) throw new ConfigError(problems);
+  return Object.freeze({ ...v, tls, etcd });
 }

@@ -2,6 +2,7 @@ import * as grpc from "@grpc/grpc-js";
 import { chmodSync, chownSync, existsSync, readFileSync, unlinkSync } from "node:fs";
 import { ConfigError } from "../../common/config/env-config";
 import { createEtcdClient } from "../../common/etcd/etcd-client";
+import { announceEtcdAccess } from "../../common/etcd/etcd-access";
 import { RegisteredWorkers } from "../adapters/registered-workers";
 import { connect } from "node:net";
 import { resolve } from "node:path";
@@ -53,6 +54,7 @@ function groupId(group: string): number {
 export async function runProxy(config: ProxyConfig): Promise<void> {
   const log = createLogger(config.logLevel, { role: "proxy" });
   announceTls(log, config.tls);
+  announceEtcdAccess(log, config.etcd);
   const socketPath = resolve(config.socketPath);
   const registry = new MetricsRegistry();
   registerProcessMetrics(registry, "proxy");
@@ -63,7 +65,7 @@ export async function runProxy(config: ProxyConfig): Promise<void> {
     bundleCoordinators: config.bundleCoordinatorAddrs,
     syncInvoker: config.syncInvokerAddr,
   });
-  const etcd = await createEtcdClient({ endpoints: config.etcdEndpoints, dialTimeoutMs: 5_000 });
+  const etcd = await createEtcdClient({ endpoints: config.etcdEndpoints, dialTimeoutMs: 5_000, access: config.etcd });
   const workers = new RegisteredWorkers(etcd, log.child({ component: "registry" }));
   await workers.read();
   const passThrough = new PassThrough(router, log.child({ component: "pass-through" }), calls, config.tls, (addr) => workers.has(addr), config.upstreamIdleMs);

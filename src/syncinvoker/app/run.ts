@@ -1,5 +1,5 @@
 import * as grpc from "@grpc/grpc-js";
-import { announceTls, requireRoles, serverCredentials } from "../../common/tls/grpc-tls";
+import { announceTls, requireRoles, loadedServerCredentials } from "../../common/tls/grpc-tls";
 import { bindGrpcServer, GRPC_SERVER_OPTIONS, shutdownGrpcServer } from "../../common/grpc/grpc-server";
 import { HealthStatus, ServingStatus } from "../../common/grpc/health-service";
 import { sdNotify } from "../../common/lifecycle/sd-notify";
@@ -71,7 +71,7 @@ export async function runSyncInvoker(config: SyncInvokerConfig): Promise<void> {
   const health = new HealthStatus(["syncinvoker.v1.SyncInvokerService"]);
   health.register(grpcServer);
   grpcServer.addService(SyncInvokerServiceService, requireRoles(config.tls, ["client", "admin"], svc.handlers()));
-  const boundAddr = await bindGrpcServer(grpcServer, config.listenAddr, serverCredentials(config.tls));
+  const boundAddr = await bindGrpcServer(grpcServer, config.listenAddr, await loadedServerCredentials(config.tls));
   const metricsServer = startMetricsServer(registry, config.prometheusListenAddr, config.prometheusPath, log);
 
   onShutdownSignal(log, config.shutdownGraceMs + 5_000, async () => {

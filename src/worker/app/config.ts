@@ -2,6 +2,8 @@ import { tableStoreProblems, tableStoreVars, type TableStoreConfig } from "../..
 import type { ChainsConfig } from "../../common/config/chains-config";
 import { clockVars } from "../../common/clock/clock-vars";
 import { compileTlsInto, type TlsSetting } from "../../common/tls/tls-setting";
+import { compileEtcdAccessInto, type EtcdAccess } from "../../common/etcd/etcd-access";
+import { etcdAccessVars } from "../../common/etcd/etcd-vars";
 import { commonVars } from "../../common/config/common-vars";
 import { ConfigError, enumSchema, envVar, fractionSchema, intSchema, listenAddrSchema, listSchema, loadEnvConfig, stringSchema, type EnvValues } from "../../common/config/env-config";
 import { parseRegistryPrefix } from "../../common/registry/registry-prefix";
@@ -28,6 +30,7 @@ export function workerVars(profile: WorkerProfile) {
       stringSchema().refine((s) => s === "" || /^[^\s:]+:\d{1,5}$|^\[[0-9a-fA-F:.]+\]:\d{1,5}$/.test(s)),
     ),
     etcdEndpoints: envVar("ETCD_ENDPOINTS", "localhost:2379", "comma-separated host:port list", "etcd endpoints", listSchema()),
+    ...etcdAccessVars,
     registryPrefix: envVar(
       "WORKER_REGISTRY_PREFIX",
       profile.registryPrefix,
@@ -126,6 +129,8 @@ export interface WorkerRuntimeConfig extends TableStoreConfig {
   readonly listenAddr: string;
   readonly advertiseAddr: string;
   readonly etcdEndpoints: readonly string[];
+  /** ETCD_TLS_* / ETCD_USERNAME / ETCD_PASSWORD[_FILE], compiled. */
+  readonly etcd: EtcdAccess;
   readonly registryPrefix: string;
   readonly taskSlots: number;
   readonly heartbeatIntervalMs: number;
@@ -189,9 +194,11 @@ export function loadWorkerRuntimeConfigFromEnv(
     problems.push(...e.problems);
   }
   const tls = compileTlsInto(v, problems);
-  if (problems.length > 0 || io === null || tls === null) throw new ConfigError(problems);
+  const etcd = compileEtcdAccessInto(v, v.etcdEndpoints, problems);
+  if (problems.length > 0 || io === null || tls === null || etcd === null) throw new ConfigError(problems);
   return Object.freeze({
     tls,
+    etcd,
     profile,
     listenAddr: v.listenAddr,
     advertiseAddr: v.advertiseAddr,

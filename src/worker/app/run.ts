@@ -4,8 +4,9 @@ import { hostname } from "node:os";
 import { ConfigError } from "../../common/config/env-config";
 import { startClockMonitor } from "../../common/clock/clock-monitor";
 import { createEtcdClient } from "../../common/etcd/etcd-client";
+import { announceEtcdAccess } from "../../common/etcd/etcd-access";
 import { sdNotify } from "../../common/lifecycle/sd-notify";
-import { announceTls, serverCredentials } from "../../common/tls/grpc-tls";
+import { announceTls, loadedServerCredentials } from "../../common/tls/grpc-tls";
 import { bindGrpcServer, grpcError, GRPC_SERVER_OPTIONS, shutdownGrpcServer } from "../../common/grpc/grpc-server";
 import { HealthStatus, ServingStatus } from "../../common/grpc/health-service";
 import { onShutdownSignal } from "../../common/lifecycle/shutdown";
@@ -52,6 +53,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   const role = config.profile.deployment === "block" ? "worker" : "bundle-worker";
   const log = createLogger(config.logLevel, { role });
   announceTls(log, config.tls);
+  announceEtcdAccess(log, config.etcd);
   let lifecycle: WorkerLifecycle = "starting";
 
   // A bad block store is a configuration error: refuse to start rather than serve generated blocks.
@@ -90,7 +92,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   const health = new HealthStatus(["worker.v1.WorkerService"]);
   health.register(grpcServer);
   grpcServer.addService(WorkerServiceService, handlers);
-  const boundAddr = await bindGrpcServer(grpcServer, config.listenAddr, serverCredentials(config.tls));
+  const boundAddr = await bindGrpcServer(grpcServer, config.listenAddr, await loadedServerCredentials(config.tls));
   const workerAddr = advertisedAddr(config, boundAddr);
 
   const incarnation = randomBytes(6).toString("hex");
@@ -142,9 +144,9 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   };
   impl = svc.handlers();
 
-  const etcd = await createEtcdClient({ endpoints: config.etcdEndpoints, dialTimeoutMs: 5_000 });
+  const etcd = await createEtcdClient({ endpoints: config.etcdEndpoints, dialTimeoutMs: 5_000, access: config.etcd });
   const host = new HostMetrics();
-  const clock = startClockMonitor(registry, { etcdEndpoints: config.etcdEndpoints, ...config.clock }, log);
+  const clock = startClockMonitor(registry, { etcdEndpoints: config.etcdEndpoints, etcdTls: config.etcd.tls, ...config.clock }, log);
   const heartbeatPuts = registry.counter("blockx_worker_heartbeat_puts_total", "Heartbeats put into etcd, by reason (HEARTBEAT_PUBLISH).", ["reason"]);
   const heartbeat = new HeartbeatPublisher(
     etcd,
