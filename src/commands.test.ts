@@ -11,7 +11,7 @@ import { blockxCommands } from "./commands";
 const COMMAND_NAMES = [
   "coordinator", "bundle-coordinator", "worker", "bundle-worker", "syncinvoker",
   "submit", "watch", "result", "cancel", "logs", "tasks", "invoke", "precheck", "workers", "table",
-  "proxy", "exec", "localchain", "ui", "version", "install", "uninstall", "doctor", "certs", "dev",
+  "proxy", "exec", "localchain", "ui", "version", "install", "uninstall", "doctor", "certs", "etcd-roles", "dev",
 ];
 
 async function help(argv: string[]): Promise<{ code: number | undefined; out: string; err: string }> {

@@ -2,6 +2,7 @@ import * as grpc from "@grpc/grpc-js";
 import { afterEach, describe, expect, test } from "bun:test";
 import { ErrorCode } from "../../common/error-code";
 import { freePort } from "../../../test/support/ports";
+import { suiteSetting } from "../../../test/support/suite-tls";
 import { WorkerDouble } from "../../../test/support/worker-double";
 import { grpcErrToSlotError, WorkerRPCClient } from "./worker-rpc-client";
 import {
@@ -38,7 +39,8 @@ describe("grpcErrToSlotError", () => {
 });
 
 describe("WorkerRPCClient against real gRPC servers", () => {
-  const client = new WorkerRPCClient({ kind: "insecure" });
+  // The Worker doubles serve the suite's worker certificate (mTLS unless the run has no suite CA).
+  const client = new WorkerRPCClient(suiteSetting("coordinator"));
   const doubles: WorkerDouble[] = [];
   afterEach(async () => {
     for (const d of doubles.splice(0)) await d.stop();
