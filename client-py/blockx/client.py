@@ -203,9 +203,24 @@ class _Transport:
         with self._lock:
             ch = self._channels.get(target)
             if ch is None:
-                ch = grpc.insecure_channel(target, options=self._options)
+                ch = self._open(target)
                 self._channels[target] = ch
             return ch
+
+    def _open(self, target: str) -> grpc.Channel:
+        # The proxy's Unix socket is local (the proxy logs the peer's uid and holds its own
+        # certificate upstream); a direct channel is mTLS, or plaintext only when chosen.
+        if self.via_proxy or self._config.insecure:
+            return grpc.insecure_channel(target, options=self._options)
+        if self._config.tls is None:
+            raise BlockxError(
+                "INVALID_ARGUMENT",
+                "BLOCKX_TLS_CA_FILE, BLOCKX_TLS_CERT_FILE, BLOCKX_TLS_KEY_FILE: expected all three (mTLS), "
+                "or BLOCKX_INSECURE=1 to choose plaintext, got none",
+            )
+        ca, cert, key = self._config.tls.read()
+        creds = grpc.ssl_channel_credentials(root_certificates=ca, private_key=key, certificate_chain=cert)
+        return grpc.secure_channel(target, creds, options=self._options)
 
     def reservers(self, cluster: str) -> List[Tuple[str, Any]]:
         addrs = self._config.coordinator_addrs if cluster == "block" else self._config.bundle_coordinator_addrs

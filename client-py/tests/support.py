@@ -96,10 +96,13 @@ class Proc:
 class Dev:
     """Dev: a running `blockx dev` and the client variables it wrote."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, insecure: bool = True) -> None:
+        # Plaintext by default: the lanes' own Coordinators and Workers join this dev's etcd, which
+        # a secure dev guards with certificates and users (test_tls.py runs a secure one).
         self.dir = tempfile.mkdtemp(prefix="blockx-py-dev-")
         os.chmod(self.dir, 0o755)
-        self.proc = Proc(["dev"], {"DEV_DIR": self.dir, "DEV_WORKERS": "2", "DEV_BUNDLE_WORKERS": "1"}, "dev")
+        transport = {"BLOCKX_INSECURE": "1" if insecure else "0", "BLOCKX_TLS_CA_FILE": "", "BLOCKX_TLS_CERT_FILE": "", "BLOCKX_TLS_KEY_FILE": ""}
+        self.proc = Proc(["dev"], {"DEV_DIR": self.dir, "DEV_WORKERS": "2", "DEV_BUNDLE_WORKERS": "1", **transport}, "dev")
         ready = self.proc.wait_for(lambda l: l.get("msg") == "dev ready", timeout=90)
         self.endpoints = ready["endpoints"]
         self.env: Dict[str, str] = {}

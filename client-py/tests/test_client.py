@@ -176,6 +176,6 @@ def test_from_env_rejects_bad_variables():
         Client.from_env({"BLOCKX_COORDINATOR_ADDRS": "nohost"})
     with pytest.raises(BlockxError, match=r"BLOCKX_MAX_ATTEMPTS: expected an integer from 1 to 100, got 'abc'"):
         Client.from_env({"BLOCKX_MAX_ATTEMPTS": "abc"})
-    c = Client.from_env({"PROXY_SOCKET_PATH": "/run/x.sock", "BLOCKX_COORDINATOR_ADDRS": "a:1,b:2"})
+    c = Client.from_env({"PROXY_SOCKET_PATH": "/run/x.sock", "BLOCKX_COORDINATOR_ADDRS": "a:1,b:2"})  # no transport: the proxy's socket needs none
     assert c.via_proxy and c.config.coordinator_addrs == ("a:1", "b:2")
     assert not Client.from_env({"PROXY_SOCKET_PATH": "/run/x.sock"}, direct=True).via_proxy

@@ -32,7 +32,7 @@ def client_for(lane, coordinators, mode="direct", **env):
     extra = {}
     if mode == "proxy":
         extra["PROXY_SOCKET_PATH"] = lane.proxy(coordinators)
-    return Client.from_env({"BLOCKX_COORDINATOR_ADDRS": ",".join(coordinators), **env, **extra}, direct=(mode == "direct"))
+    return Client.from_env({"BLOCKX_COORDINATOR_ADDRS": ",".join(coordinators), "BLOCKX_INSECURE": "1", **env, **extra}, direct=(mode == "direct"))
 
 
 @pytest.mark.parametrize("mode", ["direct", "proxy"])
