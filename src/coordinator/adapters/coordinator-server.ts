@@ -46,6 +46,8 @@ export interface CoordinatorServerMetrics {
   readonly reservations: Counter;
   readonly reservationSeconds: Histogram;
   readonly workerRpcs: Counter;
+  /** blockx_coordinator_worker_rpc_duration_seconds: one RequestTaskSlot, sent to answered (what a reservation waits on a Worker). */
+  readonly workerRpcSeconds?: Histogram;
 }
 
 /**
@@ -159,7 +161,9 @@ export class CoordinatorServer {
       const { workerAddr } = next;
       asked.workerAddr = workerAddr;
       asked.count++;
+      const sent = performance.now();
       const answer = await this.reserver.requestTaskSlot(workerAddr, { taskId, ttlMs: next.ttlMs, timeoutMs: next.timeoutMs, clientIdentity });
+      this.metrics?.workerRpcSeconds?.observe({}, (performance.now() - sent) / 1000);
       this.noteAnswer(taskId, workerAddr, answer);
       next = this.reservations.handle({ type: "workerAnswered", reservationId, answer }, this.nowMs());
     }

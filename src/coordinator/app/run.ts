@@ -48,6 +48,12 @@ export async function runCoordinator(config: CoordinatorRuntimeConfig): Promise<
       ["outcome"],
     ),
     workerRpcs: registry.counter("blockx_coordinator_worker_rpcs_total", "RequestTaskSlot calls to Workers by result.", ["result"]),
+    workerRpcSeconds: registry.histogram(
+      "blockx_coordinator_worker_rpc_duration_seconds",
+      "One RequestTaskSlot to a Worker, sent to answered (a first call to a Worker includes its connection set-up).",
+      [],
+      UPDATE_AGE_BUCKETS_SECONDS,
+    ),
   };
   const watcherMetrics = {
     registryWorkers: registry.gauge("blockx_coordinator_registry_workers", "Workers seen in the etcd registry, by prefix format.", ["format"]),
