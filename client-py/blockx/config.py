@@ -110,6 +110,7 @@ class ClientConfig:
         si = env.get("BLOCKX_SYNCINVOKER_ADDR", "") or "127.0.0.1:9070"
         if not _HOST_PORT.match(si):
             raise BlockxError("INVALID_ARGUMENT", f"BLOCKX_SYNCINVOKER_ADDR: expected host:port, got {si!r}")
+        tls, insecure = _transport(env)
         return ClientConfig(
             coordinator_addrs=_addr_list(env, "BLOCKX_COORDINATOR_ADDRS", "127.0.0.1:8080"),
             bundle_coordinator_addrs=_addr_list(env, "BLOCKX_BUNDLE_COORDINATOR_ADDRS", "127.0.0.1:8081"),
@@ -120,5 +121,6 @@ class ClientConfig:
             worker_lost_after_ms=_int(env, "BLOCKX_WORKER_LOST_AFTER_MS", 3000, 1, 86_400_000),
             keepalive_time_ms=_int(env, "BLOCKX_KEEPALIVE_TIME_MS", 10000, 5000, 86_400_000),
             max_attempts=_int(env, "BLOCKX_MAX_ATTEMPTS", 3, 1, 100),
-            **dict(zip(("tls", "insecure"), _transport(env))),
+            tls=tls,
+            insecure=insecure,
         )

@@ -9,7 +9,6 @@ import { grpcError } from "../grpc/grpc-server";
 /** How often the certificate files are re-read: a rotated certificate is used by new connections within this. */
 export const TLS_RELOAD_MS = 1_000;
 
-
 /** The files of one TLS identity: the CA, and this process's certificate and key (none: a CA-only client). */
 export interface CertificateFiles {
   readonly caFile: string;

@@ -160,3 +160,13 @@ export function defaultExecutorPoolConfig(overrides: Partial<ExecutorPoolConfig>
 
 /** The executor owner shared by every call without an authenticated identity, under EXECUTOR_OWNER_WITHOUT_IDENTITY=shared. */
 export const UNAUTHENTICATED_OWNER = "unauthenticated";
+
+/**
+ * executorOwnerKey: whose calls may share an executor (the pool recycles one between owners). An
+ * authenticated identity is its own owner; without one (BLOCKX_INSECURE: any name can be sent)
+ * each task or request is (`ownKey`), unless EXECUTOR_OWNER_WITHOUT_IDENTITY=shared made them one.
+ */
+export function executorOwnerKey(identity: string | null, policy: "task" | "shared" | undefined, ownKey: string): string {
+  if (identity !== null && identity !== "") return `identity:${identity}`;
+  return policy === "shared" ? UNAUTHENTICATED_OWNER : ownKey;
+}

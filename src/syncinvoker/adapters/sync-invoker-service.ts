@@ -17,7 +17,7 @@ import {
 import type { CallOutcome, CallOwner } from "../../runtime/calls/call";
 import { createCallOwner, runOnce } from "../../runtime/calls/call-owner";
 import type { ExecutorPool } from "../../runtime/executor/executor-pool";
-import { UNAUTHENTICATED_OWNER } from "../../runtime/executor/executor-pool-config";
+import { executorOwnerKey } from "../../runtime/executor/executor-pool-config";
 import type { FunctionSnapshot } from "../../runtime/functions/function-code-view";
 import { attributeDurations, type InvokeDurations } from "../core/durations";
 import { SyncInvokerError, SyncInvokerErrorCode } from "../core/sync-invoker-error";
@@ -193,8 +193,7 @@ export class SyncInvokerService {
    */
   private ownerKeyOf(call: grpc.ServerUnaryCall<InvokeRequest, unknown>, callId: string, rpc: Rpc): string {
     const caller = callerOf(this.deps.tls, call, ["client", "admin"], rpc);
-    if (caller.ok && caller.identity !== null) return `identity:${identityKey(caller.identity)}`;
-    return this.deps.ownerWithoutIdentity === "shared" ? UNAUTHENTICATED_OWNER : `request:${callId}`;
+    return executorOwnerKey(caller.ok && caller.identity !== null ? identityKey(caller.identity) : null, this.deps.ownerWithoutIdentity, `request:${callId}`);
   }
 
   private async precheck(req: PrecheckRequest): Promise<PrecheckResponse> {

@@ -4,7 +4,7 @@ import type { CallError, TableWriteSummary } from "../../gen/worker/v1/worker";
 import { CallErrorCode, type CallOutcome, type CallOwner } from "../../runtime/calls/call";
 import { createCallOwner, resumeResultOf, type CallPool, type RunSubCall } from "../../runtime/calls/call-owner";
 import type { JsonValue } from "../../runtime/executor/protocol";
-import { UNAUTHENTICATED_OWNER } from "../../runtime/executor/executor-pool-config";
+import { executorOwnerKey } from "../../runtime/executor/executor-pool-config";
 import type { TaskIo } from "../../runtime/io/io-subsystem";
 import { DispatcherCore, type CallResult, type DispatchedCall, type DispatcherConfig, type DispatcherDecision, type DispatcherEvent } from "../core/dispatcher-core";
 import { TaskLogBook, type TaskLogCaps, type TaskLogEntry } from "../core/task-log-book";
@@ -287,9 +287,7 @@ export class TaskRunner {
    * for them (EXECUTOR_OWNER_WITHOUT_IDENTITY=shared: a recycle per task costs a process start).
    */
   private executorOwnerKey(t: RunningTask): string {
-    const identity = this.plans.get(t.plan.taskId)?.identity ?? "";
-    if (identity !== "") return `identity:${identity}`;
-    return this.deps.ownerWithoutIdentity === "shared" ? UNAUTHENTICATED_OWNER : `task:${t.plan.taskId}`;
+    return executorOwnerKey(this.plans.get(t.plan.taskId)?.identity ?? null, this.deps.ownerWithoutIdentity, `task:${t.plan.taskId}`);
   }
 
   private budget(): { budgetMs?: number } {
