@@ -15,14 +15,23 @@ export interface Fault {
   inject(e: FaultEvent): Promise<FaultEffect>;
 }
 
+/**
+ * WorkerTarget names the Worker a Worker fault hits, given the schedule's seeded choice: the
+ * soak passes one that prefers a Worker running its tasks, so that a kill or a hang always has
+ * a task to lose (a fault on an idle Worker proves nothing about resubmission; on a slow machine
+ * the seeded Worker was sometimes idle and the soak saw no resubmission at all).
+ */
+export type WorkerTarget = (seeded: number) => number;
+
 /** A Worker or a Coordinator crashes (SIGKILL: no drain) and is started again at the same address. */
 class ProcessCrash implements Fault {
   constructor(
     readonly kind: "workerKill" | "coordinatorRestart",
     private readonly members: readonly Member[],
+    private readonly target: WorkerTarget = (seeded) => seeded,
   ) {}
   async inject(e: FaultEvent): Promise<FaultEffect> {
-    const m = this.members[e.target]!;
+    const m = this.members[this.target(e.target)]!;
     const wasRunning = m.pid !== undefined;
     await m.kill();
     await Bun.sleep(e.durationMs);
@@ -34,9 +43,12 @@ class ProcessCrash implements Fault {
 /** Every Python executor of a Worker is SIGKILLed at once (the Worker restarts them and retries their calls). */
 class ExecutorKill implements Fault {
   readonly kind = "executorKill";
-  constructor(private readonly c: SoakCluster) {}
+  constructor(
+    private readonly c: SoakCluster,
+    private readonly target: WorkerTarget,
+  ) {}
   async inject(e: FaultEvent): Promise<FaultEffect> {
-    const w = this.c.workers[e.target]!;
+    const w = this.c.workers[this.target(e.target)]!;
     const pids = w.pid === undefined ? [] : childPids(w.pid);
     let killed = 0;
     for (const pid of pids) {
@@ -54,9 +66,12 @@ class ExecutorKill implements Fault {
 /** A Worker stops answering (SIGSTOP: a hung process that keeps its sockets), then resumes (SIGCONT). */
 class WorkerHang implements Fault {
   readonly kind = "workerHang";
-  constructor(private readonly c: SoakCluster) {}
+  constructor(
+    private readonly c: SoakCluster,
+    private readonly target: WorkerTarget,
+  ) {}
   async inject(e: FaultEvent): Promise<FaultEffect> {
-    const w = this.c.workers[e.target]!;
+    const w = this.c.workers[this.target(e.target)]!;
     const pid = w.pid;
     if (pid === undefined) return { what: `${w.name} not running`, effective: false };
     process.kill(pid, "SIGSTOP");
@@ -98,11 +113,11 @@ class BackendDegrade implements Fault {
   }
 }
 
-export function faultsFor(c: SoakCluster): Record<FaultKind, Fault> {
+export function faultsFor(c: SoakCluster, workerTarget: WorkerTarget = (seeded) => seeded): Record<FaultKind, Fault> {
   return {
-    workerKill: new ProcessCrash("workerKill", c.workers),
-    executorKill: new ExecutorKill(c),
-    workerHang: new WorkerHang(c),
+    workerKill: new ProcessCrash("workerKill", c.workers, workerTarget),
+    executorKill: new ExecutorKill(c, workerTarget),
+    workerHang: new WorkerHang(c, workerTarget),
     etcdRestart: new EtcdRestart(c),
     coordinatorRestart: new ProcessCrash("coordinatorRestart", c.coordinators),
     backendDegrade: new BackendDegrade(c),

@@ -125,6 +125,16 @@ function sdkFailureOf(e: unknown): { text: string; allowed: boolean } {
 }
 
 /**
+ * busiestWorker: the index of the Worker running most of the soak's tasks now, the seeded one
+ * when it runs as many as any other (so an idle cluster keeps the schedule's choice).
+ */
+function busiestWorker(cluster: SoakCluster, runningOn: ReadonlyMap<string, string>, seeded: number): number {
+  const counts = cluster.workers.map((w) => [...runningOn.values()].filter((addr) => addr === w.addr).length);
+  const most = Math.max(...counts);
+  return counts[seeded] === most ? seeded : counts.indexOf(most);
+}
+
+/**
  * runSoak starts the cluster, backfills consecutive ranges of the local test chain through the
  * SDK (alternating a one-row-per-block table and a many-rows-per-block table) while the seeded
  * fault schedule runs, lets in-flight tasks finish, then checks every row from the table store.
@@ -147,6 +157,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   try {
     const schedule = faultSchedule({ seed: o.seed, startMs: 3_000, endMs: o.durationMs, workers: cluster.workers.length, coordinators: cluster.coordinators.length, meanGapMs: 6_000 });
     const tasks: TaskOutcome[] = [];
+    // Where each run in flight was submitted: Worker faults hit a Worker that is running tasks.
+    const runningOn = new Map<string, string>();
     let nextRange = 0;
     const runOne = async (t: TaskOutcome, table: SoakTable) => {
       while (!t.succeeded && t.runs < maxRuns && t.disallowed.length === 0) {
@@ -155,8 +167,15 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
         try {
           const run = await client.runTask(taskFor(taskId, table, t.fromBlock, t.toBlock), {
             timeoutMs: o.runTimeoutMs ?? 120_000,
-            onEvent: (e) => e.kind === "workerLost" && log(`task ${taskId}: Worker ${e.workerAddr} lost (${e.reason}); resubmit: ${e.resubmit}`),
+            onEvent: (e) => {
+              if (e.kind === "submitted") runningOn.set(taskId, e.workerAddr);
+              if (e.kind === "workerLost") {
+                runningOn.delete(taskId);
+                log(`task ${taskId}: Worker ${e.workerAddr} lost (${e.reason}); resubmit: ${e.resubmit}`);
+              }
+            },
           });
+          runningOn.delete(taskId);
           t.resubmissions += run.attempts - 1;
           t.workers.push(...run.workers);
           if (run.succeeded) t.succeeded = true;
@@ -166,6 +185,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
             if (!f.allowed) t.disallowed.push(f.text);
           }
         } catch (e) {
+          runningOn.delete(taskId);
           const f = sdkFailureOf(e);
           t.failures.push(f.text);
           if (!f.allowed) {
@@ -211,7 +231,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     // The same cluster without faults first: the figure the faulted rate is compared with.
     const baseline = o.baselineMs ? await backfill(o.baselineMs) : undefined;
     if (baseline) log(`baseline without faults: ${baseline.blocks} blocks in ${baseline.seconds.toFixed(1)} s`);
-    const faults = faultsFor(cluster);
+    const faults = faultsFor(cluster, (seeded) => busiestWorker(cluster, runningOn, seeded));
     const injected: InjectedFault[] = [];
     const faultsStart = performance.now();
     const elapsed = () => performance.now() - faultsStart;

@@ -1,4 +1,4 @@
-import { monotonicNowMs } from "../../common/clock/monotonic-clock";
+import { runningNowMs } from "../../common/clock/running-clock";
 import { createHash, randomBytes } from "node:crypto";
 import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -350,7 +350,7 @@ export class ExecutorPool {
 
   /** apply feeds one event to the core and carries out its instructions, in order. */
   private apply(event: ExecutorPoolEvent): void {
-    for (const i of this.core.handle(event, monotonicNowMs())) this.carryOut(i);
+    for (const i of this.core.handle(event, runningNowMs())) this.carryOut(i);
   }
 
   private carryOut(i: ExecutorPoolInstruction): void {
@@ -379,7 +379,7 @@ export class ExecutorPool {
       case "scheduleRestart":
         if (!this.closed) {
           const reason = e?.killReason?.code ?? CallErrorCode.ExecutorCrashed;
-          this.log.warn({ component: "executor-pool", executorId: i.executorId, reason, restartInMs: i.restartAtMs - monotonicNowMs() }, "executor down; restart scheduled");
+          this.log.warn({ component: "executor-pool", executorId: i.executorId, reason, restartInMs: Math.round(i.restartAtMs - runningNowMs()) }, "executor down; restart scheduled");
         }
         return;
     }
@@ -446,7 +446,7 @@ export class ExecutorPool {
       if (this.calls.get(m.callId) !== call || call.executor !== e || e.dead) return;
       // Requests of one suspension run concurrently: the call waited as long as the slowest.
       call.ioMs += Math.max(0, ...results.map((r) => r.ioMs));
-      call.runningSinceMs = performance.now();
+      call.runningSinceMs = runningNowMs();
       const handed = results.map((r, i) => {
         const h = handOff(r.result, m.requests[i]!, e.readsStore);
         if (h.via) this.blockHandoffs[h.via]++;
@@ -564,7 +564,7 @@ export class ExecutorPool {
   }
 
   private checkWallClock(): void {
-    const now = performance.now();
+    const now = runningNowMs();
     for (const call of this.calls.values()) {
       const e = call.executor;
       if (!e || e.dead || call.runningSinceMs === null) continue;
@@ -615,9 +615,8 @@ export class ExecutorPool {
       return;
     }
     call.executor = e;
-    const now = performance.now();
-    call.firstSentMs ??= now;
-    call.runningSinceMs = now;
+    call.firstSentMs ??= performance.now();
+    call.runningSinceMs = runningNowMs();
     this.sendExecute(call, e, !e.digestsSent.has(call.digest));
   }
 
@@ -658,7 +657,7 @@ export class ExecutorPool {
     if (call.sourceResent) return this.finish(call, this.failure(CallErrorCode.Internal, `the executor lost the call's source twice: ${said}`));
     call.sourceResent = true;
     this.sourceResends++;
-    call.runningSinceMs = performance.now();
+    call.runningSinceMs = runningNowMs();
     this.sendExecute(call, e, true);
   }
 

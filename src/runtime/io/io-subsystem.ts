@@ -2,6 +2,7 @@ import type { IoAnswer } from "../calls/call";
 import { RawJson, type JsonValue } from "../executor/protocol";
 import { AdmissionLimiter, type AdmissionConfig } from "./admission-limiter";
 import { BackendError, errorOf, type Backend, type BackendRegistry, type CacheDeclaration, type ResolvedOp } from "./backends/backend-registry";
+import { processRunningClock } from "../../common/clock/running-clock";
 import { HeadCache } from "./head-cache";
 import { IoWindow } from "./io-window";
 import { isFinal, ReadCache } from "./read-cache";
@@ -62,6 +63,8 @@ export interface IoOptions {
    * alone, evicted values outlive their eviction by gigabytes (a 256 MiB cache held 1.5 GB).
    */
   readonly collectGarbage?: () => void;
+  /** Milliseconds this process has stood still so far (default: the process's RunningClock). */
+  readonly stalledMs?: () => number;
 }
 
 type IoError = Extract<IoAnswer, { ok: false }>["error"];
@@ -87,6 +90,8 @@ interface Request {
   startedAt: number;
   /** syncBusyMs of the subsystem when this request started, and its own handler's synchronous part. */
   busyAtStart: number;
+  /** The process's stalled time when this request started. */
+  stalledAtStart: number;
   ownSyncMs: number;
   holdsWindow: boolean;
 }
@@ -146,6 +151,7 @@ export class IoSubsystem {
    * the thread while it was in flight: that is this process's CPU, not its backend's latency.
    */
   private syncBusyMs = 0;
+  private readonly stalledMs: () => number;
 
   constructor(
     readonly backends: BackendRegistry,
@@ -155,6 +161,7 @@ export class IoSubsystem {
     this.cache = new ReadCache(config.cacheMaxBytes);
     this.heads = new HeadCache(config.headTtlMs);
     this.observer = options.observer ?? NO_OBSERVER;
+    this.stalledMs = options.stalledMs ?? (() => processRunningClock().stalledTotalMs());
   }
 
   /** forTask gives the task's IO handle (one per task until it ends). */
@@ -214,7 +221,7 @@ export class IoSubsystem {
     return new Promise<IoResult>((resolve) => {
       const { flight, lead } = this.flights.join(flightKey, task.taskId, { resolve, joinedAt, backend, op });
       if (!lead) return;
-      const req: Request = { task, flight, backend, op, resolved, params, cacheable, startedAt: NaN, busyAtStart: 0, ownSyncMs: 0, holdsWindow: false };
+      const req: Request = { task, flight, backend, op, resolved, params, cacheable, startedAt: NaN, busyAtStart: 0, stalledAtStart: 0, ownSyncMs: 0, holdsWindow: false };
       const go = (viaWindow: boolean) => {
         req.holdsWindow = viaWindow;
         this.admit(req);
@@ -319,6 +326,7 @@ export class IoSubsystem {
     }
     req.startedAt = performance.now();
     req.busyAtStart = this.syncBusyMs;
+    req.stalledAtStart = this.stalledMs();
     let out: ReturnType<ResolvedOp["op"]["handle"]>;
     try {
       out = req.resolved.op.handle(req.params);
@@ -365,12 +373,15 @@ export class IoSubsystem {
 
   /**
    * backendMs: how long the request's backend took, from its start to `now`, less the time other
-   * requests' handlers held this thread meanwhile (their synchronous parts), never less than its
-   * own synchronous part.
+   * requests' handlers held this thread meanwhile (their synchronous parts) and the time this
+   * process stood still (a stopped Worker did not wait on its backend: see RunningClock), never
+   * less than its own synchronous part. A handler that holds the thread past the clock's tolerance
+   * shows in both figures: the larger one is taken, not their sum.
    */
   private backendMs(req: Request, now: number): number {
     const others = this.syncBusyMs - req.busyAtStart - req.ownSyncMs;
-    return Math.max(req.ownSyncMs, now - req.startedAt - Math.max(0, others));
+    const stalled = this.stalledMs() - req.stalledAtStart;
+    return Math.max(req.ownSyncMs, now - req.startedAt - Math.max(0, others, stalled));
   }
 
   /** Waiters released from a queue start on a fresh stack: a run of synchronous backends must not recurse. */
