@@ -63,7 +63,7 @@ export const tableMeta: ClientCommandMeta = {
   ].join("\n"),
   flags: { limit: "value", order: "value" },
   positionals: { required: ["NAME"] },
-  reads: ["tableStoreUrl", "tableStorePath", "tableStoreConnectTimeoutMs", "tableStoreStatementTimeoutMs", "tableStoreTls", "tableStoreTlsCa"],
+  reads: ["tableStoreUrl", "tableStorePath", "tableStoreConnectTimeoutMs", "tableStoreStatementTimeoutMs", "tableStoreIdleInTransactionTimeoutMs", "tableStoreTls", "tableStoreTlsCa"],
 };
 
 /**

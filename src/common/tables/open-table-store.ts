@@ -13,6 +13,7 @@ export function openTableStore(c: TableStoreConfig, o: { readonly inline?: boole
       url: c.tableStoreUrl.trim(),
       poolSize: c.tableStorePoolSize,
       statementTimeoutMs: c.tableStoreStatementTimeoutMs,
+      idleInTransactionTimeoutMs: c.tableStoreIdleInTransactionTimeoutMs,
       connectTimeoutMs: c.tableStoreConnectTimeoutMs,
       reconnectMinMs: c.tableStoreReconnectMinMs,
       reconnectMaxMs: c.tableStoreReconnectMaxMs,

@@ -9,6 +9,13 @@ export interface PostgresStoreOptions {
   readonly url: string;
   readonly poolSize: number;
   readonly statementTimeoutMs: number;
+  /**
+   * The server ends a session of this store that sits inside a transaction, doing nothing, for this
+   * long, and so releases its locks: a Worker frozen mid-write (SIGSTOP, a paused VM) cannot hold a
+   * table's lock from every other host until it thaws. Below statementTimeoutMs, so that a writer
+   * waiting on that lock outlasts it.
+   */
+  readonly idleInTransactionTimeoutMs: number;
   readonly connectTimeoutMs: number;
   readonly reconnectMinMs: number;
   readonly reconnectMaxMs: number;
@@ -84,7 +91,7 @@ export class PostgresTableStore implements TableStore {
       max: options.poolSize,
       connectionTimeout: Math.max(1, Math.ceil(options.connectTimeoutMs / 1000)),
       idleTimeout: 60,
-      connection: { statement_timeout: options.statementTimeoutMs, application_name: "blockx" },
+      connection: { statement_timeout: options.statementTimeoutMs, idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs, application_name: "blockx" },
       ...(tls ? { tls } : options.tls ? { tls: options.tls as "disable" | "prefer" | "require" | "verify-ca" | "verify-full" } : {}),
     });
   }

@@ -29,6 +29,13 @@ export const tableStoreVars = {
     "Postgres: a statement running (or waiting for a lock) longer fails its call as STORE_UNAVAILABLE (retried); SQLite: the busy timeout",
     intSchema(1, 86_400_000),
   ),
+  tableStoreIdleInTransactionTimeoutMs: envVar(
+    "TABLE_STORE_IDLE_IN_TRANSACTION_TIMEOUT_MS",
+    "10000",
+    "an integer from 100 to 86400000, below TABLE_STORE_STATEMENT_TIMEOUT_MS",
+    "Postgres: the server ends a Worker's session that sits idle inside a transaction this long (a Worker frozen mid-write), releasing the table locks it held",
+    intSchema(100, 86_400_000),
+  ),
   tableStoreConnectTimeoutMs: envVar("TABLE_STORE_CONNECT_TIMEOUT_MS", "10000", "an integer from 1000 to 600000", "Postgres: how long opening a connection may take", intSchema(1000, 600_000)),
   tableStoreReconnectMinMs: envVar("TABLE_STORE_RECONNECT_MIN_MS", "100", "an integer from 0 to 600000", "Postgres: first backoff after the database was unreachable (calls fail fast as STORE_UNAVAILABLE meanwhile)", intSchema(0, 600_000)),
   tableStoreReconnectMaxMs: envVar("TABLE_STORE_RECONNECT_MAX_MS", "5000", "an integer from 0 to 600000", "Postgres: the backoff doubles up to this", intSchema(0, 600_000)),
@@ -48,6 +55,7 @@ export interface TableStoreConfig {
   readonly tableStorePath: string;
   readonly tableStorePoolSize: number;
   readonly tableStoreStatementTimeoutMs: number;
+  readonly tableStoreIdleInTransactionTimeoutMs: number;
   readonly tableStoreConnectTimeoutMs: number;
   readonly tableStoreReconnectMinMs: number;
   readonly tableStoreReconnectMaxMs: number;
@@ -57,7 +65,15 @@ export interface TableStoreConfig {
 
 /** tableStoreProblems: cross-variable rules, as ConfigError lines. */
 export function tableStoreProblems(c: TableStoreConfig): string[] {
-  return c.tableStoreReconnectMaxMs < c.tableStoreReconnectMinMs
-    ? [`TABLE_STORE_RECONNECT_MAX_MS: expected at least TABLE_STORE_RECONNECT_MIN_MS (${c.tableStoreReconnectMinMs}), got ${c.tableStoreReconnectMaxMs}`]
-    : [];
+  const problems: string[] = [];
+  if (c.tableStoreReconnectMaxMs < c.tableStoreReconnectMinMs) {
+    problems.push(`TABLE_STORE_RECONNECT_MAX_MS: expected at least TABLE_STORE_RECONNECT_MIN_MS (${c.tableStoreReconnectMinMs}), got ${c.tableStoreReconnectMaxMs}`);
+  }
+  // Only Postgres has the setting; a writer waiting on a frozen session's lock must outlast it.
+  if (c.tableStoreUrl !== "" && c.tableStoreIdleInTransactionTimeoutMs >= c.tableStoreStatementTimeoutMs) {
+    problems.push(
+      `TABLE_STORE_IDLE_IN_TRANSACTION_TIMEOUT_MS: expected less than TABLE_STORE_STATEMENT_TIMEOUT_MS (${c.tableStoreStatementTimeoutMs}), got ${c.tableStoreIdleInTransactionTimeoutMs}: writers waiting on a frozen Worker's lock would time out before the server frees it`,
+    );
+  }
+  return problems;
 }

@@ -32,7 +32,7 @@ interface Kind {
 }
 
 export function pgOptions(url: string) {
-  return { url, poolSize: 4, statementTimeoutMs: 30_000, connectTimeoutMs: 5_000, reconnectMinMs: 100, reconnectMaxMs: 2_000, tls: "", tlsCaFile: "" };
+  return { url, poolSize: 4, statementTimeoutMs: 30_000, idleInTransactionTimeoutMs: 10_000, connectTimeoutMs: 5_000, reconnectMinMs: 100, reconnectMaxMs: 2_000, tls: "", tlsCaFile: "" };
 }
 
 const sqliteFile = async () => {
@@ -255,4 +255,39 @@ for (const kind of KINDS) describe(`table store contract: ${kind.name}`, () => {
     expect(e?.code).toBe("CORRUPT_METADATA");
     expect((await fresh.read("good")).map((r) => r.a)).toEqual([1]);
   });
+});
+
+describe("Postgres: a Worker frozen inside a write transaction", () => {
+  test("the server ends its session after the idle-in-transaction timeout, so another host's write to that table waits for it, then lands (not a STORE_UNAVAILABLE at the statement timeout)", async () => {
+    const url = await freshDatabase();
+    const frozen = new PostgresTableStore({ ...pgOptions(url), idleInTransactionTimeoutMs: 1_000, statementTimeoutMs: 8_000 });
+    const other = new PostgresTableStore({ ...pgOptions(url), idleInTransactionTimeoutMs: 1_000, statementTimeoutMs: 8_000 });
+    open.push(frozen, other);
+    await replaceBlockRows(frozen, "held", { chain: "eth", fromBlock: 1, toBlock: 1 }, [{ n: 1 }]);
+    // The frozen store's own pool, with its own session settings, takes the lock a replacement of
+    // (held, eth) takes and then does nothing: what a Worker stopped between two statements of its
+    // transaction looks like to the server.
+    const sql = (frozen as unknown as { sql: import("bun").SQL }).sql;
+    let lockTaken!: () => void;
+    const locked = new Promise<void>((r) => (lockTaken = r));
+    const held = sql
+      .begin(async (tx) => {
+        await tx.unsafe(`SELECT pg_advisory_xact_lock(hashtextextended($1, 7))`, [JSON.stringify(["held", "eth"])]);
+        lockTaken();
+        await new Promise(() => {});
+      })
+      .then(
+        () => "committed",
+        (e: Error) => `ended: ${e.message}`,
+      );
+    await locked;
+    const started = performance.now();
+    await replaceBlockRows(other, "held", { chain: "eth", fromBlock: 1, toBlock: 2 }, [{ n: 1 }, { n: 2 }]);
+    const waitedMs = performance.now() - started;
+    // It did wait for the frozen session (the lock was real), and the server freed it long before
+    // the 8 s statement timeout would have failed the write.
+    expect(waitedMs).toBeGreaterThanOrEqual(500);
+    expect((await rawRows(url, "held")).map((r) => Number(r.n)).sort()).toEqual([1, 2]);
+    expect(await held).toMatch(/^ended: /);
+  }, 30_000);
 });

@@ -223,6 +223,7 @@ export function loadWorkerRuntimeConfigFromEnv(
     tableStorePath: v.tableStorePath.trim(),
     tableStorePoolSize: v.tableStorePoolSize,
     tableStoreStatementTimeoutMs: v.tableStoreStatementTimeoutMs,
+    tableStoreIdleInTransactionTimeoutMs: v.tableStoreIdleInTransactionTimeoutMs,
     tableStoreConnectTimeoutMs: v.tableStoreConnectTimeoutMs,
     tableStoreReconnectMinMs: v.tableStoreReconnectMinMs,
     tableStoreReconnectMaxMs: v.tableStoreReconnectMaxMs,
