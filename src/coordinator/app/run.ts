@@ -79,6 +79,9 @@ export async function runCoordinator(config: CoordinatorRuntimeConfig): Promise<
   ready.onCollect(() => ready.set({}, core.isReady(Date.now()) ? 1 : 0));
 
   const workerRpc = new WorkerRPCClient(config.tls);
+  // A channel (some tens of KB) per Worker called so far; a Worker without one pays a connection set-up on its next RequestTaskSlot.
+  const workerChannels = registry.gauge("blockx_coordinator_worker_channels", "Channels held open to Workers (one per Worker called since it joined the view).");
+  workerChannels.onCollect(() => workerChannels.set({}, workerRpc.cachedConnections));
   const server = new CoordinatorServer(
     core,
     workerRpc,

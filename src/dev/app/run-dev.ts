@@ -8,7 +8,7 @@ import { loadClientConfig } from "../../sdk/client-config";
 import { startUiServer, type UiServer } from "../../ui/ui-server";
 import { DevChild } from "../adapters/dev-child";
 import { locateEtcd } from "../adapters/etcd-binary";
-import { freePort } from "../adapters/free-port";
+import { freePort, freePorts } from "../adapters/free-port";
 import { CertIssuer } from "../../common/tls/cert-issuer";
 import { clientEnvironment, devLayout, etcdTlsOf, launchFor, renderEnvFile, type DevLayout, type DevTls } from "../core/child-launch";
 import { DEFAULT_WORKER_WRITE_PREFIXES, ETCD_USERS, etcdRolesPlan } from "../../common/etcd/etcd-roles";
@@ -121,7 +121,6 @@ async function setUpDevEtcd(endpoint: string, tls: DevTls): Promise<void> {
 export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise<number> {
   const etcdBin = locateEtcd(config.etcdBin, { execPath: process.execPath, cwd: process.cwd(), path: process.env.PATH ?? "" });
   const { layout, temporary } = prepareDir(config);
-  const [etcdClientPort, etcdPeerPort] = [await freePort(), await freePort()];
   const postgres = config.postgres ? await startDevPostgres(config) : undefined;
   const tableStoreUrl = postgres ? postgres.url : config.tableStoreUrl;
   const tls = devTls(config, layout);
@@ -131,9 +130,11 @@ export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise
     syncInvoker: devEnv.commands.has("syncinvoker"),
     proxy: config.proxy && devEnv.commands.has("proxy"),
   });
-  // Every blockx child serves /metrics on a loopback port chosen now, so dev can list them before they start.
-  const metricsAddrs = new Map<string, string>();
-  for (const c of plan) if (c.role !== "etcd") metricsAddrs.set(c.id, `127.0.0.1:${await freePort()}`);
+  // etcd's two ports and every blockx child's /metrics port (so dev can list them before the
+  // children start) are chosen now, all at once: distinct from each other.
+  const metricsChildren = plan.filter((c) => c.role !== "etcd");
+  const [etcdClientPort, etcdPeerPort, ...metricsPorts] = (await freePorts(2 + metricsChildren.length)) as [number, number, ...number[]];
+  const metricsAddrs = new Map(metricsChildren.map((c, i) => [c.id, `127.0.0.1:${metricsPorts[i]}`]));
   const core = new SupervisorCore(plan, { readyTimeoutMs: config.readyTimeoutMs, stopGraceMs: config.stopGraceMs });
   const children = new Map<string, DevChild>();
   const endpoints = new Map<string, string>();
