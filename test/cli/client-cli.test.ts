@@ -190,7 +190,7 @@ describe("client CLI", () => {
     const dial = ["BLOCKX_KEEPALIVE_TIME_MS", "BLOCKX_RPC_TIMEOUT_MS", "PROXY_SOCKET_PATH"];
     // Reading the registry: etcd's endpoints and how to authenticate to it.
     const etcd = ["ETCD_ENDPOINTS", "ETCD_PASSWORD", "ETCD_PASSWORD_FILE", "ETCD_TLS_CA_FILE", "ETCD_TLS_CERT_FILE", "ETCD_TLS_KEY_FILE", "ETCD_USERNAME"];
-    expect(await listed("table")).toEqual(["TABLE_STORE_CONNECT_TIMEOUT_MS", "TABLE_STORE_PATH", "TABLE_STORE_STATEMENT_TIMEOUT_MS", "TABLE_STORE_TLS", "TABLE_STORE_TLS_CA", "TABLE_STORE_URL"]);
+    expect(await listed("table")).toEqual(["TABLE_STORE_CONNECT_TIMEOUT_MS", "TABLE_STORE_IDLE_IN_TRANSACTION_TIMEOUT_MS", "TABLE_STORE_PATH", "TABLE_STORE_STATEMENT_TIMEOUT_MS", "TABLE_STORE_TLS", "TABLE_STORE_TLS_CA", "TABLE_STORE_URL"]);
     expect(await listed("workers")).toEqual(["BLOCKX_RPC_TIMEOUT_MS", ...etcd].sort());
     expect(await listed("invoke")).toEqual(["BLOCKX_SYNCINVOKER_ADDR", ...dial].sort());
     expect(await listed("precheck")).toEqual(["BLOCKX_SYNCINVOKER_ADDR", ...dial].sort());
