@@ -16,8 +16,6 @@
  *     [--window-s 20] [--rate 20] [--coordinators 2] [--sim-procs 2] [--refresh-ms 8000] [--json out.json]
  *     [--skip-above 1000]   (intervals under 1 s only up to this N)
  *     [--modes EVERY_INTERVAL,ON_CHANGE] [--cpu-prof-dir DIR]   (Coordinators' CPU profiles, Bun's --cpu-prof)
- *     [--warm-channels]   (before measuring, reserve through each Coordinator until it holds a channel
- *                          to every Worker: a long-running Coordinator's state; see "warm" below)
  *
  * --quick: N = 100 and 500, 3 s windows (a smoke test that the whole pipeline works).
  */
@@ -48,7 +46,6 @@ const { values } = parseArgs({
     "skip-above": { type: "string", default: "1000" },
     modes: { type: "string", default: "EVERY_INTERVAL,ON_CHANGE" },
     "cpu-prof-dir": { type: "string" },
-    "warm-channels": { type: "boolean", default: false },
   },
 });
 const QUICK = values.quick!;
@@ -60,7 +57,6 @@ const COORDINATORS = Number(values.coordinators);
 const SIM_PROCS = Number(values["sim-procs"]);
 const REFRESH_MS = Number(values["refresh-ms"]);
 const MODES = values.modes!.split(",") as HeartbeatPublishMode[];
-const WARM_CHANNELS = values["warm-channels"]!;
 for (const m of MODES) if (m !== "EVERY_INTERVAL" && m !== "ON_CHANGE") throw new Error(`--modes: EVERY_INTERVAL and/or ON_CHANGE, got ${m}`);
 /** With --cpu-prof-dir, each Coordinator writes a CPU profile there when it is stopped (SIGTERM). */
 const CPU_PROF_DIR = values["cpu-prof-dir"];
@@ -170,8 +166,6 @@ interface Figures {
   reserveP99Ms: number;
   /** The Coordinators' RequestTaskSlot, sent to answered (blockx_coordinator_worker_rpc_duration_seconds). */
   workerRpcP50Ms: number;
-  /** With --warm-channels: the fewest channels to Workers any Coordinator held when measuring began. */
-  warmChannels: number;
   reserved: number;
   refused: number;
   simPutsPerS: number;
@@ -268,35 +262,6 @@ async function runOne(n: number, intervalMs: number, mode: HeartbeatPublishMode)
         if (metric(m, "blockx_coordinator_view_workers") >= registered || Date.now() > viewDeadline) break;
         await Bun.sleep(200);
       }
-    }
-
-    // warm: a Coordinator that has run a while holds a channel to every Worker it has called, and
-    // the seed's ranking (newest heartbeat first among equally free Workers) spreads reservations
-    // over all of them, so in a long run every Worker has been called. A 20 s window at 20/s never
-    // gets there at 10,000 Workers: nearly every reservation would pay a first connection. Here each
-    // Coordinator is driven (256 at a time) until it holds a channel to 99% of the Workers, or 120 s.
-    let warmChannels = Number.NaN;
-    if (WARM_CHANNELS) {
-      const target = Math.floor(registered * 0.99);
-      const started = performance.now();
-      const counts: number[] = [];
-      for (const [ci, c] of coords.entries()) {
-        let held = 0;
-        let k = 0;
-        const deadline = Date.now() + 120_000;
-        while (held < target && Date.now() < deadline) {
-          await Promise.all(
-            Array.from({ length: 256 }, (_, j) =>
-              new Promise<void>((resolve) => c.client!.reserveWorkerSlot({ taskId: `warm-${ci}-${k}-${j}` }, new grpc.Metadata(), { deadline: Date.now() + 10_000 }, () => resolve())),
-            ),
-          );
-          k++;
-          held = metric(await scrape(c.metricsUrl), "blockx_coordinator_worker_channels");
-        }
-        counts.push(held);
-      }
-      warmChannels = Math.min(...counts);
-      console.error(`  warm: channels held per Coordinator ${counts.join(", ")} of ${registered} Workers after ${((performance.now() - started) / 1000).toFixed(0)} s`);
     }
 
     // The workload: reservations at RATE/s, open loop, round robin over the Coordinators.
@@ -408,7 +373,6 @@ async function runOne(n: number, intervalMs: number, mode: HeartbeatPublishMode)
         coords.map((_, i) => histogramDelta(a.coords[i]!.m, b.coords[i]!.m, "blockx_coordinator_worker_rpc_duration_seconds")).reduce((sum, h) => sum.map((x, j) => ({ le: x.le, count: x.count + (h[j]?.count ?? 0) }))),
         0.5,
       ),
-      warmChannels,
       reserved,
       refused,
       simPutsPerS: simReports.reduce((s, r) => s + r.puts, 0) / secs,
@@ -441,9 +405,9 @@ console.log(
 );
 console.log("");
 console.log(
-  "| N | interval | publishing | etcd writes/s | puts/s | keepalives/s | etcd CPU | etcd RSS | etcd db | coord CPU (max) | coord RSS (max) | lag p50/p99 | staleness p50/p99 | reserve p50/p99 | p50 / smallest N | Worker RPC p50 | refused | in view | channels (warm) |",
+  "| N | interval | publishing | etcd writes/s | puts/s | keepalives/s | etcd CPU | etcd RSS | etcd db | coord CPU (max) | coord RSS (max) | lag p50/p99 | staleness p50/p99 | reserve p50/p99 | p50 / smallest N | Worker RPC p50 | refused | in view |",
 );
-console.log("| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+console.log("| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
 const all: Figures[] = [];
 for (const n of NS) {
   for (const intervalMs of INTERVALS) {
@@ -456,7 +420,7 @@ for (const n of NS) {
         `| ${n} | ${intervalMs} ms | ${MODE_LABEL[mode]} | ${f0(f.writesPerS)} | ${f0(f.putsPerS)} | ${f0(f.keepalivesPerS)} | ${f0(f.etcdCpu * 100)}% | ` +
           `${f0(f.etcdRssMb)} MB | ${f1(f.etcdDbMb)} MB | ${f0(maxOf(f.coordCpu) * 100)}% | ${f0(maxOf(f.coordRssMb))} MB | ` +
           `${f0(maxOf(f.lagP50Ms))} / ${f0(maxOf(f.lagP99Ms))} ms | ${f0(f.stalenessP50Ms)} / ${f0(f.stalenessP99Ms)} ms | ` +
-          `${f1(f.reserveP50Ms)} / ${f1(f.reserveP99Ms)} ms | ${(f.reserveP50Ms / base.reserveP50Ms).toFixed(2)}x | ${f1(f.workerRpcP50Ms)} ms | ${f.refused} of ${f.reserved + f.refused} | ${f.viewWorkers} | ${f0(f.warmChannels)} |`,
+          `${f1(f.reserveP50Ms)} / ${f1(f.reserveP99Ms)} ms | ${(f.reserveP50Ms / base.reserveP50Ms).toFixed(2)}x | ${f1(f.workerRpcP50Ms)} ms | ${f.refused} of ${f.reserved + f.refused} | ${f.viewWorkers} |`,
       );
     }
   }

@@ -63,6 +63,19 @@ def _retryable(e: BaseException) -> Optional[str]:
     return _RETRYABLE_STATUS.get(e.code()) if isinstance(e, grpc.RpcError) else None  # type: ignore[attr-defined]
 
 
+def _result_of(s: w.TaskSnapshot) -> w.TaskResult:
+    """_result_of: the TaskResult a terminal snapshot of a with_results watch carries, as
+    GetTaskResult would answer it (the snapshot without its outputs)."""
+    snapshot = w.TaskSnapshot()
+    snapshot.CopyFrom(s)
+    snapshot.ClearField("outputs")
+    o = s.outputs
+    r = w.TaskResult(snapshot=snapshot, return_values=list(o.return_values), writes=list(o.writes))
+    if o.HasField("first_error"):
+        r.first_error.CopyFrom(o.first_error)
+    return r
+
+
 def _details(e: BaseException) -> str:
     return e.details() if isinstance(e, grpc.RpcError) else str(e)  # type: ignore[attr-defined]
 
@@ -601,12 +614,19 @@ class Client:
             if _now_ms() >= deadline:
                 raise BlockxError("DEADLINE_EXCEEDED", f"task {task_id} on {worker_addr} was still running at the caller's deadline")
             terminal_seen = False
+            streamed: Optional[w.TaskResult] = None
             if streaming and unreachable_since is None:
                 outcome: Dict[str, Any] = {}
                 for s in self._stream(stub, md, task_id, deadline, outcome):
                     if s.state in (w.SUCCEEDED, w.FAILED, w.TIMED_OUT, w.CANCELLED):
                         terminal_seen = True
+                        if streamed is None and s.HasField("outputs"):
+                            streamed = _result_of(s)
                     yield "snapshot", s
+                # The terminal snapshot carried the outputs (a Worker that knows with_results): no GetTaskResult.
+                if streamed is not None:
+                    yield "terminal", streamed
+                    return
                 err = outcome.get("err")
                 if err is not None:
                     emit({"kind": "watchFailed", "worker_addr": worker_addr, "code": _status(err), "details": _details(err)})
@@ -645,7 +665,7 @@ class Client:
         for STREAM_QUIET_S is probed with GetTaskResult; a probe unanswered within
         worker_lost_after_ms ends the stream with ``silent_since`` (ms) for the caller to judge.
         The stream is read by a thread into a queue, so the caller's thread stays interruptible."""
-        call = stub.WatchTasks(w.WatchTasksRequest(task_ids=[task_id]), metadata=md, timeout=max(0.001, (deadline - _now_ms()) / 1000))
+        call = stub.WatchTasks(w.WatchTasksRequest(task_ids=[task_id], with_results=True), metadata=md, timeout=max(0.001, (deadline - _now_ms()) / 1000))
         q: "queue.Queue[Tuple[str, Any]]" = queue.Queue()
 
         def pump() -> None:

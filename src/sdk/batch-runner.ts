@@ -7,6 +7,7 @@ import {
   type ClientClock,
   type ClientEvent,
   finishedRun,
+  resultOf,
   type RunStart,
   type RunTasksEntry,
   type RunTasksOptions,
@@ -237,6 +238,8 @@ export class BatchRunner {
       opts.onProgress?.(r.meter.update(s, this.clock.now()), s);
       if (!TERMINAL_TASK_STATES.has(s.state)) return;
       running.delete(s.taskId);
+      const streamed = resultOf(s);
+      if (streamed) return void settled(r.placed.item, { task: r.placed.item.task, ok: true, run: finishedRun(r.placed.item.task, cluster, streamed, 1, [addr], r.placed.item.events) });
       reading.push(
         this.result(w, s.taskId, r.placed.item.deadlineMs).then(
           (result) => settled(r.placed.item, { task: r.placed.item.task, ok: true, run: finishedRun(r.placed.item.task, cluster, result, 1, [addr], r.placed.item.events) }),

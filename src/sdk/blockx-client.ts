@@ -11,7 +11,7 @@ import {
   type Task,
   type TaskListEntry,
   type TaskLogLine,
-  type TaskResult,
+  TaskResult,
   type TaskSnapshot,
   type TaskStory,
 } from "../gen/worker/v1/worker";
@@ -434,6 +434,7 @@ export class BlockxClient {
         throw new BlockxError("DEADLINE_EXCEEDED", `task ${ref.taskId} on ${ref.workerAddr} was still running at the caller's deadline`);
       }
       let terminalSeen = false;
+      let streamed: TaskResult | undefined;
       // While the Worker is unreachable only the polls (each with a deadline) run: a new stream
       // to a hung Worker could wait for its connection without end.
       if (streaming && unreachableSinceMs === undefined) {
@@ -441,7 +442,10 @@ export class BlockxClient {
           unreachableSinceMs = undefined;
           seen(s);
           if (TERMINAL_TASK_STATES.has(s.state)) terminalSeen = true;
+          streamed ??= resultOf(s);
         });
+        // The terminal snapshot carried the outputs (a Worker that knows with_results): no GetTaskResult.
+        if (streamed) return { kind: "terminal", result: streamed };
         if (err) {
           emit({ kind: "watchFailed", workerAddr: ref.workerAddr, code: grpc.status[err.code] ?? String(err.code), details: err.details });
           if (err.code === grpc.status.UNIMPLEMENTED) streaming = false;
@@ -490,7 +494,7 @@ export class BlockxClient {
       let heardMs = this.clock.now();
       let probing = false;
       const open = new Set(taskIds);
-      const call = w.client.watchTasks({ taskIds: [...taskIds] }, w.metadata(), { deadline: deadlineMs });
+      const call = w.client.watchTasks({ taskIds: [...taskIds], withResults: true }, w.metadata(), { deadline: deadlineMs });
       const finish = (r: { err?: grpc.ServiceError; silentSinceMs?: number }) => {
         if (settled) return;
         settled = true;
@@ -527,6 +531,17 @@ export class BlockxClient {
       call.on("end", () => finish({}));
     });
   }
+}
+
+/**
+ * resultOf: the TaskResult a terminal snapshot of a `with_results` watch carries, as GetTaskResult
+ * would answer it; undefined for any other snapshot (a Worker that predates with_results sends none).
+ * @internal
+ */
+export function resultOf(s: TaskSnapshot): TaskResult | undefined {
+  if (!s.outputs || !TERMINAL_TASK_STATES.has(s.state)) return undefined;
+  const { outputs, ...snapshot } = s;
+  return TaskResult.create({ snapshot: { ...snapshot, outputs: undefined }, ...outputs });
 }
 
 /** finishedRun: the RunResult of a task that reached a terminal state. */

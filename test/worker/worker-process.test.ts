@@ -59,6 +59,12 @@ describe("blockx worker (compiled binary) through a Coordinator", () => {
     if (!result.ok) throw new Error(result.details);
     const values = result.value.returnValues.map((b) => JSON.parse(Buffer.from(b).toString()));
     expect(values).toEqual(inputs.map((x) => ({ x, sq: x * x })));
+    // A watch without with_results carries no outputs; one with it ends on a snapshot carrying
+    // exactly what GetTaskResult answers (and only the terminal snapshot carries them).
+    expect(watched.snapshots.every((s) => s.outputs === undefined)).toBe(true);
+    const withResults = await client.watch(["inputs-1000"], true);
+    expect(withResults.snapshots.at(-1)!.outputs).toEqual({ returnValues: result.value.returnValues, writes: result.value.writes, firstError: result.value.firstError });
+    expect(withResults.snapshots.slice(0, -1).every((s) => s.outputs === undefined)).toBe(true);
     // The slot is free again: the same Worker takes the next task.
     const again = await reserveOk(coordAddr, "next");
     expect(again.workerAddr).toBe(workerAddr);
@@ -74,7 +80,10 @@ describe("blockx worker (compiled binary) through a Coordinator", () => {
     const slot = await reserveOk(coordAddr, "fails");
     const src = "def main(ctx, x):\n    if x == 7:\n        raise ValueError(f'bad input {x}')\n    return x\n";
     await client.submitTask(inputsTask("fails", src, Array.from({ length: 20 }, (_, i) => i)), slot.slotId);
-    const last = (await client.watch(["fails"])).snapshots.at(-1)!;
+    // Watched with its results from the start: the terminal snapshot carries the first error too.
+    const watchedWithResults = await client.watch(["fails"], true);
+    const last = watchedWithResults.snapshots.at(-1)!;
+    expect(watchedWithResults.snapshots.slice(0, -1).every((s) => s.outputs === undefined)).toBe(true);
     expect(last.state).toBe(TaskState.FAILED);
     expect(last.error?.code).toBe("USER_ERROR");
     expect(last.error?.message).toContain("call 7 (input 7)");
@@ -82,6 +91,7 @@ describe("blockx worker (compiled binary) through a Coordinator", () => {
     if (!result.ok) throw new Error(result.details);
     expect(result.value.firstError).toMatchObject({ code: "USER_ERROR", callIndex: 7, callInput: "7", message: "ValueError: bad input 7" });
     expect(result.value.firstError!.traceback).toContain("line 3, in main");
+    expect(last.outputs?.firstError).toEqual(result.value.firstError);
     expect(last.callsRetried).toBe(0); // a user's error is never retried
   }, 60_000);
 

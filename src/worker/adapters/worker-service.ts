@@ -11,6 +11,7 @@ import {
   type SubmitTaskRequest,
   TaskLogLine,
   TaskStory,
+  TaskOutputs,
   TaskResult,
   type StreamTaskLogsRequest,
   type TaskSnapshot,
@@ -20,6 +21,7 @@ import {
 import type { SnapshotReply } from "../core/worker-core-instructions";
 import { WorkerError } from "../core/worker-error";
 import type { TaskLogEntry } from "../core/task-log-book";
+import type { TaskOutput } from "./task-runner";
 import type { WorkerDriver } from "./worker-driver";
 import { workerCodeToGRPC } from "./worker-code-to-grpc";
 import { ErrorCode } from "../../common/error-code";
@@ -42,7 +44,17 @@ const MAX_LIST_LIMIT = 10_000;
 /** The owner label a client may send (x-blockx-owner): printable, at most this long. */
 const MAX_OWNER_LENGTH = 128;
 
-type Watch = { call: grpc.ServerWritableStream<WatchTasksRequest, TaskSnapshot>; ids: Set<string>; open: boolean };
+/** A WatchTasks stream; `results`: the requester whose terminal snapshots carry their outputs (with_results). */
+type Watch = { call: grpc.ServerWritableStream<WatchTasksRequest, TaskSnapshot>; ids: Set<string>; open: boolean; results: Requester | null };
+
+/** outputsOf: a finished task's outputs as the wire carries them (GetTaskResult, and a watch's terminal snapshot). */
+function outputsOf(output: TaskOutput | undefined): TaskOutputs {
+  return TaskOutputs.create({
+    returnValues: (output?.returnValues ?? []).map((v) => Buffer.from(JSON.stringify(v ?? null))),
+    writes: [...(output?.writes ?? [])],
+    firstError: output?.firstError,
+  });
+}
 type LogFollower = { call: grpc.ServerWritableStream<StreamTaskLogsRequest, TaskLogLine>; taskId: string; lastSeq: number; open: boolean };
 
 /**
@@ -130,15 +142,7 @@ export class WorkerService {
         if (!who.ok) return callback(who.error);
         const r = this.driver.result(call.request.taskId, who.requester);
         if (r.err) return this.fail(callback, r.err);
-        callback(
-          null,
-          TaskResult.create({
-            snapshot: r.snapshot,
-            returnValues: (r.output?.returnValues ?? []).map((v) => Buffer.from(JSON.stringify(v ?? null))),
-            writes: [...(r.output?.writes ?? [])],
-            firstError: r.output?.firstError,
-          }),
-        );
+        callback(null, TaskResult.create({ snapshot: r.snapshot, ...outputsOf(r.output) }));
       },
       watchTasks: (call) => this.watch(call),
       streamTaskLogs: (call) => this.streamLogs(call),
@@ -246,8 +250,8 @@ export class WorkerService {
       if (r.err) return void call.emit("error", grpcError(workerCodeToGRPC(r.err.code), r.err.message));
       current.push(r.snapshot);
     }
-    const w: Watch = { call, ids: new Set(ids), open: true };
-    for (const s of current) call.write(s);
+    const w: Watch = { call, ids: new Set(ids), open: true, results: call.request.withResults ? who.requester : null };
+    for (const s of current) this.send(w, s);
     for (const s of current) if (TERMINAL_TASK_STATES.has(s.state)) w.ids.delete(s.taskId);
     if (w.ids.size === 0) {
       call.end();
@@ -285,7 +289,7 @@ export class WorkerService {
   private publishNow(snapshot: TaskSnapshot): void {
     for (const w of this.watches) {
       if (!w.open || !w.ids.has(snapshot.taskId)) continue;
-      w.call.write(snapshot);
+      this.send(w, snapshot);
       if (TERMINAL_TASK_STATES.has(snapshot.state)) {
         w.ids.delete(snapshot.taskId);
         if (w.ids.size === 0) {
@@ -295,6 +299,13 @@ export class WorkerService {
         }
       }
     }
+  }
+
+  /** send writes a snapshot to a watch; a terminal one with the task's outputs when the watch asked for them. */
+  private send(w: Watch, snapshot: TaskSnapshot): void {
+    if (w.results === null || !TERMINAL_TASK_STATES.has(snapshot.state)) return void w.call.write(snapshot);
+    const r = this.driver.result(snapshot.taskId, w.results);
+    w.call.write(r.err ? snapshot : { ...snapshot, outputs: outputsOf(r.output) });
   }
 
   /**

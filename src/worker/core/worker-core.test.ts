@@ -78,6 +78,7 @@ describe("RequestTaskSlot", () => {
       updatedAtMs: T0,
       callsRetried: 0,
       deadlineMs: T0 + 5_000,
+      outputs: undefined,
     };
     expect(ok(d)).toEqual(expected);
     expect(d.instructions).toEqual([{ type: "publishSnapshot", snapshot: expected }]);
@@ -253,6 +254,7 @@ describe("SubmitTask", () => {
       updatedAtMs: T0 + 1_000,
       callsRetried: 0,
       deadlineMs: T0 + 61_000,
+      outputs: undefined,
     });
     expect(d.instructions).toEqual([
       { type: "publishSnapshot", snapshot: snap },

@@ -857,6 +857,8 @@ export class WorkerCore {
       updatedAtMs: rec.updatedAtMs,
       callsRetried: rec.callsRetried,
       deadlineMs: rec.deadlineMs,
+      // A task's outputs are the runner's, added by the service to a watch that asks for them.
+      outputs: undefined,
     };
   }
 

@@ -230,6 +230,19 @@ export interface TaskSnapshot {
   callsRetried: number;
   /** Deadline of an ALLOCATED slot, or of a RUNNING task. */
   deadlineMs: number;
+  /**
+   * Only on a task's terminal snapshot in a WatchTasks stream that asked for it (with_results):
+   * what GetTaskResult answers besides the snapshot, so a watcher needs no GetTaskResult per task.
+   */
+  outputs: TaskOutputs | undefined;
+}
+
+/** TaskOutputs: a finished task's return values, table writes and first error (as in TaskResult). */
+export interface TaskOutputs {
+  /** JSON-encoded values, ordered by call index (ReturnValueHandler only). */
+  returnValues: Buffer[];
+  writes: TableWriteSummary[];
+  firstError: CallError | undefined;
 }
 
 export interface TableWriteSummary {
@@ -311,6 +324,8 @@ export interface SubmitTasksResponse {
 
 export interface WatchTasksRequest {
   taskIds: string[];
+  /** Each task's terminal snapshot carries its outputs (TaskSnapshot.outputs). */
+  withResults: boolean;
 }
 
 export interface GetTaskResultRequest {
@@ -1536,6 +1551,7 @@ function createBaseTaskSnapshot(): TaskSnapshot {
     updatedAtMs: 0,
     callsRetried: 0,
     deadlineMs: 0,
+    outputs: undefined,
   };
 }
 
@@ -1585,6 +1601,9 @@ export const TaskSnapshot: MessageFns<TaskSnapshot> = {
     }
     if (message.deadlineMs !== 0) {
       writer.uint32(120).int64(message.deadlineMs);
+    }
+    if (message.outputs !== undefined) {
+      TaskOutputs.encode(message.outputs, writer.uint32(130).fork()).join();
     }
     return writer;
   },
@@ -1722,6 +1741,14 @@ export const TaskSnapshot: MessageFns<TaskSnapshot> = {
             message.deadlineMs = longToNumber(reader.int64());
             continue;
           }
+          case 16: {
+            if (tag !== 130) {
+              break;
+            }
+
+            message.outputs = TaskOutputs.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1799,6 +1826,7 @@ export const TaskSnapshot: MessageFns<TaskSnapshot> = {
         : isSet(object.deadline_ms)
         ? globalThis.Number(object.deadline_ms)
         : 0,
+      outputs: isSet(object.outputs) ? TaskOutputs.fromJSON(object.outputs) : undefined,
     };
   },
 
@@ -1849,6 +1877,9 @@ export const TaskSnapshot: MessageFns<TaskSnapshot> = {
     if (message.deadlineMs !== 0) {
       obj.deadlineMs = Math.round(message.deadlineMs);
     }
+    if (message.outputs !== undefined) {
+      obj.outputs = TaskOutputs.toJSON(message.outputs);
+    }
     return obj;
   },
 
@@ -1874,6 +1905,122 @@ export const TaskSnapshot: MessageFns<TaskSnapshot> = {
     message.updatedAtMs = object.updatedAtMs ?? 0;
     message.callsRetried = object.callsRetried ?? 0;
     message.deadlineMs = object.deadlineMs ?? 0;
+    message.outputs = (object.outputs !== undefined && object.outputs !== null)
+      ? TaskOutputs.fromPartial(object.outputs)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseTaskOutputs(): TaskOutputs {
+  return { returnValues: [], writes: [], firstError: undefined };
+}
+
+export const TaskOutputs: MessageFns<TaskOutputs> = {
+  encode(message: TaskOutputs, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.returnValues) {
+      writer.uint32(10).bytes(v!);
+    }
+    for (const v of message.writes) {
+      TableWriteSummary.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.firstError !== undefined) {
+      CallError.encode(message.firstError, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TaskOutputs {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTaskOutputs();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.returnValues.push(Buffer.from(reader.bytes()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.writes.push(TableWriteSummary.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.firstError = CallError.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TaskOutputs {
+    return {
+      returnValues: globalThis.Array.isArray(object?.returnValues)
+        ? object.returnValues.map((e: any) => Buffer.from(bytesFromBase64(e)))
+        : globalThis.Array.isArray(object?.return_values)
+        ? object.return_values.map((e: any) => Buffer.from(bytesFromBase64(e)))
+        : [],
+      writes: globalThis.Array.isArray(object?.writes)
+        ? object.writes.map((e: any) => TableWriteSummary.fromJSON(e))
+        : [],
+      firstError: isSet(object.firstError)
+        ? CallError.fromJSON(object.firstError)
+        : isSet(object.first_error)
+        ? CallError.fromJSON(object.first_error)
+        : undefined,
+    };
+  },
+
+  toJSON(message: TaskOutputs): unknown {
+    const obj: any = {};
+    if (message.returnValues?.length) {
+      obj.returnValues = message.returnValues.map((e) => base64FromBytes(e));
+    }
+    if (message.writes?.length) {
+      obj.writes = message.writes.map((e) => TableWriteSummary.toJSON(e));
+    }
+    if (message.firstError !== undefined) {
+      obj.firstError = CallError.toJSON(message.firstError);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<TaskOutputs>): TaskOutputs {
+    return TaskOutputs.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<TaskOutputs>): TaskOutputs {
+    const message = createBaseTaskOutputs();
+    message.returnValues = object.returnValues?.map((e) => e) || [];
+    message.writes = object.writes?.map((e) => TableWriteSummary.fromPartial(e)) || [];
+    message.firstError = (object.firstError !== undefined && object.firstError !== null)
+      ? CallError.fromPartial(object.firstError)
+      : undefined;
     return message;
   },
 };
@@ -3006,13 +3153,16 @@ export const SubmitTasksResponse: MessageFns<SubmitTasksResponse> = {
 };
 
 function createBaseWatchTasksRequest(): WatchTasksRequest {
-  return { taskIds: [] };
+  return { taskIds: [], withResults: false };
 }
 
 export const WatchTasksRequest: MessageFns<WatchTasksRequest> = {
   encode(message: WatchTasksRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     for (const v of message.taskIds) {
       writer.uint32(10).string(v!);
+    }
+    if (message.withResults !== false) {
+      writer.uint32(16).bool(message.withResults);
     }
     return writer;
   },
@@ -3038,6 +3188,14 @@ export const WatchTasksRequest: MessageFns<WatchTasksRequest> = {
             message.taskIds.push(reader.string());
             continue;
           }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.withResults = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3057,6 +3215,11 @@ export const WatchTasksRequest: MessageFns<WatchTasksRequest> = {
         : globalThis.Array.isArray(object?.task_ids)
         ? object.task_ids.map((e: any) => globalThis.String(e))
         : [],
+      withResults: isSet(object.withResults)
+        ? globalThis.Boolean(object.withResults)
+        : isSet(object.with_results)
+        ? globalThis.Boolean(object.with_results)
+        : false,
     };
   },
 
@@ -3064,6 +3227,9 @@ export const WatchTasksRequest: MessageFns<WatchTasksRequest> = {
     const obj: any = {};
     if (message.taskIds?.length) {
       obj.taskIds = message.taskIds;
+    }
+    if (message.withResults !== false) {
+      obj.withResults = message.withResults;
     }
     return obj;
   },
@@ -3074,6 +3240,7 @@ export const WatchTasksRequest: MessageFns<WatchTasksRequest> = {
   fromPartial(object: DeepPartial<WatchTasksRequest>): WatchTasksRequest {
     const message = createBaseWatchTasksRequest();
     message.taskIds = object.taskIds?.map((e) => e) || [];
+    message.withResults = object.withResults ?? false;
     return message;
   },
 };

@@ -273,6 +273,16 @@ class TaskLogLine(_message.Message):
     time_ms: int
     def __init__(self, seq: _Optional[int] = ..., time_ms: _Optional[int] = ..., call_index: _Optional[int] = ..., attempt: _Optional[int] = ..., input: _Optional[str] = ..., stream: _Optional[str] = ..., level: _Optional[str] = ..., text: _Optional[str] = ..., dropped_before: _Optional[int] = ...) -> None: ...
 
+class TaskOutputs(_message.Message):
+    __slots__ = ["first_error", "return_values", "writes"]
+    FIRST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    RETURN_VALUES_FIELD_NUMBER: _ClassVar[int]
+    WRITES_FIELD_NUMBER: _ClassVar[int]
+    first_error: CallError
+    return_values: _containers.RepeatedScalarFieldContainer[bytes]
+    writes: _containers.RepeatedCompositeFieldContainer[TableWriteSummary]
+    def __init__(self, return_values: _Optional[_Iterable[bytes]] = ..., writes: _Optional[_Iterable[_Union[TableWriteSummary, _Mapping]]] = ..., first_error: _Optional[_Union[CallError, _Mapping]] = ...) -> None: ...
+
 class TaskResult(_message.Message):
     __slots__ = ["first_error", "return_values", "snapshot", "writes"]
     FIRST_ERROR_FIELD_NUMBER: _ClassVar[int]
@@ -298,7 +308,7 @@ class TaskSlotOutcome(_message.Message):
     def __init__(self, task_id: _Optional[str] = ..., snapshot: _Optional[_Union[TaskSnapshot, _Mapping]] = ..., status: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
 
 class TaskSnapshot(_message.Message):
-    __slots__ = ["accepted_at_ms", "allocated_at_ms", "calls_failed", "calls_retried", "calls_succeeded", "calls_total", "deadline_ms", "error", "finished_at_ms", "phase", "slot_id", "state", "task_id", "updated_at_ms", "worker_addr"]
+    __slots__ = ["accepted_at_ms", "allocated_at_ms", "calls_failed", "calls_retried", "calls_succeeded", "calls_total", "deadline_ms", "error", "finished_at_ms", "outputs", "phase", "slot_id", "state", "task_id", "updated_at_ms", "worker_addr"]
     ACCEPTED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     ALLOCATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     CALLS_FAILED_FIELD_NUMBER: _ClassVar[int]
@@ -308,6 +318,7 @@ class TaskSnapshot(_message.Message):
     DEADLINE_MS_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     FINISHED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    OUTPUTS_FIELD_NUMBER: _ClassVar[int]
     PHASE_FIELD_NUMBER: _ClassVar[int]
     SLOT_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -323,13 +334,14 @@ class TaskSnapshot(_message.Message):
     deadline_ms: int
     error: TaskError
     finished_at_ms: int
+    outputs: TaskOutputs
     phase: TaskPhase
     slot_id: str
     state: TaskState
     task_id: str
     updated_at_ms: int
     worker_addr: str
-    def __init__(self, task_id: _Optional[str] = ..., slot_id: _Optional[str] = ..., worker_addr: _Optional[str] = ..., state: _Optional[_Union[TaskState, str]] = ..., phase: _Optional[_Union[TaskPhase, str]] = ..., calls_total: _Optional[int] = ..., calls_succeeded: _Optional[int] = ..., calls_failed: _Optional[int] = ..., error: _Optional[_Union[TaskError, _Mapping]] = ..., allocated_at_ms: _Optional[int] = ..., accepted_at_ms: _Optional[int] = ..., finished_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., calls_retried: _Optional[int] = ..., deadline_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, task_id: _Optional[str] = ..., slot_id: _Optional[str] = ..., worker_addr: _Optional[str] = ..., state: _Optional[_Union[TaskState, str]] = ..., phase: _Optional[_Union[TaskPhase, str]] = ..., calls_total: _Optional[int] = ..., calls_succeeded: _Optional[int] = ..., calls_failed: _Optional[int] = ..., error: _Optional[_Union[TaskError, _Mapping]] = ..., allocated_at_ms: _Optional[int] = ..., accepted_at_ms: _Optional[int] = ..., finished_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., calls_retried: _Optional[int] = ..., deadline_ms: _Optional[int] = ..., outputs: _Optional[_Union[TaskOutputs, _Mapping]] = ...) -> None: ...
 
 class TaskStory(_message.Message):
     __slots__ = ["entries"]
@@ -348,10 +360,12 @@ class TaskStoryEntry(_message.Message):
     def __init__(self, at_ms: _Optional[int] = ..., event: _Optional[str] = ..., outcome: _Optional[str] = ...) -> None: ...
 
 class WatchTasksRequest(_message.Message):
-    __slots__ = ["task_ids"]
+    __slots__ = ["task_ids", "with_results"]
     TASK_IDS_FIELD_NUMBER: _ClassVar[int]
+    WITH_RESULTS_FIELD_NUMBER: _ClassVar[int]
     task_ids: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, task_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+    with_results: bool
+    def __init__(self, task_ids: _Optional[_Iterable[str]] = ..., with_results: bool = ...) -> None: ...
 
 class TaskState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
