@@ -109,6 +109,8 @@ try {
     metrics: new MetricsRegistry(),
     tls: { kind: "insecure" },
     maxSourceBytes: 32 * 1024 * 1024,
+    // As the compiled invokers above: one owner without an identity (else an executor per request).
+    ownerWithoutIdentity: "shared",
   }).handlers();
   const handlerCall = () =>
     new Promise<void>((resolve, reject) => {
