@@ -54,6 +54,8 @@ let etcd: EtcdProcess | undefined;
 
 async function backfill(label: string, env: Record<string, string>) {
   const w = BlockxProcess.spawn(["worker"], {
+    // Plaintext: one executor owner for every task (else each task pays fresh executors, issue 17).
+    EXECUTOR_OWNER_WITHOUT_IDENTITY: "shared",
     ETCD_ENDPOINTS: etcd!.endpoint,
     BLOCKX_LOG_LEVEL: "info",
     WORKER_LISTEN: "127.0.0.1:0",

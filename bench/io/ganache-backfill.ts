@@ -81,6 +81,8 @@ for (const sig of ["SIGINT", "SIGTERM"] as const) process.on(sig, () => void cle
 async function worker(label: string, head: number, env: Record<string, string>): Promise<{ first: number; rerun: number; rows: number }> {
   const dbPath = join(dir, `${label}.sqlite`);
   const w = BlockxProcess.spawn(["worker"], {
+    // Plaintext: one executor owner for every task (else each task pays fresh executors, issue 17).
+    EXECUTOR_OWNER_WITHOUT_IDENTITY: "shared",
     ETCD_ENDPOINTS: etcd!.endpoint,
     WORKER_LISTEN: "127.0.0.1:0",
     WORKER_REGISTRY_PREFIX: randomLanePrefix("block"),

@@ -41,7 +41,7 @@ interface Figures {
 
 /** backfill: one task of BLOCKS blocks through a fresh Worker writing to `store`. */
 async function backfill(name: string, store: Record<string, string>): Promise<Figures> {
-  const w = BlockxProcess.spawn(["worker"], { ETCD_ENDPOINTS: etcd.endpoint, BLOCKX_LOG_LEVEL: "info", WORKER_LISTEN: "127.0.0.1:0", WORKER_REGISTRY_PREFIX: randomLanePrefix("block"), EXECUTOR_COUNT: values.executors!, ...store });
+  const w = BlockxProcess.spawn(["worker"], { ETCD_ENDPOINTS: etcd.endpoint, BLOCKX_LOG_LEVEL: "info", WORKER_LISTEN: "127.0.0.1:0", WORKER_REGISTRY_PREFIX: randomLanePrefix("block"), EXECUTOR_COUNT: values.executors!, EXECUTOR_OWNER_WITHOUT_IDENTITY: "shared", ...store });
   const client = new WorkerClient(await w.grpcAddr());
   try {
     const run = async (taskId: string, from: number, to: number, table: string) => {

@@ -177,6 +177,8 @@ interface PipelineRun {
 async function pipeline(mode: Mode): Promise<PipelineRun> {
   const dbPath = join(dir, `tables-${mode}-${Date.now()}.sqlite`);
   const w = BlockxProcess.spawn(["worker"], {
+    // Plaintext: one executor owner for every task (else each task pays fresh executors, issue 17).
+    EXECUTOR_OWNER_WITHOUT_IDENTITY: "shared",
     ETCD_ENDPOINTS: etcd!.endpoint,
     BLOCKX_LOG_LEVEL: values["log-level"],
     WORKER_LISTEN: "127.0.0.1:0",

@@ -68,6 +68,8 @@ async function poolAlone(executorCount: number): Promise<number> {
 /** throughWorker: one task of CALLS inputs through a fresh compiled Worker; calls/s from SubmitTask to the terminal snapshot. */
 async function throughWorker(executorCount: number): Promise<{ perSecond: number; state: string; succeeded: number; submitMs: number }> {
   const w = BlockxProcess.spawn(["worker"], {
+    // Plaintext: one executor owner for every task (else each task pays fresh executors, issue 17).
+    EXECUTOR_OWNER_WITHOUT_IDENTITY: "shared",
     ETCD_ENDPOINTS: etcd!.endpoint,
     BLOCKX_LOG_LEVEL: values["log-level"],
     WORKER_LISTEN: "127.0.0.1:0",
