@@ -15,6 +15,7 @@ import { parseArgs } from "node:util";
 import { Task } from "../../src/gen/worker/v1/worker";
 import { BlockxClient } from "../../src/sdk/blockx-client";
 import { loadClientConfig } from "../../src/sdk/client-config";
+import { suiteEnv } from "../../test/support/suite-tls";
 import { BlockxProcess } from "../../test/support/blockx-process";
 import { healthCheck, waitFor } from "../../test/support/coordinator-client";
 import { EtcdProcess } from "../../test/support/etcd";
@@ -114,7 +115,8 @@ try {
   blockx.push(coord);
   const coordAddr = await coord.grpcAddr();
   await waitFor(() => healthCheck(coordAddr, "coordinator.v1.CoordinatorService"), (s) => s === HealthCheckResponse_ServingStatus.SERVING, 30_000);
-  const client = new BlockxClient(loadClientConfig({ BLOCKX_COORDINATOR_ADDRS: coordAddr, ETCD_ENDPOINTS: etcd.endpoint }));
+  // The transport of the processes BlockxProcess started (plaintext in a bench without the suite's CA).
+  const client = new BlockxClient(loadClientConfig({ BLOCKX_COORDINATOR_ADDRS: coordAddr, ETCD_ENDPOINTS: etcd.endpoint, ...suiteEnv("client") }));
   const pids = { coordinator: coord.proc.pid, worker: worker.proc.pid };
 
   const series: [string, () => Promise<void>][] = [
