@@ -205,4 +205,32 @@ describe("runTasks through the batch path", () => {
     expect(second.map((e) => (e.ok ? e.run.state : e.error.message))).toEqual([...tasks, tasks[0]].map(() => "SUCCEEDED"));
     expect(blocksIn(c, "once")).toEqual(tasks.map((_, i) => 200 + i));
   }, 60_000);
+
+  test("results come on the watch (with_results): runTask and runTasks give exactly what GetTaskResult answers, a failed task's first error and traceback included", async () => {
+    const { workers, client } = await cluster(1);
+    const worker = new WorkerClient(workers[0]!.addr);
+    cleanups.push(() => worker.close());
+    const src = "def main(ctx, x):\n    if x == 3:\n        raise ValueError(f'no {x}')\n    return {'x': x, 'big': 2 ** 70 + x}\n";
+    const inputsTask = (taskId: string, inputs: number[]) =>
+      Task.fromPartial({
+        taskId,
+        functionCallConfig: FunctionCallConfig.fromPartial({ function: { source: src, entry: "main" }, config: { $case: "inputs", inputs: { inputs: inputs.map((x) => Buffer.from(String(x))) } } }),
+        outputs: [{ handler: { $case: "returnValue", returnValue: {} } }],
+      });
+    const single = await client.runTask(inputsTask("res-one", [0, 1, 2]));
+    const [ok, failed] = await client.runTasks([inputsTask("res-ok", [5, 6]), inputsTask("res-fail", [1, 2, 3, 4])], { concurrency: 2, batchSize: 2 });
+    const runs = [single, ok!.ok ? ok!.run : undefined, failed!.ok ? failed!.run : undefined];
+    expect(runs.map((r) => r?.state)).toEqual(["SUCCEEDED", "SUCCEEDED", "FAILED"]);
+    for (const run of runs) {
+      const answered = await worker.getTaskResult(run!.taskId);
+      if (!answered.ok) throw new Error(answered.details);
+      expect(run!.result.returnValues).toEqual(answered.value.returnValues);
+      expect(run!.result.writes).toEqual(answered.value.writes);
+      expect(run!.result.firstError).toEqual(answered.value.firstError);
+      expect(run!.result.snapshot).toMatchObject({ taskId: run!.taskId, state: answered.value.snapshot!.state, outputs: undefined });
+    }
+    expect(single.returnValues.map((v) => (v as { x: number }).x)).toEqual([0, 1, 2]);
+    expect(runs[2]!.result.firstError).toMatchObject({ code: "USER_ERROR", callIndex: 2, callInput: "3", message: "ValueError: no 3" });
+    expect(runs[2]!.result.firstError!.traceback).toContain("line 3, in main");
+  }, 60_000);
 });
