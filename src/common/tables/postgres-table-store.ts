@@ -32,6 +32,12 @@ const PG_TYPE: Record<ColumnKind, string> = { INTEGER: "NUMERIC(78,0)", REAL: "D
 const MAX_PARAMS = 60_000;
 /** SQLSTATE classes that mean "not now": connection (08), resources (53), operator intervention and statement timeout (57), system (58), rollback (40: serialization, deadlock). */
 const UNAVAILABLE_CLASSES = new Set(["08", "53", "57", "58", "40"]);
+/**
+ * Single SQLSTATEs that mean "not now" too: 25P03, the server ended this session for sitting idle
+ * inside a transaction (a Worker frozen mid-write, TABLE_STORE_IDLE_IN_TRANSACTION_TIMEOUT_MS);
+ * the transaction was rolled back, so the write can be retried.
+ */
+const UNAVAILABLE_STATES = new Set(["25P03"]);
 
 /** redactUrl: the URL without its password, for messages and logs. */
 export function redactUrl(url: string): string {
@@ -176,7 +182,7 @@ export class PostgresTableStore implements TableStore {
     const state = typeof err.errno === "string" ? err.errno : "";
     const message = err.message ?? String(e);
     // No SQLSTATE: Bun's own error (refused, closed, timed out, TLS): the database was not reached.
-    if (state === "" || UNAVAILABLE_CLASSES.has(state.slice(0, 2))) {
+    if (state === "" || UNAVAILABLE_CLASSES.has(state.slice(0, 2)) || UNAVAILABLE_STATES.has(state)) {
       return new TableStoreError("STORE_UNAVAILABLE", `table store ${this.description} unavailable: ${message}${state ? ` (SQLSTATE ${state})` : ""}`);
     }
     if (state === "22003") return new TableStoreError("ROW_MISMATCH", `table store ${this.description}: ${message}`);
