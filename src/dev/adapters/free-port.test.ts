@@ -4,13 +4,17 @@ import { createServer } from "node:net";
 import { freePorts } from "./free-port";
 
 const ephemeralLow = Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]);
+/** A box whose ephemeral range starts at or below 10,000 leaves nothing below it: freePorts lets the kernel pick. */
+const rangeBelow = ephemeralLow > 10_001;
 
 test("freePorts: distinct, below the kernel's ephemeral range, and free once returned", async () => {
   const ports = await freePorts(40);
   expect(new Set(ports).size).toBe(40);
-  for (const p of ports) {
-    expect(p).toBeGreaterThanOrEqual(10000);
-    expect(p).toBeLessThan(ephemeralLow);
+  if (rangeBelow) {
+    for (const p of ports) {
+      expect(p).toBeGreaterThanOrEqual(10000);
+      expect(p).toBeLessThan(ephemeralLow);
+    }
   }
   for (const p of ports) {
     const srv = createServer();
@@ -22,7 +26,7 @@ test("freePorts: distinct, below the kernel's ephemeral range, and free once ret
   }
 });
 
-test("freePorts: a port in use, or drawn twice, is passed over (the draws here repeat one port)", async () => {
+test.if(rangeBelow)("freePorts: a port in use, or drawn twice, is passed over (the draws here repeat one port)", async () => {
   const [held, other] = (await freePorts(2)) as [number, number];
   const holder = createServer();
   await new Promise<void>((resolve) => holder.listen(held, "127.0.0.1", () => resolve()));
