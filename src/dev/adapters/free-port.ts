@@ -6,8 +6,9 @@ const FALLBACK_EPHEMERAL_LOW = 32768;
 const LOWEST_PICK = 10000;
 
 /**
- * freePort asks for a free loopback port. etcd cannot report a port it chose itself, so its two
- * ports (and every child's /metrics port) are picked this way just before it starts.
+ * freePort asks for a free loopback port (see freePorts). etcd cannot report a port it chose
+ * itself, so dev picks its ports (and every child's /metrics port) this way; tests do too
+ * (test/support/ports.ts).
  */
 export async function freePort(): Promise<number> {
   return (await freePorts(1))[0]!;

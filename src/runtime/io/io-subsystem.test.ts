@@ -349,6 +349,21 @@ describe("IoSubsystem: IO window, admission, budget", () => {
     expect(rb.answer.ioMs).toBeLessThan(spans.a! + spans.b!);
   });
 
+  test("time the process stood still while a request was in flight (stalledMs) is not charged; the backend's own time is", async () => {
+    const g = gatedBackend();
+    let stalled = 0;
+    const io = new IoSubsystem(new BackendRegistry().register(g.backend), CONFIG, { stalledMs: () => stalled });
+    const r = io.forTask("t").call("gated", "latest", { n: 1 });
+    await Bun.sleep(40);
+    // 30 ms of the 40 this request waited, the process was (as if) stopped.
+    stalled += 30;
+    g.pending.shift()!.resolve(1);
+    const { answer, trace } = await r;
+    // Charged what it waited less the stall, whatever the box's load made of the 40 ms.
+    expect(trace.durationMs).toBeGreaterThanOrEqual(39);
+    expect(Math.abs(answer.ioMs - (trace.durationMs - 30))).toBeLessThan(2);
+  });
+
   test("read-only mode rejects writes with PermissionDenied naming backend.op; reads still work", async () => {
     const { io, pending } = await setup({ readOnly: true });
     const r = await io.forTask("t").call("gated", "put", { v: 1 });
