@@ -113,7 +113,7 @@ class BackendDegrade implements Fault {
   }
 }
 
-export function faultsFor(c: SoakCluster, workerTarget: WorkerTarget = (seeded) => seeded): Record<FaultKind, Fault> {
+export function faultsFor(c: SoakCluster, workerTarget: WorkerTarget): Record<FaultKind, Fault> {
   return {
     workerKill: new ProcessCrash("workerKill", c.workers, workerTarget),
     executorKill: new ExecutorKill(c, workerTarget),
