@@ -10,7 +10,11 @@
  * seeded durations. Per configuration it reports etcd's raft writes/s, lease keepalives/s, CPU,
  * RSS and database size; each Coordinator's CPU, RSS and registry lag (update age); the view
  * staleness (a Worker's change of free capacity until a Coordinator's view holds it); and
- * ReserveWorkerSlot latency against the smallest N of the same configuration.
+ * ReserveWorkerSlot latency against the smallest N of the same configuration. Under the same load
+ * and at the same rate it times a bare baseline: the same RequestTaskSlot straight to the Workers'
+ * responder with no Coordinator in the path, over a new channel (cold, what a Coordinator's first
+ * call to a Worker pays) and over one kept open (warm), and the machine's busy CPU share: what
+ * the simulation itself does to any RPC on these two cores, read apart from the Coordinator.
  *
  *   bun bench/scale/scale.ts [--quick] [--n 100,1000,5000,10000] [--intervals 200,2000]
  *     [--window-s 20] [--rate 20] [--coordinators 2] [--sim-procs 2] [--refresh-ms 8000] [--json out.json]
@@ -24,12 +28,14 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { CoordinatorServiceClient } from "../../src/gen/coordinator/v1/coordinator";
+import { WorkerServiceClient } from "../../src/gen/worker/v1/worker";
 import type { HeartbeatPublishMode } from "../../src/worker/core/heartbeat-schedule";
 import { BlockxProcess } from "../../test/support/blockx-process";
 import { EtcdProcess } from "../../test/support/etcd";
 import { mulberry32 } from "../../test/support/mulberry32";
 import { freePort } from "../../test/support/ports";
 import type { SimConfig, SimMessage } from "./sim-workers";
+import { BARE_TASK_PREFIX } from "./bare-baseline";
 import type { SlotChange, SlotResponderConfig, SlotResponderMessage } from "./slot-responder";
 
 const { values } = parseArgs({
@@ -67,6 +73,13 @@ const CLK_TCK = 100; // USER_HZ on Linux
 const SIM_TASK_SLOTS = 50;
 
 // ---------------------------------------------------------------- /proc and /metrics readers
+
+/** boxCpu: the machine's busy and total CPU time so far (/proc/stat, all cores). */
+function boxCpu(): { busy: number; total: number } {
+  const f = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const total = f.reduce((a, b) => a + b, 0);
+  return { busy: total - f[3]! - f[4]!, total }; // idle and iowait are not busy
+}
 
 /** cpuSeconds: user + system CPU time of a process so far. */
 function cpuSeconds(pid: number): number {
@@ -164,6 +177,11 @@ interface Figures {
   stalenessP99Ms: number;
   reserveP50Ms: number;
   reserveP99Ms: number;
+  /** The bench's own RequestTaskSlot straight to the responder under the same load: a new channel each (cold) or one kept (warm). */
+  bareColdP50Ms: number;
+  bareWarmP50Ms: number;
+  /** Share of the machine's CPU (all cores) busy during the window. */
+  boxBusy: number;
   /** The Coordinators' RequestTaskSlot, sent to answered (blockx_coordinator_worker_rpc_duration_seconds). */
   workerRpcP50Ms: number;
   reserved: number;
@@ -298,6 +316,34 @@ async function runOne(n: number, intervalMs: number, mode: HeartbeatPublishMode)
       }
     })();
 
+    // The baseline under the same load, at the same rate, between the reservations: the same
+    // RequestTaskSlot straight to the responder with no Coordinator in the path, alternately over
+    // a new channel to a new address (what a Coordinator's first call to a Worker pays) and over a
+    // channel kept open.
+    const bareCold: number[] = [];
+    const bareWarm: number[] = [];
+    const warmClient = new WorkerServiceClient(`127.249.0.1:${port}`, grpc.credentials.createInsecure());
+    const bareOne = (cold: boolean, i: number) =>
+      new Promise<void>((resolve) => {
+        const t = performance.now();
+        const c = cold ? new WorkerServiceClient(`127.250.${Math.floor(i / 250) % 250}.${(i % 250) + 1}:${port}`, grpc.credentials.createInsecure()) : warmClient;
+        c.requestTaskSlot({ taskId: `${BARE_TASK_PREFIX}${i}`, ttlMs: 1_000 }, new grpc.Metadata(), { deadline: Date.now() + 10_000 }, (err) => {
+          if (measuring && !err) (cold ? bareCold : bareWarm).push(performance.now() - t);
+          if (cold) c.close();
+          resolve();
+        });
+      });
+    const bareDriver = (async () => {
+      const start = performance.now() + 500 / RATE; // half a period after the reservations
+      for (let i = 0; running; i++) {
+        const wait = start + (i * 1000) / RATE - performance.now();
+        if (wait > 0) await Bun.sleep(wait);
+        const p = bareOne(i % 2 === 0, i);
+        inflight.add(p);
+        void p.then(() => inflight.delete(p));
+      }
+    })();
+
     // Warm up: the tasks reach their steady number, every Worker has been sampled a few times.
     await Bun.sleep(Math.max(QUICK ? 3_000 : 12_000, 3 * intervalMs));
 
@@ -320,9 +366,11 @@ async function runOne(n: number, intervalMs: number, mode: HeartbeatPublishMode)
       etcdCpu: cpuSeconds(etcdPid),
       coords: await Promise.all(coords.map(async (c) => ({ m: await scrape(c.metricsUrl), cpu: cpuSeconds(c.p.proc.pid) }))),
     };
+    const boxA = boxCpu();
     measuring = true;
     await Bun.sleep(WINDOW_S * 1000);
     measuring = false;
+    const boxB = boxCpu();
     const b = {
       t: performance.now(),
       etcd: await scrape(etcdUrl),
@@ -332,7 +380,9 @@ async function runOne(n: number, intervalMs: number, mode: HeartbeatPublishMode)
     const simReports = await report();
     running = false;
     await driver;
+    await bareDriver;
     await Promise.all(inflight);
+    warmClient.close();
     const secs = (b.t - a.t) / 1000;
 
     const rate = (name: string) => (metric(b.etcd, name) - metric(a.etcd, name)) / secs;
@@ -369,6 +419,9 @@ async function runOne(n: number, intervalMs: number, mode: HeartbeatPublishMode)
       stalenessP99Ms: pct(staleness, 0.99),
       reserveP50Ms: pct(latencies, 0.5),
       reserveP99Ms: pct(latencies, 0.99),
+      bareColdP50Ms: pct(bareCold.sort((x, y) => x - y), 0.5),
+      bareWarmP50Ms: pct(bareWarm.sort((x, y) => x - y), 0.5),
+      boxBusy: (boxB.busy - boxA.busy) / (boxB.total - boxA.total),
       workerRpcP50Ms: histogramQuantileMs(
         coords.map((_, i) => histogramDelta(a.coords[i]!.m, b.coords[i]!.m, "blockx_coordinator_worker_rpc_duration_seconds")).reduce((sum, h) => sum.map((x, j) => ({ le: x.le, count: x.count + (h[j]?.count ?? 0) }))),
         0.5,
@@ -405,9 +458,9 @@ console.log(
 );
 console.log("");
 console.log(
-  "| N | interval | publishing | etcd writes/s | puts/s | keepalives/s | etcd CPU | etcd RSS | etcd db | coord CPU (max) | coord RSS (max) | lag p50/p99 | staleness p50/p99 | reserve p50/p99 | p50 / smallest N | Worker RPC p50 | refused | in view |",
+  "| N | interval | publishing | etcd writes/s | puts/s | keepalives/s | etcd CPU | etcd RSS | etcd db | coord CPU (max) | coord RSS (max) | lag p50/p99 | staleness p50/p99 | reserve p50/p99 | p50 / smallest N | Worker RPC p50 | bare RPC p50 cold / warm | bare cold / smallest N | reserve over bare cold / smallest N | box CPU busy | refused | in view |",
 );
-console.log("| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+console.log("| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
 const all: Figures[] = [];
 for (const n of NS) {
   for (const intervalMs of INTERVALS) {
@@ -420,7 +473,7 @@ for (const n of NS) {
         `| ${n} | ${intervalMs} ms | ${MODE_LABEL[mode]} | ${f0(f.writesPerS)} | ${f0(f.putsPerS)} | ${f0(f.keepalivesPerS)} | ${f0(f.etcdCpu * 100)}% | ` +
           `${f0(f.etcdRssMb)} MB | ${f1(f.etcdDbMb)} MB | ${f0(maxOf(f.coordCpu) * 100)}% | ${f0(maxOf(f.coordRssMb))} MB | ` +
           `${f0(maxOf(f.lagP50Ms))} / ${f0(maxOf(f.lagP99Ms))} ms | ${f0(f.stalenessP50Ms)} / ${f0(f.stalenessP99Ms)} ms | ` +
-          `${f1(f.reserveP50Ms)} / ${f1(f.reserveP99Ms)} ms | ${(f.reserveP50Ms / base.reserveP50Ms).toFixed(2)}x | ${f1(f.workerRpcP50Ms)} ms | ${f.refused} of ${f.reserved + f.refused} | ${f.viewWorkers} |`,
+          `${f1(f.reserveP50Ms)} / ${f1(f.reserveP99Ms)} ms | ${(f.reserveP50Ms / base.reserveP50Ms).toFixed(2)}x | ${f1(f.workerRpcP50Ms)} ms | ${f1(f.bareColdP50Ms)} / ${f1(f.bareWarmP50Ms)} ms | ${(f.bareColdP50Ms / base.bareColdP50Ms).toFixed(2)}x | ${(f.reserveP50Ms / f.bareColdP50Ms / (base.reserveP50Ms / base.bareColdP50Ms)).toFixed(2)}x | ${f0(f.boxBusy * 100)}% | ${f.refused} of ${f.reserved + f.refused} | ${f.viewWorkers} |`,
       );
     }
   }

@@ -14,12 +14,16 @@
  * free capacity goes to the parent (IPC), which hands it to the simulator that publishes that
  * Worker's heartbeats, with the time it happened (the publishing side of view staleness).
  *
+ * A RequestTaskSlot whose task id starts with BARE_TASK_PREFIX is scale.ts's baseline: answered
+ * at once, nothing reserved.
+ *
  * Run by scale.ts only: argv[2] is a JSON SlotResponderConfig.
  */
 import * as grpc from "@grpc/grpc-js";
 import { GRPC_SERVER_OPTIONS } from "../../src/common/grpc/grpc-server";
 import { TaskSnapshot, TaskState, WorkerServiceService, type WorkerServiceServer } from "../../src/gen/worker/v1/worker";
 import { mulberry32 } from "../../test/support/mulberry32";
+import { BARE_TASK_PREFIX } from "./bare-baseline";
 
 export interface SlotResponderConfig {
   readonly taskSlots: number;
@@ -69,6 +73,10 @@ const server = new grpc.Server(GRPC_SERVER_OPTIONS);
 const impl: Partial<WorkerServiceServer> = {
   requestTaskSlot: (call, callback) => {
     const addr = call.getHost();
+    // The bench's bare baseline (scale.ts): the same RPC answered the same way, with no slot taken.
+    if (call.request.taskId.startsWith(BARE_TASK_PREFIX)) {
+      return callback(null, TaskSnapshot.create({ taskId: call.request.taskId, slotId: "bare", workerAddr: addr, state: TaskState.ALLOCATED }));
+    }
     let s = slots.get(addr);
     if (!s) slots.set(addr, (s = { reserved: 0, running: 0 }));
     if (cfg.taskSlots - s.reserved - s.running <= 0) return callback({ code: grpc.status.RESOURCE_EXHAUSTED, details: "no free slot" });

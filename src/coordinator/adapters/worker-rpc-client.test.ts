@@ -4,7 +4,7 @@ import { ErrorCode } from "../../common/error-code";
 import { freePort } from "../../../test/support/ports";
 import { suiteSetting } from "../../../test/support/suite-tls";
 import { WorkerDouble } from "../../../test/support/worker-double";
-import { grpcErrToSlotError, WorkerRPCClient } from "./worker-rpc-client";
+import { channelTarget, grpcErrToSlotError, WorkerRPCClient } from "./worker-rpc-client";
 import {
   type RequestTaskSlotRequest,
   type RequestTaskSlotsRequest,
@@ -36,6 +36,18 @@ describe("grpcErrToSlotError", () => {
       expect(grpcErrToSlotError({ code, details })).toEqual({ code: want, message: details, mayHaveAllocated });
     });
   }
+});
+
+describe("channelTarget: the grpc-js target of a Worker's address", () => {
+  test("an IP literal skips the DNS resolver (ipv4:/ipv6:); a host name keeps it", () => {
+    expect(channelTarget("127.0.0.1:7000")).toBe("ipv4:127.0.0.1:7000");
+    expect(channelTarget("10.1.2.3:50051")).toBe("ipv4:10.1.2.3:50051");
+    expect(channelTarget("[::1]:7000")).toBe("ipv6:[::1]:7000");
+    expect(channelTarget("[fd00::5]:7000")).toBe("ipv6:[fd00::5]:7000");
+    expect(channelTarget("worker-3.internal:7000")).toBe("worker-3.internal:7000");
+    expect(channelTarget("localhost:7000")).toBe("localhost:7000");
+    expect(channelTarget("[not-an-ip]:7000")).toBe("[not-an-ip]:7000");
+  });
 });
 
 describe("WorkerRPCClient against real gRPC servers", () => {

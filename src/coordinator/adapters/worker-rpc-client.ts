@@ -1,4 +1,5 @@
 import * as grpc from "@grpc/grpc-js";
+import { isIPv4, isIPv6 } from "node:net";
 import { ErrorCode } from "../../common/error-code";
 import { CLIENT_IDENTITY_HEADER } from "../../common/tls/client-identity-header";
 import { channelFor } from "../../common/tls/grpc-tls";
@@ -57,6 +58,21 @@ export function grpcErrToSlotError(err: Pick<grpc.ServiceError, "code" | "detail
       // CANCELLED, ABORTED, INTERNAL, UNKNOWN, DATA_LOSS and anything else: may have happened.
       return uncertain();
   }
+}
+
+/**
+ * channelTarget: the grpc-js target for a Worker's address. An IP literal (what Workers advertise
+ * by default) gets the ipv4:/ipv6: scheme: grpc-js's default dns: resolver builds a DNS resolver
+ * object per channel even for an IP, about 0.1 ms on an idle box and more under load, paid on
+ * every first call to a Worker (with 10,000 Workers nearly every reservation's; bench/README.md,
+ * issue 22). A host name keeps the dns: resolver. The `:authority` stays `host:port` either way.
+ */
+export function channelTarget(workerAddr: string): string {
+  const i = workerAddr.lastIndexOf(":");
+  const host = i < 0 ? workerAddr : workerAddr.slice(0, i);
+  if (isIPv4(host)) return `ipv4:${workerAddr}`;
+  if (host.startsWith("[") && host.endsWith("]") && isIPv6(host.slice(1, -1))) return `ipv6:${workerAddr}`;
+  return workerAddr;
 }
 
 /** The most slot requests one RequestTaskSlots carries (the Worker's bound). */
@@ -164,7 +180,7 @@ export class WorkerRPCClient implements SlotReserver {
     let c = this.clients.get(workerAddr);
     if (!c) {
       const { credentials, options } = channelFor(this.tls, workerAddr, ["worker"]);
-      c = new WorkerServiceClient(workerAddr, credentials, { ...WORKER_CHANNEL_OPTIONS, ...options });
+      c = new WorkerServiceClient(channelTarget(workerAddr), credentials, { ...WORKER_CHANNEL_OPTIONS, ...options });
       this.clients.set(workerAddr, c);
     }
     return c;
