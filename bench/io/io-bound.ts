@@ -12,7 +12,8 @@
  *
  * Ideal calls/s = min(in flight, calls) / latency. The same run also measures the same task
  * without the latency (what the Worker and executors cost per call), so the waiting can be read
- * apart from the CPU. Medians of interleaved rounds.
+ * apart from the CPU, and for every series the CPU per call of the Worker process and of its
+ * executors (the processes below it, from /proc). Medians of interleaved rounds.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -25,6 +26,7 @@ import { BlockxProcess } from "../../test/support/blockx-process";
 import { EtcdProcess } from "../../test/support/etcd";
 import { randomLanePrefix } from "../../test/support/worker-double";
 import { WorkerClient } from "../../test/support/worker-client";
+import { CpuSampler } from "../support/cpu-sampler";
 import { interleavedRounds, median } from "../support/rounds";
 
 const { values } = parseArgs({
@@ -56,7 +58,7 @@ async function cleanup(): Promise<void> {
 }
 for (const sig of ["SIGINT", "SIGTERM"] as const) process.on(sig, () => void cleanup().finally(() => process.exit(130)));
 
-async function worker(inflight: number, latencyMs: number): Promise<WorkerClient> {
+async function worker(inflight: number, latencyMs: number): Promise<{ client: WorkerClient; pid: number }> {
   const w = BlockxProcess.spawn(["worker"], {
     ETCD_ENDPOINTS: etcd!.endpoint,
     BLOCKX_LOG_LEVEL: "info",
@@ -77,12 +79,20 @@ async function worker(inflight: number, latencyMs: number): Promise<WorkerClient
     EXECUTOR_CALL_BUDGET_MS: "120000",
   });
   workers.push(w);
-  return new WorkerClient(await w.grpcAddr());
+  return { client: new WorkerClient(await w.grpcAddr()), pid: w.proc.pid };
 }
 
 let seq = 0;
-/** runTask submits one task of CALLS calls (the same stored blocks each time; the cache is off, so every read waits on the backend) and returns calls/s. */
-async function runTask(w: WorkerClient): Promise<number> {
+interface TaskRun {
+  callsPerS: number;
+  /** CPU per call of the Worker process and of its executors (the processes below it). */
+  workerUs: number;
+  executorsUs: number;
+}
+
+/** runTask submits one task of CALLS calls (the same stored blocks each time; the cache is off, so every read waits on the backend). */
+async function runTask(w: WorkerClient, pid: number): Promise<TaskRun> {
+  const cpu = new CpuSampler(pid);
   seq++;
   const inputs = Array.from({ length: CALLS }, (_, i) => Buffer.from(String(FIRST_BLOCK + i)));
   const task = Task.fromPartial({
@@ -97,30 +107,43 @@ async function runTask(w: WorkerClient): Promise<number> {
   const last = watched.snapshots.at(-1);
   const seconds = (performance.now() - t) / 1000;
   if (last?.state !== TaskState.SUCCEEDED) throw new Error(`task ended ${JSON.stringify(last?.state)}: ${last?.error?.message ?? watched.error?.details}`);
-  return CALLS / seconds;
+  cpu.sample();
+  return { callsPerS: CALLS / seconds, workerUs: (cpu.worker * 1e6) / CALLS, executorsUs: (cpu.executors * 1e6) / CALLS };
 }
 
 try {
   writeBlockStore(storePath, new SyntheticChain("ethereum"), FIRST_BLOCK, FIRST_BLOCK + CALLS - 1);
   etcd = await EtcdProcess.start();
-  const series = new Map<string, { w: WorkerClient; ideal: number }>();
-  for (const n of INFLIGHT) series.set(`${n} in flight, ${LATENCY_MS} ms per call`, { w: await worker(n, LATENCY_MS), ideal: (Math.min(n, CALLS) * 1000) / LATENCY_MS });
-  for (const n of INFLIGHT) series.set(`${n} in flight, no latency (the CPU floor)`, { w: await worker(n, 0), ideal: Infinity });
-  for (const s of series.values()) await runTask(s.w); // warm-up: executors' imports, JIT
-  const results = await interleavedRounds([...series.keys()], ROUNDS, (k) => runTask(series.get(k)!.w), (r) => process.stderr.write(`round ${r}/${ROUNDS}\n`));
+  const series = new Map<string, { w: WorkerClient; pid: number; ideal: number }>();
+  const entry = async (n: number, latencyMs: number, ideal: number) => {
+    const { client, pid } = await worker(n, latencyMs);
+    return { w: client, pid, ideal };
+  };
+  for (const n of INFLIGHT) series.set(`${n} in flight, ${LATENCY_MS} ms per call`, await entry(n, LATENCY_MS, (Math.min(n, CALLS) * 1000) / LATENCY_MS));
+  for (const n of INFLIGHT) series.set(`${n} in flight, no latency (the CPU floor)`, await entry(n, 0, Infinity));
+  for (const s of series.values()) await runTask(s.w, s.pid); // warm-up: executors' imports, JIT
+  const results = await interleavedRounds(
+    [...series.keys()],
+    ROUNDS,
+    (k) => runTask(series.get(k)!.w, series.get(k)!.pid),
+    (r) => process.stderr.write(`round ${r}/${ROUNDS}\n`),
+  );
   console.log(`IO-bound calls: ${CALLS} calls per task, each one local-chain request; EXECUTOR_COUNT=${values.executors}; medians of ${ROUNDS} interleaved rounds`);
   console.log("");
-  console.log("| series | calls/s | ideal | share of ideal | rounds |");
-  console.log("| --- | ---: | ---: | ---: | --- |");
+  console.log("| series | calls/s | ideal | share of ideal | Worker CPU per call | executors' CPU per call | rounds (calls/s) |");
+  console.log("| --- | ---: | ---: | ---: | ---: | ---: | --- |");
+  const rate = (k: string) => median(results[k]!.map((r) => r.callsPerS));
   for (const [k, s] of series) {
-    const m = median(results[k]!);
+    const m = rate(k);
     const ideal = Number.isFinite(s.ideal) ? s.ideal.toFixed(0) : "-";
     const share = Number.isFinite(s.ideal) ? `${((m / s.ideal) * 100).toFixed(0)}%` : "-";
-    console.log(`| ${k} | ${m.toFixed(0)} | ${ideal} | ${share} | ${results[k]!.map((v) => v.toFixed(0)).join(", ")} |`);
+    const workerUs = median(results[k]!.map((r) => r.workerUs));
+    const executorsUs = median(results[k]!.map((r) => r.executorsUs));
+    console.log(`| ${k} | ${m.toFixed(0)} | ${ideal} | ${share} | ${workerUs.toFixed(0)} µs | ${executorsUs.toFixed(0)} µs | ${results[k]!.map((r) => r.callsPerS.toFixed(0)).join(", ")} |`);
   }
   const at16 = [...series.entries()].find(([k]) => k.startsWith("16 in flight,") && !k.includes("no latency"));
   if (at16) {
-    const m = median(results[at16[0]]!);
+    const m = rate(at16[0]);
     console.log("");
     console.log(`- at least 90% of ideal at 16 in flight: ${m >= 0.9 * at16[1].ideal ? "**met**" : "**not met**"} (${((m / at16[1].ideal) * 100).toFixed(0)}%)`);
   }

@@ -42,7 +42,7 @@ import { writeBlockStore } from "../../src/runtime/chains/localtestservice/block
 import { SyntheticChain } from "../../src/runtime/chains/localtestservice/synthetic-chain";
 import { RawTableReader } from "../../test/support/raw-table-reader";
 import { BlockxProcess } from "../../test/support/blockx-process";
-import { cpuSeconds, descendants } from "../../test/support/proc-scan";
+import { CpuSampler } from "../support/cpu-sampler";
 import { interleavedRounds, median } from "../support/rounds";
 import { EtcdProcess } from "../../test/support/etcd";
 import { randomLanePrefix } from "../../test/support/worker-double";
@@ -121,41 +121,6 @@ async function floor(): Promise<{ perSecond: number; seconds: number; count: num
   if (code !== 0) throw new Error(`floor.py exited with ${code}`);
   const o = JSON.parse(text.trim()) as { seconds: number; count: number; cpu_seconds: number };
   return { perSecond: o.count / o.seconds, seconds: o.seconds, count: o.count, cpuMsPerBlock: (o.cpu_seconds * 1000) / o.count };
-}
-
-/**
- * CpuSampler follows the CPU of a Worker and of every process below it (its executors) over a
- * task: per process, the last value seen less the value at the start. An executor recycled or
- * killed meanwhile counts up to its last sample (its CPU is gone from /proc once it exits).
- */
-class CpuSampler {
-  private readonly start = new Map<number, number>();
-  private readonly last = new Map<number, number>();
-  private readonly workerStart: number;
-  workerNow: number;
-
-  constructor(private readonly pid: number) {
-    this.workerStart = this.workerNow = cpuSeconds(pid);
-    for (const d of descendants(pid)) this.start.set(d, cpuSeconds(d));
-  }
-
-  sample(): void {
-    this.workerNow = cpuSeconds(this.pid);
-    for (const d of descendants(this.pid)) {
-      const c = cpuSeconds(d);
-      if (c > 0) this.last.set(d, c);
-    }
-  }
-
-  get worker(): number {
-    return this.workerNow - this.workerStart;
-  }
-
-  get executors(): number {
-    let total = 0;
-    for (const [pid, c] of this.last) total += Math.max(0, c - (this.start.get(pid) ?? 0));
-    return total;
-  }
 }
 
 type Mode = "mapped" | "bytes" | "generated";
