@@ -28,6 +28,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { CoordinatorServiceClient } from "../../src/gen/coordinator/v1/coordinator";
+import { channelTarget } from "../../src/coordinator/adapters/worker-rpc-client";
 import { WorkerServiceClient } from "../../src/gen/worker/v1/worker";
 import type { HeartbeatPublishMode } from "../../src/worker/core/heartbeat-schedule";
 import { BlockxProcess } from "../../test/support/blockx-process";
@@ -326,7 +327,8 @@ async function runOne(n: number, intervalMs: number, mode: HeartbeatPublishMode)
     const bareOne = (cold: boolean, i: number) =>
       new Promise<void>((resolve) => {
         const t = performance.now();
-        const c = cold ? new WorkerServiceClient(`127.250.${Math.floor(i / 250) % 250}.${(i % 250) + 1}:${port}`, grpc.credentials.createInsecure()) : warmClient;
+        // The target a Coordinator dials (channelTarget: ipv4: for an IP address).
+        const c = cold ? new WorkerServiceClient(channelTarget(`127.250.${Math.floor(i / 250) % 250}.${(i % 250) + 1}:${port}`), grpc.credentials.createInsecure()) : warmClient;
         c.requestTaskSlot({ taskId: `${BARE_TASK_PREFIX}${i}`, ttlMs: 1_000 }, new grpc.Metadata(), { deadline: Date.now() + 10_000 }, (err) => {
           if (measuring && !err) (cold ? bareCold : bareWarm).push(performance.now() - t);
           if (cold) c.close();
