@@ -39,6 +39,20 @@ const UNAVAILABLE_CLASSES = new Set(["08", "53", "57", "58", "40"]);
  */
 const UNAVAILABLE_STATES = new Set(["25P03"]);
 
+/** postgresStoreError maps what Bun's SQL client throws to a TableStoreError with a code (by SQLSTATE). */
+export function postgresStoreError(e: unknown, description: string): TableStoreError {
+  if (e instanceof TableStoreError) return e;
+  const err = e as { errno?: unknown; code?: unknown; message?: string };
+  const state = typeof err.errno === "string" ? err.errno : "";
+  const message = err.message ?? String(e);
+  // No SQLSTATE: Bun's own error (refused, closed, timed out, TLS): the database was not reached.
+  if (state === "" || UNAVAILABLE_CLASSES.has(state.slice(0, 2)) || UNAVAILABLE_STATES.has(state)) {
+    return new TableStoreError("STORE_UNAVAILABLE", `table store ${description} unavailable: ${message}${state ? ` (SQLSTATE ${state})` : ""}`);
+  }
+  if (state === "22003") return new TableStoreError("ROW_MISMATCH", `table store ${description}: ${message}`);
+  return new TableStoreError("INTERNAL", `table store ${description}: ${message} (SQLSTATE ${state})`);
+}
+
 /** redactUrl: the URL without its password, for messages and logs. */
 export function redactUrl(url: string): string {
   try {
@@ -170,23 +184,10 @@ export class PostgresTableStore implements TableStore {
       this.gate.succeeded();
       return out;
     } catch (e) {
-      const err = this.classify(e);
+      const err = postgresStoreError(e, this.description);
       if (err.code === "STORE_UNAVAILABLE") this.gate.failed(this.nowMs());
       throw err;
     }
-  }
-
-  private classify(e: unknown): TableStoreError {
-    if (e instanceof TableStoreError) return e;
-    const err = e as { errno?: unknown; code?: unknown; message?: string };
-    const state = typeof err.errno === "string" ? err.errno : "";
-    const message = err.message ?? String(e);
-    // No SQLSTATE: Bun's own error (refused, closed, timed out, TLS): the database was not reached.
-    if (state === "" || UNAVAILABLE_CLASSES.has(state.slice(0, 2)) || UNAVAILABLE_STATES.has(state)) {
-      return new TableStoreError("STORE_UNAVAILABLE", `table store ${this.description} unavailable: ${message}${state ? ` (SQLSTATE ${state})` : ""}`);
-    }
-    if (state === "22003") return new TableStoreError("ROW_MISMATCH", `table store ${this.description}: ${message}`);
-    return new TableStoreError("INTERNAL", `table store ${this.description}: ${message} (SQLSTATE ${state})`);
   }
 
   /** ensureMeta creates the store's own tables once per store (again after a failure). */

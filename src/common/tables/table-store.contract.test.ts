@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { freshDatabase } from "../../../test/support/postgres";
 import { rawRows } from "../../../test/support/raw-table-reader";
 import { exactInt, integerDigits, isExactInt, parseExactJson } from "../json/exact-json";
-import { PostgresTableStore } from "./postgres-table-store";
+import { PostgresTableStore, postgresStoreError } from "./postgres-table-store";
 import { SqliteTableStore } from "./sqlite-table-store";
 import { appendRows, replaceBlockRows, type TableStore, TableStoreError } from "./table-store";
 
@@ -292,7 +292,7 @@ describe("Postgres: a Worker frozen inside a write transaction", () => {
     // (the transaction was rolled back), not an INTERNAL failure of the call; and its store writes again.
     const ended = await held;
     expect(ended.committed).toBe(false);
-    const seen = (frozen as unknown as { classify(e: unknown): TableStoreError }).classify(!ended.committed && ended.error);
+    const seen = postgresStoreError(!ended.committed && ended.error, frozen.description);
     expect(seen.code).toBe("STORE_UNAVAILABLE");
     await replaceBlockRows(frozen, "held", { chain: "eth", fromBlock: 3, toBlock: 3 }, [{ n: 3 }]);
     expect((await rawRows(url, "held")).map((r) => Number(r.n)).sort()).toEqual([1, 2, 3]);
