@@ -58,7 +58,7 @@ async function cleanup(): Promise<void> {
 }
 for (const sig of ["SIGINT", "SIGTERM"] as const) process.on(sig, () => void cleanup().finally(() => process.exit(130)));
 
-async function worker(inflight: number, latencyMs: number): Promise<{ client: WorkerClient; pid: number }> {
+async function worker(inflight: number, latencyMs: number): Promise<{ w: WorkerClient; pid: number }> {
   const w = BlockxProcess.spawn(["worker"], {
     ETCD_ENDPOINTS: etcd!.endpoint,
     BLOCKX_LOG_LEVEL: "info",
@@ -79,7 +79,7 @@ async function worker(inflight: number, latencyMs: number): Promise<{ client: Wo
     EXECUTOR_CALL_BUDGET_MS: "120000",
   });
   workers.push(w);
-  return { client: new WorkerClient(await w.grpcAddr()), pid: w.proc.pid };
+  return { w: new WorkerClient(await w.grpcAddr()), pid: w.proc.pid };
 }
 
 let seq = 0;
@@ -115,12 +115,8 @@ try {
   writeBlockStore(storePath, new SyntheticChain("ethereum"), FIRST_BLOCK, FIRST_BLOCK + CALLS - 1);
   etcd = await EtcdProcess.start();
   const series = new Map<string, { w: WorkerClient; pid: number; ideal: number }>();
-  const entry = async (n: number, latencyMs: number, ideal: number) => {
-    const { client, pid } = await worker(n, latencyMs);
-    return { w: client, pid, ideal };
-  };
-  for (const n of INFLIGHT) series.set(`${n} in flight, ${LATENCY_MS} ms per call`, await entry(n, LATENCY_MS, (Math.min(n, CALLS) * 1000) / LATENCY_MS));
-  for (const n of INFLIGHT) series.set(`${n} in flight, no latency (the CPU floor)`, await entry(n, 0, Infinity));
+  for (const n of INFLIGHT) series.set(`${n} in flight, ${LATENCY_MS} ms per call`, { ...(await worker(n, LATENCY_MS)), ideal: (Math.min(n, CALLS) * 1000) / LATENCY_MS });
+  for (const n of INFLIGHT) series.set(`${n} in flight, no latency (the CPU floor)`, { ...(await worker(n, 0)), ideal: Infinity });
   for (const s of series.values()) await runTask(s.w, s.pid); // warm-up: executors' imports, JIT
   const results = await interleavedRounds(
     [...series.keys()],

@@ -35,6 +35,7 @@ import { BlockxProcess } from "../../test/support/blockx-process";
 import { EtcdProcess } from "../../test/support/etcd";
 import { mulberry32 } from "../../test/support/mulberry32";
 import { freePort } from "../../test/support/ports";
+import { cpuSeconds } from "../../test/support/proc-scan";
 import type { SimConfig, SimMessage } from "./sim-workers";
 import { BARE_TASK_PREFIX } from "./bare-baseline";
 import type { SlotChange, SlotResponderConfig, SlotResponderMessage } from "./slot-responder";
@@ -70,7 +71,6 @@ const CPU_PROF_DIR = values["cpu-prof-dir"];
 /** Intervals below 1 s are skipped above this N: N x 5 puts/s is far past this machine's etcd (see bench/README.md). */
 const SKIP_FAST_ABOVE = Number(values["skip-above"]);
 const PREFIX = "/blockx/workers/";
-const CLK_TCK = 100; // USER_HZ on Linux
 const SIM_TASK_SLOTS = 50;
 
 // ---------------------------------------------------------------- /proc and /metrics readers
@@ -82,12 +82,6 @@ function boxCpu(): { busy: number; total: number } {
   return { busy: total - f[3]! - f[4]!, total }; // idle and iowait are not busy
 }
 
-/** cpuSeconds: user + system CPU time of a process so far. */
-function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(f[11]) + Number(f[12])) / CLK_TCK;
-}
 
 function rssBytes(pid: number): number {
   const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
