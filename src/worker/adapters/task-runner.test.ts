@@ -37,7 +37,7 @@ interface Rig {
   now: { ms: number };
 }
 
-function rig(o: { taskWindow?: number; maxAttempts?: number; tables?: SqliteTableStore; budgetMs?: number; ownerWithoutIdentity?: "task" | "shared" } = {}): Rig {
+function rig(o: { taskWindow?: number; maxAttempts?: number; tables?: SqliteTableStore; budgetMs?: number; ownerWithoutIdentity?: "task" | "shared"; progressIntervalMs?: number } = {}): Rig {
   const pool = new InMemoryPool();
   const events: TaskRunnerEvent[] = [];
   const ioEnded: string[] = [];
@@ -50,6 +50,8 @@ function rig(o: { taskWindow?: number; maxAttempts?: number; tables?: SqliteTabl
     tables: o.tables ?? null,
     log,
     nowMs: () => now.ms,
+    // Counts every turn, so that each test can read them after each step; the cadence has its own test.
+    progressIntervalMs: o.progressIntervalMs ?? 0,
     ...(o.budgetMs ? { callBudgetMs: o.budgetMs } : {}),
     ...(o.ownerWithoutIdentity ? { ownerWithoutIdentity: o.ownerWithoutIdentity } : {}),
   });
@@ -89,6 +91,38 @@ describe("TaskRunner", () => {
     expect(r.runner.result("t1")).toEqual({ returnValues: [1, 2, 3], firstError: undefined, writes: [] });
     expect(r.ioEnded).toEqual(["t1"]);
     expect(r.systemFailures).toEqual([false, false, false]);
+  });
+
+  test("counts are reported at most once per progress interval while calls run; the last counts go at once, before the end", async () => {
+    const counts = (r: Rig) => r.events.filter((e) => e.type === "taskCallCountsChanged").map((e) => (e.type === "taskCallCountsChanged" ? e.callsSucceeded : -1));
+    // An interval no test outlives: nothing but the task's end may report the held counts.
+    const held = rig({ progressIntervalMs: 60_000 });
+    run(held, task("p1", [1, 2, 3]));
+    expect(counts(held)).toEqual([0]); // reported at the start
+    held.pool.call("p1/0/1").finish({ value: 1 });
+    await settle();
+    held.pool.call("p1/1/1").finish({ value: 2 });
+    await settle();
+    expect(counts(held)).toEqual([0]); // held: within the interval
+    held.pool.call("p1/2/1").finish({ value: 3 });
+    await settle();
+    const types = held.events.map((e) => (e.type === "taskPhaseEntered" ? `phase:${e.phase}` : e.type));
+    expect(counts(held)).toEqual([0, 3]);
+    expect(types.lastIndexOf("taskCallCountsChanged")).toBeLessThan(types.indexOf("phase:WRITE"));
+    expect(types.at(-1)).toBe("taskSucceeded");
+
+    // A short interval: the held counts go when it has passed, without another call finishing.
+    const short = rig({ progressIntervalMs: 20 });
+    run(short, task("p2", [1, 2]));
+    short.pool.call("p2/0/1").finish({ value: 1 });
+    await settle();
+    expect(counts(short)).toEqual([0]);
+    await new Promise((resolve) => setTimeout(resolve, 40)); // after the runner's 20 ms timer, whichever the load
+    expect(counts(short)).toEqual([0, 1]);
+    short.pool.call("p2/1/1").finish({ value: 2 });
+    await settle();
+    expect(counts(short)).toEqual([0, 1, 2]);
+    expect(ends(short).map((e) => e.type)).toEqual(["taskSucceeded"]);
   });
 
   test("a call that fails for good fails the task at once, naming its input; the other calls are cancelled and nothing more starts", async () => {

@@ -46,6 +46,8 @@ export interface TaskRunnerDeps {
   readonly ownerWithoutIdentity?: "task" | "shared";
   /** TASK_MAX_RESULT_BYTES: JSON bytes of return values one task keeps (DEFAULT_MAX_RESULT_BYTES when absent). */
   readonly maxResultBytes?: number;
+  /** How often a running task's counts are reported at most (TASK_PROGRESS_INTERVAL_MS when absent; 0: every turn). */
+  readonly progressIntervalMs?: number;
 }
 
 /** What ListTasks shows of a task besides its snapshot. */
@@ -72,7 +74,19 @@ interface RunningTask {
   retried: number;
   countsDirty: boolean;
   countsFlushQueued: boolean;
+  /** When the counts were last reported (the Worker's clock); a timer while a report waits for its turn. */
+  countsFlushedAtMs: number;
+  countsTimer: ReturnType<typeof setTimeout> | null;
 }
+
+/**
+ * Progress (the call counts) is reported at most this often per task while its calls run; every
+ * change of phase or state, and the last counts of a task, go at once. A report costs the Worker a
+ * WorkerCore step, a TaskSnapshot encoded for every watcher and a write that wakes each watcher's
+ * process: once per call, that was 12% of the Worker's CPU at 1,000 calls/s (bench/io/io-bound.ts
+ * profile) for counts nobody reads faster than a progress bar redraws.
+ */
+export const TASK_PROGRESS_INTERVAL_MS = 100;
 
 /**
  * TaskRunner owns a task from the moment its plan is accepted to the moment the Worker forgets
@@ -179,6 +193,8 @@ export class TaskRunner {
       retried: 0,
       countsDirty: true,
       countsFlushQueued: false,
+      countsFlushedAtMs: -Infinity,
+      countsTimer: null,
     };
     this.tasks.set(taskId, t);
     this.step({ type: "taskAdded", taskId, source: plan.calls.source() });
@@ -242,6 +258,8 @@ export class TaskRunner {
   /** release stops the task's whole tree: its calls and every sub-call they started, its IO. */
   private release(t: RunningTask): void {
     this.tasks.delete(t.plan.taskId);
+    if (t.countsTimer !== null) clearTimeout(t.countsTimer);
+    t.countsTimer = null;
     this.step({ type: "taskRemoved", taskId: t.plan.taskId });
     for (const callId of [...t.inflight.keys(), ...t.subCalls]) this.deps.pool.cancel(callId, "task ended");
     t.inflight.clear();
@@ -380,19 +398,32 @@ export class TaskRunner {
     if (lines.length > 0) this.onLogLines(t.plan.taskId, lines);
   }
 
-  /** Counts are coalesced: one report per task per turn of the event loop. */
+  /**
+   * Counts are coalesced: one report per task per turn of the event loop, and at most one per
+   * TASK_PROGRESS_INTERVAL_MS (the rest wait on a timer, which the task's end makes moot).
+   */
   private scheduleCountsFlush(t: RunningTask): void {
     if (!t.countsDirty || t.countsFlushQueued) return;
     t.countsFlushQueued = true;
-    queueMicrotask(() => {
+    const flush = () => {
       t.countsFlushQueued = false;
+      t.countsTimer = null;
       if (this.tasks.get(t.plan.taskId) === t) this.flushCounts(t);
-    });
+    };
+    const waitMs = t.countsFlushedAtMs + (this.deps.progressIntervalMs ?? TASK_PROGRESS_INTERVAL_MS) - this.deps.nowMs();
+    if (waitMs <= 0) queueMicrotask(flush);
+    else t.countsTimer = setTimeout(flush, waitMs);
   }
 
   private flushCounts(t: RunningTask): void {
+    if (t.countsTimer !== null) {
+      clearTimeout(t.countsTimer);
+      t.countsTimer = null;
+      t.countsFlushQueued = false;
+    }
     if (!t.countsDirty) return;
     t.countsDirty = false;
+    t.countsFlushedAtMs = this.deps.nowMs();
     this.onEvent({ type: "taskCallCountsChanged", taskId: t.plan.taskId, callsTotal: t.plan.calls.total, callsSucceeded: t.succeeded, callsFailed: t.failed, callsRetried: t.retried });
   }
 
