@@ -19,9 +19,11 @@ for r in $(seq 1 "$rounds"); do
     p50="$(grep -m1 '^| p50, concurrency 1' "$out/run-$which-$r.txt" | awk -F'|' '{print $4}' | tr -d ' ')"
     p99="$(grep -m1 '^| p99, concurrency 1' "$out/run-$which-$r.txt" | awk -F'|' '{print $4}' | tr -d ' ')"
     tps="$(grep -m1 '^| per second' "$out/run-$which-$r.txt" | awk -F'|' '{print $4}' | awk '{print $1}')"
-    bps="$(grep -m1 '^| blocks/s' "$out/backfill-$which-$r.txt" | awk -F'|' '{print $4}' | tr -d ' ')"
-    ratio="$(grep -m1 '^| blocks/s' "$out/backfill-$which-$r.txt" | awk -F'|' '{print $5}' | tr -d ' x')"
-    cpu="$(grep -m1 '^| CPU ms per block' "$out/backfill-$which-$r.txt" | awk -F'|' '{print $4}' | awk '{print $1}')"
+    # backfill.ts's row of the default (mapped) hand-off: | mapped | blocks/s | vs floor | Worker | executors | total | ...
+    mapped="$(grep -m1 '^| mapped |' "$out/backfill-$which-$r.txt")"
+    bps="$(awk -F'|' '{print $3}' <<<"$mapped" | tr -d ' ')"
+    ratio="$(awk -F'|' '{print $4}' <<<"$mapped" | tr -d ' x')"
+    cpu="$(awk -F'|' '{print $7}' <<<"$mapped" | tr -d ' ')"
     echo "$which $r p50=$p50 p99=$p99 tasks/s=$tps blocks/s=$bps floor-ratio=$ratio cpu-ms/block=$cpu" | tee -a "$out/rows.txt"
   done
 done
