@@ -14,7 +14,11 @@
  * call of the comparison with Dask (each call waits on its own request), apart from the 230 µs
  * json.loads of a 79 KB block that a full-block call also pays in its executor.
  *
- *   bun bench/io/io-bound.ts [--calls 1000] [--latency-ms 10] [--rounds 5] [--executors 2] [--inflight 16,1024] [--answers full-block,small]
+ *   bun bench/io/io-bound.ts [--calls 1000] [--latency-ms 10] [--rounds 5] [--executors 2] [--inflight 16,1024] [--answers full-block,small] [--baseline BINARY]
+ *
+ * `--baseline BINARY` runs every series a second time on another build (a blockx binary built from
+ * an older commit), in the same interleaved rounds, and prints the ratios: a change's effect
+ * measured against its baseline in one run, whatever the machine's load meanwhile.
  *
  * Ideal calls/s = min(in flight, calls) / latency. The same run also measures the same task
  * without the latency (what the Worker and executors cost per call), so the waiting can be read
@@ -43,6 +47,7 @@ const { values } = parseArgs({
     executors: { type: "string", default: "2" },
     inflight: { type: "string", default: "16,1024" },
     answers: { type: "string", default: "full-block,small" },
+    baseline: { type: "string" },
   },
 });
 const CALLS = Number(values.calls);
@@ -73,8 +78,8 @@ async function cleanup(): Promise<void> {
 }
 for (const sig of ["SIGINT", "SIGTERM"] as const) process.on(sig, () => void cleanup().finally(() => process.exit(130)));
 
-async function worker(inflight: number, latencyMs: number): Promise<{ w: WorkerClient; pid: number }> {
-  const w = BlockxProcess.spawn(["worker"], {
+async function worker(inflight: number, latencyMs: number, binary?: string): Promise<{ w: WorkerClient; pid: number }> {
+  const args: [string[], Record<string, string>] = [["worker"], {
     ETCD_ENDPOINTS: etcd!.endpoint,
     BLOCKX_LOG_LEVEL: "info",
     WORKER_LISTEN: "127.0.0.1:0",
@@ -92,7 +97,8 @@ async function worker(inflight: number, latencyMs: number): Promise<{ w: WorkerC
     LOCALTESTSERVICE_BLOCK_STORE: storePath,
     // A call's budget counts its IO time: on a loaded box 1,024 requests at once can wait seconds.
     EXECUTOR_CALL_BUDGET_MS: "120000",
-  });
+  }];
+  const w = binary === undefined ? BlockxProcess.spawn(...args) : BlockxProcess.spawn(...args, binary);
   workers.push(w);
   return { w: new WorkerClient(await w.grpcAddr()), pid: w.proc.pid };
 }
@@ -130,13 +136,16 @@ try {
   writeBlockStore(storePath, new SyntheticChain("ethereum"), FIRST_BLOCK, FIRST_BLOCK + CALLS - 1);
   etcd = await EtcdProcess.start();
   // One Worker per in-flight count and latency; each runs both kinds of call (the answer is the task's function).
+  // With --baseline, each series also runs on the baseline build ("baseline " before its name).
   const series = new Map<string, { w: WorkerClient; pid: number; ideal: number; answer: Answer }>();
-  for (const latencyMs of [LATENCY_MS, 0]) {
-    for (const n of INFLIGHT) {
-      const w = await worker(n, latencyMs);
-      for (const answer of ANSWERS) {
-        const what = latencyMs > 0 ? `${latencyMs} ms per call` : "no latency (the CPU floor)";
-        series.set(`${answer}: ${n} in flight, ${what}`, { ...w, answer, ideal: latencyMs > 0 ? (Math.min(n, CALLS) * 1000) / latencyMs : Infinity });
+  for (const build of values.baseline === undefined ? [undefined] : [undefined, values.baseline]) {
+    for (const latencyMs of [LATENCY_MS, 0]) {
+      for (const n of INFLIGHT) {
+        const w = await worker(n, latencyMs, build);
+        for (const answer of ANSWERS) {
+          const what = latencyMs > 0 ? `${latencyMs} ms per call` : "no latency (the CPU floor)";
+          series.set(`${build === undefined ? "" : "baseline "}${answer}: ${n} in flight, ${what}`, { ...w, answer, ideal: latencyMs > 0 ? (Math.min(n, CALLS) * 1000) / latencyMs : Infinity });
+        }
       }
     }
   }
@@ -160,9 +169,23 @@ try {
     const executorsUs = median(results[k]!.map((r) => r.executorsUs));
     console.log(`| ${k} | ${m.toFixed(0)} | ${ideal} | ${share} | ${workerUs.toFixed(0)} µs | ${executorsUs.toFixed(0)} µs | ${results[k]!.map((r) => r.callsPerS.toFixed(0)).join(", ")} |`);
   }
+  if (values.baseline !== undefined) {
+    console.log("");
+    console.log(`This build against the baseline (${values.baseline}), medians of the same rounds:`);
+    console.log("");
+    console.log("| series | calls/s, this / baseline | Worker CPU per call | executors' CPU per call |");
+    console.log("| --- | ---: | ---: | ---: |");
+    const cpu = (k: string, f: "workerUs" | "executorsUs") => median(results[k]!.map((r) => r[f]));
+    for (const k of series.keys()) {
+      const b = `baseline ${k}`;
+      if (k.startsWith("baseline ") || !results[b]) continue;
+      const ratio = (x: number, y: number) => `${(x / y).toFixed(2)}x`;
+      console.log(`| ${k} | ${rate(k).toFixed(0)} / ${rate(b).toFixed(0)} = ${ratio(rate(k), rate(b))} | ${ratio(cpu(k, "workerUs"), cpu(b, "workerUs"))} | ${ratio(cpu(k, "executorsUs"), cpu(b, "executorsUs"))} |`);
+    }
+  }
   console.log("");
   for (const [k, s] of series) {
-    if (!k.includes(": 16 in flight,") || !Number.isFinite(s.ideal)) continue;
+    if (k.startsWith("baseline ") || !k.includes(": 16 in flight,") || !Number.isFinite(s.ideal)) continue;
     const share = rate(k) / s.ideal;
     console.log(`- at least 90% of ideal at 16 in flight, ${s.answer}: ${share >= 0.9 ? "**met**" : "**not met**"} (${(share * 100).toFixed(0)}%)`);
   }
