@@ -79,7 +79,8 @@ async function cleanup(): Promise<void> {
 for (const sig of ["SIGINT", "SIGTERM"] as const) process.on(sig, () => void cleanup().finally(() => process.exit(130)));
 
 async function worker(inflight: number, latencyMs: number, binary?: string): Promise<{ w: WorkerClient; pid: number }> {
-  const args: [string[], Record<string, string>] = [["worker"], {
+  // binary undefined: dist/blockx (spawn's default).
+  const w = BlockxProcess.spawn(["worker"], {
     ETCD_ENDPOINTS: etcd!.endpoint,
     BLOCKX_LOG_LEVEL: "info",
     WORKER_LISTEN: "127.0.0.1:0",
@@ -97,8 +98,7 @@ async function worker(inflight: number, latencyMs: number, binary?: string): Pro
     LOCALTESTSERVICE_BLOCK_STORE: storePath,
     // A call's budget counts its IO time: on a loaded box 1,024 requests at once can wait seconds.
     EXECUTOR_CALL_BUDGET_MS: "120000",
-  }];
-  const w = binary === undefined ? BlockxProcess.spawn(...args) : BlockxProcess.spawn(...args, binary);
+  }, binary);
   workers.push(w);
   return { w: new WorkerClient(await w.grpcAddr()), pid: w.proc.pid };
 }
