@@ -1,12 +1,12 @@
 import { procChildren } from "./proc-children";
-import { ProcessTreeMemory } from "./process-tree-memory";
-import { chownSync, mkdirSync, rmSync } from "node:fs";
+import { chownSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import type { Logger } from "../../common/logging/logger";
 import { forEachLine } from "../../common/streams/for-each-line";
 import type { Isolation } from "./isolation";
 import { STDERR_LINES_PER_SECOND, STDERR_MAX_LINE_CHARS, StderrGate } from "./stderr-gate";
 import { BwrapSandbox, SANDBOX_SCRATCH_DIR } from "./sandbox/bwrap-sandbox";
 
+const PAGE_SIZE = 4096;
 /** Lines of an executor's stderr kept for a failed start. */
 const START_STDERR_LINES = 40;
 
@@ -57,8 +57,6 @@ export class ExecutorProcess {
   readonly stderrDone: Promise<void>;
   /** Set once the process has exited. */
   exit: ExecutorExit | null = null;
-  /** Its tree's resident memory (the pool's memory limit). */
-  private readonly memory: ProcessTreeMemory;
 
   /** spawn starts the process; `onExit` is called once, when it has exited. */
   /**
@@ -106,7 +104,6 @@ export class ExecutorProcess {
     } finally {
       if (seccompFd !== null) BwrapSandbox.closeSeccomp(seccompFd);
     }
-    this.memory = new ProcessTreeMemory(this.proc.pid);
     const stdin = this.proc.stdin as import("bun").FileSink;
     stdin.write(`${spec.token}\n`);
     void Promise.resolve(stdin.end()).catch(() => {});
@@ -197,11 +194,24 @@ export class ExecutorProcess {
 
   /**
    * rssBytes is the resident memory of the executor and everything under it (bwrap, its init,
-   * the interpreter, anything it forked), from /proc, or null when it cannot be read
-   * (ProcessTreeMemory: new processes are looked for at most every second).
+   * the interpreter, anything it forked), from /proc, or null when it cannot be read.
    */
-  rssBytes(nowMs: number = performance.now()): number | null {
-    return this.memory.rssBytes(nowMs);
+  rssBytes(): number | null {
+    let total = 0;
+    let seen = 0;
+    const pending = [this.proc.pid];
+    while (pending.length > 0 && seen < MAX_TREE_PROCESSES) {
+      const pid = pending.pop()!;
+      seen++;
+      try {
+        total += Number(readFileSync(`/proc/${pid}/statm`, "utf8").split(" ")[1]) * PAGE_SIZE;
+      } catch {
+        if (pid === this.proc.pid) return null;
+        continue;
+      }
+      pending.push(...procChildren.childrenOf(pid));
+    }
+    return total;
   }
 }
 
@@ -223,3 +233,5 @@ export function callsHeldFields(callIds: readonly string[]): CallsHeld {
   return { callIds: callIds.slice(0, MAX_LOGGED_CALL_IDS), moreCalls: callIds.length - MAX_LOGGED_CALL_IDS };
 }
 
+/** How many processes of an executor's tree rssBytes reads at most (a fork bomb's are bounded by RLIMIT_NPROC anyway). */
+const MAX_TREE_PROCESSES = 64;
