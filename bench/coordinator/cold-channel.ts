@@ -45,7 +45,6 @@ if (values.serve) {
       const t = performance.now();
       c.requestTaskSlot({ taskId: `t${seq}`, ttlMs: 1_000 }, new grpc.Metadata(), { deadline: Date.now() + 5_000 }, (e) => (e ? reject(e) : resolve(performance.now() - t)));
     });
-  const p50 = (xs: number[]) => xs.sort((a, b) => a - b)[xs.length >> 1]!;
   const warm = new WorkerServiceClient(nextAddr(), grpc.credentials.createInsecure());
   await call(warm);
   const series = {
@@ -56,7 +55,7 @@ if (values.serve) {
         d.push(await call(c));
         c.close();
       }
-      return p50(d);
+      return median(d);
     },
     "cold, dns: target (grpc-js's default, before)": async () => {
       const d: number[] = [];
@@ -65,12 +64,12 @@ if (values.serve) {
         d.push(await call(c));
         c.close();
       }
-      return p50(d);
+      return median(d);
     },
     "warm (a channel kept open)": async () => {
       const d: number[] = [];
       for (let i = 0; i < CALLS; i++) d.push(await call(warm));
-      return p50(d);
+      return median(d);
     },
   } as const;
   type Key = keyof typeof series;

@@ -82,7 +82,6 @@ function boxCpu(): { busy: number; total: number } {
   return { busy: total - f[3]! - f[4]!, total }; // idle and iowait are not busy
 }
 
-
 function rssBytes(pid: number): number {
   const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
   return m ? Number(m[1]) * 1024 : 0;

@@ -4,6 +4,7 @@ import { checkServerIdentity, type PeerCertificate } from "node:tls";
 import { identityFromSubjectAltName, identityKey, type PeerIdentity, type PeerRole } from "./peer-identity";
 import type { Logger } from "../logging/logger";
 import { describeTls, type TlsSetting } from "./tls-setting";
+import { hostOf } from "../net/dial-host";
 import { grpcError } from "../grpc/grpc-server";
 
 /** How often the certificate files are re-read: a rotated certificate is used by new connections within this. */
@@ -106,11 +107,6 @@ export function tlsChannel(
     checkServerIdentity: (_servername: string, cert: PeerCertificate) => checkServerIdentity(host, cert) ?? check(cert),
   });
   return { credentials, options: { "grpc.ssl_target_name_override": isIP(host) ? IP_SERVERNAME : host } };
-}
-
-function hostOf(target: string): string {
-  const m = /^\[([^\]]+)\]:\d+$/.exec(target) ?? /^([^:]+):\d+$/.exec(target);
-  return m ? m[1]! : target;
 }
 
 /**

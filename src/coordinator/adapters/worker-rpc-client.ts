@@ -1,6 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { isIPv4, isIPv6 } from "node:net";
 import { ErrorCode } from "../../common/error-code";
+import { hostOf } from "../../common/net/dial-host";
 import { CLIENT_IDENTITY_HEADER } from "../../common/tls/client-identity-header";
 import { channelFor } from "../../common/tls/grpc-tls";
 import type { TlsSetting } from "../../common/tls/tls-setting";
@@ -68,10 +69,9 @@ export function grpcErrToSlotError(err: Pick<grpc.ServiceError, "code" | "detail
  * issue 22). A host name keeps the dns: resolver. The `:authority` stays `host:port` either way.
  */
 export function channelTarget(workerAddr: string): string {
-  const i = workerAddr.lastIndexOf(":");
-  const host = i < 0 ? workerAddr : workerAddr.slice(0, i);
+  const host = hostOf(workerAddr);
   if (isIPv4(host)) return `ipv4:${workerAddr}`;
-  if (host.startsWith("[") && host.endsWith("]") && isIPv6(host.slice(1, -1))) return `ipv6:${workerAddr}`;
+  if (isIPv6(host)) return `ipv6:${workerAddr}`;
   return workerAddr;
 }
 
