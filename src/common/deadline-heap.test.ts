@@ -6,6 +6,7 @@ describe("DeadlineHeap", () => {
     const heap = new DeadlineHeap<string>();
     expect(heap.peekDeadline()).toBe(Number.POSITIVE_INFINITY);
     expect(heap.pop()).toBeUndefined();
+    expect(heap.peekItem()).toBeUndefined();
     let x = 12345;
     const pushed: Array<[number, string]> = [];
     for (let i = 0; i < 500; i++) {
@@ -21,7 +22,9 @@ describe("DeadlineHeap", () => {
     const items = new Set<string>();
     while (heap.size > 0) {
       const peeked = heap.peekDeadline();
+      const head = heap.peekItem();
       const item = heap.pop() as string;
+      expect(item).toBe(head as string); // peekItem names the item pop returns next
       expect(deadlineOf.get(item)).toBe(peeked); // the item travels with its deadline
       popped.push(peeked);
       items.add(item);

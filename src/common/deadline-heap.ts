@@ -39,6 +39,11 @@ export class DeadlineHeap<T> {
     return this.deadlines.length === 0 ? Number.POSITIVE_INFINITY : (this.deadlines[0] as number);
   }
 
+  /** peekItem is the item with the smallest deadline (undefined when empty), left in place. */
+  peekItem(): T | undefined {
+    return this.items[0];
+  }
+
   /** pop removes and returns the item with the smallest deadline (undefined when empty). */
   pop(): T | undefined {
     const d = this.deadlines;

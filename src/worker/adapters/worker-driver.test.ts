@@ -12,10 +12,10 @@ import { WorkerDriver } from "./worker-driver";
 const log = createLogger("fatal");
 const RETENTION_MS = 10_000;
 
-function task(id: string, inputs: unknown[]): Task {
+function task(id: string, inputs: unknown[], taskTimeoutMs = 0): Task {
   return {
     taskId: id,
-    taskTimeoutMs: 0,
+    taskTimeoutMs,
     functionCallConfig: {
       function: { name: "", source: "def main(ctx, x):\n    return x\n", entry: "", filename: "" },
       config: { $case: "inputs", inputs: { inputs: inputs.map((v) => Buffer.from(JSON.stringify(v))) } },
@@ -29,9 +29,13 @@ afterEach(() => {
   for (const d of drivers.splice(0)) d.stop();
 });
 
-/** A driver over a real WorkerCore and TaskRunner, an in-memory pool and a clock the test moves. */
-function rig() {
+/**
+ * A driver over a real WorkerCore and TaskRunner, an in-memory pool and a clock the test moves
+ * (or, with `realClock`, the process's monotonic clock, for tests of the driver's own timer).
+ */
+function rig(o: { realClock?: boolean } = {}) {
   const now = { ms: 1_000_000 };
+  const nowMs = o.realClock ? () => Math.floor(performance.now()) : () => now.ms;
   const pool = new InMemoryPool();
   const runner = new TaskRunner({
     pool,
@@ -39,10 +43,10 @@ function rig() {
     io: { forTask: () => ({ call: async () => ({ answer: { ok: true, value: null, ioMs: 0 } }) as never, end: () => {} }) },
     tables: null,
     log,
-    nowMs: () => now.ms,
+    nowMs,
   });
   const core = new WorkerCore({ taskSlots: 4, retentionMs: RETENTION_MS, workerAddr: "127.0.0.1:1" }, "inc1");
-  const driver = new WorkerDriver(core, runner, (t) => planTask(t!, blockWorkerProfile, null), log, () => now.ms);
+  const driver = new WorkerDriver(core, runner, (t) => planTask(t!, blockWorkerProfile, null), log, nowMs);
   drivers.push(driver);
   return { now, pool, driver };
 }
@@ -68,4 +72,42 @@ describe("WorkerDriver", () => {
     expect(driver.story("t1")).toEqual([]);
     expect(driver.queryTask("t1", ANONYMOUS).err?.code).toBe("SLOT_NOT_FOUND");
   });
+
+  // The driver keeps its timer while it is due no later than the core's next deadline: these two
+  // cases are where a kept timer could be wrong. Nothing queries the driver (a query applies what
+  // is due by itself): only the timer can publish the TIMED_OUT snapshots waited for.
+  test("a deadline that arrives earlier than the armed one re-arms the timer", async () => {
+    const { driver } = rig({ realClock: true });
+    const timedOut = new Set<string>();
+    driver.onSnapshot = (s) => void (s.state === TaskState.TIMED_OUT && timedOut.add(s.taskId));
+    for (const [id, timeoutMs] of [["late", 60_000], ["soon", 30]] as const) {
+      const slot = driver.requestTaskSlot(id, 60_000, ANONYMOUS);
+      driver.submitTask(task(id, [1], timeoutMs), slot.snapshot!.slotId, "me", ANONYMOUS, () => {});
+    }
+    await waitUntil(() => timedOut.has("soon"), 3_000);
+    expect([...timedOut]).toEqual(["soon"]);
+  });
+
+  test("when the deadline the timer was armed for goes away, the early wake re-arms for the next one", async () => {
+    const { pool, driver } = rig({ realClock: true });
+    const timedOut = new Set<string>();
+    driver.onSnapshot = (s) => void (s.state === TaskState.TIMED_OUT && timedOut.add(s.taskId));
+    for (const [id, timeoutMs] of [["first", 100], ["second", 300]] as const) {
+      const slot = driver.requestTaskSlot(id, 60_000, ANONYMOUS);
+      driver.submitTask(task(id, [1], timeoutMs), slot.snapshot!.slotId, "me", ANONYMOUS, () => {});
+    }
+    // "first" ends before its timeout: the timer armed for it fires with nothing due.
+    pool.call("first/0/1").finish({ value: 1 });
+    await settle();
+    await waitUntil(() => timedOut.has("second"), 3_000);
+    expect(timedOut.has("first")).toBe(false);
+  });
 });
+
+async function waitUntil(ok: () => boolean, withinMs: number): Promise<void> {
+  const until = performance.now() + withinMs;
+  while (!ok()) {
+    if (performance.now() > until) throw new Error(`not within ${withinMs} ms`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}

@@ -366,14 +366,11 @@ export class WorkerCore {
    */
   nextDeadlineMs(): number | null {
     const heap = this.heap;
+    // The adapter asks after every step: a live head answers in O(1); stale heads are dropped.
     while (heap.size > 0) {
       const d = heap.peekDeadline();
-      const rec = heap.pop() as TaskRecord;
-      if (this.isLiveEntry(d, rec)) {
-        // DeadlineHeap has no peekItem: put the live entry back (O(log n)).
-        heap.push(d, rec);
-        return d;
-      }
+      if (this.isLiveEntry(d, heap.peekItem() as TaskRecord)) return d;
+      heap.pop();
     }
     return null;
   }
