@@ -47,7 +47,28 @@ export function inlineFunction(source: string, entry: string | undefined, filena
   const e = checkEntry(entry);
   if (!e.ok) return { ok: false, reason: "BAD_ENTRY", message: `entry: ${e.message}` };
   const file = traceFilename(filename);
-  return { ok: true, fn: { source, entry: e.entry, digest: digestOf(source), name: "", ...(file ? { filename: file } : {}) } };
+  return { ok: true, fn: { source, entry: e.entry, digest: inlineDigest(source), name: "", ...(file ? { filename: file } : {}) } };
+}
+
+/** Sources up to this size have their digest remembered; larger ones are hashed each time. */
+const REMEMBERED_SOURCE_CHARS = 64 * 1024;
+/** How many recent sources' digests are remembered (at most 4 MiB of UTF-16 keys). */
+const REMEMBERED_SOURCES = 32;
+const recentDigests = new Map<string, string>();
+
+/**
+ * inlineDigest: digestOf, remembered for the last few small sources. A batch of tasks sends one
+ * function's source with every task; a sha256 per task was 2% of a busy Worker's CPU, where a
+ * lookup by the source string costs a hash of it (JavaScriptCore's, not a cryptographic one).
+ */
+function inlineDigest(source: string): string {
+  if (source.length > REMEMBERED_SOURCE_CHARS) return digestOf(source);
+  const known = recentDigests.get(source);
+  if (known !== undefined) return known;
+  const digest = digestOf(source);
+  if (recentDigests.size >= REMEMBERED_SOURCES) recentDigests.delete(recentDigests.keys().next().value!);
+  recentDigests.set(source, digest);
+  return digest;
 }
 
 /**
