@@ -167,6 +167,7 @@ typecheck: $(DEPS_STAMP)
 # Regenerates src/gen from proto/ (the generated code is committed).
 proto: $(DEPS_STAMP)
 	node_modules/.bin/buf generate
+	$(BUN) scripts/patch-gen.ts
 	node_modules/.bin/buf lint || true
 
 # Regenerates client-py/blockx/_gen (blockx-py's stubs, committed) from proto/ with Debian's protoc

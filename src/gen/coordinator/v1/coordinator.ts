@@ -1234,7 +1234,8 @@ export type DeepPartial<T> = T extends Builtin ? T
   : Partial<T>;
 
 function longToNumber(int64: { toString(): string }): number {
-  const num = globalThis.Number(int64.toString());
+  // scripts/patch-gen.ts: the wire reader's bigint converts directly, without a string.
+  const num = typeof int64 === "bigint" ? globalThis.Number(int64) : globalThis.Number(int64.toString());
   if (num > globalThis.Number.MAX_SAFE_INTEGER) {
     throw new globalThis.Error("Value is larger than Number.MAX_SAFE_INTEGER");
   }
