@@ -5,7 +5,12 @@
  * per task: ReserveWorkerSlot, SubmitTask, WatchTasks, GetTaskResult each), with the same number
  * of tasks in flight; against it, runTasks' batch path at batch sizes 1, 16 and 256.
  *
- *   bun bench/worker/batch.ts [--tasks 1000] [--inflight 256] [--rounds 5] [--executors 2] [--sizes 1,16,256]
+ *   bun bench/worker/batch.ts [--tasks 10000] [--inflight 256] [--rounds 5] [--executors 2] [--sizes 1,16,256] [--baseline BINARY]
+ *
+ * A round is 10,000 tasks by default: at 256 in flight, a round of 1,000 is four windows, and
+ * filling and draining the window is much of its time (`--tasks 1000` shows it).
+ * `--baseline BINARY` also runs the batch path's series on another build (its own Worker and
+ * Coordinator, the same etcd) in the same rounds, and prints this build's figures against it.
  *
  * Rounds are interleaved (one of each series per round, in a rotating order) and every figure is
  * the median over the rounds, so that the shared machine's noise hits every series alike.
@@ -16,7 +21,7 @@ import { Task } from "../../src/gen/worker/v1/worker";
 import { BlockxClient } from "../../src/sdk/blockx-client";
 import { loadClientConfig } from "../../src/sdk/client-config";
 import { suiteEnv } from "../../test/support/suite-tls";
-import { BlockxProcess } from "../../test/support/blockx-process";
+import { BLOCKX_BINARY, BlockxProcess } from "../../test/support/blockx-process";
 import { healthCheck, waitFor } from "../../test/support/coordinator-client";
 import { EtcdProcess } from "../../test/support/etcd";
 import { cpuSeconds, descendants } from "../../test/support/proc-scan";
@@ -26,11 +31,12 @@ import { interleavedRounds, median } from "../support/rounds";
 
 const { values } = parseArgs({
   options: {
-    tasks: { type: "string", default: "1000" },
+    tasks: { type: "string", default: "10000" },
     inflight: { type: "string", default: "256" },
     rounds: { type: "string", default: "5" },
     executors: { type: "string", default: "2" },
     sizes: { type: "string", default: "1,16,256" },
+    baseline: { type: "string" },
   },
 });
 const TASKS = Number(values.tasks);
@@ -103,37 +109,50 @@ async function measure(pids: Record<string, number>, run: () => Promise<void>): 
   return { perSecond: TASKS / seconds, cpuUsPerTask: Object.fromEntries(Object.keys(b).map((k) => [k, ((b[k]! - (a[k] ?? 0)) * 1000) / TASKS])) };
 }
 
-try {
-  etcd = await EtcdProcess.start();
+/** A Worker and a Coordinator of one build on their own registry prefix, and a client of them. */
+async function startCluster(binary: string): Promise<{ client: BlockxClient; pids: Record<string, number> }> {
   const prefix = randomLanePrefix("block");
-  const common = { ETCD_ENDPOINTS: etcd.endpoint, BLOCKX_LOG_LEVEL: "info" };
-  const worker = BlockxProcess.spawn(["worker"], { ...common, WORKER_LISTEN: "127.0.0.1:0", WORKER_REGISTRY_PREFIX: prefix, EXECUTOR_COUNT: values.executors, TASK_SLOTS: "2048", EXECUTOR_OWNER_WITHOUT_IDENTITY: "shared" });
+  const common = { ETCD_ENDPOINTS: etcd!.endpoint, BLOCKX_LOG_LEVEL: "info" };
+  const worker = BlockxProcess.spawn(["worker"], { ...common, WORKER_LISTEN: "127.0.0.1:0", WORKER_REGISTRY_PREFIX: prefix, EXECUTOR_COUNT: values.executors, TASK_SLOTS: "2048", EXECUTOR_OWNER_WITHOUT_IDENTITY: "shared" }, binary);
   blockx.push(worker);
   await worker.grpcAddr();
   // The load generator shares the box with the Worker: its host CPU must not read as a red line.
-  const coord = BlockxProcess.spawn(["coordinator"], { ...common, COORDINATOR_LISTEN: "127.0.0.1:0", COORDINATOR_REGISTRY_PREFIXES: prefix, COORDINATOR_CPU_RED_LINE: "1", COORDINATOR_MEMORY_RED_LINE: "1" });
+  const coord = BlockxProcess.spawn(["coordinator"], { ...common, COORDINATOR_LISTEN: "127.0.0.1:0", COORDINATOR_REGISTRY_PREFIXES: prefix, COORDINATOR_CPU_RED_LINE: "1", COORDINATOR_MEMORY_RED_LINE: "1" }, binary);
   blockx.push(coord);
   const coordAddr = await coord.grpcAddr();
   await waitFor(() => healthCheck(coordAddr, "coordinator.v1.CoordinatorService"), (s) => s === HealthCheckResponse_ServingStatus.SERVING, 30_000);
   // The transport of the processes BlockxProcess started (plaintext in a bench without the suite's CA).
-  const client = new BlockxClient(loadClientConfig({ BLOCKX_COORDINATOR_ADDRS: coordAddr, ETCD_ENDPOINTS: etcd.endpoint, ...suiteEnv("client") }));
-  const pids = { coordinator: coord.proc.pid, worker: worker.proc.pid };
+  const client = new BlockxClient(loadClientConfig({ BLOCKX_COORDINATOR_ADDRS: coordAddr, ETCD_ENDPOINTS: etcd!.endpoint, ...suiteEnv("client") }));
+  return { client, pids: { coordinator: coord.proc.pid, worker: worker.proc.pid } };
+}
 
-  const series: [string, () => Promise<void>][] = [
-    ["one-by-one (runTask per task, baseline)", () => oneByOne(client, tinyTasks(TASKS))],
-    ...SIZES.map((s): [string, () => Promise<void>] => [`batch path, batch size ${s}`, () => batched(client, tinyTasks(TASKS), s)]),
+const BASELINE_PREFIX = "baseline build: ";
+
+try {
+  etcd = await EtcdProcess.start();
+  const main = await startCluster(BLOCKX_BINARY);
+  const other = values.baseline === undefined ? undefined : await startCluster(values.baseline);
+
+  type Series = [string, () => Promise<void>, Record<string, number>];
+  const batchSeries = (c: { client: BlockxClient; pids: Record<string, number> }, label: string): Series[] =>
+    SIZES.map((size): Series => [`${label}batch path, batch size ${size}`, () => batched(c.client, tinyTasks(TASKS), size), c.pids]);
+  const series: Series[] = [
+    ["one-by-one (runTask per task, baseline)", () => oneByOne(main.client, tinyTasks(TASKS)), main.pids],
+    ...batchSeries(main, ""),
+    ...(other ? batchSeries(other, BASELINE_PREFIX) : []),
   ];
   // Warm-up: one small round of each (JIT, executors' first imports, channels).
   for (const [, f] of series) await f();
-  const byName = new Map(series);
+  const byName = new Map(series.map(([name, f, pids]) => [name, { f, pids }]));
   const results = await interleavedRounds(
     series.map(([name]) => name),
     ROUNDS,
-    (name) => measure(pids, byName.get(name)!),
+    (name) => measure(byName.get(name)!.pids, byName.get(name)!.f),
     (r) => process.stderr.write(`round ${r}/${ROUNDS} done\n`),
   );
   const rounds = new Map<string, Round[]>(Object.entries(results));
-  client.close();
+  main.client.close();
+  other?.client.close();
 
   const roles = ["client", "coordinator", "worker", "executors"];
   const med = (name: string) => {
@@ -142,7 +161,7 @@ try {
     return { perSecond: median(rs.map((x) => x.perSecond)), cpu, total: median(rs.map((x) => roles.reduce((a, role) => a + (x.cpuUsPerTask[role] ?? 0), 0))), spread: rs.map((x) => x.perSecond) };
   };
   const base = med(series[0]![0]);
-  console.log(`BlockX batch path: ${TASKS} tiny tasks per round, ${INFLIGHT} in flight, EXECUTOR_COUNT=${values.executors}, medians of ${ROUNDS} interleaved rounds`);
+  console.log(`BlockX batch path${other ? ` (against ${values.baseline})` : ""}: ${TASKS} tiny tasks per round, ${INFLIGHT} in flight, EXECUTOR_COUNT=${values.executors}, medians of ${ROUNDS} interleaved rounds`);
   console.log("");
   console.log(`| series | tasks/s | vs baseline | CPU µs/task: ${roles.join(" | ")} | total | total vs baseline |`);
   console.log(`| --- | ---: | ---: | ${roles.map(() => "---:").join(" | ")} | ---: | ---: |`);
@@ -154,7 +173,20 @@ try {
   }
   console.log("");
   for (const [name] of series) console.log(`(${name}: tasks/s per round ${med(name).spread.map((v) => v.toFixed(0)).join(", ")})`);
-  const best = med(series.at(-1)![0]);
+  if (other) {
+    console.log("");
+    console.log(`This build against the baseline build (${values.baseline}), medians of the same rounds:`);
+    console.log("");
+    console.log(`| batch size | tasks/s, this / baseline | CPU µs/task, this / baseline | ${roles.join(" | ")} |`);
+    console.log(`| ---: | --- | --- | ${roles.map(() => "---").join(" | ")} |`);
+    for (const size of SIZES) {
+      const a = med(`batch path, batch size ${size}`);
+      const b = med(`${BASELINE_PREFIX}batch path, batch size ${size}`);
+      const ratio = (x: number, y: number) => `${x.toFixed(0)}/${y.toFixed(0)} = ${(x / y).toFixed(2)}x`;
+      console.log(`| ${size} | ${ratio(a.perSecond, b.perSecond)} | ${ratio(a.total, b.total)} | ${roles.map((r) => ratio(a.cpu[r]!, b.cpu[r]!)).join(" | ")} |`);
+    }
+  }
+  const best = med(`batch path, batch size ${SIZES.at(-1)}`);
   console.log("");
   console.log(`- at least ${AIM.perSecond} tasks/s through the batch path: ${best.perSecond >= AIM.perSecond ? "**met**" : "**not met**"} (${best.perSecond.toFixed(0)})`);
   console.log(`- at most ${AIM.cpuUsPerTask} µs CPU per task: ${best.total <= AIM.cpuUsPerTask ? "**met**" : "**not met**"} (${best.total.toFixed(0)})`);
