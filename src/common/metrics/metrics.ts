@@ -6,7 +6,11 @@
 
 type Labels = Readonly<Record<string, string>>;
 
+/** labelKey: a series' key among one metric's series (all with the same label names). */
 function labelKey(labelNames: readonly string[], labels: Labels): string {
+  // Most metrics have one label or none and are updated on hot paths (every reservation, call).
+  if (labelNames.length === 0) return "";
+  if (labelNames.length === 1) return labels[labelNames[0]!] ?? "";
   return labelNames.map((n) => labels[n] ?? "").join("\u0000");
 }
 
