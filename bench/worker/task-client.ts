@@ -80,7 +80,7 @@ function watchToEnd(w: WorkerServiceClient, taskId: string, onFirst?: () => void
   return new Promise((resolve, reject) => {
     let seen = 0;
     let settled = false;
-    const stream = w.watchTasks({ taskIds: [taskId], withResults: false });
+    const stream = w.watchTasks({ taskIds: [taskId], withResults: false, terminalOnly: false });
     stream.on("data", (s: TaskSnapshot) => {
       if (seen++ === 0) onFirst?.();
       if (!settled && TERMINAL.has(s.state)) {

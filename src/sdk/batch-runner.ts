@@ -232,6 +232,8 @@ export class BatchRunner {
     if (running.size === 0) return;
     const reading: Promise<void>[] = [];
     const handOver = (placed: Placed) => alone(placed.item, { handle: { taskId: placed.item.task.taskId, workerAddr: addr }, attempt: 1, workers: [addr] });
+    // Without onProgress only the tasks' ends matter: the Worker sends nothing before them.
+    const terminalOnly = opts.onProgress === undefined;
     await this.client.stream(w, [...running.keys()], deadline, (s: TaskSnapshot) => {
       const r = running.get(s.taskId);
       if (!r) return;
@@ -246,7 +248,7 @@ export class BatchRunner {
           () => handOver(r.placed),
         ),
       );
-    });
+    }, { terminalOnly });
     // Whatever the stream did not see end (it broke, the Worker hung or went away) is followed alone.
     for (const r of running.values()) void handOver(r.placed);
     await Promise.all(reading);

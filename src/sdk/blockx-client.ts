@@ -481,20 +481,23 @@ export class BlockxClient {
    * STREAM_QUIET_MS is probed with GetTaskResult of a task not yet seen terminal: a probe
    * unanswered within workerLostAfterMs ends the stream, with `silentSinceMs` (when the probe was
    * sent) for the caller to judge; a probe that finds that task terminal ends it too (the caller
-   * reads the results). @internal (the batch path watches its tasks with it)
+   * reads the results). `terminalOnly` asks the Worker for terminal snapshots only (a caller that
+   * shows no progress: one message per task instead of two or three). @internal (the batch path
+   * watches its tasks with it)
    */
   stream(
     w: ReturnType<GrpcTransport["worker"]>,
     taskIds: readonly string[],
     deadlineMs: number,
     onSnapshot: (s: TaskSnapshot) => void,
+    o: { terminalOnly?: boolean } = {},
   ): Promise<{ err?: grpc.ServiceError; silentSinceMs?: number }> {
     return new Promise((resolve) => {
       let settled = false;
       let heardMs = this.clock.now();
       let probing = false;
       const open = new Set(taskIds);
-      const call = w.client.watchTasks({ taskIds: [...taskIds], withResults: true }, w.metadata(), { deadline: deadlineMs });
+      const call = w.client.watchTasks({ taskIds: [...taskIds], withResults: true, terminalOnly: o.terminalOnly ?? false }, w.metadata(), { deadline: deadlineMs });
       const finish = (r: { err?: grpc.ServiceError; silentSinceMs?: number }) => {
         if (settled) return;
         settled = true;

@@ -74,7 +74,7 @@ describe("the Worker's bounds (compiled binary)", () => {
     expect(slots.res!.outcomes[0]!.message).toContain(said);
     const submits = await unary<unknown, { outcomes: { status: number; message: string }[] }>(client, "submitTasks", { tasks: [{ task: inputsTask(long, "def main(ctx, x):\n    return x\n", [1]), slotId: "" }] });
     expect(submits.res!.outcomes[0]).toMatchObject({ status: grpc.status.INVALID_ARGUMENT });
-    const watch = await streamError(client.client.watchTasks({ taskIds: ["ok-id", long], withResults: false }));
+    const watch = await streamError(client.client.watchTasks({ taskIds: ["ok-id", long], withResults: false, terminalOnly: false }));
     expect(watch?.code).toBe(grpc.status.INVALID_ARGUMENT);
     expect(watch?.details).toContain(said);
     const logs = await streamError(client.client.streamTaskLogs({ taskId: long, tail: 0, follow: false }));

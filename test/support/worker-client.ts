@@ -64,10 +64,10 @@ export class WorkerClient {
   }
 
   /** watch collects every snapshot of WatchTasks until the stream ends (or fails). */
-  watch(taskIds: string[], withResults = false): Promise<{ snapshots: TaskSnapshot[]; error?: grpc.ServiceError }> {
+  watch(taskIds: string[], withResults = false, terminalOnly = false): Promise<{ snapshots: TaskSnapshot[]; error?: grpc.ServiceError }> {
     return new Promise((resolve) => {
       const snapshots: TaskSnapshot[] = [];
-      const stream = this.client.watchTasks({ taskIds, withResults }, this.metadata());
+      const stream = this.client.watchTasks({ taskIds, withResults, terminalOnly }, this.metadata());
       stream.on("data", (s: TaskSnapshot) => snapshots.push(s));
       stream.on("end", () => resolve({ snapshots }));
       stream.on("error", (error: grpc.ServiceError) => resolve({ snapshots, error }));

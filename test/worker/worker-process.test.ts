@@ -75,6 +75,31 @@ describe("blockx worker (compiled binary) through a Coordinator", () => {
     expect(metrics).toMatch(/blockx_worker_slots\{state="allocated"\} 1/);
   }, 90_000);
 
+  test("WatchTasks with terminal_only sends each task's terminal snapshot alone (with its results), whether it ended before the watch or during it", async () => {
+    const { client } = await cluster();
+    const done = await client.submitTask(inputsTask("t-only-done", "def main(ctx, x):\n    return x\n", [1]));
+    expect(done.ok).toBe(true);
+    expect((await client.watch(["t-only-done"])).snapshots.at(-1)!.state).toBe(TaskState.SUCCEEDED);
+    // Running for a while, with counts changing (a plain watch of it gets progress meanwhile).
+    await client.submitTask(inputsTask("t-only-slow", "import time\ndef main(ctx, x):\n    time.sleep(0.25)\n    return x\n", [1, 2, 3, 4, 5, 6]));
+    await client.submitTask(inputsTask("t-only-bad", "import time\ndef main(ctx, x):\n    time.sleep(0.3)\n    raise ValueError('no')\n", [1]));
+    const [terminalOnly, plain] = await Promise.all([client.watch(["t-only-done", "t-only-slow", "t-only-bad"], true, true), client.watch(["t-only-slow"])]);
+    expect(terminalOnly.error).toBeUndefined();
+    expect(terminalOnly.snapshots.map((s) => [s.taskId, TaskState[s.state]]).sort()).toEqual([
+      ["t-only-bad", "FAILED"],
+      ["t-only-done", "SUCCEEDED"],
+      ["t-only-slow", "SUCCEEDED"],
+    ]);
+    for (const s of terminalOnly.snapshots) {
+      const r = await client.getTaskResult(s.taskId);
+      if (!r.ok) throw new Error(r.details);
+      expect(s.outputs).toEqual({ returnValues: r.value.returnValues, writes: r.value.writes, firstError: r.value.firstError });
+    }
+    // The same task watched without the flag: its states before the end were there to send.
+    expect(plain.snapshots.filter((s) => s.state === TaskState.RUNNING).length).toBeGreaterThan(0);
+    expect(plain.snapshots.at(-1)!.state).toBe(TaskState.SUCCEEDED);
+  }, 90_000);
+
   test("a user exception on one input fails the task, naming that input, with the Python traceback", async () => {
     const { coordAddr, client } = await cluster();
     const slot = await reserveOk(coordAddr, "fails");

@@ -45,7 +45,15 @@ const MAX_LIST_LIMIT = 10_000;
 const MAX_OWNER_LENGTH = 128;
 
 /** A WatchTasks stream; `results`: the requester whose terminal snapshots carry their outputs (with_results). */
-type Watch = { call: grpc.ServerWritableStream<WatchTasksRequest, TaskSnapshot>; ids: Set<string>; open: boolean; results: Requester | null };
+type Watch = {
+  call: grpc.ServerWritableStream<WatchTasksRequest, TaskSnapshot>;
+  ids: Set<string>;
+  open: boolean;
+  /** The requester whose results terminal snapshots carry (with_results), else null. */
+  results: Requester | null;
+  /** terminal_only: the states before a task's end are not sent. */
+  terminalOnly: boolean;
+};
 
 /** outputsOf: a finished task's outputs as the wire carries them (GetTaskResult, and a watch's terminal snapshot). */
 function outputsOf(output: TaskOutput | undefined): TaskOutputs {
@@ -250,7 +258,7 @@ export class WorkerService {
       if (r.err) return void call.emit("error", grpcError(workerCodeToGRPC(r.err.code), r.err.message));
       current.push(r.snapshot);
     }
-    const w: Watch = { call, ids: new Set(ids), open: true, results: call.request.withResults ? who.requester : null };
+    const w: Watch = { call, ids: new Set(ids), open: true, results: call.request.withResults ? who.requester : null, terminalOnly: call.request.terminalOnly };
     for (const s of current) this.send(w, s);
     for (const s of current) if (TERMINAL_TASK_STATES.has(s.state)) w.ids.delete(s.taskId);
     if (w.ids.size === 0) {
@@ -301,9 +309,14 @@ export class WorkerService {
     }
   }
 
-  /** send writes a snapshot to a watch; a terminal one with the task's outputs when the watch asked for them. */
+  /**
+   * send writes a snapshot to a watch (a terminal_only watch gets terminal ones only); a terminal
+   * one with the task's outputs when the watch asked for them.
+   */
   private send(w: Watch, snapshot: TaskSnapshot): void {
-    if (w.results === null || !TERMINAL_TASK_STATES.has(snapshot.state)) return void w.call.write(snapshot);
+    const terminal = TERMINAL_TASK_STATES.has(snapshot.state);
+    if (!terminal && w.terminalOnly) return;
+    if (w.results === null || !terminal) return void w.call.write(snapshot);
     const r = this.driver.result(snapshot.taskId, w.results);
     w.call.write(r.err ? snapshot : { ...snapshot, outputs: outputsOf(r.output) });
   }

@@ -326,6 +326,12 @@ export interface WatchTasksRequest {
   taskIds: string[];
   /** Each task's terminal snapshot carries its outputs (TaskSnapshot.outputs). */
   withResults: boolean;
+  /**
+   * Only each task's terminal snapshot is sent, none of the states before it: for a caller that
+   * waits for results, not progress (the SDK's batch path). A Worker that predates the field
+   * ignores it and sends every snapshot, which such a caller skips.
+   */
+  terminalOnly: boolean;
 }
 
 export interface GetTaskResultRequest {
@@ -3153,7 +3159,7 @@ export const SubmitTasksResponse: MessageFns<SubmitTasksResponse> = {
 };
 
 function createBaseWatchTasksRequest(): WatchTasksRequest {
-  return { taskIds: [], withResults: false };
+  return { taskIds: [], withResults: false, terminalOnly: false };
 }
 
 export const WatchTasksRequest: MessageFns<WatchTasksRequest> = {
@@ -3163,6 +3169,9 @@ export const WatchTasksRequest: MessageFns<WatchTasksRequest> = {
     }
     if (message.withResults !== false) {
       writer.uint32(16).bool(message.withResults);
+    }
+    if (message.terminalOnly !== false) {
+      writer.uint32(24).bool(message.terminalOnly);
     }
     return writer;
   },
@@ -3196,6 +3205,14 @@ export const WatchTasksRequest: MessageFns<WatchTasksRequest> = {
             message.withResults = reader.bool();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.terminalOnly = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3220,6 +3237,11 @@ export const WatchTasksRequest: MessageFns<WatchTasksRequest> = {
         : isSet(object.with_results)
         ? globalThis.Boolean(object.with_results)
         : false,
+      terminalOnly: isSet(object.terminalOnly)
+        ? globalThis.Boolean(object.terminalOnly)
+        : isSet(object.terminal_only)
+        ? globalThis.Boolean(object.terminal_only)
+        : false,
     };
   },
 
@@ -3231,6 +3253,9 @@ export const WatchTasksRequest: MessageFns<WatchTasksRequest> = {
     if (message.withResults !== false) {
       obj.withResults = message.withResults;
     }
+    if (message.terminalOnly !== false) {
+      obj.terminalOnly = message.terminalOnly;
+    }
     return obj;
   },
 
@@ -3241,6 +3266,7 @@ export const WatchTasksRequest: MessageFns<WatchTasksRequest> = {
     const message = createBaseWatchTasksRequest();
     message.taskIds = object.taskIds?.map((e) => e) || [];
     message.withResults = object.withResults ?? false;
+    message.terminalOnly = object.terminalOnly ?? false;
     return message;
   },
 };
@@ -4310,7 +4336,7 @@ export const WorkerServiceService = {
   },
   /**
    * WatchTasks streams the current snapshot of each named task, then every change; it ends
-   * when all named tasks are terminal.
+   * when all named tasks are terminal. With terminal_only, only each task's terminal snapshot.
    */
   watchTasks: {
     path: "/worker.v1.WorkerService/WatchTasks" as const,
@@ -4412,7 +4438,7 @@ export interface WorkerServiceServer extends UntypedServiceImplementation {
   submitTasks: handleUnaryCall<SubmitTasksRequest, SubmitTasksResponse>;
   /**
    * WatchTasks streams the current snapshot of each named task, then every change; it ends
-   * when all named tasks are terminal.
+   * when all named tasks are terminal. With terminal_only, only each task's terminal snapshot.
    */
   watchTasks: handleServerStreamingCall<WatchTasksRequest, TaskSnapshot>;
   getTaskResult: handleUnaryCall<GetTaskResultRequest, TaskResult>;
@@ -4521,7 +4547,7 @@ export interface WorkerServiceClient extends Client {
   ): ClientUnaryCall;
   /**
    * WatchTasks streams the current snapshot of each named task, then every change; it ends
-   * when all named tasks are terminal.
+   * when all named tasks are terminal. With terminal_only, only each task's terminal snapshot.
    */
   watchTasks(request: WatchTasksRequest, options?: Partial<CallOptions>): ClientReadableStream<TaskSnapshot>;
   watchTasks(

@@ -360,12 +360,14 @@ class TaskStoryEntry(_message.Message):
     def __init__(self, at_ms: _Optional[int] = ..., event: _Optional[str] = ..., outcome: _Optional[str] = ...) -> None: ...
 
 class WatchTasksRequest(_message.Message):
-    __slots__ = ["task_ids", "with_results"]
+    __slots__ = ["task_ids", "terminal_only", "with_results"]
     TASK_IDS_FIELD_NUMBER: _ClassVar[int]
+    TERMINAL_ONLY_FIELD_NUMBER: _ClassVar[int]
     WITH_RESULTS_FIELD_NUMBER: _ClassVar[int]
     task_ids: _containers.RepeatedScalarFieldContainer[str]
+    terminal_only: bool
     with_results: bool
-    def __init__(self, task_ids: _Optional[_Iterable[str]] = ..., with_results: bool = ...) -> None: ...
+    def __init__(self, task_ids: _Optional[_Iterable[str]] = ..., with_results: bool = ..., terminal_only: bool = ...) -> None: ...
 
 class TaskState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

@@ -109,7 +109,7 @@ class WorkerServiceServicer(object):
 
     def WatchTasks(self, request, context):
         """WatchTasks streams the current snapshot of each named task, then every change; it ends
-        when all named tasks are terminal.
+        when all named tasks are terminal. With terminal_only, only each task's terminal snapshot.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
