@@ -43,12 +43,21 @@ interface TaskQueue<C> {
   inflight: number;
   /** Retries waiting for their backoff, soonest first. */
   retries: Retry<C>[];
+  /** In the round-robin rotation (`order`): false once nothing of it can start again. */
+  inOrder: boolean;
 }
 
 export class DispatcherCore<C> {
   private readonly tasks = new Map<string, TaskQueue<C>>();
-  /** Round-robin order of task ids. */
+  /**
+   * Round-robin order of the task ids that may still start a call. A task whose calls were all
+   * handed out and that has no retry waiting leaves it (it rejoins if a retry is scheduled):
+   * otherwise every step walked every running task, O(tasks) per event (11 µs per tiny task at
+   * 256 in flight, 88 µs at 2,048).
+   */
   private order: string[] = [];
+  /** Tasks with a retry waiting (nextWakeMs looks at these only). */
+  private readonly retrying = new Set<TaskQueue<C>>();
   private cursor = 0;
   private inflight = 0;
 
@@ -87,7 +96,7 @@ export class DispatcherCore<C> {
 
   private addTask(taskId: string, source: CallSource<C>): void {
     if (this.tasks.has(taskId)) throw new Error(`task ${taskId} is already dispatching`);
-    this.tasks.set(taskId, { taskId, source, nextIndex: 0, sourceDone: false, inflight: 0, retries: [] });
+    this.tasks.set(taskId, { taskId, source, nextIndex: 0, sourceDone: false, inflight: 0, retries: [], inOrder: true });
     this.order.push(taskId);
   }
 
@@ -100,7 +109,13 @@ export class DispatcherCore<C> {
     if (!t) return;
     this.inflight -= t.inflight;
     this.tasks.delete(taskId);
-    const i = this.order.indexOf(taskId);
+    this.retrying.delete(t);
+    if (t.inOrder) this.leaveOrder(this.order.indexOf(taskId));
+  }
+
+  private leaveOrder(i: number): void {
+    const t = this.tasks.get(this.order[i]!);
+    if (t) t.inOrder = false;
     this.order.splice(i, 1);
     if (this.cursor > i) this.cursor--;
   }
@@ -114,10 +129,12 @@ export class DispatcherCore<C> {
     let idleTurns = 0;
     while (this.inflight < this.config.maxInflightCalls && this.order.length > 0 && idleTurns < this.order.length) {
       if (this.cursor >= this.order.length) this.cursor = 0;
-      const t = this.tasks.get(this.order[this.cursor++]!)!;
+      const at = this.cursor++;
+      const t = this.tasks.get(this.order[at]!)!;
       const c = this.takeOne(t, nowMs);
       if (!c) {
-        idleTurns++;
+        if (t.sourceDone && t.retries.length === 0) this.leaveOrder(at);
+        else idleTurns++;
         continue;
       }
       idleTurns = 0;
@@ -133,6 +150,7 @@ export class DispatcherCore<C> {
     const r = t.retries[0];
     if (r && r.atMs <= nowMs) {
       t.retries.shift();
+      if (t.retries.length === 0) this.retrying.delete(t);
       return { taskId: t.taskId, index: r.index, attempt: r.attempt, call: r.call };
     }
     if (t.sourceDone) return null;
@@ -153,6 +171,11 @@ export class DispatcherCore<C> {
       const pos = t.retries.findIndex((x) => x.atMs > retry.atMs);
       if (pos < 0) t.retries.push(retry);
       else t.retries.splice(pos, 0, retry);
+      this.retrying.add(t);
+      if (!t.inOrder) {
+        t.inOrder = true;
+        this.order.push(t.taskId);
+      }
     }
     return decision;
   }
@@ -205,7 +228,7 @@ export class DispatcherCore<C> {
   /** nextWakeMs is the earliest retry due, for the adapter's timer; null when none waits. */
   nextWakeMs(): number | null {
     let min: number | null = null;
-    for (const t of this.tasks.values()) {
+    for (const t of this.retrying) {
       const r = t.retries[0];
       if (r && (min === null || r.atMs < min)) min = r.atMs;
     }
