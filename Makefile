@@ -184,6 +184,7 @@ bench: deps build
 	$(BUN) bench/executor/pool.ts
 	$(BUN) bench/worker/run.ts
 	$(BUN) bench/worker/batch.ts
+	$(BUN) bench/worker/dispatcher-steps.ts
 	$(BUN) bench/syncinvoker/invoke.ts
 	$(BUN) bench/io/ganache-backfill.ts
 	$(BUN) bench/io/cache.ts
