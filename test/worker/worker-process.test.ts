@@ -100,6 +100,24 @@ describe("blockx worker (compiled binary) through a Coordinator", () => {
     expect(plain.snapshots.at(-1)!.state).toBe(TaskState.SUCCEEDED);
   }, 90_000);
 
+  test("watches of overlapping task lists each get their own tasks' snapshots and end with them; a cancelled watch does not hold the others up", async () => {
+    const { client } = await cluster();
+    const slow = "import time\ndef main(ctx, x):\n    time.sleep(0.2)\n    return x\n";
+    for (const id of ["ov-a", "ov-b", "ov-c"]) expect((await client.submitTask(inputsTask(id, slow, [1, 2]))).ok).toBe(true);
+    const gone = client.client.watchTasks({ taskIds: ["ov-a", "ov-b"], withResults: false, terminalOnly: false });
+    gone.on("error", () => {});
+    gone.cancel();
+    const [ab, bc, c] = await Promise.all([client.watch(["ov-a", "ov-b"]), client.watch(["ov-b", "ov-c"]), client.watch(["ov-c"], false, true)]);
+    const ids = (r: typeof ab) => [...new Set(r.snapshots.map((s) => s.taskId))].sort();
+    expect([ids(ab), ids(bc), ids(c)]).toEqual([["ov-a", "ov-b"], ["ov-b", "ov-c"], ["ov-c"]]);
+    for (const r of [ab, bc, c]) {
+      expect(r.error).toBeUndefined();
+      // Each task's last snapshot on each watch is its end, and nothing follows it.
+      for (const id of ids(r)) expect(r.snapshots.filter((s) => s.taskId === id).at(-1)!.state).toBe(TaskState.SUCCEEDED);
+      expect(r.snapshots.filter((s) => s.state === TaskState.SUCCEEDED).length).toBe(ids(r).length);
+    }
+  }, 90_000);
+
   test("a user exception on one input fails the task, naming that input, with the Python traceback", async () => {
     const { coordAddr, client } = await cluster();
     const slot = await reserveOk(coordAddr, "fails");

@@ -73,6 +73,8 @@ type LogFollower = { call: grpc.ServerWritableStream<StreamTaskLogsRequest, Task
  */
 export class WorkerService {
   private readonly watches = new Set<Watch>();
+  /** The open watches of each watched task id: a snapshot finds its watchers without a walk over every watch. */
+  private readonly watchersOf = new Map<string, Set<Watch>>();
   private readonly followers = new Set<LogFollower>();
 
   constructor(
@@ -91,6 +93,7 @@ export class WorkerService {
   endWatches(): void {
     for (const w of this.watches) if (w.open) w.call.end();
     this.watches.clear();
+    this.watchersOf.clear();
     for (const f of this.followers) if (f.open) f.call.end();
     this.followers.clear();
   }
@@ -266,9 +269,16 @@ export class WorkerService {
       return;
     }
     this.watches.add(w);
+    for (const id of w.ids) {
+      const set = this.watchersOf.get(id);
+      if (set) set.add(w);
+      else this.watchersOf.set(id, new Set([w]));
+    }
     const close = () => {
+      if (!w.open) return;
       w.open = false;
       this.watches.delete(w);
+      for (const id of w.ids) this.unwatch(id, w);
     };
     call.on("cancelled", close);
     call.on("close", close);
@@ -295,18 +305,27 @@ export class WorkerService {
   }
 
   private publishNow(snapshot: TaskSnapshot): void {
-    for (const w of this.watches) {
-      if (!w.open || !w.ids.has(snapshot.taskId)) continue;
+    const watchers = this.watchersOf.get(snapshot.taskId);
+    if (!watchers) return;
+    const terminal = TERMINAL_TASK_STATES.has(snapshot.state);
+    for (const w of terminal ? [...watchers] : watchers) {
       this.send(w, snapshot);
-      if (TERMINAL_TASK_STATES.has(snapshot.state)) {
-        w.ids.delete(snapshot.taskId);
-        if (w.ids.size === 0) {
-          w.open = false;
-          this.watches.delete(w);
-          w.call.end();
-        }
+      if (!terminal) continue;
+      w.ids.delete(snapshot.taskId);
+      this.unwatch(snapshot.taskId, w);
+      if (w.ids.size === 0) {
+        w.open = false;
+        this.watches.delete(w);
+        w.call.end();
       }
     }
+  }
+
+  private unwatch(taskId: string, w: Watch): void {
+    const set = this.watchersOf.get(taskId);
+    if (!set) return;
+    set.delete(w);
+    if (set.size === 0) this.watchersOf.delete(taskId);
   }
 
   /**
