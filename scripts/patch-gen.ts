@@ -2,8 +2,8 @@
  * scripts/patch-gen.ts: run by `make proto` after `buf generate`. ts-proto's `forceLong=number`
  * turns every decoded int64 into a number through a string (`Number(int64.toString())`), while the
  * wire reader (@bufbuild/protobuf) hands it a bigint, which Number() converts directly: 0.03 µs a
- * field instead of 0.13. A TaskSnapshot carries seven int64s, and decoding snapshots was a fifth
- * of a batch client's CPU, of which this conversion was half. The range checks stay as generated.
+ * field instead of 0.13. A TaskSnapshot carries nine 64-bit integers, and decoding snapshots was
+ * nearly a fifth of a batch client's CPU, of which this conversion was almost half. The range checks stay as generated.
  * Fails when the generated text is not the one expected (a ts-proto upgrade: look again).
  */
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";

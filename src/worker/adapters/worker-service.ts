@@ -44,7 +44,7 @@ const MAX_LIST_LIMIT = 10_000;
 /** The owner label a client may send (x-blockx-owner): printable, at most this long. */
 const MAX_OWNER_LENGTH = 128;
 
-/** A WatchTasks stream; `results`: the requester whose terminal snapshots carry their outputs (with_results). */
+/** A WatchTasks stream and the tasks of it not yet ended. */
 type Watch = {
   call: grpc.ServerWritableStream<WatchTasksRequest, TaskSnapshot>;
   ids: Set<string>;
