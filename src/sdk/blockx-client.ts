@@ -482,7 +482,7 @@ export class BlockxClient {
    * unanswered within workerLostAfterMs ends the stream, with `silentSinceMs` (when the probe was
    * sent) for the caller to judge; a probe that finds that task terminal ends it too (the caller
    * reads the results). `terminalOnly` asks the Worker for terminal snapshots only (a caller that
-   * shows no progress: one message per task instead of two or three). @internal (the batch path
+   * shows no progress: one message per task instead of two or more). @internal (the batch path
    * watches its tasks with it)
    */
   stream(

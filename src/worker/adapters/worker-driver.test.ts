@@ -92,7 +92,8 @@ describe("WorkerDriver", () => {
     const { pool, driver } = rig({ realClock: true });
     const timedOut = new Set<string>();
     driver.onSnapshot = (s) => void (s.state === TaskState.TIMED_OUT && timedOut.add(s.taskId));
-    for (const [id, timeoutMs] of [["first", 100], ["second", 300]] as const) {
+    // Timeouts long enough that a stalled machine cannot time "first" out before it is finished.
+    for (const [id, timeoutMs] of [["first", 1_000], ["second", 1_300]] as const) {
       const slot = driver.requestTaskSlot(id, 60_000, ANONYMOUS);
       driver.submitTask(task(id, [1], timeoutMs), slot.snapshot!.slotId, "me", ANONYMOUS, () => {});
     }

@@ -113,9 +113,8 @@ export class DispatcherCore<C> {
     if (t.inOrder) this.leaveOrder(this.order.indexOf(taskId));
   }
 
+  /** leaveOrder takes the task at `i` out of the rotation, the cursor staying on the task after it. */
   private leaveOrder(i: number): void {
-    const t = this.tasks.get(this.order[i]!);
-    if (t) t.inOrder = false;
     this.order.splice(i, 1);
     if (this.cursor > i) this.cursor--;
   }
@@ -133,8 +132,10 @@ export class DispatcherCore<C> {
       const t = this.tasks.get(this.order[at]!)!;
       const c = this.takeOne(t, nowMs);
       if (!c) {
-        if (t.sourceDone && t.retries.length === 0) this.leaveOrder(at);
-        else idleTurns++;
+        if (t.sourceDone && t.retries.length === 0) {
+          t.inOrder = false;
+          this.leaveOrder(at);
+        } else idleTurns++;
         continue;
       }
       idleTurns = 0;
