@@ -65,3 +65,52 @@ test("a Sync Invoker stopped for longer than the call budget and the ping timeou
     await proc.stop("SIGKILL");
   }
 }, 60_000);
+
+// The local chain works out getLogs on the Sync Invoker's own thread, block by block: over 1,000
+// blocks that is seconds of synchronous work (an address nothing logs keeps the answer small).
+const SCAN_LOGS = [
+  "import os",
+  "def main(ctx, x):",
+  "    logs = ctx.io('localtestservice', 'eth_getLogs', {'chain': 'eth', 'fromBlock': x, 'toBlock': x + 999, 'address': '0x000000000000000000000000000000000000dead'})",
+  "    return [len(logs), os.getpid()]",
+].join("\n");
+
+test("a Sync Invoker stopped while its backend works on its own thread: the stop is not charged to the call, the work is", async () => {
+  const proc = BlockxProcess.spawn(["syncinvoker"], {
+    SYNCINVOKER_LISTEN: "127.0.0.1:0",
+    EXECUTOR_COUNT: "1",
+    EXECUTOR_PING_INTERVAL_MS: "200",
+    EXECUTOR_PING_TIMEOUT_MS: "2000",
+    BLOCKX_LOG_LEVEL: "info",
+  });
+  const client = new SyncInvokerClient(await proc.grpcAddr());
+  try {
+    const warm = await client.invoke({ source: SCAN_LOGS, args: "1000000", timeoutMs: 60_000 });
+    if (!warm.ok) throw new Error(warm.details);
+    expect(warm.value.error).toBeUndefined();
+    const [, executorPid] = JSON.parse(warm.value.result.toString()) as [number, number];
+    // The handler's own work, uncached (about 2.5 s on the 2-core box): the stop below lands in it.
+    const workMs = checkDurations(warm.value.durations).ioMs;
+
+    const stoppedFor = 4_000;
+    const call = client.invoke({ source: SCAN_LOGS, args: "2000000", timeoutMs: 60_000 });
+    await Bun.sleep(300);
+    proc.proc.kill("SIGSTOP");
+    await Bun.sleep(stoppedFor);
+    proc.proc.kill("SIGCONT");
+    const r = await call;
+    if (!r.ok) throw new Error(r.details);
+    expect(r.value.error).toBeUndefined();
+    expect(JSON.parse(r.value.result.toString())).toEqual([0, executorPid]);
+    const d = checkDurations(r.value.durations);
+    console.log(`work of the first scan ${Math.round(workMs)} ms; the stopped one: ${JSON.stringify(d)}`);
+    // The stop was inside the call, and it is not in the charge: at most the call's time without it.
+    expect(d.totalMs).toBeGreaterThanOrEqual(stoppedFor);
+    expect(d.ioMs).toBeLessThan(d.totalMs - stoppedFor + 500);
+    await Bun.sleep(1_000);
+    expect(proc.lines.filter((l) => /executor hung|executor down/.test(String(l.msg)))).toEqual([]);
+  } finally {
+    client.close();
+    await proc.stop("SIGKILL");
+  }
+}, 90_000);

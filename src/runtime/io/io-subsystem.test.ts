@@ -339,7 +339,8 @@ describe("IoSubsystem: IO window, admission, budget", () => {
     };
     // No stall deduction: the two handlers hold the loop 120 ms, past the running clock's 100 ms
     // tolerance, and deducting that as a stall would hide a charge for the other's work.
-    const io = new IoSubsystem(new BackendRegistry().register(busy), CONFIG, { stalledMs: () => 0 });
+    // CPU as wall time: a loaded box's preemption would otherwise cap each handler's own charge.
+    const io = new IoSubsystem(new BackendRegistry().register(busy), CONFIG, { stalledMs: () => 0, cpuMs: () => performance.now() });
     const a = io.forTask("a").call("busy", "work", { id: "a", ms: 60 });
     const b = io.forTask("b").call("busy", "work", { id: "b", ms: 60 });
     const [ra, rb] = await Promise.all([a, b]);
@@ -364,6 +365,41 @@ describe("IoSubsystem: IO window, admission, budget", () => {
     // Charged what it waited less the stall, whatever the box's load made of the 40 ms.
     expect(trace.durationMs).toBeGreaterThanOrEqual(39);
     expect(Math.abs(answer.ioMs - (trace.durationMs - 30))).toBeLessThan(2);
+  });
+
+  test("a stop inside a handler's synchronous part is not charged, the CPU it used is; a handler that works as long is charged all of it", async () => {
+    // The local chain generates a block on this thread; a Worker stopped (SIGSTOP) in the middle
+    // of that resumes with the whole stop inside the handler's synchronous part. The soak saw that
+    // charged as "cpu 0 ms + io 7216 ms" and the call fail as BUDGET_EXCEEDED.
+    let cpu = 0;
+    let stalled = 0;
+    const sync: Backend = {
+      name: "sync",
+      ops: {
+        work: {
+          kind: "read",
+          handle: (p) => {
+            const { cpuMs, stopped } = p as { cpuMs: number; stopped: boolean };
+            const t0 = performance.now();
+            while (performance.now() - t0 < 150) {
+              // the thread is held (as if by the process's stop, or by real work)
+            }
+            const heldMs = performance.now() - t0;
+            cpu += cpuMs;
+            // The running clock counts a held loop past its tolerance as stalled, whichever it was.
+            stalled += stopped ? heldMs - cpuMs : heldMs - 100;
+            return "done";
+          },
+        },
+      },
+    };
+    const io = new IoSubsystem(new BackendRegistry().register(sync), CONFIG, { stalledMs: () => stalled, cpuMs: () => cpu });
+    const stoppedRun = await io.forTask("a").call("sync", "work", { cpuMs: 3, stopped: true });
+    expect(value(stoppedRun)).toBe('"done"');
+    expect(stoppedRun.trace.durationMs).toBeGreaterThanOrEqual(150);
+    expect(stoppedRun.answer.ioMs).toBeLessThan(20);
+    const workedRun = await io.forTask("b").call("sync", "work", { cpuMs: 150, stopped: false });
+    expect(workedRun.answer.ioMs).toBeGreaterThanOrEqual(149);
   });
 
   test("read-only mode rejects writes with PermissionDenied naming backend.op; reads still work", async () => {
