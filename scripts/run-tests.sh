@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test with bun test and ends with the plain "N passed, N failed, N skipped" line CI
 # reads (skips and todos are counted, never hidden). Keeps bun's exit code. Extra arguments go to
-# bun test (e.g. a path filter).
+# bun test (e.g. a path filter). When a test fails, each failed test is named once more just above
+# that line, with the start of its error, so the short tail CI keeps shows why.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.cache/bun/node_modules/.bin:$PATH"
@@ -13,6 +14,24 @@ passed=$(grep -E '^ *[0-9]+ pass$' "$log" | tail -1 | grep -oE '[0-9]+' || echo 
 failed=$(grep -E '^ *[0-9]+ fail$' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
 skipped=$(grep -E '^ *[0-9]+ skip$' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
 todo=$(grep -E '^ *[0-9]+ todo$' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
+if [ "$failed" -gt 0 ]; then
+  # CI shows only the output's last lines: name each failed test once, with the first lines of its error.
+  echo "failed tests, with the start of each error:"
+  awk -v max=6 '
+    /^\((pass|skip|todo)\)/ { n = 0; next }
+    /^\(fail\)/ {
+      if (!seen[$0]++) {
+        print "  " $0; c = 0; on = 0
+        for (i = 0; i < n && c < max; i++) {
+          if (buf[i] ~ /^error/) on = 1
+          if (on && buf[i] != "") { print "      " substr(buf[i], 1, 300); c++ }
+        }
+      }
+      n = 0; next
+    }
+    { buf[n++] = $0 }
+  ' "$log" | head -40
+fi
 rm -f "$log"
 if [ "$code" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
 echo "${passed} passed, ${failed} failed, $((skipped + todo)) skipped"
