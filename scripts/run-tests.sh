@@ -16,8 +16,11 @@ skipped=$(grep -E '^ *[0-9]+ skip$' "$log" | tail -1 | grep -oE '[0-9]+' || echo
 todo=$(grep -E '^ *[0-9]+ todo$' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
 if [ "$failed" -gt 0 ]; then
   # CI shows only the output's last lines: name each failed test once, with the first lines of its error.
-  echo "failed tests, with the start of each error:"
+  echo "failed tests and errors, with the start of each:"
   awk -v max=6 '
+    /\.test\.[jt]sx?:$/ { file = $0; n = 0; next }
+    /^# Unhandled error/ { unhandled = 1; n = 0; next }
+    unhandled && /^error/ { print "  (error outside a test) " file; print "      " substr($0, 1, 300); unhandled = 0; n = 0; next }
     /^\((pass|skip|todo)\)/ { n = 0; next }
     /^\(fail\)/ {
       if (!seen[$0]++) {
