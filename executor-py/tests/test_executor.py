@@ -562,6 +562,15 @@ class ErrorTest(ExecutorTest):
         self.assertIn("Out of range float values are not JSON compliant", e["message"])
         e = self.assertFailed(self.ex.run("c3", "async def main(ctx, x):\n    return object()\n"), "RESULT_NOT_JSON")
 
+    def test_results_spelled_as_the_json_encoder_spells_them(self):
+        # ints and strs take a short way to JSON: it must write what the encoder writes.
+        src = "import enum\nclass E(enum.IntEnum):\n    A = 7\ndef main(ctx, x):\n    return [10**30, -5, True, 'é\\u2028\\x00\"', E.A, 1.5][x]\n"
+        for i, want in enumerate([10**30, -5, True, "é\u2028\x00\"", 7, 1.5]):
+            f = self.assertCompleted(self.ex.run(f"r{i}", src, i), want)
+            self.assertIs(type(f["result"]), type(want))
+        e = self.assertFailed(self.ex.run("huge", "def main(ctx, x):\n    return 10**5000\n"), "RESULT_NOT_JSON")
+        self.assertIn("ValueError", e["message"])
+
     def test_entry_not_found(self):
         e = self.assertFailed(self.ex.run("c1", "def other(ctx, x):\n    return 1\n"), "ENTRY_NOT_FOUND")
         self.assertIn("main", e["message"])
@@ -815,6 +824,72 @@ class StartupTest(unittest.TestCase):
 
 
 
+class StepAccountingTest(unittest.TestCase):
+    """A step's CPU with clocks the test sets: the engine reads the thread's CPU clock (a system
+    call) at most once per CPU_BASE_TTL_S, and charges a step at most that much over its CPU."""
+
+    def setUp(self):
+        sys.path.insert(0, PACKAGE_DIR)
+        from blockx_executor import engine
+        from blockx_executor.call import Call
+
+        self.engine_module = engine
+        self.ttl = engine.CPU_BASE_TTL_S
+        self.wall = 1000.0
+        self.cpu = 5.0
+        self.cpu_reads = 0
+
+        def thread_time():
+            self.cpu_reads += 1
+            return self.cpu
+
+        saved = (engine._monotonic, engine._thread_time)
+        self.addCleanup(lambda: setattr(engine, "_monotonic", saved[0]) or setattr(engine, "_thread_time", saved[1]))
+        engine._monotonic = lambda: self.wall
+        engine._thread_time = thread_time
+        self.eng = engine.Engine(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM), "exec-test")
+        self.addCleanup(self.eng._sock.close)
+        self.w = engine._Worker(idle=False)
+        self.call = Call("c", 5000.0)
+
+    def step(self, wall, cpu, gap_wall=0.0, gap_cpu=0.0):
+        """One step that takes ``wall`` seconds and uses ``cpu`` of them, after the thread spent
+        ``gap_cpu`` of ``gap_wall`` outside any step; returns what the step was charged."""
+        self.wall += gap_wall
+        self.cpu += gap_cpu
+        before = self.call.cpu
+        self.eng._begin_step(self.w, self.call)
+        self.wall += wall
+        self.cpu += cpu
+        self.eng._end_step(self.w)
+        return self.call.cpu - before
+
+    def test_short_steps_cost_their_wall_time_and_read_the_cpu_clock_once_per_ttl(self):
+        self.step(0.00001, 0.00001)  # the first step reads the clock
+        reads = self.cpu_reads
+        for _ in range(20):  # 20 steps of 10 us, 10 us apart: 0.4 ms in all
+            self.assertAlmostEqual(self.step(0.00001, 0.000008, gap_wall=0.00001, gap_cpu=0.00001), 0.00001)
+        self.assertEqual(self.cpu_reads, reads)
+        self.step(0.00001, 0.00001, gap_wall=self.ttl)  # the base is older than the TTL: read again
+        self.assertEqual(self.cpu_reads, reads + 1)
+
+    def test_a_long_step_costs_its_cpu_not_its_wall_time(self):
+        self.step(0.00001, 0.00001)
+        self.assertAlmostEqual(self.step(0.050, 0.002, gap_wall=self.ttl), 0.002)  # blocked for most of 50 ms
+        self.assertAlmostEqual(self.step(7.2, 0.0001), 0.0001)  # the process stopped (SIGSTOP) for 7.2 s
+
+    def test_a_step_is_charged_at_most_the_ttl_over_its_cpu(self):
+        # The base was read before the thread worked outside the step (at most a TTL of wall
+        # time, so at most that much CPU): the step's own CPU plus that gap, never more.
+        self.step(0.00001, 0.00001, gap_wall=self.ttl)
+        gap = self.ttl * 0.9
+        charged = self.step(0.010, 0.003, gap_wall=gap, gap_cpu=gap)
+        self.assertGreaterEqual(charged, 0.003)
+        self.assertLessEqual(charged, 0.003 + self.ttl)
+        # The long step read the clock: it is the next step's base, so the gap is not charged twice.
+        self.assertAlmostEqual(self.step(0.010, 0.003), 0.003)
+
+
 class SourceStoreTest(unittest.TestCase):
     def test_least_recently_used_sources_go_first_by_count_and_by_characters(self):
         sys.path.insert(0, PACKAGE_DIR)
@@ -835,6 +910,15 @@ class SourceStoreTest(unittest.TestCase):
 
 class UndecodableFrameTest(ExecutorTest):
     DEEP = "[" * 5000 + "]" * 5000
+
+    def test_a_frame_with_whitespace_around_its_object_is_read_and_one_with_text_after_it_is_not(self):
+        self.ex.send_text(' \n{"type":"Ping","seq":7}\t ')
+        self.assertEqual(self.ex.next(lambda m: m["type"] == "Pong"), {"type": "Pong", "seq": 7})
+        self.ex.send_text('{"type":"Ping","seq":8} {"type":"Ping","seq":9}')
+        self.ex.send_text('{"type":"ExecuteCall","callId":"tail","digest":"dd","source":"def main(ctx, x):\\n    return 1\\n","entry":"main","args":1,"budgetMs":5000} x')
+        self.assertFailed(self.ex.next("tail"), "INPUT_REJECTED")
+        self.ex.send({"type": "Ping", "seq": 10})
+        self.assertEqual(self.ex.next(lambda m: m["type"] == "Pong"), {"type": "Pong", "seq": 10})  # 8 and 9 were one bad frame
 
     def test_an_execute_call_too_deep_for_python_fails_the_call_naming_the_recursion_error(self):
         self.ex.send_text('{"type":"ExecuteCall","callId":"deep","digest":"dd","source":"def main(ctx, x):\\n    return 1\\n","entry":"main","args":' + self.DEEP + ',"budgetMs":5000}')
