@@ -72,6 +72,8 @@ export class ExecutorPoolCore {
   /** Calls waiting for an executor, oldest first. */
   private readonly waiting: string[] = [];
   private readonly waitingSet = new Set<string>();
+  /** owner -> how many of its calls wait: the queue's walk ends once every one of them is stuck. */
+  private readonly waitingOwners = new Map<string, number>();
   /** callId -> its owner, while it lives. */
   private readonly ownerOf = new Map<string, string>();
 
@@ -127,8 +129,10 @@ export class ExecutorPoolCore {
         this.waiting.push(event.callId);
         this.waitingSet.add(event.callId);
         this.ownerOf.set(event.callId, event.ownerKey ?? "");
+        this.countWaiting(event.ownerKey ?? "", 1);
         break;
       case "callEnded": {
+        const owner = this.ownerOf.get(event.callId) ?? "";
         this.ownerOf.delete(event.callId);
         const s = this.assigned.get(event.callId);
         if (s) {
@@ -136,6 +140,7 @@ export class ExecutorPoolCore {
           s.calls.delete(event.callId);
         } else if (this.waitingSet.delete(event.callId)) {
           this.waiting.splice(this.waiting.indexOf(event.callId), 1);
+          this.countWaiting(owner, -1);
         }
         break;
       }
@@ -196,6 +201,11 @@ export class ExecutorPoolCore {
     }
     if (held !== this.assigned.size) problems.push(`${this.assigned.size} calls assigned, slots hold ${held}`);
     if (this.waiting.length !== this.waitingSet.size) problems.push(`queue of ${this.waiting.length} with ${this.waitingSet.size} distinct ids`);
+    const owners = new Map<string, number>();
+    for (const id of this.waiting) owners.set(this.ownerOf.get(id) ?? "", (owners.get(this.ownerOf.get(id) ?? "") ?? 0) + 1);
+    if (JSON.stringify([...owners].sort()) !== JSON.stringify([...this.waitingOwners].sort())) {
+      problems.push(`waiting calls per owner counted as ${JSON.stringify([...this.waitingOwners])}, the queue holds ${JSON.stringify([...owners])}`);
+    }
     for (const id of this.waiting) if (this.assigned.has(id)) problems.push(`call ${id} both waits and is assigned`);
     for (const id of this.waiting) {
       const s = this.pick(this.ownerOf.get(id) ?? "");
@@ -233,10 +243,18 @@ export class ExecutorPoolCore {
     return this.slotList.find((s) => s.state === "READY" && s.calls.size === 0 && s.owner !== null && (s.owner !== owner || s.draining)) ?? null;
   }
 
+  private countWaiting(owner: string, delta: number): void {
+    const n = (this.waitingOwners.get(owner) ?? 0) + delta;
+    if (n > 0) this.waitingOwners.set(owner, n);
+    else this.waitingOwners.delete(owner);
+  }
+
   /**
    * dispatchWaiting places waiting calls, oldest first; a call no executor can take now does not
    * hold back calls of other owners behind it. An owner with nowhere to go gets an idle executor of
-   * another owner recycled (one per owner per step).
+   * another owner recycled (one per owner per step). The walk ends once every owner with calls
+   * waiting is stuck: the rest of the queue would only be skipped (walking 2,000 waiting calls on
+   * every event was 69% of the pool's CPU at 2,000 calls in flight).
    */
   private dispatchWaiting(out: ExecutorPoolInstruction[], nowMs: number): void {
     const stuckOwners = new Set<string>();
@@ -250,12 +268,14 @@ export class ExecutorPoolCore {
           const idle = this.idleOfOtherOwner(owner);
           if (idle) this.recycle(idle, nowMs, out);
           else this.drainOneFor(owner);
+          if (stuckOwners.size === this.waitingOwners.size) return;
         }
         i++;
         continue;
       }
       this.waiting.splice(i, 1);
       this.waitingSet.delete(callId);
+      this.countWaiting(owner, -1);
       s.owner = owner;
       s.calls.add(callId);
       this.assigned.set(callId, s);
