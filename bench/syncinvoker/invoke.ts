@@ -10,7 +10,8 @@
  * An Invoke is one of each, so p50(Invoke) / (p50(bare gRPC) + p50(bare executor)) is the
  * invoker's own overhead; the aim is <= 1.3.
  *
- *   bun bench/syncinvoker/invoke.ts [--calls 2000] [--seconds 3] [--executors 2] [--calls-per-executor 1]
+ *   bun bench/syncinvoker/invoke.ts [--calls 2000] [--seconds 3] [--executors 2] [--calls-per-executor 1] [--hot-spin-us N]
+ * (--hot-spin-us: the invoker's SYNCINVOKER_HOT_SPIN_US; its default when not given)
  */
 import * as grpc from "@grpc/grpc-js";
 import { join } from "node:path";
@@ -30,7 +31,7 @@ import { BlockxProcess } from "../../test/support/blockx-process";
 import { latency, throughput } from "../support/measure";
 
 const { values } = parseArgs({
-  options: { calls: { type: "string", default: "2000" }, seconds: { type: "string", default: "3" }, executors: { type: "string", default: "2" }, "calls-per-executor": { type: "string", default: "1" } },
+  options: { calls: { type: "string", default: "2000" }, seconds: { type: "string", default: "3" }, executors: { type: "string", default: "2" }, "calls-per-executor": { type: "string", default: "1" }, "hot-spin-us": { type: "string" } },
 });
 const CALLS = Number(values.calls);
 const SECONDS = Number(values.seconds);
@@ -81,6 +82,7 @@ const invokerEnv = {
   BLOCKX_LOG_LEVEL: "info", // per-call lines are debug: nothing is logged per call
   // Plaintext: without this every request is its own executor owner and pays a fresh executor.
   EXECUTOR_OWNER_WITHOUT_IDENTITY: "shared",
+  ...(values["hot-spin-us"] === undefined ? {} : { SYNCINVOKER_HOT_SPIN_US: values["hot-spin-us"] }),
 };
 const si = BlockxProcess.spawn(["syncinvoker"], invokerEnv);
 // The same invoker with executors that sleep at once (the hot spin off): what the spin buys.

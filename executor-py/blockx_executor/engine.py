@@ -84,6 +84,7 @@ _monotonic = time.monotonic
 _clock_gettime = time.clock_gettime
 _allocate_lock = threading.Lock
 _MSG_DONTWAIT = socket.MSG_DONTWAIT
+_sched_yield = __import__("os").sched_yield
 _dumps = encode_json
 _dumps_str = json.encoder.encode_basestring_ascii  # what _dumps gives a str, without its Python frame
 _int_repr = int.__repr__
@@ -193,6 +194,7 @@ class Engine:
         # Before blocking in recv, poll the socket for this long: a request arriving meanwhile is
         # read by a running thread instead of one the kernel must wake (25 vs 165 us measured).
         self._hot_spin_s = max(0.0, min(hot_spin_s, MAX_HOT_SPIN_S))
+        self._last_wait_s = 0.0  # how long the loop last waited for a frame
         self._reader = FrameReader()
         self._wlock = _allocate_lock()
         self._pending = []
@@ -298,12 +300,17 @@ class Engine:
                         self._flush_locked()
                 if not self._idle:
                     self._spawn_standby()
+                idle_at = _monotonic()
                 try:
-                    n = self._spin_recv(sock, reader) if self._hot_spin_s > 0.0 and len(self._active) <= 1 else None
+                    # Spin only when the last wait was short enough for a spin to have caught its
+                    # frame: requests arriving further apart would pay the spin's CPU for nothing.
+                    spin = self._last_wait_s <= self._hot_spin_s and self._hot_spin_s > 0.0 and len(self._active) <= 1
+                    n = self._spin_recv(sock, reader) if spin else None
                     if n is None:
                         n = sock.recv_into(reader.space())
                 except OSError as e:
                     self._closed(f"pool connection failed: {e}")
+                self._last_wait_s = _monotonic() - idle_at
                 if not n:
                     self._closed("")
                 reader.advance(n)
@@ -325,7 +332,10 @@ class Engine:
 
     def _spin_recv(self, sock, reader):
         """_spin_recv polls the socket without blocking for up to the hot spin; None if nothing
-        came (then the caller blocks). Only while no other thread runs a step: it holds the GIL."""
+        came (then the caller blocks). Only while no other thread runs a step: it holds the GIL.
+        Between polls it yields the core: on a machine with fewer cores than busy processes (2 here:
+        the client, the invoker and the executor), a spin that did not yield took the core the
+        request had to come through (the invoker's p50 605 us spinning, 427 us not; 447 yielding)."""
         deadline = _monotonic() + self._hot_spin_s
         space = reader.space()
         while True:
@@ -334,6 +344,7 @@ class Engine:
             except BlockingIOError:
                 if _monotonic() >= deadline:
                     return None
+                _sched_yield()
 
     def _spawn_standby(self) -> None:
         """_spawn_standby keeps one idle thread ready, so that the next suspension hands the

@@ -824,6 +824,25 @@ class StartupTest(unittest.TestCase):
 
 
 
+class HotSpinTest(ExecutorTest):
+    env = {"BLOCKX_EXECUTOR_HOT_SPIN_US": "4000"}
+
+    def cpu_seconds(self):
+        with open(f"/proc/{self.ex.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def test_requests_further_apart_than_the_spin_are_waited_for_without_spinning(self):
+        # 60 calls 10 ms apart: an executor that spun 4 ms after each would use 240 ms of CPU.
+        self.assertCompleted(self.ex.run("warm", "def main(ctx, x):\n    return x\n", 0), 0)
+        before = self.cpu_seconds()
+        for i in range(60):
+            time.sleep(0.010)
+            self.assertCompleted(self.ex.run(f"c{i}", "def main(ctx, x):\n    return x\n", i), i)
+        used = self.cpu_seconds() - before
+        self.assertLess(used, 0.120, f"the executor used {used * 1000:.0f} ms of CPU for 60 calls")
+
+
 class StepAccountingTest(unittest.TestCase):
     """A step's CPU with clocks the test sets: the engine reads the thread's CPU clock (a system
     call) at most once per CPU_BASE_TTL_S, and charges a step at most that much over its CPU."""

@@ -128,7 +128,8 @@ export interface ExecutorPoolConfig {
   readonly ownerWithoutIdentity: "task" | "shared";
   /**
    * µs an executor polls its socket after a call before it blocks (0: none). The Sync Invoker
-   * sets it (SYNCINVOKER_HOT_SPIN_US): a request arriving within it skips the kernel wake-up.
+   * sets it (SYNCINVOKER_HOT_SPIN_US): a request arriving within it skips the kernel wake-up. The
+   * executor spins only while requests came within it, yielding the core between polls.
    */
   readonly hotSpinUs?: number;
 }
