@@ -182,6 +182,7 @@ bench: deps build
 	$(BUN) bench/coordinator/selection.ts
 	$(BUN) bench/coordinator/reserve.ts
 	$(BUN) bench/executor/pool.ts
+	python3 bench/executor/engine_call.py
 	$(BUN) bench/worker/run.ts
 	$(BUN) bench/worker/batch.ts
 	$(BUN) bench/worker/dispatcher-steps.ts
