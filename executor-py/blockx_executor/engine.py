@@ -6,8 +6,10 @@ Whichever thread holds the *baton* is the loop: it reads frames, answers Pings a
 step inline, with no thread hop: a call's first step (compile, module body, the entry) and
 every step of an ``async def`` coroutine. A trivial call therefore costs one pass through the
 loop. The baton moves when the loop thread cannot go on reading frames:
-- a ``def`` call suspends (``ctx.io`` ...): its thread queues CallWaiting, hands the baton to
-  an idle thread (or a new one) and blocks until ResumeCall;
+- a ``def`` call suspends (``ctx.io`` ...): its thread sends CallWaiting and reads the next
+  frame itself; when that is the call's own ResumeCall (the call is alone on its executor), the
+  call goes on with no thread switch at all. Any other frame is put back, and the thread hands
+  the baton to an idle thread (or a new one) and blocks until ResumeCall;
 - ResumeCall for a parked ``def`` call hands the baton *to that call's thread*: it finishes
   the call inline and goes on reading frames, while the previous loop thread goes idle. So
   normally one thread runs user code at a time and a resume costs one clean thread switch, not
@@ -287,7 +289,6 @@ class Engine:
     def _serve(self, w: _Worker) -> None:
         """_serve reads and dispatches frames while ``w`` holds the baton."""
         reader = self._reader
-        sock = self._sock
         dispatch = self._dispatch
         while True:
             try:
@@ -295,25 +296,7 @@ class Engine:
             except ProtocolError as e:
                 self._closed(f"protocol error from the pool: {e}", 2)
             if raw is None:
-                if self._pending:
-                    with self._wlock:
-                        self._flush_locked()
-                if not self._idle:
-                    self._spawn_standby()
-                idle_at = _monotonic()
-                try:
-                    # Spin only when the last wait was short enough for a spin to have caught its
-                    # frame: requests arriving further apart would pay the spin's CPU for nothing.
-                    spin = self._last_wait_s <= self._hot_spin_s and self._hot_spin_s > 0.0 and len(self._active) <= 1
-                    n = self._spin_recv(sock, reader) if spin else None
-                    if n is None:
-                        n = sock.recv_into(reader.space())
-                except OSError as e:
-                    self._closed(f"pool connection failed: {e}")
-                self._last_wait_s = _monotonic() - idle_at
-                if not n:
-                    self._closed("")
-                reader.advance(n)
+                self._receive()
                 continue
             w.baton.append(1)
             try:
@@ -329,6 +312,65 @@ class Engine:
                 w.baton.pop()
             except IndexError:
                 return
+
+    def _receive(self) -> None:
+        """_receive sends what is queued, then blocks until more of the pool's bytes are in the
+        reader. Only the baton holder reads."""
+        reader = self._reader
+        sock = self._sock
+        if self._pending:
+            with self._wlock:
+                self._flush_locked()
+        if not self._idle:
+            self._spawn_standby()
+        idle_at = _monotonic()
+        try:
+            # Spin only when the last wait was short enough for a spin to have caught its
+            # frame: requests arriving further apart would pay the spin's CPU for nothing.
+            spin = self._last_wait_s <= self._hot_spin_s and self._hot_spin_s > 0.0 and len(self._active) <= 1
+            n = self._spin_recv(sock, reader) if spin else None
+            if n is None:
+                n = sock.recv_into(reader.space())
+        except OSError as e:
+            self._closed(f"pool connection failed: {e}")
+        self._last_wait_s = _monotonic() - idle_at
+        if not n:
+            self._closed("")
+        reader.advance(n)
+
+    def _resume_inline(self, w: _Worker, call: Call) -> bool:
+        """_resume_inline lets the holder of the baton, suspended in a def call, read the next
+        frame itself: when it is the call's own ResumeCall (a call alone on its executor: the
+        Sync Invoker's, a serial task's), it is dispatched here and the call goes on without a
+        thread switch (the hand-off and the resume cost two). Returns True once the call has its
+        answer (this thread still holds the baton), or False with the frame put back for anything
+        else, which the successor reads."""
+        reader = self._reader
+        while True:
+            try:
+                raw = reader.next_frame()
+            except ProtocolError as e:
+                self._closed(f"protocol error from the pool: {e}", 2)
+            if raw is None:
+                self._receive()
+                continue
+            m = _FRAME_HEAD.match(raw, 0, _FRAME_HEAD_BYTES)
+            try:
+                own = m is not None and m.group(1) == b"ResumeCall" and _loads(m.group(2)) == call.id
+            except (ValueError, RecursionError):
+                own = False
+            if not own:
+                reader.unread()
+                return False
+            w.baton.append(1)  # as _serve does for a frame; _resume hands it back to this thread
+            try:
+                self._dispatch(w, raw)
+            except Exception:
+                warn("dispatch failed:\n" + traceback.format_exc())
+            if call.slot.locked():  # not answered (cannot happen): end it rather than park it unread
+                self._fail(call, "INTERNAL", "the executor read the call's ResumeCall but did not resume it")
+                self._abort_parked(w, call)
+            return True
 
     def _spin_recv(self, sock, reader):
         """_spin_recv polls the socket without blocking for up to the hot spin; None if nothing
@@ -735,11 +777,14 @@ class Engine:
                     call.waiting = len(requests)
                     self._pending.append(data)
                     self._flush_locked()
-            if successor is not None:
-                self._activate(successor)
-            if not sent:
-                raise Cancelled("the call has already ended")
-            self._active.discard(w)
+            if successor is not None and sent and self._resume_inline(w, call):
+                self._idle.append(successor)
+            else:
+                if successor is not None:
+                    self._activate(successor)
+                if not sent:
+                    raise Cancelled("the call has already ended")
+                self._active.discard(w)
             slot.acquire()
             self._active.add(w)
             results = call.resume

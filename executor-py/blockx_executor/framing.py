@@ -31,7 +31,7 @@ class FrameReader:
     """FrameReader cuts a byte stream into frames with as little copying as it can: one
     buffer, filled by recv_into, compacted only when a frame would not fit."""
 
-    __slots__ = ("_buf", "_start", "_end", "_want", "_max")
+    __slots__ = ("_buf", "_start", "_end", "_want", "_max", "_last")
 
     def __init__(self, max_frame: int = MAX_FRAME_BYTES) -> None:
         self._buf = bytearray(_INITIAL_BUFFER)
@@ -39,6 +39,7 @@ class FrameReader:
         self._end = 0
         self._want = 0
         self._max = max_frame
+        self._last = 0
 
     def next_frame(self):
         """next_frame returns the next frame's payload (a bytearray), or None until more
@@ -55,8 +56,14 @@ class FrameReader:
             self._want = 4 + n - avail
             return None
         s = start + 4
+        self._last = start
         self._start = s + n
         return self._buf[s : s + n]
+
+    def unread(self) -> None:
+        """unread puts back the frame next_frame just returned: the next call returns it again.
+        Only right after that next_frame (``space()`` may move the buffer's bytes)."""
+        self._start = self._last
 
     def space(self) -> memoryview:
         """space returns a writable view of the free tail of the buffer, large enough for the

@@ -315,6 +315,30 @@ class SyncCallTest(ExecutorTest):
         self.ex.resume("c1", [ok({"hash": "0xabc"})], io_ms=12)
         self.assertCompleted(self.ex.next("c1"), "0xabc")
 
+    def test_a_suspended_call_reads_its_own_resume_and_lets_other_frames_through(self):
+        # Alone on the executor, a suspended def call reads the next frame on its own thread:
+        # its ResumeCall goes on inline; a Ping or another call's ExecuteCall that comes first is
+        # put back for the next loop thread, and the call still gets exactly its own answers.
+        src = "def main(ctx, x):\n    a = ctx.io('b', 'one', x)\n    b = ctx.io('b', 'two', a)\n    return [a, b]\n"
+        self.ex.execute("c1", src, 1)
+        self.assertEqual(self.ex.next("c1")["requests"][0]["params"], 1)
+        self.ex.resume("c1", [ok(10)])
+        self.assertEqual(self.ex.next("c1")["requests"][0]["params"], 10)
+        self.ex.resume("c1", [ok(20)])
+        self.assertCompleted(self.ex.next("c1"), [10, 20])
+        self.ex.execute("c2", src, 2)
+        self.assertEqual(self.ex.next("c2")["type"], "CallWaiting")
+        self.ex.send({"type": "Ping", "seq": 3})
+        self.assertEqual(self.ex.next(lambda m: m["type"] == "Pong"), {"type": "Pong", "seq": 3})
+        self.ex.execute("c3", "def main(ctx, x):\n    return ctx.io('b', 'three', x)\n", 3)
+        self.assertEqual(self.ex.next("c3")["type"], "CallWaiting")
+        self.ex.resume("c2", [ok(21)])
+        self.assertEqual(self.ex.next("c2")["requests"][0]["params"], 21)
+        self.ex.resume("c3", [ok(30)])
+        self.assertCompleted(self.ex.next("c3"), 30)
+        self.ex.resume("c2", [ok(22)])
+        self.assertCompleted(self.ex.next("c2"), [21, 22])
+
     def test_io_many_is_one_suspension_with_all_requests(self):
         src = "def main(ctx, x):\n    a, b = ctx.io_many([('rpc', 'eth_blockNumber'), ('blockdb', 'getLogs', {'from': 1})])\n    return [a, b]\n"
         self.ex.execute("c1", src)
