@@ -288,16 +288,10 @@ class Engine:
 
     def _serve(self, w: _Worker) -> None:
         """_serve reads and dispatches frames while ``w`` holds the baton."""
-        reader = self._reader
+        next_frame = self._next_frame
         dispatch = self._dispatch
         while True:
-            try:
-                raw = reader.next_frame()
-            except ProtocolError as e:
-                self._closed(f"protocol error from the pool: {e}", 2)
-            if raw is None:
-                self._receive()
-                continue
+            raw = next_frame()
             w.baton.append(1)
             try:
                 dispatch(w, raw)
@@ -312,6 +306,18 @@ class Engine:
                 w.baton.pop()
             except IndexError:
                 return
+
+    def _next_frame(self):
+        """_next_frame returns the pool's next whole frame, reading (and blocking) as needed."""
+        reader = self._reader
+        while True:
+            try:
+                raw = reader.next_frame()
+            except ProtocolError as e:
+                self._closed(f"protocol error from the pool: {e}", 2)
+            if raw is not None:
+                return raw
+            self._receive()
 
     def _receive(self) -> None:
         """_receive sends what is queued, then blocks until more of the pool's bytes are in the
@@ -345,32 +351,24 @@ class Engine:
         thread switch (the hand-off and the resume cost two). Returns True once the call has its
         answer (this thread still holds the baton), or False with the frame put back for anything
         else, which the successor reads."""
-        reader = self._reader
-        while True:
-            try:
-                raw = reader.next_frame()
-            except ProtocolError as e:
-                self._closed(f"protocol error from the pool: {e}", 2)
-            if raw is None:
-                self._receive()
-                continue
-            m = _FRAME_HEAD.match(raw, 0, _FRAME_HEAD_BYTES)
-            try:
-                own = m is not None and m.group(1) == b"ResumeCall" and _loads(m.group(2)) == call.id
-            except (ValueError, RecursionError):
-                own = False
-            if not own:
-                reader.unread()
-                return False
-            w.baton.append(1)  # as _serve does for a frame; _resume hands it back to this thread
-            try:
-                self._dispatch(w, raw)
-            except Exception:
-                warn("dispatch failed:\n" + traceback.format_exc())
-            if call.slot.locked():  # not answered (cannot happen): end it rather than park it unread
-                self._fail(call, "INTERNAL", "the executor read the call's ResumeCall but did not resume it")
-                self._abort_parked(w, call)
-            return True
+        raw = self._next_frame()
+        m = _FRAME_HEAD.match(raw, 0, _FRAME_HEAD_BYTES)
+        try:
+            own = m is not None and m.group(1) == b"ResumeCall" and _loads(m.group(2)) == call.id
+        except (ValueError, RecursionError):
+            own = False
+        if not own:
+            self._reader.unread()
+            return False
+        w.baton.append(1)  # as _serve does for a frame; _resume hands it back to this thread
+        try:
+            self._dispatch(w, raw)
+        except Exception:
+            warn("dispatch failed:\n" + traceback.format_exc())
+        if call.slot.locked():  # not answered (cannot happen): end it rather than park it unread
+            self._fail(call, "INTERNAL", "the executor read the call's ResumeCall but did not resume it")
+            self._abort_parked(w, call)
+        return True
 
     def _spin_recv(self, sock, reader):
         """_spin_recv polls the socket without blocking for up to the hot spin; None if nothing
