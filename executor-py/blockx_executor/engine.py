@@ -33,11 +33,11 @@ engine). A step starts from the thread's last reading (its ``base``, at most CPU
 read anew when older); one that ends within CPU_BASE_TTL_S is charged its wall time, which a
 thread's CPU time never exceeds; a longer one the clock's delta from the base, or its wall time
 if less. Either way a step is charged at most CPU_BASE_TTL_S more than the CPU it used, and a
-process stopped mid-step (SIGSTOP) is never charged the stop. The monitor thread ticks every TICK_S while
-steps run; it reads each running step's thread CPU clock and, when ``cpu + ioMs`` is over the
-budget, sends the call's CallFailed BUDGET_EXCEEDED at once and raises BudgetExceeded in the
-step's thread (PyThreadState_SetAsyncExc). Cancelled is delivered the same way. An async
-exception is only ever raised while holding the thread's lock and only while that exact
+process stopped mid-step (SIGSTOP) is never charged the stop. The monitor thread ticks every
+TICK_S while steps run; it reads each running step's thread CPU clock and, when ``cpu + ioMs``
+is over the budget, sends the call's CallFailed BUDGET_EXCEEDED at once and raises
+BudgetExceeded in the step's thread (PyThreadState_SetAsyncExc). Cancelled is delivered the
+same way. An async exception is only ever raised while holding the thread's lock and only while that exact
 step runs; the step's end clears any still-pending one under the same lock, so none can leak
 into the loop or into another call.
 
@@ -160,8 +160,8 @@ def _ms(seconds: float) -> float:
 class _Worker:
     """_Worker is the engine's state of one of its threads. ``step`` is
     ``(call, cpu_base, wall_at_start)`` while a step runs, else None (``cpu_base`` is the
-    thread's CPU clock as read at ``base_at``, at most CPU_BASE_TTL_S before the step began); ``lock`` orders the
-    step's end against the monitor's async exceptions; ``wake`` is locked while the thread
+    thread's CPU clock as read at ``base_at``, at most CPU_BASE_TTL_S before the step began);
+    ``lock`` orders the step's end against the monitor's async exceptions; ``wake`` is locked while the thread
     is idle and released to hand it the baton; ``baton`` is its current token list."""
 
     __slots__ = ("ident", "cident", "clock", "lock", "step", "fired", "wake", "baton", "main", "cpu_base", "base_at")

@@ -202,7 +202,10 @@ export class ExecutorPoolCore {
     if (held !== this.assigned.size) problems.push(`${this.assigned.size} calls assigned, slots hold ${held}`);
     if (this.waiting.length !== this.waitingSet.size) problems.push(`queue of ${this.waiting.length} with ${this.waitingSet.size} distinct ids`);
     const owners = new Map<string, number>();
-    for (const id of this.waiting) owners.set(this.ownerOf.get(id) ?? "", (owners.get(this.ownerOf.get(id) ?? "") ?? 0) + 1);
+    for (const id of this.waiting) {
+      const owner = this.ownerOf.get(id) ?? "";
+      owners.set(owner, (owners.get(owner) ?? 0) + 1);
+    }
     if (JSON.stringify([...owners].sort()) !== JSON.stringify([...this.waitingOwners].sort())) {
       problems.push(`waiting calls per owner counted as ${JSON.stringify([...this.waitingOwners])}, the queue holds ${JSON.stringify([...owners])}`);
     }
