@@ -14,6 +14,7 @@ passed=$(grep -E '^ *[0-9]+ pass$' "$log" | tail -1 | grep -oE '[0-9]+' || echo 
 failed=$(grep -E '^ *[0-9]+ fail$' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
 skipped=$(grep -E '^ *[0-9]+ skip$' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
 todo=$(grep -E '^ *[0-9]+ todo$' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
+if [ "$code" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
 if [ "$failed" -gt 0 ]; then
   # CI shows only the output's last lines: name each failed test once, with the first lines of its error.
   echo "failed tests and errors, with the start of each:"
@@ -36,6 +37,5 @@ if [ "$failed" -gt 0 ]; then
   ' "$log" | head -40
 fi
 rm -f "$log"
-if [ "$code" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
 echo "${passed} passed, ${failed} failed, $((skipped + todo)) skipped"
 exit "$code"

@@ -21,8 +21,12 @@ import struct
 import sys
 import time
 
-PACKAGE = next((sys.argv[i + 1] for i, v in enumerate(sys.argv[:-1]) if v == "--package"), os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "executor-py"))
-sys.path.insert(0, PACKAGE)
+_parser = argparse.ArgumentParser()
+_parser.add_argument("--calls", type=int, default=30000)
+_parser.add_argument("--rounds", type=int, default=5)
+_parser.add_argument("--package", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "executor-py"))
+ARGS = _parser.parse_args()
+sys.path.insert(0, ARGS.package)  # before the import: the package benched is the one asked for
 from blockx_executor import engine as E  # noqa: E402
 
 SOURCE = "def main(ctx, x):\n    return x + 1\n"
@@ -70,11 +74,7 @@ def bare(batch):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--calls", type=int, default=30000)
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--package", default=PACKAGE)
-    a = p.parse_args()
+    a = ARGS
     run = engine_series()
     results = {"engine": [], "bare": []}
     n = 0

@@ -56,6 +56,7 @@ import socket
 import hashlib
 import json
 import json.scanner
+import os
 import re
 import threading
 import time
@@ -86,7 +87,7 @@ _monotonic = time.monotonic
 _clock_gettime = time.clock_gettime
 _allocate_lock = threading.Lock
 _MSG_DONTWAIT = socket.MSG_DONTWAIT
-_sched_yield = __import__("os").sched_yield
+_sched_yield = os.sched_yield
 _dumps = encode_json
 _dumps_str = json.encoder.encode_basestring_ascii  # what _dumps gives a str, without its Python frame
 _int_repr = int.__repr__
@@ -97,7 +98,7 @@ _scan = json.scanner.make_scanner(json.JSONDecoder())
 def _loads(raw) -> object:
     """_loads parses a frame's UTF-8 JSON (as json.loads does); a frame with nothing around its
     value, which is every frame the pool sends, skips json.loads' encoding detection and
-    whitespace matching (1.4 of a tiny call's 8 us in the engine)."""
+    whitespace matching (an ExecuteCall frame: 2.3 us with json.loads, 1.0 us this way)."""
     text = raw.decode("utf-8", "surrogatepass")
     try:
         value, end = _scan(text, 0)
@@ -234,8 +235,6 @@ class Engine:
     def _closed(self, why: str, code: int = 0) -> None:
         """_closed ends the process at once (threads may be blocked in user code): 0 when
         the pool closed the connection, 2 on a protocol error."""
-        import os
-
         if why:
             warn(why)
         os._exit(code)
@@ -257,8 +256,6 @@ class Engine:
                 self._serve(w)
             except BaseException:
                 warn("the frame loop failed; exiting:\n" + traceback.format_exc())
-                import os
-
                 os._exit(70)
             self._active.discard(w)
             self._idle.append(w)
@@ -1001,8 +998,6 @@ class Engine:
         code that swallows BaseException could spin forever; after ZOMBIE_CPU_LIMIT_S of CPU
         the process exits and the pool starts a fresh executor."""
         if cpu_since_seen > ZOMBIE_CPU_LIMIT_S:
-            import os
-
             warn(f"call {st[0].id} kept running for {ZOMBIE_CPU_LIMIT_S:.0f} s of CPU after it was stopped (does it catch BaseException?); exiting so that the pool starts a fresh executor")
             os._exit(3)
         self._fire(w, st, Cancelled)

@@ -876,7 +876,6 @@ class StepAccountingTest(unittest.TestCase):
         from blockx_executor import engine
         from blockx_executor.call import Call
 
-        self.engine_module = engine
         self.ttl = engine.CPU_BASE_TTL_S
         self.wall = 1000.0
         self.cpu = 5.0
