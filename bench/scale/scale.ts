@@ -28,8 +28,8 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { CoordinatorServiceClient } from "../../src/gen/coordinator/v1/coordinator";
-import { channelTarget } from "../../src/coordinator/adapters/worker-rpc-client";
-import { WorkerServiceClient } from "../../src/gen/worker/v1/worker";
+import { Http2UnaryChannel } from "../../src/coordinator/adapters/http2-unary-channel";
+import { RequestTaskSlotRequest, WorkerServiceService } from "../../src/gen/worker/v1/worker";
 import type { HeartbeatPublishMode } from "../../src/worker/core/heartbeat-schedule";
 import { BlockxProcess } from "../../test/support/blockx-process";
 import { EtcdProcess } from "../../test/support/etcd";
@@ -316,18 +316,22 @@ async function runOne(n: number, intervalMs: number, mode: HeartbeatPublishMode)
     // channel kept open.
     const bareCold: number[] = [];
     const bareWarm: number[] = [];
-    const warmClient = new WorkerServiceClient(`127.249.0.1:${port}`, grpc.credentials.createInsecure());
-    const bareOne = (cold: boolean, i: number) =>
-      new Promise<void>((resolve) => {
-        const t = performance.now();
-        // The target a Coordinator dials (channelTarget: ipv4: for an IP address).
-        const c = cold ? new WorkerServiceClient(channelTarget(`127.250.${Math.floor(i / 250) % 250}.${(i % 250) + 1}:${port}`), grpc.credentials.createInsecure()) : warmClient;
-        c.requestTaskSlot({ taskId: `${BARE_TASK_PREFIX}${i}`, ttlMs: 1_000 }, new grpc.Metadata(), { deadline: Date.now() + 10_000 }, (err) => {
-          if (measuring && !err) (cold ? bareCold : bareWarm).push(performance.now() - t);
-          if (cold) c.close();
-          resolve();
-        });
-      });
+    // The channel a Coordinator dials a Worker with (Http2UnaryChannel), as the Coordinator makes it.
+    const channel = (addr: string) => new Http2UnaryChannel(addr, { kind: "insecure" }, ["worker"]);
+    const warmChannel = channel(`127.249.0.1:${port}`);
+    const bareOne = async (cold: boolean, i: number) => {
+      const t = performance.now();
+      const c = cold ? channel(`127.250.${Math.floor(i / 250) % 250}.${(i % 250) + 1}:${port}`) : warmChannel;
+      const request = RequestTaskSlotRequest.encode({ taskId: `${BARE_TASK_PREFIX}${i}`, ttlMs: 1_000 }).finish();
+      try {
+        await c.unary(WorkerServiceService.requestTaskSlot.path, request, {}, Date.now() + 10_000);
+        if (measuring) (cold ? bareCold : bareWarm).push(performance.now() - t);
+      } catch {
+        // counted nowhere: a failed baseline call is not a latency
+      } finally {
+        if (cold) c.close();
+      }
+    };
     const bareDriver = (async () => {
       const start = performance.now() + 500 / RATE; // half a period after the reservations
       for (let i = 0; running; i++) {
@@ -377,7 +381,7 @@ async function runOne(n: number, intervalMs: number, mode: HeartbeatPublishMode)
     await driver;
     await bareDriver;
     await Promise.all(inflight);
-    warmClient.close();
+    warmChannel.close();
     const secs = (b.t - a.t) / 1000;
 
     const rate = (name: string) => (metric(b.etcd, name) - metric(a.etcd, name)) / secs;

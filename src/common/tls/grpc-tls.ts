@@ -1,6 +1,6 @@
 import * as grpc from "@grpc/grpc-js";
 import { isIP } from "node:net";
-import { checkServerIdentity, type PeerCertificate } from "node:tls";
+import { checkServerIdentity, type ConnectionOptions, type PeerCertificate } from "node:tls";
 import { identityFromSubjectAltName, identityKey, type PeerIdentity, type PeerRole } from "./peer-identity";
 import type { Logger } from "../logging/logger";
 import { describeTls, type TlsSetting } from "./tls-setting";
@@ -70,8 +70,61 @@ export async function loadedServerCredentials(s: TlsSetting): Promise<grpc.Serve
   return serverCredentials(s);
 }
 
+/** The CA, certificate and key a TLS connection is made with, as last read from their files. */
+export interface TlsMaterials {
+  readonly ca: Buffer;
+  /** Absent for a CA-only client (no client certificate shown). */
+  readonly cert?: Buffer;
+  readonly key?: Buffer;
+}
+
+/**
+ * TlsMaterialsWatch follows the files of one identity through the same shared watcher grpc-js's
+ * servers and channels use (re-read every TLS_RELOAD_MS): `latest()` is what a new connection
+ * should use, so a rotated certificate or CA applies to new connections without a restart, as
+ * with a grpc-js channel. For clients that make their own TLS connections; `close` stops following.
+ */
+export class TlsMaterialsWatch {
+  private ca: Buffer | null = null;
+  private identity: { certificate: Buffer; privateKey: Buffer } | null = null;
+  private readonly loaded: Promise<void>;
+  private readonly provider: grpc.experimental.FileWatcherCertificateProvider;
+  private readonly onCa = (u: grpc.experimental.CaCertificateUpdate | null) => {
+    if (u) this.ca = u.caCertificate;
+    this.wake();
+  };
+  private readonly onIdentity = (u: grpc.experimental.IdentityCertificateUpdate | null) => {
+    if (u) this.identity = u;
+    this.wake();
+  };
+  private wake: () => void = () => {};
+
+  constructor(private readonly files: CertificateFiles) {
+    this.provider = providerFor(files);
+    this.loaded = new Promise((resolve) => {
+      this.wake = () => {
+        if (this.ca && (this.identity || !files.certFile)) resolve();
+      };
+    });
+    this.provider.addCaCertificateListener(this.onCa);
+    if (files.certFile) this.provider.addIdentityCertificateListener(this.onIdentity);
+  }
+
+  /** latest resolves with the newest materials once the files have been read. */
+  async latest(): Promise<TlsMaterials> {
+    await this.loaded;
+    const ca = this.ca!;
+    return this.identity ? { ca, cert: this.identity.certificate, key: this.identity.privateKey } : { ca };
+  }
+
+  close(): void {
+    this.provider.removeCaCertificateListener(this.onCa);
+    if (this.files.certFile) this.provider.removeIdentityCertificateListener(this.onIdentity);
+  }
+}
+
 /** A name for SNI when the target is an IP address (Bun refuses an IP as TLS servername). */
-const IP_SERVERNAME = "blockx-peer";
+export const IP_SERVERNAME = "blockx-peer";
 
 /**
  * channelFor: credentials and options to dial `target` (host:port) expecting a peer of one of
@@ -81,13 +134,36 @@ const IP_SERVERNAME = "blockx-peer";
  */
 export function channelFor(s: TlsSetting, target: string, expect: readonly PeerRole[]): { credentials: grpc.ChannelCredentials; options: grpc.ChannelOptions } {
   if (s.kind === "insecure") return { credentials: grpc.credentials.createInsecure(), options: {} };
-  return tlsChannel(s, target, (cert) => {
+  return tlsChannel(s, target, roleCheck(target, expect));
+}
+
+/** roleCheck: a server certificate passes when its URI SAN names one of `expect` roles. */
+function roleCheck(target: string, expect: readonly PeerRole[]): (cert: PeerCertificate) => Error | undefined {
+  return (cert) => {
     const id = identityFromSubjectAltName(cert.subjectaltname);
     if (id === null || !expect.includes(id.role)) {
       return new Error(`${target} presented ${id ? identityKey(id) : "a certificate without a blockx://role/ URI SAN"}, expected ${expect.join(" or ")}`);
     }
     return undefined;
-  });
+  };
+}
+
+/**
+ * peerTlsOptions: node:tls options for dialling `target` (host:port) with `m`, expecting a peer of
+ * one of `expect` roles: the same checks as channelFor's (chains to the CA, names the host dialled,
+ * carries an expected role), for a client that makes its own TLS connections.
+ */
+export function peerTlsOptions(m: TlsMaterials, target: string, expect: readonly PeerRole[]): ConnectionOptions {
+  const host = hostOf(target);
+  const check = roleCheck(target, expect);
+  return {
+    ca: m.ca,
+    ...(m.cert && m.key ? { cert: m.cert, key: m.key } : {}),
+    servername: isIP(host) ? IP_SERVERNAME : host,
+    ALPNProtocols: ["h2"],
+    rejectUnauthorized: true,
+    checkServerIdentity: (_servername: string, cert: PeerCertificate) => checkServerIdentity(host, cert) ?? check(cert),
+  };
 }
 
 /**

@@ -4,7 +4,7 @@ import { ErrorCode } from "../../common/error-code";
 import { freePort } from "../../../test/support/ports";
 import { suiteSetting } from "../../../test/support/suite-tls";
 import { WorkerDouble } from "../../../test/support/worker-double";
-import { channelTarget, grpcErrToSlotError, WorkerRPCClient } from "./worker-rpc-client";
+import { grpcErrToSlotError, WorkerRPCClient } from "./worker-rpc-client";
 import {
   type RequestTaskSlotRequest,
   type RequestTaskSlotsRequest,
@@ -15,39 +15,28 @@ import {
 } from "../../gen/worker/v1/worker";
 
 describe("grpcErrToSlotError", () => {
-  const cases: [grpc.status, string, ErrorCode, boolean][] = [
-    [grpc.status.INVALID_ARGUMENT, "task_id: required", ErrorCode.ErrInvalidArgument, false],
-    [grpc.status.RESOURCE_EXHAUSTED, "no free slot", ErrorCode.ErrNoSlot, false],
-    [grpc.status.FAILED_PRECONDITION, "slot bound to another task", ErrorCode.ErrSlotConflict, false],
-    [grpc.status.NOT_FOUND, "unknown slot", ErrorCode.ErrSlotNotFound, false],
-    [grpc.status.UNAVAILABLE, "No connection established. Last error: connect ECONNREFUSED 127.0.0.1:9", ErrorCode.ErrWorkerUnreachable, false],
-    [grpc.status.UNAVAILABLE, "Name resolution failed for target dns:nowhere:1", ErrorCode.ErrWorkerUnreachable, false],
-    [grpc.status.UNAVAILABLE, "Connection dropped", ErrorCode.ErrSlotUncertain, true],
-    [grpc.status.DEADLINE_EXCEEDED, "Deadline exceeded after 3.001s,remote_addr=127.0.0.1:5", ErrorCode.ErrSlotUncertain, true],
-    [grpc.status.DEADLINE_EXCEEDED, "Deadline exceeded after 3.001s,Waiting for LB pick", ErrorCode.ErrWorkerUnreachable, false],
-    [grpc.status.CANCELLED, "Cancelled on client", ErrorCode.ErrSlotUncertain, true],
-    [grpc.status.ABORTED, "aborted", ErrorCode.ErrSlotUncertain, true],
-    [grpc.status.INTERNAL, "boom", ErrorCode.ErrSlotUncertain, true],
-    [grpc.status.UNKNOWN, "?", ErrorCode.ErrSlotUncertain, true],
-    [grpc.status.UNIMPLEMENTED, "no WorkerService here", ErrorCode.ErrInternal, false],
+  const cases: [grpc.status, string, boolean, ErrorCode, boolean][] = [
+    [grpc.status.INVALID_ARGUMENT, "task_id: required", false, ErrorCode.ErrInvalidArgument, false],
+    [grpc.status.RESOURCE_EXHAUSTED, "no free slot", false, ErrorCode.ErrNoSlot, false],
+    [grpc.status.FAILED_PRECONDITION, "slot bound to another task", false, ErrorCode.ErrSlotConflict, false],
+    [grpc.status.NOT_FOUND, "unknown slot", false, ErrorCode.ErrSlotNotFound, false],
+    [grpc.status.PERMISSION_DENIED, "not a coordinator", false, ErrorCode.ErrPermissionDenied, false],
+    [grpc.status.UNAVAILABLE, "no connection to 127.0.0.1:9: connect ECONNREFUSED 127.0.0.1:9", true, ErrorCode.ErrWorkerUnreachable, false],
+    [grpc.status.UNAVAILABLE, "the call ended without a status: the connection dropped", false, ErrorCode.ErrSlotUncertain, true],
+    [grpc.status.UNAVAILABLE, "the Worker itself answered UNAVAILABLE", false, ErrorCode.ErrSlotUncertain, true],
+    [grpc.status.DEADLINE_EXCEEDED, "no answer from 127.0.0.1:5 within the deadline", false, ErrorCode.ErrSlotUncertain, true],
+    [grpc.status.DEADLINE_EXCEEDED, "no connection to 127.0.0.1:5 within the deadline", true, ErrorCode.ErrWorkerUnreachable, false],
+    [grpc.status.CANCELLED, "Cancelled on client", false, ErrorCode.ErrSlotUncertain, true],
+    [grpc.status.ABORTED, "aborted", false, ErrorCode.ErrSlotUncertain, true],
+    [grpc.status.INTERNAL, "boom", false, ErrorCode.ErrSlotUncertain, true],
+    [grpc.status.UNKNOWN, "?", false, ErrorCode.ErrSlotUncertain, true],
+    [grpc.status.UNIMPLEMENTED, "no WorkerService here", false, ErrorCode.ErrInternal, false],
   ];
-  for (const [code, details, want, mayHaveAllocated] of cases) {
-    test(`${grpc.status[code]} "${details}" -> ${want}${mayHaveAllocated ? " (may have allocated)" : ""}`, () => {
-      expect(grpcErrToSlotError({ code, details })).toEqual({ code: want, message: details, mayHaveAllocated });
+  for (const [code, details, neverSent, want, mayHaveAllocated] of cases) {
+    test(`${grpc.status[code]} "${details}"${neverSent ? " (never sent)" : ""} -> ${want}${mayHaveAllocated ? " (may have allocated)" : ""}`, () => {
+      expect(grpcErrToSlotError({ code, details, neverSent })).toEqual({ code: want, message: details, mayHaveAllocated });
     });
   }
-});
-
-describe("channelTarget: the grpc-js target of a Worker's address", () => {
-  test("an IP literal skips the DNS resolver (ipv4:/ipv6:); a host name keeps it", () => {
-    expect(channelTarget("127.0.0.1:7000")).toBe("ipv4:127.0.0.1:7000");
-    expect(channelTarget("10.1.2.3:50051")).toBe("ipv4:10.1.2.3:50051");
-    expect(channelTarget("[::1]:7000")).toBe("ipv6:[::1]:7000");
-    expect(channelTarget("[fd00::5]:7000")).toBe("ipv6:[fd00::5]:7000");
-    expect(channelTarget("worker-3.internal:7000")).toBe("worker-3.internal:7000");
-    expect(channelTarget("localhost:7000")).toBe("localhost:7000");
-    expect(channelTarget("[not-an-ip]:7000")).toBe("[not-an-ip]:7000");
-  });
 });
 
 describe("WorkerRPCClient against real gRPC servers", () => {

@@ -1,41 +1,30 @@
 import * as grpc from "@grpc/grpc-js";
-import { isIPv4, isIPv6 } from "node:net";
 import { ErrorCode } from "../../common/error-code";
-import { hostOf } from "../../common/net/dial-host";
 import { CLIENT_IDENTITY_HEADER } from "../../common/tls/client-identity-header";
-import { channelFor } from "../../common/tls/grpc-tls";
 import type { TlsSetting } from "../../common/tls/tls-setting";
-import { RequestTaskSlotRequest, type TaskSlotOutcome, WorkerServiceClient } from "../../gen/worker/v1/worker";
+import {
+  RequestTaskSlotRequest,
+  RequestTaskSlotsRequest,
+  RequestTaskSlotsResponse,
+  type TaskSlotOutcome,
+  TaskSnapshot,
+  WorkerServiceService,
+} from "../../gen/worker/v1/worker";
+import { Http2UnaryChannel, UnaryCallError } from "./http2-unary-channel";
 import type { RequestTaskSlotArgs, SlotError, SlotReservation, SlotReserver } from "./slot-reserver";
-
-/** Channel options for Coordinator -> Worker channels: reconnect fast after a Worker restart. */
-const WORKER_CHANNEL_OPTIONS: grpc.ChannelOptions = {
-  "grpc.initial_reconnect_backoff_ms": 100,
-  "grpc.max_reconnect_backoff_ms": 2_000,
-  "grpc.keepalive_time_ms": 30_000,
-  "grpc.keepalive_timeout_ms": 10_000,
-  "grpc.enable_retries": 0,
-};
-
-/**
- * Details of an UNAVAILABLE status that grpc-js produces before sending anything: the channel
- * could not connect (refused, unresolvable). Nothing can have been allocated then.
- */
-const NEVER_SENT_UNAVAILABLE = /No connection established|ECONNREFUSED|Name resolution failed|ENOTFOUND|EHOSTUNREACH|ENETUNREACH/;
-/** A deadline that expired while the call still waited for a connection: never sent either. */
-const NEVER_SENT_DEADLINE = /Waiting for LB pick/;
 
 /**
  * grpcErrToSlotError classifies a failed RequestTaskSlot. Explicit rejections
- * (InvalidArgument, ResourceExhausted, FailedPrecondition, NotFound, a refused connection)
- * mean nothing was allocated; DeadlineExceeded, Canceled, Aborted, Internal, Unknown and an
- * Unavailable after the request may have left are uncertain (`mayHaveAllocated`).
+ * (InvalidArgument, ResourceExhausted, FailedPrecondition, NotFound, PermissionDenied) and a call
+ * that never reached the Worker (`neverSent`: no connection carried it) mean nothing was allocated; DeadlineExceeded, Canceled, Aborted, Internal,
+ * Unknown and an Unavailable after the request may have left are uncertain (`mayHaveAllocated`).
  * It must stay the inverse of the Worker's `workerCodeToGRPC`.
  */
-export function grpcErrToSlotError(err: Pick<grpc.ServiceError, "code" | "details">): SlotError {
+export function grpcErrToSlotError(err: { readonly code: grpc.status; readonly details?: string; readonly neverSent?: boolean }): SlotError {
   const details = err.details ?? "";
   const explicit = (code: ErrorCode): SlotError => ({ code, message: details, mayHaveAllocated: false });
   const uncertain = (): SlotError => ({ code: ErrorCode.ErrSlotUncertain, message: details, mayHaveAllocated: true });
+  if (err.neverSent) return explicit(ErrorCode.ErrWorkerUnreachable);
   switch (err.code) {
     case grpc.status.INVALID_ARGUMENT:
       return explicit(ErrorCode.ErrInvalidArgument);
@@ -45,10 +34,6 @@ export function grpcErrToSlotError(err: Pick<grpc.ServiceError, "code" | "detail
       return explicit(ErrorCode.ErrSlotConflict);
     case grpc.status.NOT_FOUND:
       return explicit(ErrorCode.ErrSlotNotFound);
-    case grpc.status.UNAVAILABLE:
-      return NEVER_SENT_UNAVAILABLE.test(details) ? explicit(ErrorCode.ErrWorkerUnreachable) : uncertain();
-    case grpc.status.DEADLINE_EXCEEDED:
-      return NEVER_SENT_DEADLINE.test(details) ? explicit(ErrorCode.ErrWorkerUnreachable) : uncertain();
     // The Worker refused the call before any handler ran.
     case grpc.status.PERMISSION_DENIED:
       return explicit(ErrorCode.ErrPermissionDenied);
@@ -56,23 +41,9 @@ export function grpcErrToSlotError(err: Pick<grpc.ServiceError, "code" | "detail
     case grpc.status.UNAUTHENTICATED:
       return explicit(ErrorCode.ErrInternal);
     default:
-      // CANCELLED, ABORTED, INTERNAL, UNKNOWN, DATA_LOSS and anything else: may have happened.
+      // UNAVAILABLE and DEADLINE_EXCEEDED once sent, CANCELLED, ABORTED, INTERNAL, UNKNOWN, DATA_LOSS and anything else: may have happened.
       return uncertain();
   }
-}
-
-/**
- * channelTarget: the grpc-js target for a Worker's address. An IP literal (what Workers advertise
- * by default) gets the ipv4:/ipv6: scheme: grpc-js's default dns: resolver builds a DNS resolver
- * object per channel even for an IP, about 0.1 ms on an idle box and more under load, paid on
- * every first call to a Worker (with 10,000 Workers nearly every reservation's; bench/README.md,
- * issue 22). A host name keeps the dns: resolver. The `:authority` stays `host:port` either way.
- */
-export function channelTarget(workerAddr: string): string {
-  const host = hostOf(workerAddr);
-  if (isIPv4(host)) return `ipv4:${workerAddr}`;
-  if (isIPv6(host)) return `ipv6:${workerAddr}`;
-  return workerAddr;
 }
 
 /** The most slot requests one RequestTaskSlots carries (the Worker's bound). */
@@ -84,9 +55,8 @@ interface QueuedSlotRequest {
 }
 
 /**
- * WorkerRPCClient is the gRPC SlotReserver: one cached channel per Worker address (a
- * point-to-point client needs no balancer). `forget` closes the channel of a Worker that left
- * the view.
+ * WorkerRPCClient is the gRPC SlotReserver: one cached Http2UnaryChannel (one HTTP/2
+ * connection) per Worker address. `forget` closes the channel of a Worker that left the view.
  *
  * Requests for one Worker made in the same turn of the event loop (a ReserveWorkerSlots batch,
  * or concurrent clients) go as one RequestTaskSlots call; each still gets the answer a
@@ -95,7 +65,7 @@ interface QueuedSlotRequest {
  * goes as a RequestTaskSlot.
  */
 export class WorkerRPCClient implements SlotReserver {
-  private readonly clients = new Map<string, WorkerServiceClient>();
+  private readonly channels = new Map<string, Http2UnaryChannel>();
   private readonly queued = new Map<string, QueuedSlotRequest[]>();
   private readonly singleOnly = new Set<string>();
 
@@ -124,65 +94,78 @@ export class WorkerRPCClient implements SlotReserver {
   }
 
   private requestMany(workerAddr: string, batch: QueuedSlotRequest[]): void {
-    const client = this.clientFor(workerAddr);
-    const requests = batch.map((b) => RequestTaskSlotRequest.create({ taskId: b.args.taskId, ttlMs: b.args.ttlMs }));
-    const deadline = Date.now() + Math.min(...batch.map((b) => b.args.timeoutMs));
-    const metadata = new grpc.Metadata();
-    const clientIdentity = batch[0]!.args.clientIdentity;
-    if (clientIdentity !== "") metadata.set(CLIENT_IDENTITY_HEADER, clientIdentity);
-    client.requestTaskSlots({ requests }, metadata, { deadline }, (err, res) => {
-      if (err?.code === grpc.status.UNIMPLEMENTED) {
-        this.singleOnly.add(workerAddr);
-        for (const b of batch) void this.requestOne(workerAddr, b.args).then(b.resolve);
-        return;
-      }
+    const request = RequestTaskSlotsRequest.encode({ requests: batch.map((b) => RequestTaskSlotRequest.create({ taskId: b.args.taskId, ttlMs: b.args.ttlMs })) }).finish();
+    const deadlineMs = Date.now() + Math.min(...batch.map((b) => b.args.timeoutMs));
+    const answered = (res: RequestTaskSlotsResponse) =>
       batch.forEach((b, i) => {
-        const o: TaskSlotOutcome | undefined = res?.outcomes[i];
-        if (err) b.resolve({ err: grpcErrToSlotError(err) });
-        else if (!o || o.taskId !== b.args.taskId) b.resolve({ err: { code: ErrorCode.ErrSlotUncertain, message: "the Worker's RequestTaskSlots answer does not match the request", mayHaveAllocated: true } });
+        const o: TaskSlotOutcome | undefined = res.outcomes[i];
+        if (!o || o.taskId !== b.args.taskId) b.resolve({ err: { code: ErrorCode.ErrSlotUncertain, message: "the Worker's RequestTaskSlots answer does not match the request", mayHaveAllocated: true } });
         else if (o.status !== grpc.status.OK) b.resolve({ err: grpcErrToSlotError({ code: o.status, details: o.message }) });
         else if (!o.snapshot) b.resolve({ err: { code: ErrorCode.ErrSlotUncertain, message: "empty response", mayHaveAllocated: true } });
         else b.resolve({ snapshot: o.snapshot });
       });
-    });
+    const failed = (e: unknown) => {
+      if (e instanceof UnaryCallError && e.code === grpc.status.UNIMPLEMENTED) {
+        this.singleOnly.add(workerAddr);
+        for (const b of batch) void this.requestOne(workerAddr, b.args).then(b.resolve);
+        return;
+      }
+      const err = slotErrorOf(e);
+      for (const b of batch) b.resolve({ err });
+    };
+    this.channelFor(workerAddr)
+      .unary(REQUEST_TASK_SLOTS, request, identityHeaders(batch[0]!.args.clientIdentity), deadlineMs)
+      .then((bytes) => RequestTaskSlotsResponse.decode(bytes))
+      .then(answered, failed);
   }
 
   private requestOne(workerAddr: string, args: RequestTaskSlotArgs): Promise<SlotReservation> {
-    const client = this.clientFor(workerAddr);
-    const request = RequestTaskSlotRequest.create({ taskId: args.taskId, ttlMs: args.ttlMs });
-    const metadata = new grpc.Metadata();
-    if (args.clientIdentity !== "") metadata.set(CLIENT_IDENTITY_HEADER, args.clientIdentity);
-    return new Promise((resolve) => {
-      client.requestTaskSlot(request, metadata, { deadline: Date.now() + args.timeoutMs }, (err, snapshot) => {
-        if (err) resolve({ err: grpcErrToSlotError(err) });
-        else if (!snapshot) resolve({ err: { code: ErrorCode.ErrSlotUncertain, message: "empty response", mayHaveAllocated: true } });
-        else resolve({ snapshot });
-      });
-    });
+    const request = RequestTaskSlotRequest.encode({ taskId: args.taskId, ttlMs: args.ttlMs }).finish();
+    return this.channelFor(workerAddr)
+      .unary(REQUEST_TASK_SLOT, request, identityHeaders(args.clientIdentity), Date.now() + args.timeoutMs)
+      .then(
+        (bytes): SlotReservation => ({ snapshot: TaskSnapshot.decode(bytes) }),
+        (e: unknown): SlotReservation => ({ err: slotErrorOf(e) }),
+      )
+      .catch((e: unknown): SlotReservation => ({ err: slotErrorOf(e) }));
   }
 
   forget(workerAddr: string): void {
-    this.clients.get(workerAddr)?.close();
-    this.clients.delete(workerAddr);
+    this.channels.get(workerAddr)?.close();
+    this.channels.delete(workerAddr);
     this.singleOnly.delete(workerAddr);
   }
 
   close(): void {
-    for (const c of this.clients.values()) c.close();
-    this.clients.clear();
+    for (const c of this.channels.values()) c.close();
+    this.channels.clear();
   }
 
   get cachedConnections(): number {
-    return this.clients.size;
+    return this.channels.size;
   }
 
-  private clientFor(workerAddr: string): WorkerServiceClient {
-    let c = this.clients.get(workerAddr);
+  private channelFor(workerAddr: string): Http2UnaryChannel {
+    let c = this.channels.get(workerAddr);
     if (!c) {
-      const { credentials, options } = channelFor(this.tls, workerAddr, ["worker"]);
-      c = new WorkerServiceClient(channelTarget(workerAddr), credentials, { ...WORKER_CHANNEL_OPTIONS, ...options });
-      this.clients.set(workerAddr, c);
+      c = new Http2UnaryChannel(workerAddr, this.tls, ["worker"]);
+      this.channels.set(workerAddr, c);
     }
     return c;
   }
+}
+
+const REQUEST_TASK_SLOT = WorkerServiceService.requestTaskSlot.path;
+const REQUEST_TASK_SLOTS = WorkerServiceService.requestTaskSlots.path;
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
+
+/** identityHeaders: the client's identity travels to the Worker in a header (none when anonymous). */
+function identityHeaders(clientIdentity: string): Readonly<Record<string, string>> {
+  return clientIdentity === "" ? NO_HEADERS : { [CLIENT_IDENTITY_HEADER]: clientIdentity };
+}
+
+/** slotErrorOf: a failed call's SlotError; an answer that does not decode may have allocated. */
+function slotErrorOf(e: unknown): SlotError {
+  if (e instanceof UnaryCallError) return grpcErrToSlotError(e);
+  return { code: ErrorCode.ErrSlotUncertain, message: `the Worker's answer could not be read: ${(e as Error).message}`, mayHaveAllocated: true };
 }
