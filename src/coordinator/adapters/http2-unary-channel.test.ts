@@ -126,6 +126,21 @@ describe("Http2UnaryChannel against a real grpc-js server", () => {
     expect(e.details).toContain("no connection");
   });
 
+  test("a plaintext peer that accepts TCP and never speaks HTTP/2: never sent; the attempt is dropped after connectTimeoutMs and backs off", async () => {
+    const silent = net.createServer((sock) => cleanups.push(() => sock.destroy()));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    cleanups.push(() => new Promise<void>((resolve) => silent.close(() => resolve())));
+    const addr = `127.0.0.1:${(silent.address() as net.AddressInfo).port}`;
+    const c = channel(addr, INSECURE, { ...DEFAULT_UNARY_CHANNEL_OPTIONS, connectTimeoutMs: 300, initialBackoffMs: 5_000 });
+    const first = await failure(c.unary(PATH, request("x"), {}, Date.now() + 200));
+    expect([first.code, first.neverSent]).toEqual([grpc.status.DEADLINE_EXCEEDED, true]);
+    await Bun.sleep(250);
+    const next = await failure(c.unary(PATH, request("y"), {}, Date.now() + 5000));
+    expect([next.code, next.neverSent]).toEqual([grpc.status.UNAVAILABLE, true]);
+    expect(next.details).toContain("no connection within 300 ms");
+    expect(next.details).toContain("next attempt in");
+  });
+
   test("the server dies mid-call: UNAVAILABLE, sent; a server back on the port is reached by the next call", async () => {
     const port = await freePort();
     const s = await slotServer({ port, answer: () => {} });

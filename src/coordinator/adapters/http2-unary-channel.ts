@@ -254,63 +254,69 @@ export class Http2UnaryChannel {
     return conn;
   }
 
-  /** open makes the TCP (and TLS) connection and the HTTP/2 session on it, within connectTimeoutMs. */
-  private async open(conn: Connection): Promise<http2.ClientHttp2Session> {
-    const deadline = AbortSignal.timeout(this.options.connectTimeoutMs);
-    const tlsOptions = this.materials ? peerTlsOptions(await this.materials.latest(), this.target, this.expect) : null;
-    const socket = await new Promise<net.Socket>((resolve, reject) => {
-      const host = hostOf(this.target);
-      const port = Number(this.target.slice(this.target.lastIndexOf(":") + 1));
-      const tcp = net.connect({ host, port });
+  /**
+   * open makes the TCP (and TLS) connection and the HTTP/2 session on it; the server's settings
+   * must arrive within connectTimeoutMs (a peer that accepts and stays silent is dropped then).
+   */
+  private open(conn: Connection): Promise<http2.ClientHttp2Session> {
+    return new Promise((resolve, reject) => {
+      let socket: net.Socket | null = null;
+      let session: http2.ClientHttp2Session | null = null;
+      let done = false;
+      // Stays attached to the sockets: after `done` it swallows their late errors (the session reports them).
       const fail = (e: Error) => {
-        tcp.destroy();
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        session?.destroy();
+        socket?.destroy();
         reject(e);
       };
-      const timedOut = () => fail(new Error(`connecting took more than ${this.options.connectTimeoutMs} ms`));
-      deadline.addEventListener("abort", timedOut, { once: true });
-      tcp.once("error", fail);
-      tcp.once("connect", () => {
-        tcp.setNoDelay(true);
-        if (!tlsOptions) {
-          deadline.removeEventListener("abort", timedOut);
-          tcp.removeListener("error", fail);
-          return resolve(tcp);
-        }
-        const secure = tls.connect({ ...tlsOptions, socket: tcp });
-        secure.once("error", fail);
-        secure.once("secureConnect", () => {
-          deadline.removeEventListener("abort", timedOut);
-          tcp.removeListener("error", fail);
-          secure.removeListener("error", fail);
-          resolve(secure);
-        });
-      });
-    });
-    if (this.closed) {
-      socket.destroy();
-      throw new Error("the channel was closed while connecting");
-    }
-    return new Promise((resolve, reject) => {
-      const session = http2.connect(`${tlsOptions ? "https" : "http"}://${this.target}`, { createConnection: () => socket });
-      session.unref();
+      const timer = setTimeout(() => fail(new Error(`no connection within ${this.options.connectTimeoutMs} ms`)), this.options.connectTimeoutMs);
       const retire = () => {
         conn.retired = true;
         if (this.conn === conn) this.conn = null;
       };
-      session.once("remoteSettings", () => {
-        conn.session = session;
-        this.keepAlive(conn, session);
-        resolve(session);
-      });
-      session.once("goaway", retire);
-      session.on("error", (e: Error) => {
-        retire();
-        reject(e);
-      });
-      session.once("close", () => {
-        retire();
-        clearInterval(conn.keepalive);
-        reject(new Error("the connection closed before it was ready"));
+      const startSession = (s: net.Socket, scheme: "http" | "https") => {
+        if (done) return;
+        if (this.closed) return fail(new Error("the channel was closed while connecting"));
+        const h2 = http2.connect(`${scheme}://${this.target}`, { createConnection: () => s });
+        session = h2;
+        h2.unref();
+        h2.once("remoteSettings", () => {
+          if (done) return;
+          done = true;
+          clearTimeout(timer);
+          conn.session = h2;
+          this.keepAlive(conn, h2);
+          resolve(h2);
+        });
+        h2.once("goaway", retire);
+        h2.on("error", (e: Error) => {
+          retire();
+          fail(e);
+        });
+        h2.once("close", () => {
+          retire();
+          clearInterval(conn.keepalive);
+          fail(new Error("the connection closed before it was ready"));
+        });
+      };
+      void (this.materials ? this.materials.latest() : Promise.resolve(null)).then((m) => {
+        if (done) return;
+        const tlsOptions = m ? peerTlsOptions(m, this.target, this.expect) : null;
+        const port = Number(this.target.slice(this.target.lastIndexOf(":") + 1));
+        const tcp = net.connect({ host: hostOf(this.target), port });
+        socket = tcp;
+        tcp.on("error", fail);
+        tcp.once("connect", () => {
+          tcp.setNoDelay(true);
+          if (!tlsOptions) return startSession(tcp, "http");
+          const secure = tls.connect({ ...tlsOptions, socket: tcp });
+          socket = secure;
+          secure.on("error", fail);
+          secure.once("secureConnect", () => startSession(secure, "https"));
+        });
       });
     });
   }
