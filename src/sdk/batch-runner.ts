@@ -12,6 +12,7 @@ import {
   type RunTasksEntry,
   type RunTasksOptions,
   retryableFailure,
+  stateName,
   statusError,
   toBlockxError,
   validateTask,
@@ -204,7 +205,7 @@ export class BatchRunner {
     const deadline = Math.min(...list.map((p) => p.item.deadlineMs));
     let outcomes;
     try {
-      outcomes = (await unary(w.client.submitTasks.bind(w.client), { tasks: list.map((p) => ({ task: p.item.task, slotId: p.slotId })) }, w.metadata(), this.rpcDeadline(deadline))).outcomes;
+      outcomes = (await unary(w.client.submitTasks.bind(w.client), { tasks: list.map((p) => ({ task: p.item.task, slotId: p.slotId, waitMs: 0 })) }, w.metadata(), this.rpcDeadline(deadline))).outcomes;
     } catch (e) {
       // Unanswered (the Worker may have started some): like a lost SubmitTask answer, each task goes on alone.
       const code = isServiceError(e) ? (grpc.status[e.code] ?? String(e.code)) : "UNKNOWN";
@@ -219,7 +220,7 @@ export class BatchRunner {
       const o = outcomes[k];
       if (!o || o.taskId !== p.item.task.taskId) return void alone(p.item);
       if (o.status === grpc.status.OK) {
-        p.item.emit({ kind: "submitted", attempt: 1, taskId: p.item.task.taskId, workerAddr: addr, slotId: p.slotId, coordinator: p.coordinator });
+        p.item.emit({ kind: "submitted", attempt: 1, taskId: p.item.task.taskId, workerAddr: addr, slotId: p.slotId, coordinator: p.coordinator, state: stateName(o.snapshot?.state) });
         running.set(p.item.task.taskId, { placed: p, meter: new ProgressMeter() });
         return;
       }

@@ -12,7 +12,7 @@ import {
   type TaskListEntry,
   type TaskLogLine,
   TaskResult,
-  type TaskSnapshot,
+  TaskSnapshot,
   type TaskStory,
 } from "../gen/worker/v1/worker";
 import { compileTlsSetting } from "../common/tls/tls-setting";
@@ -44,7 +44,10 @@ export interface TaskHandle extends TaskRef {
 export type ClientEvent =
   | { readonly kind: "reserveRefused"; readonly failure: RetryableFailure; readonly coordinator: string; readonly details: string; readonly delayMs: number }
   | { readonly kind: "submitRefused"; readonly code: string; readonly workerAddr: string; readonly details: string }
-  | { readonly kind: "submitted"; readonly attempt: number; readonly taskId: string; readonly workerAddr: string; readonly slotId: string; readonly coordinator: string }
+  /** `state`: what SubmitTask answered (a terminal state when the Worker answered at the task's end). */
+  | { readonly kind: "submitted"; readonly attempt: number; readonly taskId: string; readonly workerAddr: string; readonly slotId: string; readonly coordinator: string; readonly state: TaskStateName }
+  /** A SubmitTask that waited for the task's end failed after it may have reached the Worker: the task is followed there, not resubmitted. */
+  | { readonly kind: "submitUncertain"; readonly attempt: number; readonly taskId: string; readonly workerAddr: string; readonly code: string; readonly details: string }
   | { readonly kind: "watchFailed"; readonly workerAddr: string; readonly code: string; readonly details: string }
   | { readonly kind: "workerLost"; readonly attempt: number; readonly workerAddr: string; readonly reason: string; readonly resubmit: boolean };
 
@@ -119,6 +122,14 @@ const RUN_MARGIN_MS = 60_000;
 const POLL_INTERVAL_MS = 500;
 /** A watch stream this quiet is checked with a GetTaskResult probe (a hung Worker sends nothing). */
 const STREAM_QUIET_MS = 1_000;
+/**
+ * runTask's SubmitTask asks the Worker to answer at the task's end if that comes within this long
+ * (wait_ms): a short task's result arrives with the answer, and no WatchTasks is opened. Not when
+ * the caller follows progress (onProgress), which the watch delivers as it happens.
+ */
+export const SUBMIT_WAIT_MS = 1_000;
+/** grpc-js's wording for a call that never left: no connection could be made (its request reached no Worker). */
+const NEVER_SENT = /No connection established|ECONNREFUSED|Name resolution failed|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|Waiting for LB pick/;
 
 type FollowOutcome = { kind: "terminal"; result: TaskResult } | { kind: "lost"; reason: string };
 
@@ -177,8 +188,12 @@ export class BlockxClient {
         handle = handed;
         handed = undefined;
       } else {
-        handle = await this.reserveAndSubmit(task, cluster, deadlineMs, emit, attempt);
-        workers.push(handle.workerAddr);
+        const submitted = await this.reserveAndSubmit(task, cluster, deadlineMs, emit, attempt, opts.onProgress ? 0 : SUBMIT_WAIT_MS);
+        workers.push(submitted.workerAddr);
+        // The Worker answered at the task's end, with its outputs: nothing to follow.
+        const answered = resultOf(submitted.snapshot);
+        if (answered) return finishedRun(task, cluster, answered, attempt, workers, events);
+        handle = submitted;
       }
       const outcome = await this.follow(handle, deadlineMs, opts.onProgress, emit);
       if (outcome.kind === "terminal") return finishedRun(task, cluster, outcome.result, attempt, workers, events);
@@ -365,8 +380,15 @@ export class BlockxClient {
     return Math.min(capMs, this.clock.now() + this.config.rpcTimeoutMs);
   }
 
-  /** reserveAndSubmit loops reserve -> submit under the retry rules until submitted or the deadline. */
-  private async reserveAndSubmit(task: Task, cluster: Cluster, deadlineMs: number, emit: (e: ClientEvent) => void, attempt: number): Promise<TaskHandle> {
+  /**
+   * reserveAndSubmit loops reserve -> submit under the retry rules until submitted or the deadline.
+   * With `waitMs`, SubmitTask waits up to that long for the task's end (its answer is then the
+   * terminal snapshot with the outputs); a waiting SubmitTask that fails once it may have reached
+   * the Worker (the connection dropped, the deadline passed) is taken as submitted: the task may be
+   * running there, and following it applies the lost-Worker rules (resubmit only when allowed),
+   * where reserving afresh could run it twice.
+   */
+  private async reserveAndSubmit(task: Task, cluster: Cluster, deadlineMs: number, emit: (e: ClientEvent) => void, attempt: number, waitMs = 0): Promise<TaskHandle> {
     const addrs = cluster === "block" ? this.config.coordinatorAddrs : this.config.bundleCoordinatorAddrs;
     const reservers = this.transport.reservers(cluster, addrs);
     const policy = new ReservePolicy({ ...DEFAULT_RETRY_POLICY, slotTtlMs: this.config.slotTtlMs }, reservers.length);
@@ -400,11 +422,16 @@ export class BlockxClient {
       policy.succeeded();
       const w = this.transport.worker(slot.workerAddr);
       try {
-        const snapshot = await unary(w.client.submitTask.bind(w.client), { task, slotId: slot.slotId }, w.metadata(), this.rpcDeadline(deadlineMs));
-        emit({ kind: "submitted", attempt, taskId: task.taskId, workerAddr: slot.workerAddr, slotId: slot.slotId, coordinator: reserver.label });
+        const snapshot = await unary(w.client.submitTask.bind(w.client), { task, slotId: slot.slotId, waitMs }, w.metadata(), this.rpcDeadline(deadlineMs));
+        emit({ kind: "submitted", attempt, taskId: task.taskId, workerAddr: slot.workerAddr, slotId: slot.slotId, coordinator: reserver.label, state: stateName(snapshot.state) });
         return { taskId: task.taskId, workerAddr: slot.workerAddr, slotId: slot.slotId, cluster, coordinator: reserver.label, snapshot };
       } catch (e) {
         if (!isServiceError(e)) throw e;
+        if (waitMs > 0 && (e.code === grpc.status.UNAVAILABLE || e.code === grpc.status.DEADLINE_EXCEEDED) && !NEVER_SENT.test(e.details)) {
+          emit({ kind: "submitUncertain", attempt, taskId: task.taskId, workerAddr: slot.workerAddr, code: grpc.status[e.code] ?? String(e.code), details: e.details });
+          const unknown = TaskSnapshot.create({ taskId: task.taskId, slotId: slot.slotId, workerAddr: slot.workerAddr, state: TaskState.TASK_STATE_UNSPECIFIED });
+          return { taskId: task.taskId, workerAddr: slot.workerAddr, slotId: slot.slotId, cluster, coordinator: reserver.label, snapshot: unknown };
+        }
         emit({ kind: "submitRefused", code: grpc.status[e.code] ?? String(e.code), workerAddr: slot.workerAddr, details: e.details });
         // The slot expired, or belonged to an earlier incarnation of the Worker: reserve a fresh one.
         if (e.code === grpc.status.NOT_FOUND || e.code === grpc.status.FAILED_PRECONDITION) {

@@ -42,9 +42,10 @@ export class WorkerClient {
     req: unknown,
     client: WorkerServiceClient = this.client,
     metadata: () => grpc.Metadata = this.metadata,
+    deadlineMs = Date.now() + 30_000,
   ): Promise<Rpc<T>> {
     return new Promise((resolve) =>
-      method.call(client, req as never, metadata(), { deadline: Date.now() + 30_000 }, (e, r) =>
+      method.call(client, req as never, metadata(), { deadline: deadlineMs }, (e, r) =>
         resolve(e ? { ok: false, code: e.code, details: e.details } : { ok: true, value: r as T }),
       ),
     );
@@ -53,8 +54,9 @@ export class WorkerClient {
   requestTaskSlot(taskId: string, ttlMs = 5000): Promise<Rpc<TaskSnapshot>> {
     return this.unary(this.slotClient.requestTaskSlot as never, { taskId, ttlMs }, this.slotClient, this.slotMetadata);
   }
-  submitTask(task: Task, slotId = ""): Promise<Rpc<TaskSnapshot>> {
-    return this.unary(this.client.submitTask as never, { task, slotId });
+  /** submitTask; with `waitMs`, the Worker answers at the task's end if that comes first (wait_ms). */
+  submitTask(task: Task, slotId = "", o: { waitMs?: number; deadlineMs?: number } = {}): Promise<Rpc<TaskSnapshot>> {
+    return this.unary(this.client.submitTask as never, { task, slotId, waitMs: o.waitMs ?? 0 }, this.client, this.metadata, o.deadlineMs);
   }
   cancelTask(taskId: string, reason = "test"): Promise<Rpc<TaskSnapshot>> {
     return this.unary(this.client.cancelTask as never, { taskId, reason });

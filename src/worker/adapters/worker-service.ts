@@ -33,6 +33,11 @@ import type { TlsSetting } from "../../common/tls/tls-setting";
 import { ANONYMOUS, type Requester } from "../core/worker-core-events";
 
 const MAX_WATCHED_TASKS = 10_000;
+/** SubmitTask's wait_ms: at most this long; and at most this many SubmitTasks wait at once (more answer at once). */
+export const MAX_SUBMIT_WAIT_MS = 10_000;
+const MAX_WAITING_SUBMITS = 10_000;
+/** A waiting SubmitTask answers this long before its call's deadline, so that the answer arrives in time. */
+const SUBMIT_WAIT_DEADLINE_MARGIN_MS = 50;
 /** SubmitTasks and RequestTaskSlots: at most this many tasks in one request. */
 export const MAX_SUBMIT_BATCH = 1024;
 /** StreamTaskLogs: at most this many lines of tail, and this many following streams open at once. */
@@ -44,9 +49,12 @@ const MAX_LIST_LIMIT = 10_000;
 /** The owner label a client may send (x-blockx-owner): printable, at most this long. */
 const MAX_OWNER_LENGTH = 128;
 
-/** A WatchTasks stream and the tasks of it not yet ended. */
+/**
+ * A WatchTasks stream, or a SubmitTask waiting for its task's end (wait_ms), and the tasks of it
+ * not yet ended. `call` is where snapshots go: the stream, or the waiting SubmitTask's answer.
+ */
 type Watch = {
-  call: grpc.ServerWritableStream<WatchTasksRequest, TaskSnapshot>;
+  call: { write(s: TaskSnapshot): unknown; end(): unknown };
   ids: Set<string>;
   open: boolean;
   /** The requester whose results terminal snapshots carry (with_results), else null. */
@@ -122,9 +130,12 @@ export class WorkerService {
       submitTask: (call, callback) => {
         const who = this.taskRequester(call, "SubmitTask");
         if (!who.ok) return callback(who.error);
+        const { waitMs } = call.request;
+        if (waitMs > MAX_SUBMIT_WAIT_MS) return callback(grpcError(grpc.status.INVALID_ARGUMENT, `wait_ms: at most ${MAX_SUBMIT_WAIT_MS}, got ${waitMs}`));
         const outcome = this.submitOne(call.request, who);
-        if (outcome.status === grpc.status.OK) callback(null, outcome.snapshot!);
-        else callback(grpcError(outcome.status, outcome.message));
+        if (outcome.status !== grpc.status.OK) return callback(grpcError(outcome.status, outcome.message));
+        if (waitMs === 0) return callback(null, outcome.snapshot!);
+        this.answerAtEnd(call, callback, outcome.snapshot!, who.requester, waitMs);
       },
       submitTasks: (call, callback) => {
         const requests = call.request.tasks;
@@ -135,6 +146,7 @@ export class WorkerService {
         const seen = new Set<string>();
         const outcomes = requests.map((r) => {
           const taskId = r.task?.taskId ?? "";
+          if (r.waitMs !== 0) return { taskId, snapshot: undefined, status: grpc.status.INVALID_ARGUMENT, message: "wait_ms: SubmitTask only (SubmitTasks answers at once; follow the tasks with WatchTasks)" };
           // A repeated id would be an idempotent hit anyway; refusing it keeps one answer per task.
           if (taskId !== "" && seen.has(taskId)) return { taskId, snapshot: undefined, status: grpc.status.INVALID_ARGUMENT, message: `task_id ${JSON.stringify(taskId)} appears more than once in the batch` };
           seen.add(taskId);
@@ -284,6 +296,62 @@ export class WorkerService {
     call.on("close", close);
   }
 
+  private waitingSubmits = 0;
+
+  /**
+   * answerAtEnd answers a SubmitTask that asked to wait (wait_ms) with its task's terminal snapshot
+   * and outputs, or with the snapshot of the moment once the wait (bounded by the call's deadline)
+   * is over, the client has gone, or the Worker shuts down. It is a terminal_only, with_results
+   * watch whose one message is the answer.
+   */
+  private answerAtEnd(call: grpc.ServerUnaryCall<SubmitTaskRequest, TaskSnapshot>, callback: grpc.sendUnaryData<TaskSnapshot>, accepted: TaskSnapshot, requester: Requester, waitMs: number): void {
+    const deadline = call.getDeadline();
+    const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
+    const untilDeadlineMs = Number.isFinite(deadlineMs) ? deadlineMs - Date.now() - SUBMIT_WAIT_DEADLINE_MARGIN_MS : Infinity;
+    const holdMs = Math.min(waitMs, untilDeadlineMs);
+    if (TERMINAL_TASK_STATES.has(accepted.state) || holdMs <= 0 || this.waitingSubmits >= MAX_WAITING_SUBMITS) {
+      return callback(null, this.withOutputs(accepted, requester));
+    }
+    let answered = false;
+    const answer = (s: TaskSnapshot) => {
+      if (answered) return;
+      answered = true;
+      this.waitingSubmits--;
+      clearTimeout(timer);
+      w.open = false;
+      this.watches.delete(w);
+      for (const id of w.ids) this.unwatch(id, w);
+      callback(null, s);
+    };
+    const now = () => {
+      const r = this.driver.queryTask(accepted.taskId, requester);
+      return r.err ? accepted : this.withOutputs(r.snapshot, requester);
+    };
+    const w: Watch = {
+      call: { write: (s: TaskSnapshot) => (answer(s), true), end: () => answer(now()) },
+      ids: new Set([accepted.taskId]),
+      open: true,
+      results: requester,
+      terminalOnly: true,
+    };
+    this.waitingSubmits++;
+    const timer = setTimeout(() => answer(now()), holdMs);
+    // Snapshots queued before this watch existed are older than `accepted`: sent first, to others.
+    this.flushPublishes();
+    this.watches.add(w);
+    const set = this.watchersOf.get(accepted.taskId);
+    if (set) set.add(w);
+    else this.watchersOf.set(accepted.taskId, new Set([w]));
+    call.on("cancelled", () => answer(accepted));
+  }
+
+  /** withOutputs: a terminal snapshot with the task's outputs for `requester` (as GetTaskResult reads them); any other as it is. */
+  private withOutputs(s: TaskSnapshot, requester: Requester): TaskSnapshot {
+    if (!TERMINAL_TASK_STATES.has(s.state)) return s;
+    const r = this.driver.result(s.taskId, requester);
+    return r.err ? s : { ...s, outputs: outputsOf(r.output) };
+  }
+
   /**
    * publish streams a snapshot to the task's watchers. Snapshots of one task published in the
    * same turn of the event loop are coalesced into the last one (a task that finishes reports
@@ -335,9 +403,7 @@ export class WorkerService {
   private send(w: Watch, snapshot: TaskSnapshot): void {
     const terminal = TERMINAL_TASK_STATES.has(snapshot.state);
     if (!terminal && w.terminalOnly) return;
-    if (w.results === null || !terminal) return void w.call.write(snapshot);
-    const r = this.driver.result(snapshot.taskId, w.results);
-    w.call.write(r.err ? snapshot : { ...snapshot, outputs: outputsOf(r.output) });
+    w.call.write(w.results === null ? snapshot : this.withOutputs(snapshot, w.results));
   }
 
   /**

@@ -301,6 +301,13 @@ export interface RequestTaskSlotsResponse {
 export interface SubmitTaskRequest {
   task: Task | undefined;
   slotId: string;
+  /**
+   * SubmitTask only: hold the answer until the task is terminal or wait_ms has passed, whichever
+   * comes first (at most 10000; 0 answers at once, as before; the call's own deadline bounds it
+   * too). A terminal answer carries the task's outputs, as a with_results watch's terminal
+   * snapshot does, so a short task needs no WatchTasks. SubmitTasks refuses it (per task).
+   */
+  waitMs: number;
 }
 
 export interface SubmitTasksRequest {
@@ -2807,7 +2814,7 @@ export const RequestTaskSlotsResponse: MessageFns<RequestTaskSlotsResponse> = {
 };
 
 function createBaseSubmitTaskRequest(): SubmitTaskRequest {
-  return { task: undefined, slotId: "" };
+  return { task: undefined, slotId: "", waitMs: 0 };
 }
 
 export const SubmitTaskRequest: MessageFns<SubmitTaskRequest> = {
@@ -2817,6 +2824,9 @@ export const SubmitTaskRequest: MessageFns<SubmitTaskRequest> = {
     }
     if (message.slotId !== "") {
       writer.uint32(18).string(message.slotId);
+    }
+    if (message.waitMs !== 0) {
+      writer.uint32(24).uint32(message.waitMs);
     }
     return writer;
   },
@@ -2850,6 +2860,14 @@ export const SubmitTaskRequest: MessageFns<SubmitTaskRequest> = {
             message.slotId = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.waitMs = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2870,6 +2888,11 @@ export const SubmitTaskRequest: MessageFns<SubmitTaskRequest> = {
         : isSet(object.slot_id)
         ? globalThis.String(object.slot_id)
         : "",
+      waitMs: isSet(object.waitMs)
+        ? globalThis.Number(object.waitMs)
+        : isSet(object.wait_ms)
+        ? globalThis.Number(object.wait_ms)
+        : 0,
     };
   },
 
@@ -2881,6 +2904,9 @@ export const SubmitTaskRequest: MessageFns<SubmitTaskRequest> = {
     if (message.slotId !== "") {
       obj.slotId = message.slotId;
     }
+    if (message.waitMs !== 0) {
+      obj.waitMs = Math.round(message.waitMs);
+    }
     return obj;
   },
 
@@ -2891,6 +2917,7 @@ export const SubmitTaskRequest: MessageFns<SubmitTaskRequest> = {
     const message = createBaseSubmitTaskRequest();
     message.task = (object.task !== undefined && object.task !== null) ? Task.fromPartial(object.task) : undefined;
     message.slotId = object.slotId ?? "";
+    message.waitMs = object.waitMs ?? 0;
     return message;
   },
 };
