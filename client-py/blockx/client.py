@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import queue
 import random
+import re
 import sys
 import threading
 import time
@@ -57,6 +58,14 @@ _CODE_BY_STATUS = {
 
 def _now_ms() -> float:
     return time.time() * 1000
+
+
+#: run_task's SubmitTask asks the Worker to answer at the task's end if that comes within this long
+#: (wait_ms): a short task's result arrives with the answer and no WatchTasks is opened. Not when
+#: the caller follows progress, which the watch delivers as it happens.
+SUBMIT_WAIT_MS = 1000
+#: grpcio's wording for a call that never left (no connection could be made: it reached no Worker).
+_NEVER_SENT = re.compile(r"failed to connect to all addresses|Connection refused|DNS resolution failed|No route to host|Network is unreachable")
 
 
 def _retryable(e: BaseException) -> Optional[str]:
@@ -129,8 +138,10 @@ class Snapshot:
 
 #: ClientEvent: what the client did on the way (for logs, progress displays and tests), a dict with
 #: "kind" in reserveRefused {failure, coordinator, details, delay_ms}, submitRefused {code,
-#: worker_addr, details}, submitted {attempt, worker_addr, slot_id, coordinator}, watchFailed
-#: {worker_addr, code, details}, workerLost {attempt, worker_addr, reason, resubmit}.
+#: worker_addr, details}, submitted {attempt, worker_addr, slot_id, coordinator, state: what SubmitTask
+#: answered}, submitUncertain {attempt, worker_addr, code, details: a waiting SubmitTask failed after it
+#: may have reached the Worker; the task is followed there}, watchFailed {worker_addr, code, details},
+#: workerLost {attempt, worker_addr, reason, resubmit}.
 ClientEvent = Dict[str, Any]
 
 
@@ -267,6 +278,8 @@ class TaskHandle:
         self.cluster = cluster
         self.coordinator = coordinator
         self.snapshot = snapshot
+        #: The result SubmitTask answered with (it waited for the task's end), if it did.
+        self._answered: Optional[w.TaskResult] = None
 
     def __repr__(self) -> str:
         return f"<TaskHandle {self.task_id} on {self.worker_addr}>"
@@ -403,9 +416,13 @@ class Client:
 
         workers: List[str] = []
         attempt = 1
+        wait_ms = 0 if progress or on_progress else SUBMIT_WAIT_MS
         while True:
-            handle = self._reserve_and_submit(t, cl, deadline, emit, attempt)
+            handle = self._reserve_and_submit(t, cl, deadline, emit, attempt, wait_ms)
             workers.append(handle.worker_addr)
+            if handle._answered is not None:
+                # The Worker answered at the task's end, with its outputs: nothing to follow.
+                return RunResult(t.task_id, cl, state_name(handle._answered.snapshot.state), handle._answered, attempt, workers, events)
             display = ProgressDisplay(t.task_id, "auto" if progress is True else progress) if progress else None
             try:
                 outcome = self._consume(self._follow(t.task_id, handle.worker_addr, deadline, emit), display, on_progress)
@@ -527,7 +544,13 @@ class Client:
     def _rpc_timeout(self, deadline: float) -> float:
         return max(0.001, min(self.config.rpc_timeout_ms, deadline - _now_ms()) / 1000)
 
-    def _reserve_and_submit(self, task: w.Task, cluster: str, deadline: float, emit: Callable[[ClientEvent], None], attempt: int) -> TaskHandle:
+    def _reserve_and_submit(self, task: w.Task, cluster: str, deadline: float, emit: Callable[[ClientEvent], None], attempt: int,
+                            wait_ms: int = 0) -> TaskHandle:
+        """_reserve_and_submit loops reserve -> submit under the retry rules. With ``wait_ms``,
+        SubmitTask waits that long for the task's end (the handle then carries the result); a
+        waiting SubmitTask that fails once it may have reached the Worker is taken as submitted
+        (the task may be running there: following it applies the lost-Worker rules, where
+        reserving afresh could run it twice)."""
         reservers = self._transport.reservers(cluster)
         policy = ReservePolicy(RetryPolicyConfig(slot_ttl_ms=self.config.slot_ttl_ms), len(reservers))
         index = 0
@@ -561,8 +584,12 @@ class Client:
             policy.succeeded()
             wstub, md = self._transport.worker(slot.worker_addr)
             try:
-                snap = wstub.SubmitTask(w.SubmitTaskRequest(task=task, slot_id=slot.slot_id), metadata=md, timeout=self._rpc_timeout(deadline))
+                snap = wstub.SubmitTask(w.SubmitTaskRequest(task=task, slot_id=slot.slot_id, wait_ms=wait_ms), metadata=md, timeout=self._rpc_timeout(deadline))
             except grpc.RpcError as e:
+                if wait_ms > 0 and _retryable(e) == "UNAVAILABLE" and not _NEVER_SENT.search(_details(e)):
+                    emit({"kind": "submitUncertain", "attempt": attempt, "worker_addr": slot.worker_addr, "code": _status(e), "details": _details(e)})
+                    unknown = w.TaskSnapshot(task_id=task.task_id, slot_id=slot.slot_id, worker_addr=slot.worker_addr)
+                    return TaskHandle(self, task.task_id, slot.worker_addr, slot.slot_id, cluster, label, Snapshot.of(unknown))
                 emit({"kind": "submitRefused", "code": _status(e), "worker_addr": slot.worker_addr, "details": _details(e)})
                 # The slot expired, or belonged to an earlier incarnation of the Worker: reserve a fresh one.
                 if e.code() in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.FAILED_PRECONDITION):  # type: ignore[attr-defined]
@@ -573,8 +600,12 @@ class Client:
                     raise to_error(e, f"SubmitTask {task.task_id} on {slot.worker_addr}") from None
                 retry(failure, slot.worker_addr, _details(e))
                 continue
-            emit({"kind": "submitted", "attempt": attempt, "worker_addr": slot.worker_addr, "slot_id": slot.slot_id, "coordinator": label})
-            return TaskHandle(self, task.task_id, slot.worker_addr, slot.slot_id, cluster, label, Snapshot.of(snap))
+            emit({"kind": "submitted", "attempt": attempt, "worker_addr": slot.worker_addr, "slot_id": slot.slot_id, "coordinator": label,
+                  "state": state_name(snap.state)})
+            handle = TaskHandle(self, task.task_id, slot.worker_addr, slot.slot_id, cluster, label, Snapshot.of(snap))
+            if state_name(snap.state) in TERMINAL_STATES and snap.HasField("outputs"):
+                handle._answered = _result_of(snap)
+            return handle
 
     def _wait(self, task_id: str, worker_addr: str, deadline: float, progress: Union[bool, str], cluster: str) -> RunResult:
         display = ProgressDisplay(task_id, "auto" if progress is True else progress) if progress else None

@@ -75,6 +75,19 @@ def test_return_values_over_inputs_in_input_order(client, mode):
     assert client.run_task(source="def main(ctx, x):\n    return None\n", inputs=[None]).result() == [None]
 
 
+def test_a_short_task_is_answered_by_its_submit(client, mode):
+    # run_task's SubmitTask waits for the task's end (wait_ms): the result comes with its answer.
+    events = []
+    run = client.run_task(source=DOUBLE, inputs=[21], on_event=events.append)
+    assert run.result() == [42]
+    submitted = [e for e in events if e["kind"] != "reserveRefused"]
+    assert [e["kind"] for e in submitted] == ["submitted"] and submitted[0]["state"] == "SUCCEEDED"
+    # Following progress keeps the watch: SubmitTask answers at once.
+    events.clear()
+    assert client.run_task(source=DOUBLE, inputs=[1], on_event=events.append, on_progress=lambda p, s: None).result() == [2]
+    assert next(e for e in events if e["kind"] == "submitted")["state"] != "SUCCEEDED"
+
+
 def test_task_dict_like_a_task_file(client, mode):
     task = {"functionCallConfig": {"function": {"source": DOUBLE, "entry": "main"}, "inputs": {"inputs": [1, 2, 3]}},
             "outputs": [{"returnValue": {}}]}

@@ -59,7 +59,7 @@ describe("the Worker's bounds (compiled binary)", () => {
     const said = "at most 256 characters, got 257";
     const unaries: [string, unknown][] = [
       ["requestTaskSlot", { taskId: long, ttlMs: 1000 }],
-      ["submitTask", { task: inputsTask(long, "def main(ctx, x):\n    return x\n", [1]), slotId: "" }],
+      ["submitTask", { task: inputsTask(long, "def main(ctx, x):\n    return x\n", [1]), slotId: "", waitMs: 0 }],
       ["cancelTask", { taskId: long, reason: "" }],
       ["getTaskResult", { taskId: long }],
       ["getTaskStory", { taskId: long }],
@@ -72,7 +72,7 @@ describe("the Worker's bounds (compiled binary)", () => {
     const slots = await unary<unknown, { outcomes: { status: number; message: string }[] }>(client, "requestTaskSlots", { requests: [{ taskId: long, ttlMs: 1000 }] });
     expect(slots.res!.outcomes[0]).toMatchObject({ status: grpc.status.INVALID_ARGUMENT });
     expect(slots.res!.outcomes[0]!.message).toContain(said);
-    const submits = await unary<unknown, { outcomes: { status: number; message: string }[] }>(client, "submitTasks", { tasks: [{ task: inputsTask(long, "def main(ctx, x):\n    return x\n", [1]), slotId: "" }] });
+    const submits = await unary<unknown, { outcomes: { status: number; message: string }[] }>(client, "submitTasks", { tasks: [{ task: inputsTask(long, "def main(ctx, x):\n    return x\n", [1]), slotId: "", waitMs: 0 }] });
     expect(submits.res!.outcomes[0]).toMatchObject({ status: grpc.status.INVALID_ARGUMENT });
     const watch = await streamError(client.client.watchTasks({ taskIds: ["ok-id", long], withResults: false, terminalOnly: false }));
     expect(watch?.code).toBe(grpc.status.INVALID_ARGUMENT);
