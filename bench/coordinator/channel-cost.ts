@@ -11,7 +11,7 @@
  */
 import * as grpc from "@grpc/grpc-js";
 import { parseArgs } from "node:util";
-import { Http2UnaryChannel } from "../../src/coordinator/adapters/http2-unary-channel";
+import { Http2UnaryChannel } from "../../src/common/grpc/http2-unary-channel";
 import { WorkerServiceClient, WorkerServiceService } from "../../src/gen/worker/v1/worker";
 
 const { values } = parseArgs({ options: { channels: { type: "string", default: "2000" }, client: { type: "string" } } });

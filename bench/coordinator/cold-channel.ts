@@ -13,7 +13,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { Http2UnaryChannel } from "../../src/coordinator/adapters/http2-unary-channel";
+import { Http2UnaryChannel } from "../../src/common/grpc/http2-unary-channel";
 import { RequestTaskSlotRequest, WorkerServiceClient, WorkerServiceService } from "../../src/gen/worker/v1/worker";
 import { interleavedRounds, median } from "../support/rounds";
 

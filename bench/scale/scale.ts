@@ -28,7 +28,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { CoordinatorServiceClient } from "../../src/gen/coordinator/v1/coordinator";
-import { Http2UnaryChannel } from "../../src/coordinator/adapters/http2-unary-channel";
+import { Http2UnaryChannel } from "../../src/common/grpc/http2-unary-channel";
 import { RequestTaskSlotRequest, WorkerServiceService } from "../../src/gen/worker/v1/worker";
 import type { HeartbeatPublishMode } from "../../src/worker/core/heartbeat-schedule";
 import { BlockxProcess } from "../../test/support/blockx-process";

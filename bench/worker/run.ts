@@ -11,6 +11,8 @@
  *
  * The client's SubmitTask asks wait_ms as the SDK's runTask does (1000): a Worker that knows it answers
  * a short task at its end and no watch follows; 0 (or a Worker from before wait_ms) watches every task.
+ * The client process (grpc-js, one client per address) also runs the serial task through the SDK's
+ * runTask, in the same rounds: what a user's code gets (the SDK's own transport and rules).
  *
  * The task and the baseline run in interleaved rounds; the figures are medians of the rounds.
  * The run is plaintext, so by default its tasks share executors (EXECUTOR_OWNER_WITHOUT_IDENTITY=
@@ -64,6 +66,8 @@ interface ClientOutput {
   inflight: number;
   bare: { p50: number; p99: number; p50Runs: number[]; p99Runs: number[]; perSecond: number; cpuMs: Cpu };
   task: { p50: number; p99: number; perSecond: number; cpuMs: Cpu };
+  /** The same serial task through the SDK's runTask (its transport and rules). */
+  sdk?: { p50: number; p99: number };
   cold: { p50: number; p99: number; n: number; warmup: number };
   phases: {
     reserve: Figures;
@@ -144,7 +148,7 @@ async function cluster(executorCount: number) {
 }
 
 async function runClient(coordAddr: string, baselineAddr: string, pids: Record<string, number>): Promise<ClientOutput> {
-  const args = ["--coord", coordAddr, "--baseline", baselineAddr, "--tasks", values.tasks, "--warmup", values.warmup, "--seconds", values.seconds, "--inflight", values.inflight, "--rounds", values.rounds, "--submit-wait-ms", values["submit-wait-ms"]];
+  const args = ["--coord", coordAddr, "--baseline", baselineAddr, "--tasks", values.tasks, "--warmup", values.warmup, "--seconds", values.seconds, "--inflight", values.inflight, "--rounds", values.rounds, "--submit-wait-ms", values["submit-wait-ms"], "--etcd", etcd!.endpoint];
   args.push("--pids", Object.entries(pids).map(([k, v]) => `${k}=${v}`).join(","));
   if (values["no-pieces"]) args.push("--no-pieces");
   const proc = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", process.execPath, join(import.meta.dir, "task-client.ts"), ...args], {
@@ -169,6 +173,10 @@ function report(n: number, o: ClientOutput): void {
   console.log("| --- | ---: | ---: | ---: |");
   console.log(`| p50, concurrency 1 | ${ms(o.bare.p50)} | ${ms(o.task.p50)} | ${x(o.task.p50, o.bare.p50)} |`);
   console.log(`| p99, concurrency 1 | ${ms(o.bare.p99)} | ${ms(o.task.p99)} | ${x(o.task.p99, o.bare.p99)} |`);
+  if (o.sdk) {
+    console.log(`| p50, concurrency 1, the SDK's runTask | ${ms(o.bare.p50)} | ${ms(o.sdk.p50)} | ${x(o.sdk.p50, o.bare.p50)} |`);
+    console.log(`| p99, concurrency 1, the SDK's runTask | ${ms(o.bare.p99)} | ${ms(o.sdk.p99)} | ${x(o.sdk.p99, o.bare.p99)} |`);
+  }
   console.log(`| per second, ${o.inflight} in flight | ${o.bare.perSecond.toFixed(0)} calls/s | ${o.task.perSecond.toFixed(0)} tasks/s | ${x(o.task.perSecond, o.bare.perSecond)} |`);
   console.log("");
   console.log(`(bare unary per round: p50 ${o.bare.p50Runs.map(ms).join(" / ")}, p99 ${o.bare.p99Runs.map(ms).join(" / ")}; the medians are shown)`);

@@ -10,6 +10,7 @@
  *   bun bench/worker/task-client.ts --coord HOST:PORT --baseline HOST:PORT [--tasks 1000] [--warmup 2000]
  *       [--cold 500] [--seconds 5] [--inflight 64] [--no-pieces] [--pids worker=PID,coordinator=PID,...] [--rounds 5]
  *       [--submit-wait-ms 1000]   (SubmitTask's wait_ms, as runTask asks it: a task answered at its end needs no watch)
+ *       [--etcd ENDPOINT]         (adds the serial series through the SDK's runTask)
  *
  * The task and its baseline are measured in interleaved rounds (medians); the pieces once each.
  *
@@ -23,6 +24,8 @@ import { CoordinatorServiceClient, type ReserveWorkerSlotResponse } from "../../
 import { TaskState, WorkerServiceClient, type Task, type TaskResult, type TaskSnapshot } from "../../src/gen/worker/v1/worker";
 import { inputsTask } from "../../test/support/worker-client";
 import { latency, throughput } from "../support/measure";
+import { BlockxClient } from "../../src/sdk/blockx-client";
+import { loadClientConfig } from "../../src/sdk/client-config";
 import { interleavedRounds, median } from "../support/rounds";
 
 const { values } = parseArgs({
@@ -38,6 +41,7 @@ const { values } = parseArgs({
     pids: { type: "string", default: "" },
     rounds: { type: "string", default: "5" },
     "submit-wait-ms": { type: "string", default: "1000" },
+    etcd: { type: "string", default: "" },
   },
 });
 if (!values.coord || !values.baseline) throw new Error("--coord and --baseline are required");
@@ -228,6 +232,20 @@ async function withCpu<T>(f: () => Promise<T>): Promise<{ value: T; cpuMs: Recor
   return { value, cpuMs: Object.fromEntries(Object.keys(b).map((k) => [k, b[k]! - (a[k] ?? 0)])) };
 }
 
+// With --etcd, a third serial series: the same task through the SDK's runTask (what a user's code
+// runs: its transport, its retry rules), in the same interleaved rounds.
+const sdk = values.etcd ? new BlockxClient(loadClientConfig({ BLOCKX_COORDINATOR_ADDRS: values.coord, ETCD_ENDPOINTS: values.etcd, BLOCKX_INSECURE: "1" })) : null;
+async function sdkTask(series: string, seq: number): Promise<boolean> {
+  try {
+    const run = await sdk!.runTask(noopTask(`${RUN}-${series}-${seq}`));
+    if (run.state !== "SUCCEEDED") throw new WrongState(`ended ${run.state}`);
+    return true;
+  } catch (e) {
+    fail(series, e);
+    return false;
+  }
+}
+
 // Learn the Worker's address from one reservation (and check the whole path works).
 const probe = await reserve(`${RUN}-probe`);
 const workerAddr = probe.workerAddr;
@@ -244,8 +262,13 @@ for (let i = COLD; i < WARMUP; i++) await task("warm", i);
 log(`latency: ${TASKS} calls/tasks one at a time, ${ROUNDS} interleaved rounds`);
 let lane = 0;
 let lastLatTag = "";
-const latRounds = await interleavedRounds(["bare", "task"] as const, ROUNDS, async (k) => {
+if (sdk) for (let i = 0; i < SHORT_WARMUP; i++) await sdkTask("sdk-warm", i);
+const latRounds = await interleavedRounds((sdk ? ["bare", "task", "sdk"] : ["bare", "task"]) as ("bare" | "task" | "sdk")[], ROUNDS, async (k) => {
   if (k === "bare") return latency(bareUnary, Math.ceil(TASKS / ROUNDS), SHORT_WARMUP);
+  if (k === "sdk") {
+    const tag = `sdk${lane++}`;
+    return latency((seq) => sdkTask(tag, seq), Math.ceil(TASKS / ROUNDS), 0);
+  }
   const tag = `lat${lane++}`;
   lastLatTag = tag;
   recordPhases = true;
@@ -291,6 +314,7 @@ const out: Record<string, unknown> = {
     cpuMs: bareRun.cpuMs,
   },
   task: { p50: e2e1.p50, p99: e2e1.p99, perSecond: e2eTput, cpuMs: taskRun.cpuMs },
+  ...(sdk ? { sdk: { p50: median(latRounds.sdk.map((l) => l.p50)), p99: median(latRounds.sdk.map((l) => l.p99)) } } : {}),
   cold: { ...cold, n: COLD, warmup: WARMUP },
   phases: {
     reserve: pct(phases.reserve),

@@ -16,6 +16,7 @@ import {
   type TaskStory,
 } from "../gen/worker/v1/worker";
 import { compileTlsSetting } from "../common/tls/tls-setting";
+import { UnaryCallError } from "../common/grpc/http2-unary-channel";
 import { GrpcTransport, isServiceError, unary } from "./adapters/grpc-transport";
 import { loadClientConfig, type ClientConfig } from "./client-config";
 import { clusterFor, resubmitByDefault, type Cluster } from "./core/cluster-selection";
@@ -128,8 +129,11 @@ const STREAM_QUIET_MS = 1_000;
  * the caller follows progress (onProgress), which the watch delivers as it happens.
  */
 export const SUBMIT_WAIT_MS = 1_000;
-/** grpc-js's wording for a call that never left: no connection could be made (its request reached no Worker). */
-const NEVER_SENT = /No connection established|ECONNREFUSED|Name resolution failed|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|Waiting for LB pick/;
+/** neverSent: the call's request reached no server (the lean channel knows it; grpc-js's wording says so too). */
+function neverSent(e: grpc.ServiceError): boolean {
+  if (e instanceof UnaryCallError) return e.neverSent;
+  return /No connection established|ECONNREFUSED|Name resolution failed|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|Waiting for LB pick/.test(e.details);
+}
 
 type FollowOutcome = { kind: "terminal"; result: TaskResult } | { kind: "lost"; reason: string };
 
@@ -422,12 +426,12 @@ export class BlockxClient {
       policy.succeeded();
       const w = this.transport.worker(slot.workerAddr);
       try {
-        const snapshot = await unary(w.client.submitTask.bind(w.client), { task, slotId: slot.slotId, waitMs }, w.metadata(), this.rpcDeadline(deadlineMs));
+        const snapshot = await w.submitTask({ task, slotId: slot.slotId, waitMs }, w.metadata(), this.rpcDeadline(deadlineMs));
         emit({ kind: "submitted", attempt, taskId: task.taskId, workerAddr: slot.workerAddr, slotId: slot.slotId, coordinator: reserver.label, state: stateName(snapshot.state) });
         return { taskId: task.taskId, workerAddr: slot.workerAddr, slotId: slot.slotId, cluster, coordinator: reserver.label, snapshot };
       } catch (e) {
         if (!isServiceError(e)) throw e;
-        if (waitMs > 0 && (e.code === grpc.status.UNAVAILABLE || e.code === grpc.status.DEADLINE_EXCEEDED) && !NEVER_SENT.test(e.details)) {
+        if (waitMs > 0 && (e.code === grpc.status.UNAVAILABLE || e.code === grpc.status.DEADLINE_EXCEEDED) && !neverSent(e)) {
           emit({ kind: "submitUncertain", attempt, taskId: task.taskId, workerAddr: slot.workerAddr, code: grpc.status[e.code] ?? String(e.code), details: e.details });
           const unknown = TaskSnapshot.create({ taskId: task.taskId, slotId: slot.slotId, workerAddr: slot.workerAddr, state: TaskState.TASK_STATE_UNSPECIFIED });
           return { taskId: task.taskId, workerAddr: slot.workerAddr, slotId: slot.slotId, cluster, coordinator: reserver.label, snapshot: unknown };

@@ -10,7 +10,7 @@ import {
   TaskSnapshot,
   WorkerServiceService,
 } from "../../gen/worker/v1/worker";
-import { Http2UnaryChannel, UnaryCallError } from "./http2-unary-channel";
+import { Http2UnaryChannel, UnaryCallError } from "../../common/grpc/http2-unary-channel";
 import type { RequestTaskSlotArgs, SlotError, SlotReservation, SlotReserver } from "./slot-reserver";
 
 /**

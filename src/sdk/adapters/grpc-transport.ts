@@ -1,9 +1,16 @@
 import * as grpc from "@grpc/grpc-js";
 import { hostname, userInfo } from "node:os";
-import { BundleCoordinatorServiceClient } from "../../gen/bundlecoordinator/v1/bundle_coordinator";
-import { CoordinatorServiceClient, type GetReservationOutcomesResponse, type ReserveWorkerSlotResponse, type ReserveWorkerSlotsResponse } from "../../gen/coordinator/v1/coordinator";
+import { Http2UnaryChannel } from "../../common/grpc/http2-unary-channel";
+import { BundleCoordinatorServiceClient, BundleCoordinatorServiceService } from "../../gen/bundlecoordinator/v1/bundle_coordinator";
+import {
+  CoordinatorServiceClient,
+  CoordinatorServiceService,
+  type GetReservationOutcomesResponse,
+  type ReserveWorkerSlotResponse,
+  type ReserveWorkerSlotsResponse,
+} from "../../gen/coordinator/v1/coordinator";
 import { SyncInvokerServiceClient } from "../../gen/syncinvoker/v1/sync_invoker";
-import { WorkerServiceClient } from "../../gen/worker/v1/worker";
+import { type SubmitTaskRequest, type TaskSnapshot, WorkerServiceClient, WorkerServiceService } from "../../gen/worker/v1/worker";
 import type { Cluster } from "../core/cluster-selection";
 import { channelFor } from "../../common/tls/grpc-tls";
 import type { PeerRole } from "../../common/tls/peer-identity";
@@ -45,6 +52,8 @@ export interface Reserver {
  */
 export class GrpcTransport {
   private readonly clients = new Map<string, grpc.Client>();
+  /** The calls on a task's path (ReserveWorkerSlot, SubmitTask) go over lean channels: see `leanUnary`. */
+  private readonly channels = new Map<string, Http2UnaryChannel>();
 
   private readonly options: grpc.ChannelOptions;
 
@@ -74,6 +83,18 @@ export class GrpcTransport {
     return c as C;
   }
 
+  /** channel: the lean unary channel to `addr` (the proxy's socket through the proxy), one per peer. */
+  private channel(kind: PeerRole, addr: string): Http2UnaryChannel {
+    const target = this.viaProxy ? `unix:${this.proxySocketPath}` : addr;
+    const key = `${kind} ${target}`;
+    let c = this.channels.get(key);
+    if (!c) {
+      c = new Http2UnaryChannel(target, this.viaProxy ? INSECURE : this.tls, [kind]);
+      this.channels.set(key, c);
+    }
+    return c;
+  }
+
   /** reservers lists the Coordinators of a cluster in order; through the proxy, the proxy is the one. */
   reservers(cluster: Cluster, addrs: readonly string[]): Reserver[] {
     const targets = this.viaProxy ? [`proxy:${this.proxySocketPath}`] : addrs;
@@ -82,12 +103,11 @@ export class GrpcTransport {
         cluster === "block"
           ? this.client("coordinator", CoordinatorServiceClient, addr)
           : this.client("coordinator", BundleCoordinatorServiceClient, addr);
+      const reserveMethod = cluster === "block" ? CoordinatorServiceService.reserveWorkerSlot : BundleCoordinatorServiceService.reserveWorkerSlot;
+      const lean = this.channel("coordinator", addr);
       return {
         label: addr,
-        reserve: (taskId, deadlineMs) =>
-          new Promise<ReserveWorkerSlotResponse>((resolve, reject) =>
-            c.reserveWorkerSlot({ taskId }, new grpc.Metadata(), { deadline: deadlineMs }, (e, r) => (e ? reject(e) : resolve(r!))),
-          ),
+        reserve: (taskId, deadlineMs) => leanUnary(lean, reserveMethod, { taskId }, new grpc.Metadata(), deadlineMs),
         // The two services' messages are field for field the same.
         outcomes: (limit, deadlineMs) =>
           new Promise<GetReservationOutcomesResponse>((resolve, reject) =>
@@ -101,11 +121,16 @@ export class GrpcTransport {
     });
   }
 
-  /** worker returns a client for the Worker at addr and the metadata every call to it carries. */
-  worker(addr: string): { client: WorkerServiceClient; metadata: () => grpc.Metadata } {
+  /**
+   * worker returns a client for the Worker at addr and the metadata every call to it carries;
+   * `submitTask` goes over the lean channel.
+   */
+  worker(addr: string): { client: WorkerServiceClient; metadata: () => grpc.Metadata; submitTask: (req: SubmitTaskRequest, md: grpc.Metadata, deadlineMs: number) => Promise<TaskSnapshot> } {
     const client = this.client("worker", WorkerServiceClient, addr);
+    const lean = this.channel("worker", addr);
     return {
       client,
+      submitTask: (req, md, deadlineMs) => leanUnary(lean, WorkerServiceService.submitTask, req, md, deadlineMs),
       metadata: () => {
         const md = new grpc.Metadata();
         if (this.tls.kind === "insecure") md.set(OWNER_HEADER, OWNER);
@@ -122,7 +147,29 @@ export class GrpcTransport {
   close(): void {
     for (const c of this.clients.values()) c.close();
     this.clients.clear();
+    for (const c of this.channels.values()) c.close();
+    this.channels.clear();
   }
+}
+
+const INSECURE: TlsSetting = { kind: "insecure" };
+
+/**
+ * leanUnary makes a unary call over an Http2UnaryChannel (node:http2 without grpc-js's client
+ * stack, which costs a serial task more than the exchange: bench/README.md). It rejects with a
+ * UnaryCallError, which is a ServiceError to the SDK's rules (code, details) and says when the
+ * request reached no server (`neverSent`).
+ */
+function leanUnary<Req, Res>(
+  channel: Http2UnaryChannel,
+  method: { readonly path: string; readonly requestSerialize: (r: Req) => Buffer; readonly responseDeserialize: (b: Buffer) => Res },
+  req: Req,
+  md: grpc.Metadata,
+  deadlineMs: number,
+): Promise<Res> {
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(md.getMap())) headers[k] = typeof v === "string" ? v : Buffer.from(v).toString("base64");
+  return channel.unary(method.path, method.requestSerialize(req), headers, deadlineMs).then((b) => method.responseDeserialize(b));
 }
 
 /**

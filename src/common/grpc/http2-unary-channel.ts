@@ -2,10 +2,10 @@ import * as grpc from "@grpc/grpc-js";
 import * as http2 from "node:http2";
 import * as net from "node:net";
 import * as tls from "node:tls";
-import { hostOf } from "../../common/net/dial-host";
-import { peerTlsOptions, TlsMaterialsWatch } from "../../common/tls/grpc-tls";
-import type { PeerRole } from "../../common/tls/peer-identity";
-import type { TlsSetting } from "../../common/tls/tls-setting";
+import { hostOf } from "../net/dial-host";
+import { peerTlsOptions, TlsMaterialsWatch } from "../tls/grpc-tls";
+import type { PeerRole } from "../tls/peer-identity";
+import type { TlsSetting } from "../tls/tls-setting";
 
 /**
  * UnaryCallError is a failed call: its gRPC status, the details, and whether the request can
@@ -74,6 +74,9 @@ function decodeGrpcMessage(v: string | string[] | undefined): string {
     return s;
   }
 }
+
+/** A target `unix:/path` is a Unix socket (the local proxy's); any other is `host:port`. */
+const UNIX_PREFIX = "unix:";
 
 interface Connection {
   /** Set once the server's HTTP/2 settings arrived: a call can start on it at once. */
@@ -280,7 +283,9 @@ export class Http2UnaryChannel {
       const startSession = (s: net.Socket, scheme: "http" | "https") => {
         if (done) return;
         if (this.closed) return fail(new Error("the channel was closed while connecting"));
-        const h2 = http2.connect(`${scheme}://${this.target}`, { createConnection: () => s });
+        // A Unix socket's peer (the proxy) is named localhost, as grpc-js names it.
+        const authority = this.target.startsWith(UNIX_PREFIX) ? "localhost" : this.target;
+        const h2 = http2.connect(`${scheme}://${authority}`, { createConnection: () => s });
         session = h2;
         h2.unref();
         h2.once("remoteSettings", () => {
@@ -305,8 +310,9 @@ export class Http2UnaryChannel {
       void (this.materials ? this.materials.latest() : Promise.resolve(null)).then((m) => {
         if (done) return;
         const tlsOptions = m ? peerTlsOptions(m, this.target, this.expect) : null;
-        const port = Number(this.target.slice(this.target.lastIndexOf(":") + 1));
-        const tcp = net.connect({ host: hostOf(this.target), port });
+        const tcp = this.target.startsWith(UNIX_PREFIX)
+          ? net.connect({ path: this.target.slice(UNIX_PREFIX.length) })
+          : net.connect({ host: hostOf(this.target), port: Number(this.target.slice(this.target.lastIndexOf(":") + 1)) });
         socket = tcp;
         tcp.on("error", fail);
         tcp.once("connect", () => {

@@ -1,7 +1,10 @@
 import * as grpc from "@grpc/grpc-js";
 import { afterEach, describe, expect, test } from "bun:test";
 import * as http2 from "node:http2";
+import { mkdtempSync, rmSync } from "node:fs";
 import * as net from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { CLIENT_IDENTITY_HEADER } from "../../common/tls/client-identity-header";
 import type { TlsSetting } from "../../common/tls/tls-setting";
 import { RequestTaskSlotRequest, TaskSnapshot, TaskState, WorkerServiceService, type WorkerServiceServer } from "../../gen/worker/v1/worker";
@@ -77,6 +80,20 @@ describe("Http2UnaryChannel against a real grpc-js server", () => {
       { taskId: "a", identity: "client/alice" },
       { taskId: "b", identity: "" },
     ]);
+  });
+
+  test("a unix: target is a Unix socket (the local proxy's)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "h2-unix-"));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const server = new grpc.Server();
+    server.addService(WorkerServiceService, {
+      requestTaskSlot: (call: grpc.ServerUnaryCall<RequestTaskSlotRequest, TaskSnapshot>, send: grpc.sendUnaryData<TaskSnapshot>) =>
+        send(null, TaskSnapshot.create({ taskId: call.request.taskId, slotId: `unix-${call.request.taskId}` })),
+    } as unknown as WorkerServiceServer);
+    const target = `unix:${join(dir, "proxy.sock")}`;
+    await new Promise<number>((resolve, reject) => server.bindAsync(target, grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+    cleanups.push(() => server.forceShutdown());
+    expect(TaskSnapshot.decode(await channel(target).unary(PATH, request("u"), {}, Date.now() + 5000)).slotId).toBe("unix-u");
   });
 
   test("mTLS: a server whose certificate names another role is refused before anything is sent", async () => {
