@@ -129,10 +129,9 @@ const STREAM_QUIET_MS = 1_000;
  * the caller follows progress (onProgress), which the watch delivers as it happens.
  */
 export const SUBMIT_WAIT_MS = 1_000;
-/** neverSent: the call's request reached no server (the lean channel knows it; grpc-js's wording says so too). */
+/** neverSent: the call's request reached no server, as the lean channel knows it (any other error counts as sent). */
 function neverSent(e: grpc.ServiceError): boolean {
-  if (e instanceof UnaryCallError) return e.neverSent;
-  return /No connection established|ECONNREFUSED|Name resolution failed|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|Waiting for LB pick/.test(e.details);
+  return e instanceof UnaryCallError && e.neverSent;
 }
 
 type FollowOutcome = { kind: "terminal"; result: TaskResult } | { kind: "lost"; reason: string };

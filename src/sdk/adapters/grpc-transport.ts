@@ -1,6 +1,6 @@
 import * as grpc from "@grpc/grpc-js";
 import { hostname, userInfo } from "node:os";
-import { Http2UnaryChannel } from "../../common/grpc/http2-unary-channel";
+import { Http2UnaryChannel, UnaryCallError } from "../../common/grpc/http2-unary-channel";
 import { BundleCoordinatorServiceClient, BundleCoordinatorServiceService } from "../../gen/bundlecoordinator/v1/bundle_coordinator";
 import {
   CoordinatorServiceClient,
@@ -169,7 +169,14 @@ function leanUnary<Req, Res>(
 ): Promise<Res> {
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(md.getMap())) headers[k] = typeof v === "string" ? v : Buffer.from(v).toString("base64");
-  return channel.unary(method.path, method.requestSerialize(req), headers, deadlineMs).then((b) => method.responseDeserialize(b));
+  return channel.unary(method.path, method.requestSerialize(req), headers, deadlineMs).then((b) => {
+    try {
+      return method.responseDeserialize(b);
+    } catch (e) {
+      // As grpc-js reports an answer it cannot read: INTERNAL, and the call did reach the server.
+      throw new UnaryCallError(grpc.status.INTERNAL, `${method.path}: the answer could not be decoded: ${(e as Error).message}`, false);
+    }
+  });
 }
 
 /**

@@ -84,6 +84,8 @@ export class WorkerService {
   /** The open watches of each watched task id: a snapshot finds its watchers without a walk over every watch. */
   private readonly watchersOf = new Map<string, Set<Watch>>();
   private readonly followers = new Set<LogFollower>();
+  /** SubmitTasks waiting for their task's end (wait_ms); bounded by MAX_WAITING_SUBMITS. */
+  private waitingSubmits = 0;
 
   constructor(
     private readonly driver: WorkerDriver,
@@ -295,8 +297,6 @@ export class WorkerService {
     call.on("cancelled", close);
     call.on("close", close);
   }
-
-  private waitingSubmits = 0;
 
   /**
    * answerAtEnd answers a SubmitTask that asked to wait (wait_ms) with its task's terminal snapshot
