@@ -243,13 +243,13 @@ describe("Http2UnaryChannel reads hostile or broken answers as gRPC specifies", 
     }
   });
 
-  test("the deadline goes to the server as grpc-timeout; metadata as headers", async () => {
+  test("the deadline goes to the server as grpc-timeout; metadata as headers, never in place of the call's own", async () => {
     let headers: http2.IncomingHttpHeaders = {};
     const addr = await rawServer((s, h) => {
       headers = h;
       s.respond({ ...ok, "grpc-status": String(grpc.status.NOT_FOUND) }, { endStream: true });
     });
-    await failure(channel(addr).unary(PATH, request("x"), { [CLIENT_IDENTITY_HEADER]: "client/bob" }, Date.now() + 2000));
+    await failure(channel(addr).unary(PATH, request("x"), { [CLIENT_IDENTITY_HEADER]: "client/bob", ":path": "/elsewhere", "grpc-timeout": "1H" }, Date.now() + 2000));
     expect(headers[":path"]).toBe(PATH);
     expect(headers["content-type"]).toBe("application/grpc");
     expect(headers.te).toBe("trailers");

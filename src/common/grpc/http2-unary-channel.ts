@@ -150,13 +150,14 @@ export class Http2UnaryChannel {
         // grpc-timeout takes at most 8 digits (gRPC's PROTOCOL-HTTP2).
         const grpcTimeout = remainingMs <= 99_999_999 ? `${remainingMs}m` : `${Math.ceil(remainingMs / 1000)}S`;
         try {
+          // Metadata first: it cannot replace the call's own headers.
           stream = session.request({
+            ...metadata,
             ":method": "POST",
             ":path": path,
             "content-type": "application/grpc",
             te: "trailers",
             "grpc-timeout": grpcTimeout,
-            ...metadata,
           });
         } catch (e) {
           // The session was closing: the stream never existed.
