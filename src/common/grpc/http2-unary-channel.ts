@@ -3,7 +3,7 @@ import * as http2 from "node:http2";
 import * as net from "node:net";
 import * as tls from "node:tls";
 import { hostOf } from "../net/dial-host";
-import { peerTlsOptions, TlsMaterialsWatch } from "../tls/grpc-tls";
+import { peerTlsOptions, tlsMaterialsFor, type TlsMaterials } from "../tls/grpc-tls";
 import type { PeerRole } from "../tls/peer-identity";
 import type { TlsSetting } from "../tls/tls-setting";
 
@@ -111,7 +111,7 @@ export class Http2UnaryChannel {
   private retryAtMs = 0;
   private lastConnectError = "";
   private closed = false;
-  private readonly materials: TlsMaterialsWatch | null;
+  private readonly materials: { latest(): Promise<TlsMaterials> } | null;
 
   constructor(
     private readonly target: string,
@@ -120,7 +120,7 @@ export class Http2UnaryChannel {
     private readonly options: Http2UnaryChannelOptions = DEFAULT_UNARY_CHANNEL_OPTIONS,
   ) {
     this.backoffMs = options.initialBackoffMs;
-    this.materials = tlsSetting.kind === "mtls" ? new TlsMaterialsWatch(tlsSetting) : null;
+    this.materials = tlsSetting.kind === "mtls" ? tlsMaterialsFor(tlsSetting) : null;
   }
 
   /**
@@ -349,7 +349,6 @@ export class Http2UnaryChannel {
   /** close ends the connection once its calls are done; new calls fail. */
   close(): void {
     this.closed = true;
-    this.materials?.close();
     const c = this.conn;
     this.conn = null;
     if (c) {

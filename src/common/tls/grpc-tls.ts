@@ -82,9 +82,10 @@ export interface TlsMaterials {
  * TlsMaterialsWatch follows the files of one identity through the same shared watcher grpc-js's
  * servers and channels use (re-read every TLS_RELOAD_MS): `latest()` is what a new connection
  * should use, so a rotated certificate or CA applies to new connections without a restart, as
- * with a grpc-js channel. For clients that make their own TLS connections; `close` stops following.
+ * with a grpc-js channel. For clients that make their own TLS connections; one per set of files in
+ * a process (`tlsMaterialsFor`), however many connections use it.
  */
-export class TlsMaterialsWatch {
+class TlsMaterialsWatch {
   private ca: Buffer | null = null;
   private identity: { certificate: Buffer; privateKey: Buffer } | null = null;
   private readonly loaded: Promise<void>;
@@ -99,7 +100,7 @@ export class TlsMaterialsWatch {
   };
   private wake: () => void = () => {};
 
-  constructor(private readonly files: CertificateFiles) {
+  constructor(files: CertificateFiles) {
     this.provider = providerFor(files);
     this.loaded = new Promise((resolve) => {
       this.wake = () => {
@@ -117,14 +118,23 @@ export class TlsMaterialsWatch {
     return this.identity ? { ca, cert: this.identity.certificate, key: this.identity.privateKey } : { ca };
   }
 
-  close(): void {
-    this.provider.removeCaCertificateListener(this.onCa);
-    if (this.files.certFile) this.provider.removeIdentityCertificateListener(this.onIdentity);
-  }
+}
+
+const materialWatches = new Map<string, TlsMaterialsWatch>();
+
+/**
+ * tlsMaterialsFor: the shared TlsMaterialsWatch of `files`: a Coordinator with a channel to each of
+ * 10,000 Workers follows the files once, not once per channel (every reload calls each listener).
+ */
+export function tlsMaterialsFor(files: CertificateFiles): { latest(): Promise<TlsMaterials> } {
+  const key = `${files.caFile}\n${files.certFile ?? ""}\n${files.keyFile ?? ""}`;
+  let w = materialWatches.get(key);
+  if (!w) materialWatches.set(key, (w = new TlsMaterialsWatch(files)));
+  return w;
 }
 
 /** A name for SNI when the target is an IP address (Bun refuses an IP as TLS servername). */
-export const IP_SERVERNAME = "blockx-peer";
+const IP_SERVERNAME = "blockx-peer";
 
 /**
  * channelFor: credentials and options to dial `target` (host:port) expecting a peer of one of
