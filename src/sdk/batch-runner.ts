@@ -1,7 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { TERMINAL_TASK_STATES } from "../common/terminal-task-states";
 import type { Task, TaskResult, TaskSnapshot } from "../gen/worker/v1/worker";
-import { type GrpcTransport, isServiceError, unary } from "./adapters/grpc-transport";
+import { type GrpcTransport, isServiceError, unary, type WorkerCalls } from "./adapters/grpc-transport";
 import {
   type BlockxClient,
   type ClientClock,
@@ -205,7 +205,7 @@ export class BatchRunner {
     const deadline = Math.min(...list.map((p) => p.item.deadlineMs));
     let outcomes;
     try {
-      outcomes = (await unary(w.client.submitTasks.bind(w.client), { tasks: list.map((p) => ({ task: p.item.task, slotId: p.slotId, waitMs: 0 })) }, w.metadata(), this.rpcDeadline(deadline))).outcomes;
+      outcomes = (await w.submitTasks({ tasks: list.map((p) => ({ task: p.item.task, slotId: p.slotId, waitMs: 0 })) }, w.metadata(), this.rpcDeadline(deadline))).outcomes;
     } catch (e) {
       // Unanswered (the Worker may have started some): like a lost SubmitTask answer, each task goes on alone.
       const code = isServiceError(e) ? (grpc.status[e.code] ?? String(e.code)) : "UNKNOWN";
@@ -255,7 +255,7 @@ export class BatchRunner {
     await Promise.all(reading);
   }
 
-  private async result(w: ReturnType<GrpcTransport["worker"]>, taskId: string, deadlineMs: number): Promise<TaskResult> {
+  private async result(w: WorkerCalls, taskId: string, deadlineMs: number): Promise<TaskResult> {
     const result = await unary(w.client.getTaskResult.bind(w.client), { taskId }, w.metadata(), this.rpcDeadline(deadlineMs));
     if (!result.snapshot || !TERMINAL_TASK_STATES.has(result.snapshot.state)) throw new Error("not terminal yet");
     return result;

@@ -17,7 +17,7 @@ import {
 } from "../gen/worker/v1/worker";
 import { compileTlsSetting } from "../common/tls/tls-setting";
 import { UnaryCallError } from "../common/grpc/http2-unary-channel";
-import { GrpcTransport, isServiceError, unary } from "./adapters/grpc-transport";
+import { GrpcTransport, isServiceError, unary, type WorkerCalls } from "./adapters/grpc-transport";
 import { loadClientConfig, type ClientConfig } from "./client-config";
 import { clusterFor, resubmitByDefault, type Cluster } from "./core/cluster-selection";
 import { ProgressMeter, type Progress } from "./core/progress";
@@ -516,7 +516,7 @@ export class BlockxClient {
    * watches its tasks with it)
    */
   stream(
-    w: ReturnType<GrpcTransport["worker"]>,
+    w: WorkerCalls,
     taskIds: readonly string[],
     deadlineMs: number,
     onSnapshot: (s: TaskSnapshot) => void,

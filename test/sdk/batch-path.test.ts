@@ -7,6 +7,7 @@
  */
 import * as grpc from "@grpc/grpc-js";
 import { afterEach, describe, expect, test } from "bun:test";
+import { join } from "node:path";
 import { CoordinatorServiceClient, type ReserveWorkerSlotsResponse } from "../../src/gen/coordinator/v1/coordinator";
 import { FunctionCallConfig, Task, TaskState, type SubmitTasksResponse } from "../../src/gen/worker/v1/worker";
 import { BlockxClient } from "../../src/sdk/blockx-client";
@@ -204,6 +205,20 @@ describe("runTasks through the batch path", () => {
     const second = await client.runTasks([...tasks, tasks[0]!], { concurrency: 8 });
     expect(second.map((e) => (e.ok ? e.run.state : e.error.message))).toEqual([...tasks, tasks[0]].map(() => "SUCCEEDED"));
     expect(blocksIn(c, "once")).toEqual(tasks.map((_, i) => 200 + i));
+  }, 60_000);
+
+  test("through blockx proxy: the batch's ReserveWorkerSlots and SubmitTasks reach the Coordinator and the Worker (no task falls back to the single path)", async () => {
+    const { cluster: c, coord } = await cluster(1);
+    const socket = join(c.dir, "batch-proxy.sock");
+    const proxy = c.spawn("proxy", { PROXY_SOCKET_PATH: socket, BLOCKX_COORDINATOR_ADDRS: coord.addr });
+    await proxy.grpcAddr();
+    const viaProxy = new BlockxClient(c.clientConfig({ BLOCKX_COORDINATOR_ADDRS: coord.addr, PROXY_SOCKET_PATH: socket }));
+    cleanups.push(() => viaProxy.close());
+    const tasks = Array.from({ length: 4 }, (_, i) => task(`proxied-${i}`, 300 + i));
+    const entries = await viaProxy.runTasks(tasks, { concurrency: 4, batchSize: 4 });
+    expect(entries.map((e) => (e.ok ? e.run.state : e.error.message))).toEqual(tasks.map(() => "SUCCEEDED"));
+    expect(entries.map((e) => (e.ok ? e.run.events.map((ev) => ev.kind) : []))).toEqual(tasks.map(() => ["submitted"]));
+    expect(blocksIn(c, "once")).toEqual(tasks.map((_, i) => 300 + i));
   }, 60_000);
 
   test("results come on the watch (with_results): runTask and runTasks give exactly what GetTaskResult answers, a failed task's first error and traceback included", async () => {

@@ -10,7 +10,14 @@ import {
   type ReserveWorkerSlotsResponse,
 } from "../../gen/coordinator/v1/coordinator";
 import { SyncInvokerServiceClient } from "../../gen/syncinvoker/v1/sync_invoker";
-import { type SubmitTaskRequest, type TaskSnapshot, WorkerServiceClient, WorkerServiceService } from "../../gen/worker/v1/worker";
+import {
+  type SubmitTaskRequest,
+  type SubmitTasksRequest,
+  type SubmitTasksResponse,
+  type TaskSnapshot,
+  WorkerServiceClient,
+  WorkerServiceService,
+} from "../../gen/worker/v1/worker";
 import type { Cluster } from "../core/cluster-selection";
 import { channelFor } from "../../common/tls/grpc-tls";
 import type { PeerRole } from "../../common/tls/peer-identity";
@@ -103,34 +110,32 @@ export class GrpcTransport {
         cluster === "block"
           ? this.client("coordinator", CoordinatorServiceClient, addr)
           : this.client("coordinator", BundleCoordinatorServiceClient, addr);
-      const reserveMethod = cluster === "block" ? CoordinatorServiceService.reserveWorkerSlot : BundleCoordinatorServiceService.reserveWorkerSlot;
+      const service = cluster === "block" ? CoordinatorServiceService : BundleCoordinatorServiceService;
       const lean = this.channel("coordinator", addr);
       return {
         label: addr,
-        reserve: (taskId, deadlineMs) => leanUnary(lean, reserveMethod, { taskId }, new grpc.Metadata(), deadlineMs),
+        reserve: (taskId, deadlineMs) => leanUnary(lean, service.reserveWorkerSlot, { taskId }, new grpc.Metadata(), deadlineMs),
         // The two services' messages are field for field the same.
         outcomes: (limit, deadlineMs) =>
           new Promise<GetReservationOutcomesResponse>((resolve, reject) =>
             c.getReservationOutcomes({ limit }, new grpc.Metadata(), { deadline: deadlineMs }, (e, r) => (e ? reject(e) : resolve(r!))),
           ),
-        reserveMany: (taskIds, deadlineMs) =>
-          new Promise<ReserveWorkerSlotsResponse>((resolve, reject) =>
-            c.reserveWorkerSlots({ taskIds: [...taskIds] }, new grpc.Metadata(), { deadline: deadlineMs }, (e, r) => (e ? reject(e) : resolve(r!))),
-          ),
+        reserveMany: (taskIds, deadlineMs) => leanUnary(lean, service.reserveWorkerSlots, { taskIds: [...taskIds] }, new grpc.Metadata(), deadlineMs),
       };
     });
   }
 
   /**
    * worker returns a client for the Worker at addr and the metadata every call to it carries;
-   * `submitTask` goes over the lean channel.
+   * `submitTask` and `submitTasks` go over the lean channel.
    */
-  worker(addr: string): { client: WorkerServiceClient; metadata: () => grpc.Metadata; submitTask: (req: SubmitTaskRequest, md: grpc.Metadata, deadlineMs: number) => Promise<TaskSnapshot> } {
+  worker(addr: string): WorkerCalls {
     const client = this.client("worker", WorkerServiceClient, addr);
     const lean = this.channel("worker", addr);
     return {
       client,
       submitTask: (req, md, deadlineMs) => leanUnary(lean, WorkerServiceService.submitTask, req, md, deadlineMs),
+      submitTasks: (req, md, deadlineMs) => leanUnary(lean, WorkerServiceService.submitTasks, req, md, deadlineMs),
       metadata: () => {
         const md = new grpc.Metadata();
         if (this.tls.kind === "insecure") md.set(OWNER_HEADER, OWNER);
@@ -153,6 +158,14 @@ export class GrpcTransport {
 }
 
 const INSECURE: TlsSetting = { kind: "insecure" };
+
+/** WorkerCalls: what the SDK calls on one Worker; the calls on a task's path go over the lean channel. */
+export interface WorkerCalls {
+  readonly client: WorkerServiceClient;
+  readonly metadata: () => grpc.Metadata;
+  readonly submitTask: (req: SubmitTaskRequest, md: grpc.Metadata, deadlineMs: number) => Promise<TaskSnapshot>;
+  readonly submitTasks: (req: SubmitTasksRequest, md: grpc.Metadata, deadlineMs: number) => Promise<SubmitTasksResponse>;
+}
 
 /**
  * leanUnary makes a unary call over an Http2UnaryChannel (node:http2 without grpc-js's client
