@@ -46,9 +46,10 @@ interface Placed {
 /**
  * BatchRunner is runTasks' batch path: it keeps at most `concurrency` tasks in flight and sends
  * them in batches (one ReserveWorkerSlots, then per Worker one SubmitTasks and one WatchTasks
- * stream, then a GetTaskResult per finished task). Whatever the batch cannot settle cleanly goes
- * to the client's single-task path (runFrom) for that task alone: a grant refused (no slot, not
- * ready, uncertain), a submit refused or unanswered, a watch that broke before the task ended.
+ * stream whose terminal snapshots carry the results); a batch of one task takes runTask's path.
+ * Whatever a batch cannot settle cleanly goes to the client's single-task path (runFrom) for that
+ * task alone: a grant refused (no slot, not ready, uncertain), a submit refused or unanswered, a
+ * watch that broke before the task ended.
  * So each task gets runTask's retry, backoff and resubmission rules, and idempotency by task id
  * holds as it does for runTask (a task handed over with its handle is followed, not resubmitted).
  */
@@ -147,6 +148,9 @@ export class BatchRunner {
         (run) => settled(item, { task: item.task, ok: true, run }),
         (e: unknown) => settled(item, { task: item.task, ok: false, error: toBlockxError(e, `task ${item.task.taskId}`) }),
       );
+    // A batch of one costs three calls (ReserveWorkerSlots, SubmitTasks, a WatchTasks stream) where
+    // runTask's path costs two (its SubmitTask answers at a short task's end): it goes that way.
+    if (batch.length === 1) return alone(batch[0]!);
     const placed = await this.reserve(batch, cluster, settled, alone);
     const byWorker = new Map<string, Placed[]>();
     for (const p of placed) {

@@ -70,6 +70,7 @@ async function cluster(workers: number, workerEnv: Record<string, string> = {}) 
   cleanups.push(() => c.stop());
   const ws = [];
   for (let i = 0; i < workers; i++) ws.push(await c.worker(workerEnv));
+  await c.registered(workers);
   const coord = await c.coordinator();
   const client = new BlockxClient(c.clientConfig({ BLOCKX_COORDINATOR_ADDRS: coord.addr, BLOCKX_WORKER_LOST_AFTER_MS: "1500" }));
   cleanups.push(() => client.close());
@@ -219,6 +220,16 @@ describe("runTasks through the batch path", () => {
     expect(entries.map((e) => (e.ok ? e.run.state : e.error.message))).toEqual(tasks.map(() => "SUCCEEDED"));
     expect(entries.map((e) => (e.ok ? e.run.events.map((ev) => ev.kind) : []))).toEqual(tasks.map(() => ["submitted"]));
     expect(blocksIn(c, "once")).toEqual(tasks.map((_, i) => 300 + i));
+  }, 60_000);
+
+  test("batches of one take runTask's path: each task is answered by its own waiting SubmitTask, each row once", async () => {
+    const { cluster: c, client } = await cluster(1);
+    const tasks = Array.from({ length: 3 }, (_, i) => task(`single-${i}`, 400 + i));
+    const entries = await client.runTasks(tasks, { concurrency: 3, batchSize: 1 });
+    // (A reservation may be refused while the Coordinator's view fills: runTask's backoff.)
+    const submits = entries.map((e) => (e.ok ? e.run.events.flatMap((ev) => (ev.kind === "submitted" ? [ev.state] : ev.kind === "reserveRefused" ? [] : [ev.kind])) : e.error.message));
+    expect(submits).toEqual(tasks.map(() => ["SUCCEEDED"]));
+    expect(blocksIn(c, "once")).toEqual(tasks.map((_, i) => 400 + i));
   }, 60_000);
 
   test("results come on the watch (with_results): runTask and runTasks give exactly what GetTaskResult answers, a failed task's first error and traceback included", async () => {

@@ -1,8 +1,10 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createEtcdClient } from "../../src/common/etcd/etcd-client";
 import { loadClientConfig, type ClientConfig } from "../../src/sdk/client-config";
 import { BLOCKX_BINARY, BlockxProcess, transportEnv } from "./blockx-process";
+import { waitFor } from "./coordinator-client";
 import { randomLanePrefix } from "./worker-double";
 
 /**
@@ -41,6 +43,20 @@ export class TestCluster {
       ...env,
     });
     return { proc, addr: await proc.grpcAddr() };
+  }
+
+  /**
+   * registered waits until `count` Workers of the lane have put their heartbeat: a Worker prints its
+   * address before its first put, so a Coordinator started at once may load a view without it.
+   */
+  async registered(count: number, kind: "block" | "bundle" = "block"): Promise<void> {
+    const etcd = await createEtcdClient({ endpoints: [this.etcd], dialTimeoutMs: 1000 });
+    try {
+      const prefix = kind === "block" ? this.blockPrefix : this.bundlePrefix;
+      await waitFor(() => etcd.getAll().prefix(prefix).keys(), (keys) => keys.length >= count);
+    } finally {
+      etcd.close();
+    }
   }
 
   async coordinator(env: Record<string, string> = {}, kind: "block" | "bundle" = "block"): Promise<{ proc: BlockxProcess; addr: string }> {
