@@ -72,6 +72,9 @@ async function cluster(workers: number, workerEnv: Record<string, string> = {}) 
   for (let i = 0; i < workers; i++) ws.push(await c.worker(workerEnv));
   await c.registered(workers);
   const coord = await c.coordinator();
+  // Ready (its view of the Workers loaded), so that no batch reservation is refused for that reason
+  // and handed to the single path; without spending a slot on a probe reservation.
+  await waitFor(() => healthCheck(coord.addr, "coordinator.v1.CoordinatorService"), (s) => s === HealthCheckResponse_ServingStatus.SERVING);
   const client = new BlockxClient(c.clientConfig({ BLOCKX_COORDINATOR_ADDRS: coord.addr, BLOCKX_WORKER_LOST_AFTER_MS: "1500" }));
   cleanups.push(() => client.close());
   return { cluster: c, workers: ws, coord, client };
@@ -132,8 +135,6 @@ describe("SubmitTasks", () => {
 describe("ReserveWorkerSlots", () => {
   test("a batch larger than the free slots: one grant per free slot, spread over both Workers, NoSlot for the rest; invalid ids refused on their own", async () => {
     const { workers, coord } = await cluster(2, { TASK_SLOTS: "3" });
-    // Ready (its view of the Workers loaded) without spending a slot on a probe reservation.
-    await waitFor(() => healthCheck(coord.addr, "coordinator.v1.CoordinatorService"), (s) => s === HealthCheckResponse_ServingStatus.SERVING);
     const ids = Array.from({ length: 8 }, (_, i) => `r${i}`);
     const r = await reserveMany(coord.addr, [...ids, "", "r0"]);
     if (!r.ok) throw new Error(`ReserveWorkerSlots failed as a whole: ${r.details}`);
@@ -223,9 +224,7 @@ describe("runTasks through the batch path", () => {
   }, 60_000);
 
   test("batches of one take runTask's path: each task is answered by its own waiting SubmitTask, each row once", async () => {
-    const { cluster: c, client, coord } = await cluster(1);
-    // Ready, so that no batch call is refused and handed to the single path for that reason.
-    await waitFor(() => healthCheck(coord.addr, "coordinator.v1.CoordinatorService"), (s) => s === HealthCheckResponse_ServingStatus.SERVING);
+    const { cluster: c, client } = await cluster(1);
     const tasks = Array.from({ length: 3 }, (_, i) => task(`single-${i}`, 400 + i));
     const entries = await client.runTasks(tasks, { concurrency: 3, batchSize: 1 });
     const submits = entries.map((e) => (e.ok ? e.run.events.map((ev) => (ev.kind === "submitted" ? `${ev.kind} ${ev.state}` : ev.kind)) : e.error.message));
