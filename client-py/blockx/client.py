@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
 
 import grpc
 
@@ -39,6 +39,10 @@ RUN_MARGIN_MS = 60_000
 POLL_INTERVAL_S = 0.5
 #: A watch stream this quiet is checked with a GetTaskResult probe (a hung Worker sends nothing).
 STREAM_QUIET_S = 1.0
+#: The largest batch the Coordinators' ReserveWorkerSlots and the Workers' SubmitTasks take.
+MAX_BATCH_SIZE = 1024
+DEFAULT_BATCH_SIZE = 256
+DEFAULT_CONCURRENCY = 4
 
 _RETRYABLE_STATUS = {
     grpc.StatusCode.UNAVAILABLE: "UNAVAILABLE",
@@ -199,6 +203,22 @@ class RunResult:
         if err is not None:
             raise err
         return self.values
+
+
+@dataclass(frozen=True)
+class TaskOutcome:
+    """TaskOutcome: how one task of ``run_tasks`` ended. ``run`` when it ran to a terminal state
+    (a FAILED task too: ``run.result()`` raises its failure); ``error`` when it could not (invalid,
+    no capacity before the deadline, its Worker lost and not resubmitted)."""
+
+    index: int
+    task_id: str
+    run: Optional[RunResult] = None
+    error: Optional[BlockxError] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
 
 
 class _Transport:
@@ -403,10 +423,6 @@ class Client:
         ``resubmit``: rerun when the Worker is lost (default: unless it appends to a normal
         table). Ctrl-C leaves the task running and prints how to follow or cancel it."""
         t = self.task(task, **kwargs)
-        cl = cluster_for(t, cluster)
-        resub = resubmit_by_default(t) if resubmit is None else bool(resubmit)
-        attempts_max = max_attempts or self.config.max_attempts
-        deadline = self._deadline(t, timeout)
         events: List[ClientEvent] = []
 
         def emit(e: ClientEvent) -> None:
@@ -414,11 +430,46 @@ class Client:
             if on_event:
                 on_event(e)
 
+        resub = resubmit_by_default(t) if resubmit is None else bool(resubmit)
+        return self._run_from(t, cluster_for(t, cluster), self._deadline(t, timeout), resub, max_attempts, emit, events, on_progress, progress=progress)
+
+    def run_tasks(self, tasks: Iterable[Union[w.Task, Mapping[str, Any]]], *, concurrency: int = DEFAULT_CONCURRENCY,
+                  batch_size: int = DEFAULT_BATCH_SIZE, cluster: Optional[str] = None, timeout: Optional[float] = None,
+                  resubmit: Optional[bool] = None, max_attempts: Optional[int] = None,
+                  on_progress: Optional[Callable[[Progress, Snapshot], None]] = None, on_event: Optional[Callable[[ClientEvent], None]] = None,
+                  on_settled: Optional[Callable[[TaskOutcome], None]] = None) -> List[TaskOutcome]:
+        """run_tasks runs many tasks (task dicts or Task messages) with at most ``concurrency`` in
+        flight, through the batch path: one ReserveWorkerSlots per batch of up to ``batch_size``,
+        one SubmitTasks and one WatchTasks stream per Worker. It returns one TaskOutcome per task,
+        in the input's order; one task's failure never fails the others. Every task keeps run_task's
+        rules (a task refused in a batch goes on alone: back-off, retries, resubmission when its
+        Worker is lost), and a task id given twice runs once (the second is an idempotent hit).
+        ``on_settled`` is called as each task ends; ``on_event`` gets run_task's events with the
+        ``task_id``; the callbacks run one at a time, on the client's threads."""
+        from .batch import BatchRunner  # batch builds on this module
+
+        if not isinstance(concurrency, int) or concurrency < 1:
+            raise BlockxError("INVALID_ARGUMENT", f"concurrency: a whole number of tasks >= 1, not {concurrency!r}")
+        if not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH_SIZE:
+            raise BlockxError("INVALID_ARGUMENT", f"batch_size: a whole number from 1 to {MAX_BATCH_SIZE}, not {batch_size!r}")
+        if timeout is not None and timeout <= 0:
+            raise BlockxError("INVALID_ARGUMENT", f"timeout must be > 0 seconds, not {timeout!r}")
+        runner = BatchRunner(self, concurrency=concurrency, batch_size=batch_size, cluster=cluster, timeout=timeout, resubmit=resubmit,
+                             max_attempts=max_attempts, on_progress=on_progress, on_event=on_event, on_settled=on_settled)
+        return runner.run(list(tasks))
+
+    def _run_from(self, t: w.Task, cl: str, deadline: float, resub: bool, max_attempts: Optional[int], emit: Callable[[ClientEvent], None],
+                  events: List[ClientEvent], on_progress: Optional[Callable[[Progress, Snapshot], None]],
+                  handle: Optional[TaskHandle] = None, progress: Union[bool, str] = False) -> RunResult:
+        """_run_from runs a task to its terminal state under the retry and resubmission rules: a
+        fresh run, or from ``handle`` (a task the batch path submitted: followed there first)."""
+        attempts_max = max_attempts or self.config.max_attempts
         workers: List[str] = []
         attempt = 1
         wait_ms = 0 if progress or on_progress else SUBMIT_WAIT_MS
         while True:
-            handle = self._reserve_and_submit(t, cl, deadline, emit, attempt, wait_ms)
+            if handle is None:
+                handle = self._reserve_and_submit(t, cl, deadline, emit, attempt, wait_ms)
             workers.append(handle.worker_addr)
             if handle._answered is not None:
                 # The Worker answered at the task's end, with its outputs: nothing to follow.
@@ -445,6 +496,7 @@ class Client:
                        else f"gave up after {attempt} attempts" if attempt >= attempts_max else "the deadline has passed")
                 raise BlockxError("WORKER_LOST", f"task {t.task_id}: Worker {handle.worker_addr} was lost ({value}); {why}")
             attempt += 1
+            handle = None
 
     def submit(self, task: Optional[Union[w.Task, Mapping[str, Any]]] = None, *, cluster: Optional[str] = None,
                timeout: Optional[float] = None, on_event: Optional[Callable[[ClientEvent], None]] = None, **kwargs: Any) -> TaskHandle:
@@ -648,7 +700,7 @@ class Client:
             streamed: Optional[w.TaskResult] = None
             if streaming and unreachable_since is None:
                 outcome: Dict[str, Any] = {}
-                for s in self._stream(stub, md, task_id, deadline, outcome):
+                for s in self._stream(stub, md, [task_id], deadline, outcome):
                     if s.state in (w.SUCCEEDED, w.FAILED, w.TIMED_OUT, w.CANCELLED):
                         terminal_seen = True
                         if streamed is None and s.HasField("outputs"):
@@ -690,13 +742,19 @@ class Client:
                     return
             time.sleep(POLL_INTERVAL_S if unreachable_since is None else POLL_INTERVAL_S / 2)
 
-    def _stream(self, stub: wg.WorkerServiceStub, md: Any, task_id: str, deadline: float, outcome: Dict[str, Any]) -> Iterator[w.TaskSnapshot]:
-        """_stream runs one WatchTasks call, yielding its snapshots; its error (if any) lands in
-        ``outcome``. A hung Worker keeps its connection open and says nothing, so a stream quiet
-        for STREAM_QUIET_S is probed with GetTaskResult; a probe unanswered within
-        worker_lost_after_ms ends the stream with ``silent_since`` (ms) for the caller to judge.
-        The stream is read by a thread into a queue, so the caller's thread stays interruptible."""
-        call = stub.WatchTasks(w.WatchTasksRequest(task_ids=[task_id], with_results=True), metadata=md, timeout=max(0.001, (deadline - _now_ms()) / 1000))
+    def _stream(self, stub: wg.WorkerServiceStub, md: Any, task_ids: List[str], deadline: float, outcome: Dict[str, Any],
+                terminal_only: bool = False) -> Iterator[w.TaskSnapshot]:
+        """_stream runs one WatchTasks call over ``task_ids``, yielding its snapshots; its error (if
+        any) lands in ``outcome``. A hung Worker keeps its connection open and says nothing, so a
+        stream quiet for STREAM_QUIET_S is probed with GetTaskResult of a task not yet seen
+        terminal; a probe unanswered within worker_lost_after_ms ends the stream with
+        ``silent_since`` (ms) for the caller to judge, and one that finds that task terminal ends it
+        too (the caller reads the results). ``terminal_only``: only each task's end is sent (the
+        batch path without progress). The stream is read by a thread into a queue, so the caller's
+        thread stays interruptible."""
+        call = stub.WatchTasks(w.WatchTasksRequest(task_ids=task_ids, with_results=True, terminal_only=terminal_only), metadata=md,
+                               timeout=max(0.001, (deadline - _now_ms()) / 1000))
+        open_ids = dict.fromkeys(task_ids)  # in order: the probe asks about the first task not seen ending
         q: "queue.Queue[Tuple[str, Any]]" = queue.Queue()
 
         def pump() -> None:
@@ -709,7 +767,7 @@ class Client:
             except Exception as e:  # noqa: BLE001 - handed to the caller
                 q.put(("err", e))
 
-        threading.Thread(target=pump, name=f"blockx-watch-{task_id}", daemon=True).start()
+        threading.Thread(target=pump, name=f"blockx-watch-{task_ids[0]}", daemon=True).start()
         heard = time.monotonic()
         try:
             while True:
@@ -718,9 +776,11 @@ class Client:
                 except queue.Empty:
                     if time.monotonic() - heard < STREAM_QUIET_S:
                         continue
+                    if not open_ids:
+                        return
                     sent = _now_ms()
                     try:
-                        r = stub.GetTaskResult(w.GetTaskResultRequest(task_id=task_id), metadata=md,
+                        r = stub.GetTaskResult(w.GetTaskResultRequest(task_id=next(iter(open_ids))), metadata=md,
                                                timeout=max(0.001, min(deadline - sent, self.config.worker_lost_after_ms) / 1000))
                     except grpc.RpcError as e:
                         outcome["err"] = e
@@ -733,6 +793,8 @@ class Client:
                     continue
                 if kind == "snapshot":
                     heard = time.monotonic()
+                    if value.state in (w.SUCCEEDED, w.FAILED, w.TIMED_OUT, w.CANCELLED):
+                        open_ids.pop(value.task_id, None)
                     yield value
                 elif kind == "end":
                     return

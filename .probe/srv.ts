@@ -1,0 +1,10 @@
+import * as grpc from "@grpc/grpc-js";
+import { GRPC_SERVER_OPTIONS } from "../src/common/grpc/grpc-server";
+import { InvokeResponse, SyncInvokerServiceService, type SyncInvokerServiceServer } from "../src/gen/syncinvoker/v1/sync_invoker";
+const opts = process.argv[2] === "nochannelz" ? { ...GRPC_SERVER_OPTIONS, "grpc.enable_channelz": 0 } : GRPC_SERVER_OPTIONS;
+const server = new grpc.Server(opts);
+const durations = { queueMs: 0, cpuMs: 0, ioMs: 0, totalMs: 0.001 };
+let seq = 0;
+const impl: Partial<SyncInvokerServiceServer> = { invoke: (call, cb) => cb(null, InvokeResponse.create({ callId: `b-${++seq}`, result: call.request.args, durations })) };
+server.addService(SyncInvokerServiceService, impl as SyncInvokerServiceServer);
+server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, port) => { if (err) throw err; console.log(port); });
