@@ -2,9 +2,11 @@
  * bench/client-py/tiny-task.ts: a tiny task (one input, `return x + 1`, return value) end to end —
  * reserve, submit, watch, result — through blockx-py (client-py, Debian's python3-grpcio) and
  * through the TypeScript SDK, in the same run against one `blockx dev`, through the proxy and
- * direct: serial p50/p99 and throughput with several tasks in flight, and the ratios py/ts.
+ * direct: serial p50/p99 and throughput with several tasks in flight, and the ratios py/ts; then
+ * `--batch-tasks` of them through each client's batch path (runTasks / run_tasks, 256 in flight,
+ * batches of 256).
  *
- *   bun bench/client-py/tiny-task.ts [--tasks 200] [--inflight 8] [--seconds 8]
+ *   bun bench/client-py/tiny-task.ts [--tasks 200] [--inflight 8] [--seconds 8] [--batch-tasks 5000]
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,7 +17,10 @@ import { BlockxClient } from "../../src/sdk/blockx-client";
 import { loadClientConfig } from "../../src/sdk/client-config";
 import { BlockxProcess } from "../../test/support/blockx-process";
 
-const { values } = parseArgs({ options: { tasks: { type: "string", default: "200" }, inflight: { type: "string", default: "8" }, seconds: { type: "string", default: "8" } } });
+const { values } = parseArgs({
+  options: { tasks: { type: "string", default: "200" }, inflight: { type: "string", default: "8" }, seconds: { type: "string", default: "8" }, "batch-tasks": { type: "string", default: "5000" } },
+});
+const BATCH_TASKS = Number(values["batch-tasks"]);
 const TASKS = Number(values.tasks);
 const INFLIGHT = Number(values.inflight);
 const SECONDS = Number(values.seconds);
@@ -34,7 +39,9 @@ function tinyTask(seq: number): Task {
   });
 }
 
-async function tsSeries(env: Record<string, string>): Promise<{ p50: number; p99: number; perSecond: number }> {
+type Series = { p50: number; p99: number; perSecond: number; batchPerSecond: number };
+
+async function tsSeries(env: Record<string, string>): Promise<Series> {
   const client = new BlockxClient(loadClientConfig(env));
   let seq = 0;
   const one = async () => {
@@ -54,16 +61,21 @@ async function tsSeries(env: Record<string, string>): Promise<{ p50: number; p99
   const t0 = performance.now();
   await Promise.all(Array.from({ length: INFLIGHT }, async () => { while (performance.now() < end) { await one(); done++; } }));
   const perSecond = done / ((performance.now() - t0) / 1000);
+  const tasks = Array.from({ length: BATCH_TASKS }, () => tinyTask(seq++));
+  const b0 = performance.now();
+  const outcomes = await client.runTasks(tasks, { concurrency: 256, batchSize: 256 });
+  const batchPerSecond = BATCH_TASKS / ((performance.now() - b0) / 1000);
+  if (!outcomes.every((o) => o.ok && o.run.succeeded)) throw new Error("a bench task of the batch failed");
   client.close();
-  return { p50: samples[Math.floor(TASKS / 2)]!, p99: samples[Math.min(TASKS - 1, Math.floor(TASKS * 0.99))]!, perSecond };
+  return { p50: samples[Math.floor(TASKS / 2)]!, p99: samples[Math.min(TASKS - 1, Math.floor(TASKS * 0.99))]!, perSecond, batchPerSecond };
 }
 
-async function pySeries(env: Record<string, string>, mode: string): Promise<{ p50: number; p99: number; perSecond: number }> {
-  const p = Bun.spawn(["/usr/bin/python3", join(import.meta.dir, "tiny_task.py"), mode, String(TASKS), String(INFLIGHT), String(SECONDS)], { env: { ...process.env, ...env, PYTHONDONTWRITEBYTECODE: "1" }, stdout: "pipe", stderr: "pipe" });
+async function pySeries(env: Record<string, string>, mode: string): Promise<Series> {
+  const p = Bun.spawn(["/usr/bin/python3", join(import.meta.dir, "tiny_task.py"), mode, String(TASKS), String(INFLIGHT), String(SECONDS), String(BATCH_TASKS)], { env: { ...process.env, ...env, PYTHONDONTWRITEBYTECODE: "1" }, stdout: "pipe", stderr: "pipe" });
   const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
   if (code !== 0) throw new Error(`tiny_task.py exited ${code}: ${err}`);
-  const r = JSON.parse(out.trim().split("\n").at(-1)!) as { p50_ms: number; p99_ms: number; per_s: number };
-  return { p50: r.p50_ms, p99: r.p99_ms, perSecond: r.per_s };
+  const r = JSON.parse(out.trim().split("\n").at(-1)!) as { p50_ms: number; p99_ms: number; per_s: number; batch_per_s: number };
+  return { p50: r.p50_ms, p99: r.p99_ms, perSecond: r.per_s, batchPerSecond: r.batch_per_s };
 }
 
 try {
@@ -81,12 +93,12 @@ try {
     const ts = await tsSeries(e);
     const py = await pySeries(e, mode);
     rows.push(
-      `| ${mode} | ${ts.p50.toFixed(2)} | ${py.p50.toFixed(2)} | ${(py.p50 / ts.p50).toFixed(2)}x | ${ts.p99.toFixed(2)} | ${py.p99.toFixed(2)} | ${ts.perSecond.toFixed(0)} | ${py.perSecond.toFixed(0)} | ${(ts.perSecond / py.perSecond).toFixed(2)}x |`,
+      `| ${mode} | ${ts.p50.toFixed(2)} | ${py.p50.toFixed(2)} | ${(py.p50 / ts.p50).toFixed(2)}x | ${ts.p99.toFixed(2)} | ${py.p99.toFixed(2)} | ${ts.perSecond.toFixed(0)} | ${py.perSecond.toFixed(0)} | ${(ts.perSecond / py.perSecond).toFixed(2)}x | ${ts.batchPerSecond.toFixed(0)} | ${py.batchPerSecond.toFixed(0)} | ${(py.batchPerSecond / py.perSecond).toFixed(2)}x |`,
     );
   }
-  console.log(`tiny task end to end, ${TASKS} serial tasks, then ${INFLIGHT} in flight for ${SECONDS} s; ms and tasks/s`);
-  console.log("| path | TS p50 | py p50 | py/ts p50 | TS p99 | py p99 | TS tasks/s | py tasks/s | ts/py throughput |");
-  console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+  console.log(`tiny task end to end, ${TASKS} serial tasks, then ${INFLIGHT} in flight for ${SECONDS} s, then ${BATCH_TASKS} through the batch path (256 in flight); ms and tasks/s`);
+  console.log("| path | TS p50 | py p50 | py/ts p50 | TS p99 | py p99 | TS tasks/s | py tasks/s | ts/py throughput | TS batch tasks/s | py batch tasks/s | py batch / py one by one |");
+  console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
   for (const r of rows) console.log(r);
 } finally {
   await dev.stop("SIGINT");
