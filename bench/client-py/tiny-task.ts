@@ -3,10 +3,10 @@
  * reserve, submit, watch, result — through blockx-py (client-py, Debian's python3-grpcio) and
  * through the TypeScript SDK, in the same run against one `blockx dev`, through the proxy and
  * direct: serial p50/p99 and throughput with several tasks in flight, and the ratios py/ts; then
- * `--batch-tasks` of them through each client's batch path (runTasks / run_tasks, 256 in flight,
- * batches of 256).
+ * `--batch-tasks` of them through each client's batch path (runTasks / run_tasks, `--batch-inflight`
+ * in flight, batches of up to 256).
  *
- *   bun bench/client-py/tiny-task.ts [--tasks 200] [--inflight 8] [--seconds 8] [--batch-tasks 5000]
+ *   bun bench/client-py/tiny-task.ts [--tasks 200] [--inflight 8] [--seconds 8] [--batch-tasks 5000] [--batch-inflight 64]
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -18,9 +18,11 @@ import { loadClientConfig } from "../../src/sdk/client-config";
 import { BlockxProcess } from "../../test/support/blockx-process";
 
 const { values } = parseArgs({
-  options: { tasks: { type: "string", default: "200" }, inflight: { type: "string", default: "8" }, seconds: { type: "string", default: "8" }, "batch-tasks": { type: "string", default: "5000" } },
+  options: { tasks: { type: "string", default: "200" }, inflight: { type: "string", default: "8" }, seconds: { type: "string", default: "8" }, "batch-tasks": { type: "string", default: "5000" }, "batch-inflight": { type: "string", default: "64" } },
 });
 const BATCH_TASKS = Number(values["batch-tasks"]);
+/** Within dev's free slots (2 Workers x TASK_SLOTS 50): more would measure NoSlot refusals and their back-off, not the path. */
+const BATCH_INFLIGHT = Number(values["batch-inflight"]);
 const TASKS = Number(values.tasks);
 const INFLIGHT = Number(values.inflight);
 const SECONDS = Number(values.seconds);
@@ -63,7 +65,7 @@ async function tsSeries(env: Record<string, string>): Promise<Series> {
   const perSecond = done / ((performance.now() - t0) / 1000);
   const tasks = Array.from({ length: BATCH_TASKS }, () => tinyTask(seq++));
   const b0 = performance.now();
-  const outcomes = await client.runTasks(tasks, { concurrency: 256, batchSize: 256 });
+  const outcomes = await client.runTasks(tasks, { concurrency: BATCH_INFLIGHT, batchSize: 256 });
   const batchPerSecond = BATCH_TASKS / ((performance.now() - b0) / 1000);
   if (!outcomes.every((o) => o.ok && o.run.succeeded)) throw new Error("a bench task of the batch failed");
   client.close();
@@ -71,7 +73,7 @@ async function tsSeries(env: Record<string, string>): Promise<Series> {
 }
 
 async function pySeries(env: Record<string, string>, mode: string): Promise<Series> {
-  const p = Bun.spawn(["/usr/bin/python3", join(import.meta.dir, "tiny_task.py"), mode, String(TASKS), String(INFLIGHT), String(SECONDS), String(BATCH_TASKS)], { env: { ...process.env, ...env, PYTHONDONTWRITEBYTECODE: "1" }, stdout: "pipe", stderr: "pipe" });
+  const p = Bun.spawn(["/usr/bin/python3", join(import.meta.dir, "tiny_task.py"), mode, String(TASKS), String(INFLIGHT), String(SECONDS), String(BATCH_TASKS), String(BATCH_INFLIGHT)], { env: { ...process.env, ...env, PYTHONDONTWRITEBYTECODE: "1" }, stdout: "pipe", stderr: "pipe" });
   const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
   if (code !== 0) throw new Error(`tiny_task.py exited ${code}: ${err}`);
   const r = JSON.parse(out.trim().split("\n").at(-1)!) as { p50_ms: number; p99_ms: number; per_s: number; batch_per_s: number };
@@ -96,7 +98,7 @@ try {
       `| ${mode} | ${ts.p50.toFixed(2)} | ${py.p50.toFixed(2)} | ${(py.p50 / ts.p50).toFixed(2)}x | ${ts.p99.toFixed(2)} | ${py.p99.toFixed(2)} | ${ts.perSecond.toFixed(0)} | ${py.perSecond.toFixed(0)} | ${(ts.perSecond / py.perSecond).toFixed(2)}x | ${ts.batchPerSecond.toFixed(0)} | ${py.batchPerSecond.toFixed(0)} | ${(py.batchPerSecond / py.perSecond).toFixed(2)}x |`,
     );
   }
-  console.log(`tiny task end to end, ${TASKS} serial tasks, then ${INFLIGHT} in flight for ${SECONDS} s, then ${BATCH_TASKS} through the batch path (256 in flight); ms and tasks/s`);
+  console.log(`tiny task end to end, ${TASKS} serial tasks, then ${INFLIGHT} in flight for ${SECONDS} s, then ${BATCH_TASKS} through the batch path (${BATCH_INFLIGHT} in flight); ms and tasks/s`);
   console.log("| path | TS p50 | py p50 | py/ts p50 | TS p99 | py p99 | TS tasks/s | py tasks/s | ts/py throughput | TS batch tasks/s | py batch tasks/s | py batch / py one by one |");
   console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
   for (const r of rows) console.log(r);
