@@ -61,12 +61,15 @@ class BatchRunner:
         self._timeout = timeout
         self._resubmit = resubmit
         self._max_attempts = max_attempts
-        self._on_progress = on_progress
-        self._on_event = on_event
-        self._on_settled = on_settled
         self._cond = threading.Condition()
-        #: User callbacks run one at a time, whichever thread settles a task.
+        #: User callbacks run one at a time, whichever thread calls them; the first one that raises is
+        #: raised by run() once every task has settled (a task is never left unsettled by it).
         self._callbacks = threading.Lock()
+        self._callback_error: Optional[BaseException] = None
+        self._follows_progress = on_progress is not None
+        self._on_progress = self._guarded(on_progress)
+        self._on_event = self._guarded(on_event)
+        self._on_settled = self._guarded(on_settled)
         self._out: List[Optional[TaskOutcome]] = []
         self._unsettled = 0
         self._inflight = 0
@@ -113,7 +116,23 @@ class BatchRunner:
                     self._inflight += n
                     threading.Thread(target=self._run_batch, args=(batch, cl), name="blockx-batch", daemon=True).start()
                 self._cond.wait()
+        if self._callback_error is not None:
+            raise self._callback_error
         return [o for o in self._out if o is not None]
+
+    def _guarded(self, fn: Optional[Callable[..., None]]) -> Optional[Callable[..., None]]:
+        if fn is None:
+            return None
+
+        def call(*args: Any) -> None:
+            with self._callbacks:
+                if self._callback_error is not None:
+                    return
+                try:
+                    fn(*args)
+                except BaseException as e:  # noqa: BLE001 - raised by run() at the end
+                    self._callback_error = e
+        return call
 
     # -- settling ------------------------------------------------------------------------------
 
@@ -122,8 +141,7 @@ class BatchRunner:
         self._out[index] = outcome
         self._unsettled -= 1
         if self._on_settled:
-            with self._callbacks:
-                self._on_settled(outcome)
+            self._on_settled(outcome)
 
     def _settle(self, item: _Item, run: Optional[RunResult] = None, error: Optional[BlockxError] = None) -> None:
         with self._cond:
@@ -133,8 +151,7 @@ class BatchRunner:
             outcome = TaskOutcome(item.index, item.task.task_id, run, error)
             self._out[item.index] = outcome
         if self._on_settled:
-            with self._callbacks:
-                self._on_settled(outcome)
+            self._on_settled(outcome)
         with self._cond:
             self._inflight -= 1
             self._unsettled -= 1
@@ -145,8 +162,7 @@ class BatchRunner:
             e = {**e, "task_id": item.task.task_id}
             item.events.append(e)
             if self._on_event:
-                with self._callbacks:
-                    self._on_event(e)
+                self._on_event(e)
         return emit
 
     def _alone(self, item: _Item, handle: Optional[TaskHandle] = None) -> None:
@@ -220,7 +236,22 @@ class BatchRunner:
         return placed
 
     def _submit_and_watch(self, addr: str, placed: List[_Placed], cluster: str) -> None:
-        """_submit_and_watch submits one Worker's share of a batch in one call and follows those tasks on one stream."""
+        """_submit_and_watch submits one Worker's share of a batch in one call and follows those tasks
+        on one stream. Whatever goes wrong in it, a task it still holds goes on alone (followed there
+        once submitted), never left unsettled."""
+        submitted: Dict[str, _Placed] = {}
+        try:
+            self._submit_and_watch_on(addr, placed, cluster, submitted)
+        except Exception as e:  # noqa: BLE001
+            for p in placed:
+                if p.item.state != "batch":
+                    continue
+                if p.item.task.task_id in submitted:
+                    self._alone(p.item, TaskHandle(self._client, p.item.task.task_id, addr, p.slot_id, cluster, p.coordinator))
+                else:
+                    self._settle(p.item, error=BlockxError("RPC_FAILED", f"task {p.item.task.task_id}: SubmitTasks on {addr}: {e}"))
+
+    def _submit_and_watch_on(self, addr: str, placed: List[_Placed], cluster: str, submitted: Dict[str, _Placed]) -> None:
         stub, md = self._client._transport.worker(addr)
         deadline = min(p.item.deadline for p in placed)
         try:
@@ -242,6 +273,7 @@ class BatchRunner:
                 self._emit(p.item)({"kind": "submitted", "attempt": 1, "worker_addr": addr, "slot_id": p.slot_id, "coordinator": p.coordinator,
                                     "state": state_name(o.snapshot.state)})
                 running[p.item.task.task_id] = (p, ProgressMeter())
+                submitted[p.item.task.task_id] = p
                 continue
             code = _STATUS_NAME.get(o.status, str(o.status))
             self._emit(p.item)({"kind": "submitRefused", "code": code, "worker_addr": addr, "details": o.message})
@@ -255,14 +287,13 @@ class BatchRunner:
             return
         outcome: Dict[str, Any] = {}
         # Without on_progress only the tasks' ends matter: the Worker sends nothing before them.
-        for s in self._client._stream(stub, md, list(running), deadline, outcome, terminal_only=self._on_progress is None):
+        for s in self._client._stream(stub, md, list(running), deadline, outcome, terminal_only=not self._follows_progress):
             entry = running.get(s.task_id)
             if entry is None:
                 continue
             p, meter = entry
             if self._on_progress:
-                with self._callbacks:
-                    self._on_progress(meter.update(s.calls_total, s.calls_succeeded, s.calls_failed, _now_ms()), Snapshot.of(s))
+                self._on_progress(meter.update(s.calls_total, s.calls_succeeded, s.calls_failed, _now_ms()), Snapshot.of(s))
             if s.state not in (w.SUCCEEDED, w.FAILED, w.TIMED_OUT, w.CANCELLED):
                 continue
             del running[s.task_id]

@@ -142,7 +142,8 @@ class Snapshot:
 
 #: ClientEvent: what the client did on the way (for logs, progress displays and tests), a dict with
 #: "kind" in reserveRefused {failure, coordinator, details, delay_ms}, submitRefused {code,
-#: worker_addr, details}, submitted {attempt, worker_addr, slot_id, coordinator, state: what SubmitTask
+#: worker_addr, details}, submitting {attempt, worker_addr, slot_id, coordinator: a SubmitTask is being
+#: sent there; it may wait up to 1 s for the task's end before submitted}, submitted {attempt, worker_addr, slot_id, coordinator, state: what SubmitTask
 #: answered}, submitUncertain {attempt, worker_addr, code, details: a waiting SubmitTask failed after it
 #: may have reached the Worker; the task is followed there}, watchFailed {worker_addr, code, details},
 #: workerLost {attempt, worker_addr, reason, resubmit}.
@@ -635,6 +636,7 @@ class Client:
                 continue
             policy.succeeded()
             wstub, md = self._transport.worker(slot.worker_addr)
+            emit({"kind": "submitting", "attempt": attempt, "worker_addr": slot.worker_addr, "slot_id": slot.slot_id, "coordinator": label})
             try:
                 snap = wstub.SubmitTask(w.SubmitTaskRequest(task=task, slot_id=slot.slot_id, wait_ms=wait_ms), metadata=md, timeout=self._rpc_timeout(deadline))
             except grpc.RpcError as e:

@@ -112,7 +112,7 @@ def test_batches_of_one_take_run_tasks_own_path_and_values_come_back_in_order(la
         outcomes = client.run_tasks(tasks, concurrency=3, batch_size=1)
     assert [o.run.result() for o in outcomes] == [[0, 3], [3, 6], [6, 9]]
     # Each answered by its own waiting SubmitTask (run_task's path), not by a watch.
-    assert [[(e["kind"], e.get("state")) for e in o.run.events if e["kind"] != "reserveRefused"] for o in outcomes] == [[("submitted", "SUCCEEDED")]] * 3
+    assert [[(e["kind"], e.get("state")) for e in o.run.events if e["kind"] != "reserveRefused"] for o in outcomes] == [[("submitting", None), ("submitted", "SUCCEEDED")]] * 3
 
 
 def test_bad_arguments_get_clear_errors(lane):
@@ -155,3 +155,21 @@ def test_append_tasks_of_a_killed_worker_are_followed_not_rerun(lane):
         assert all(o.run.state == "SUCCEEDED" and o.run.attempts == 1 for o in outcomes if o.ok)
     got = [r[0] for r in rows(lane.table_store, "appended", "block")]
     assert len(got) == len(set(got))  # no block appended twice
+
+
+def test_a_callback_that_raises_is_raised_once_every_task_settled(lane):
+    lane.worker()
+    coord = lane.coordinator()
+    with client_for(lane, [coord.addr]) as client:
+        tasks = [client.task(source=ROW, blocks=range(700 + i, 701 + i), table="callback", append=True, task_id=f"cb-{i}") for i in range(4)]
+        seen = []
+
+        def on_settled(o):
+            seen.append(o.task_id)
+            raise RuntimeError(f"the caller's own bug at {o.task_id}")
+
+        with pytest.raises(RuntimeError, match="the caller's own bug"):
+            client.run_tasks(tasks, concurrency=4, batch_size=4, on_settled=on_settled)
+    assert len(seen) == 1  # no callback after the first one raised
+    # Every task still ran to its end, once.
+    assert [r[0] for r in rows(lane.table_store, "callback", "block")] == [700, 701, 702, 703]

@@ -81,7 +81,7 @@ def test_a_short_task_is_answered_by_its_submit(client, mode):
     run = client.run_task(source=DOUBLE, inputs=[21], on_event=events.append)
     assert run.result() == [42]
     submitted = [e for e in events if e["kind"] != "reserveRefused"]
-    assert [e["kind"] for e in submitted] == ["submitted"] and submitted[0]["state"] == "SUCCEEDED"
+    assert [e["kind"] for e in submitted] == ["submitting", "submitted"] and submitted[1]["state"] == "SUCCEEDED"
     # Following progress keeps the watch: SubmitTask answers at once.
     events.clear()
     assert client.run_task(source=DOUBLE, inputs=[1], on_event=events.append, on_progress=lambda p, s: None).result() == [2]

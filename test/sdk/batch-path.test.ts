@@ -228,7 +228,7 @@ describe("runTasks through the batch path", () => {
     const tasks = Array.from({ length: 3 }, (_, i) => task(`single-${i}`, 400 + i));
     const entries = await client.runTasks(tasks, { concurrency: 3, batchSize: 1 });
     const submits = entries.map((e) => (e.ok ? e.run.events.map((ev) => (ev.kind === "submitted" ? `${ev.kind} ${ev.state}` : ev.kind)) : e.error.message));
-    expect(submits).toEqual(tasks.map(() => ["submitted SUCCEEDED"]));
+    expect(submits).toEqual(tasks.map(() => ["submitting", "submitted SUCCEEDED"]));
     expect(blocksIn(c, "once")).toEqual(tasks.map((_, i) => 400 + i));
   }, 60_000);
 

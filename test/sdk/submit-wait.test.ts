@@ -67,8 +67,8 @@ describe("runTask's waiting SubmitTask", () => {
     expect(run).toMatchObject({ state: "SUCCEEDED", returnValues: [42], attempts: 1 });
     // A reservation may be refused while the Coordinator's view fills: those events aside, one submission, answered at the end.
     const after = events.filter((e) => e.kind !== "reserveRefused");
-    expect(after.map((e) => e.kind)).toEqual(["submitted"]);
-    expect(after[0]).toMatchObject({ kind: "submitted", state: "SUCCEEDED" });
+    expect(after.map((e) => e.kind)).toEqual(["submitting", "submitted"]);
+    expect(after[1]).toMatchObject({ kind: "submitted", state: "SUCCEEDED" });
   }, 60_000);
 
   test("with onProgress the task is followed as before (SubmitTask answers at once)", async () => {

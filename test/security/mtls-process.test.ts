@@ -173,10 +173,13 @@ describe("Workers are checked against the address they advertise", () => {
     try {
       const wrong = ca.issue("worker-elsewhere", "blockx://role/worker/elsewhere", ["10.9.8.7"]);
       await lane.worker(asEnv(wrong));
+      await lane.registered(1);
       const coord = (await lane.coordinator(asEnv(certs.coordinator))).addr;
       const channel = fresh(channelFor(tlsOf(certs.alice), coord, ["coordinator"]));
       let r = await reserve(coord, "elsewhere-1", "block", channel);
-      for (let i = 0; i < 50 && !r.ok && r.code === grpc.status.UNAVAILABLE; i++) {
+      // Not ready yet (UNAVAILABLE), or the Worker's first heartbeats, sent while its executors
+      // start, show no free capacity (RESOURCE_EXHAUSTED): ask again.
+      for (let i = 0; i < 50 && !r.ok && (r.code === grpc.status.UNAVAILABLE || r.code === grpc.status.RESOURCE_EXHAUSTED); i++) {
         await Bun.sleep(200);
         r = await reserve(coord, "elsewhere-1", "block", channel);
       }

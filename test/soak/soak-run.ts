@@ -168,7 +168,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
           const run = await client.runTask(taskFor(taskId, table, t.fromBlock, t.toBlock), {
             timeoutMs: o.runTimeoutMs ?? 120_000,
             onEvent: (e) => {
-              if (e.kind === "submitted") runningOn.set(taskId, e.workerAddr);
+              // From the SubmitTask on: a short task's SubmitTask answers only at its end.
+              if (e.kind === "submitting" || e.kind === "submitted") runningOn.set(taskId, e.workerAddr);
               if (e.kind === "workerLost") {
                 runningOn.delete(taskId);
                 log(`task ${taskId}: Worker ${e.workerAddr} lost (${e.reason}); resubmit: ${e.resubmit}`);
