@@ -26,6 +26,18 @@ def wait_registered(client, workers):
     raise AssertionError(f"the Coordinator saw {sorted(seen)} of {[w.addr for w in workers]}")
 
 
+def killer(workers, at_done):
+    """killer: an on_progress that SIGKILLs the Worker of the first task to reach ``at_done`` calls."""
+    state = {"killed": ""}
+
+    def on_progress(p, s):
+        if not state["killed"] and p.done >= at_done and s.worker_addr:
+            state["killed"] = s.worker_addr
+            next(w for w in workers if w.addr == s.worker_addr).kill(signal.SIGKILL)
+
+    return state, on_progress
+
+
 @pytest.mark.parametrize("mode", ["direct", "proxy"])
 def test_more_tasks_than_free_slots_every_task_once(lane, mode):
     workers = [lane.worker(TASK_SLOTS="2"), lane.worker(TASK_SLOTS="2")]
@@ -71,16 +83,10 @@ def test_mixed_valid_and_invalid_tasks_each_answered_on_its_own(lane):
 def test_a_worker_sigkilled_mid_batch_its_tasks_rerun_elsewhere_rows_once_per_block(lane):
     workers = [lane.worker(), lane.worker()]
     coord = lane.coordinator()
-    state = {"killed": ""}
+    state, on_progress = killer(workers, 3)
     with client_for(lane, [coord.addr], BLOCKX_WORKER_LOST_AFTER_MS="1500") as client:
         wait_registered(client, workers)
         tasks = [client.task(source=SLOW_ROW, blocks=range(1000 + i * 10, 1010 + i * 10), table="replaced", task_id=f"kill-{i}") for i in range(8)]
-
-        def on_progress(p, s):
-            if not state["killed"] and p.done >= 3 and s.worker_addr:
-                state["killed"] = s.worker_addr
-                next(w for w in workers if w.addr == s.worker_addr).kill(signal.SIGKILL)
-
         outcomes = client.run_tasks(tasks, concurrency=8, batch_size=8, on_progress=on_progress)
     assert state["killed"], "no Worker was killed: the test proved nothing"
     assert [(o.ok, o.run.state) for o in outcomes] == [(True, "SUCCEEDED")] * 8
@@ -131,16 +137,10 @@ def test_append_tasks_of_a_killed_worker_are_followed_not_rerun(lane):
     # that dies ends WORKER_LOST, and the other Worker never runs it (its rows could double).
     workers = [lane.worker(), lane.worker()]
     coord = lane.coordinator()
-    state = {"killed": ""}
+    state, on_progress = killer(workers, 2)
     with client_for(lane, [coord.addr], BLOCKX_WORKER_LOST_AFTER_MS="1500") as client:
         wait_registered(client, workers)
         tasks = [client.task(source=SLOW_ROW, blocks=range(500 + i * 10, 510 + i * 10), table="appended", append=True, task_id=f"append-{i}") for i in range(6)]
-
-        def on_progress(p, s):
-            if not state["killed"] and p.done >= 2 and s.worker_addr:
-                state["killed"] = s.worker_addr
-                next(w for w in workers if w.addr == s.worker_addr).kill(signal.SIGKILL)
-
         outcomes = client.run_tasks(tasks, concurrency=6, batch_size=6, on_progress=on_progress)
         assert state["killed"], "no Worker was killed: the test proved nothing"
         survivor = next(w.addr for w in workers if w.addr != state["killed"])
