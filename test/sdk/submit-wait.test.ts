@@ -71,6 +71,17 @@ describe("runTask's waiting SubmitTask", () => {
     expect(after[1]).toMatchObject({ kind: "submitted", state: "SUCCEEDED" });
   }, 60_000);
 
+  test("a task whose values exceed a unary answer's bound (5 MB): answered without them, read from the watch; submitted once", async () => {
+    const { client } = await cluster(1);
+    const events: ClientEvent[] = [];
+    const run = await client.runTask(inputsTask("big-wait", "def main(ctx, n):\n    return 'x' * n\n", [2_600_000, 2_600_000]), { onEvent: (e) => events.push(e) });
+    expect(run).toMatchObject({ state: "SUCCEEDED", attempts: 1 });
+    expect((run.returnValues as string[]).map((v) => v.length)).toEqual([2_600_000, 2_600_000]);
+    const after = events.filter((e) => e.kind !== "reserveRefused");
+    expect(after.map((e) => e.kind)).toEqual(["submitting", "submitted"]);
+    expect(after[1]).toMatchObject({ kind: "submitted", state: "SUCCEEDED" });
+  }, 60_000);
+
   test("with onProgress the task is followed as before (SubmitTask answers at once)", async () => {
     const { client } = await cluster(1);
     const events: ClientEvent[] = [];

@@ -38,6 +38,17 @@ describe("SubmitTask with wait_ms (compiled Worker)", () => {
     expect(r.value.outputs?.firstError?.message ?? "").toContain("no good: 7");
   });
 
+  test("outputs over 1 MiB stay out of the answer (SUCCEEDED without them); GetTaskResult has them", async () => {
+    const { client } = await startWorker({}, cleanups);
+    const r = await client.submitTask(inputsTask("big", "def main(ctx, n):\n    return 'x' * n\n", [700_000, 700_000]), "", { waitMs: 5_000 });
+    if (!r.ok) throw new Error(r.details);
+    expect(r.value.state).toBe(TaskState.SUCCEEDED);
+    expect(r.value.outputs).toBeUndefined();
+    const result = await client.getTaskResult("big");
+    if (!result.ok) throw new Error(result.details);
+    expect(result.value.returnValues.map((b) => b.length)).toEqual([700_002, 700_002]);
+  });
+
   test("a task longer than the wait is answered RUNNING, without outputs, and goes on to its end", async () => {
     const { client } = await startWorker({}, cleanups);
     const r = await client.submitTask(inputsTask("long", SLOW, [1.5]), "", { waitMs: 200 });

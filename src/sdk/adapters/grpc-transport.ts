@@ -1,6 +1,6 @@
 import * as grpc from "@grpc/grpc-js";
 import { hostname, userInfo } from "node:os";
-import { Http2UnaryChannel, UnaryCallError } from "../../common/grpc/http2-unary-channel";
+import { DEFAULT_UNARY_CHANNEL_OPTIONS, Http2UnaryChannel, UnaryCallError } from "../../common/grpc/http2-unary-channel";
 import { BundleCoordinatorServiceClient, BundleCoordinatorServiceService } from "../../gen/bundlecoordinator/v1/bundle_coordinator";
 import {
   CoordinatorServiceClient,
@@ -35,10 +35,14 @@ function channelOptions(keepaliveTimeMs: number): grpc.ChannelOptions {
     "grpc.keepalive_time_ms": keepaliveTimeMs,
     "grpc.keepalive_timeout_ms": 5_000,
     "grpc.keepalive_permit_without_calls": 1,
-    "grpc.max_receive_message_length": 64 * 1024 * 1024,
-    "grpc.max_send_message_length": 64 * 1024 * 1024,
+    "grpc.max_receive_message_length": MAX_MESSAGE_BYTES,
+    "grpc.max_send_message_length": MAX_MESSAGE_BYTES,
   };
 }
+
+/** The largest message the SDK sends or takes, on either kind of channel. */
+const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+const LEAN_CHANNEL_OPTIONS = { ...DEFAULT_UNARY_CHANNEL_OPTIONS, maxResponseBytes: MAX_MESSAGE_BYTES };
 
 type Ctor<C> = new (address: string, credentials: grpc.ChannelCredentials, options?: Partial<grpc.ClientOptions>) => C;
 
@@ -96,7 +100,7 @@ export class GrpcTransport {
     const key = `${kind} ${target}`;
     let c = this.channels.get(key);
     if (!c) {
-      c = new Http2UnaryChannel(target, this.viaProxy ? INSECURE : this.tls, [kind]);
+      c = new Http2UnaryChannel(target, this.viaProxy ? INSECURE : this.tls, [kind], LEAN_CHANNEL_OPTIONS);
       this.channels.set(key, c);
     }
     return c;

@@ -38,6 +38,13 @@ export const MAX_SUBMIT_WAIT_MS = 10_000;
 const MAX_WAITING_SUBMITS = 10_000;
 /** A waiting SubmitTask answers this long before its call's deadline, so that the answer arrives in time. */
 const SUBMIT_WAIT_DEADLINE_MARGIN_MS = 50;
+/**
+ * A waiting SubmitTask's answer carries the task's outputs up to this size (return values and the
+ * first error's text); larger ones stay for GetTaskResult or a with_results watch. gRPC clients
+ * take 4 MiB answers by default, and a unary answer too large for its client would look like a
+ * failed submit, which a client could retry as one.
+ */
+export const MAX_SUBMIT_ANSWER_OUTPUT_BYTES = 1024 * 1024;
 /** SubmitTasks and RequestTaskSlots: at most this many tasks in one request. */
 export const MAX_SUBMIT_BATCH = 1024;
 /** StreamTaskLogs: at most this many lines of tail, and this many following streams open at once. */
@@ -61,6 +68,8 @@ type Watch = {
   results: Requester | null;
   /** terminal_only: the states before a task's end are not sent. */
   terminalOnly: boolean;
+  /** Outputs larger than this are left out of the terminal snapshot (a waiting SubmitTask's answer). */
+  maxOutputBytes: number;
 };
 
 /** outputsOf: a finished task's outputs as the wire carries them (GetTaskResult, and a watch's terminal snapshot). */
@@ -70,6 +79,14 @@ function outputsOf(output: TaskOutput | undefined): TaskOutputs {
     writes: [...(output?.writes ?? [])],
     firstError: output?.firstError,
   });
+}
+/** outputBytes: about what a TaskOutputs takes on the wire (its values and the first error's text). */
+function outputBytes(o: TaskOutputs): number {
+  let n = 0;
+  for (const v of o.returnValues) n += v.length + 4;
+  const e = o.firstError;
+  if (e) n += e.message.length + e.traceback.length + e.callInput.length;
+  return n;
 }
 type LogFollower = { call: grpc.ServerWritableStream<StreamTaskLogsRequest, TaskLogLine>; taskId: string; lastSeq: number; open: boolean };
 
@@ -275,7 +292,7 @@ export class WorkerService {
       if (r.err) return void call.emit("error", grpcError(workerCodeToGRPC(r.err.code), r.err.message));
       current.push(r.snapshot);
     }
-    const w: Watch = { call, ids: new Set(ids), open: true, results: call.request.withResults ? who.requester : null, terminalOnly: call.request.terminalOnly };
+    const w: Watch = { call, ids: new Set(ids), open: true, results: call.request.withResults ? who.requester : null, terminalOnly: call.request.terminalOnly, maxOutputBytes: Infinity };
     for (const s of current) this.send(w, s);
     for (const s of current) if (TERMINAL_TASK_STATES.has(s.state)) w.ids.delete(s.taskId);
     if (w.ids.size === 0) {
@@ -310,7 +327,7 @@ export class WorkerService {
     const untilDeadlineMs = Number.isFinite(deadlineMs) ? deadlineMs - Date.now() - SUBMIT_WAIT_DEADLINE_MARGIN_MS : Infinity;
     const holdMs = Math.min(waitMs, untilDeadlineMs);
     if (TERMINAL_TASK_STATES.has(accepted.state) || holdMs <= 0 || this.waitingSubmits >= MAX_WAITING_SUBMITS) {
-      return callback(null, this.withOutputs(accepted, requester));
+      return callback(null, this.withOutputs(accepted, requester, MAX_SUBMIT_ANSWER_OUTPUT_BYTES));
     }
     let answered = false;
     const answer = (s: TaskSnapshot) => {
@@ -325,7 +342,7 @@ export class WorkerService {
     };
     const now = () => {
       const r = this.driver.queryTask(accepted.taskId, requester);
-      return r.err ? accepted : this.withOutputs(r.snapshot, requester);
+      return r.err ? accepted : this.withOutputs(r.snapshot, requester, MAX_SUBMIT_ANSWER_OUTPUT_BYTES);
     };
     const w: Watch = {
       call: { write: (s: TaskSnapshot) => (answer(s), true), end: () => answer(now()) },
@@ -333,6 +350,7 @@ export class WorkerService {
       open: true,
       results: requester,
       terminalOnly: true,
+      maxOutputBytes: MAX_SUBMIT_ANSWER_OUTPUT_BYTES,
     };
     this.waitingSubmits++;
     const timer = setTimeout(() => answer(now()), holdMs);
@@ -345,11 +363,16 @@ export class WorkerService {
     call.on("cancelled", () => answer(accepted));
   }
 
-  /** withOutputs: a terminal snapshot with the task's outputs for `requester` (as GetTaskResult reads them); any other as it is. */
-  private withOutputs(s: TaskSnapshot, requester: Requester): TaskSnapshot {
+  /**
+   * withOutputs: a terminal snapshot with the task's outputs for `requester` (as GetTaskResult reads
+   * them), unless they are larger than `maxBytes`; any other snapshot as it is.
+   */
+  private withOutputs(s: TaskSnapshot, requester: Requester, maxBytes: number): TaskSnapshot {
     if (!TERMINAL_TASK_STATES.has(s.state)) return s;
     const r = this.driver.result(s.taskId, requester);
-    return r.err ? s : { ...s, outputs: outputsOf(r.output) };
+    if (r.err) return s;
+    const outputs = outputsOf(r.output);
+    return outputBytes(outputs) > maxBytes ? s : { ...s, outputs };
   }
 
   /**
@@ -403,7 +426,7 @@ export class WorkerService {
   private send(w: Watch, snapshot: TaskSnapshot): void {
     const terminal = TERMINAL_TASK_STATES.has(snapshot.state);
     if (!terminal && w.terminalOnly) return;
-    w.call.write(w.results === null ? snapshot : this.withOutputs(snapshot, w.results));
+    w.call.write(w.results === null ? snapshot : this.withOutputs(snapshot, w.results, w.maxOutputBytes));
   }
 
   /**
