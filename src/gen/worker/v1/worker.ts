@@ -305,7 +305,8 @@ export interface SubmitTaskRequest {
    * SubmitTask only: hold the answer until the task is terminal or wait_ms has passed, whichever
    * comes first (at most 10000; 0 answers at once, as before; the call's own deadline bounds it
    * too). A terminal answer carries the task's outputs, as a with_results watch's terminal
-   * snapshot does, so a short task needs no WatchTasks. SubmitTasks refuses it (per task).
+   * snapshot does, so a short task needs no WatchTasks; outputs over 1 MiB are left out (read them
+   * with GetTaskResult or a with_results watch). SubmitTasks refuses it (per task).
    */
   waitMs: number;
 }
