@@ -27,6 +27,10 @@ import { ExecutorPool } from "../../src/runtime/executor/executor-pool";
 import { BackendRegistry } from "../../src/runtime/io/backends/backend-registry";
 import { IoSubsystem } from "../../src/runtime/io/io-subsystem";
 import { defaultExecutorPoolConfig } from "../../src/runtime/executor/executor-pool-config";
+import { Http2UnaryChannel } from "../../src/common/grpc/http2-unary-channel";
+import { BlockxClient } from "../../src/sdk/blockx-client";
+import { loadClientConfig } from "../../src/sdk/client-config";
+import { SyncInvokerServiceService } from "../../src/gen/syncinvoker/v1/sync_invoker";
 import { BlockxProcess } from "../../test/support/blockx-process";
 import { latency, throughput } from "../support/measure";
 
@@ -94,6 +98,15 @@ try {
   const siColdClient = invoker(await siCold.grpcAddr());
   const bareClient = invoker(bare.addr);
   const bareExecClient = invoker(bareExec.addr);
+  // What a user's code gets: the SDK's invoke (its lean unary channel), against the bare server through the same channel.
+  const sdk = new BlockxClient(loadClientConfig({ BLOCKX_SYNCINVOKER_ADDR: await si.grpcAddr(), BLOCKX_INSECURE: "1" }));
+  const sdkCall = async () => {
+    const r = await sdk.invoke({ source: SOURCE }, 1);
+    if (r.error) throw new Error(r.error.message);
+  };
+  const leanBare = new Http2UnaryChannel(bare.addr, { kind: "insecure" }, ["syncinvoker"]);
+  const bareRequest = SyncInvokerServiceService.invoke.requestSerialize({ function: { name: "", source: SOURCE, entry: "", filename: "" }, args: Buffer.from("1"), timeoutMs: 0 });
+  const leanBareCall = () => leanBare.unary(SyncInvokerServiceService.invoke.path, bareRequest, {}, Date.now() + 10_000);
   let seq = 0;
   const execCall = async () => {
     const o = await pool.execute({ callId: `bench-${++seq}`, fn: { source: SOURCE, entry: "main" }, args: 1 });
@@ -135,7 +148,7 @@ try {
   // ROUNDS interleaved rounds of each series, so that the machine's noise (it is shared) hits
   // every series alike; the figures are the medians of the rounds' p50s and p99s.
   const ROUNDS = 5;
-  const rounds: { grpc: Lat; exec: Lat; execIdle: Lat; handler: Lat; grpcExec: Lat; invoke: Lat; invokeCold: Lat }[] = [];
+  const rounds: { grpc: Lat; exec: Lat; execIdle: Lat; handler: Lat; grpcExec: Lat; invoke: Lat; invokeCold: Lat; sdk: Lat; leanGrpc: Lat }[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     rounds.push({
       grpc: await latency(bareClient.call, Math.ceil(CALLS / ROUNDS), 300),
@@ -145,6 +158,8 @@ try {
       grpcExec: await latency(bareExecClient.call, Math.ceil(CALLS / ROUNDS), 300),
       invoke: await latency(siClient.call, Math.ceil(CALLS / ROUNDS), 300),
       invokeCold: await latency(siColdClient.call, Math.ceil(CALLS / ROUNDS), 300),
+      sdk: await latency(sdkCall, Math.ceil(CALLS / ROUNDS), 300),
+      leanGrpc: await latency(leanBareCall, Math.ceil(CALLS / ROUNDS), 300),
     });
   }
   const med = (f: (x: (typeof rounds)[number]) => number) => rounds.map(f).sort((a, b) => a - b)[Math.floor(ROUNDS / 2)]!;
@@ -188,8 +203,16 @@ try {
     `the same invoker with SYNCINVOKER_HOT_SPIN_US=0 (executors sleep at once): p50 ${us(invokeCold1.p50)}, p99 ${us(invokeCold1.p99)}; ` +
       `its ratio p50 / (bare gRPC + bare executor) = ${(invokeCold1.p50 / (grpc1.p50 + exec1.p50)).toFixed(2)}x; hot / cold p50 = ${(invoke1.p50 / invokeCold1.p50).toFixed(2)}x`,
   );
+  const sdk1 = { p50: med((x) => x.sdk.p50), p99: med((x) => x.sdk.p99) };
+  const leanGrpc1 = { p50: med((x) => x.leanGrpc.p50), p99: med((x) => x.leanGrpc.p99) };
+  console.log(
+    `the SDK's invoke (BlockxClient.invoke, its lean unary channel) to the same invoker: p50 ${us(sdk1.p50)}, p99 ${us(sdk1.p99)} (${(sdk1.p50 / invoke1.p50).toFixed(2)}x the grpc-js client's); ` +
+      `bare gRPC unary through that channel: p50 ${us(leanGrpc1.p50)}; SDK invoke / (that + bare executor) p50 = ${(sdk1.p50 / (leanGrpc1.p50 + exec1.p50)).toFixed(2)}x`,
+  );
   console.log(`ratio p50 / (bare gRPC p50 + bare executor p50) = ${ratio.toFixed(2)} (aim <= 1.3)`);
   siClient.client.close();
+  sdk.close();
+  leanBare.close();
   siColdClient.client.close();
   bareClient.client.close();
   bareExecClient.client.close();

@@ -359,13 +359,11 @@ export class BlockxClient {
 
   /** invoke runs one call now on the Sync Invoker; `debug` adds output, logs, IO trace and traceback. */
   async invoke(fn: Partial<FunctionRef>, args: unknown, opts: { timeoutMs?: number; debug?: boolean } = {}): Promise<InvokeResponse | DebugInvokeResponse> {
-    const c = this.transport.syncInvoker(this.config.syncInvokerAddr);
+    const si = this.transport.syncInvoker(this.config.syncInvokerAddr);
     const req = { function: FunctionRef.fromPartial(fn), args: Buffer.from(JSON.stringify(args ?? null)), timeoutMs: opts.timeoutMs ?? 0 };
     const deadline = this.clock.now() + Math.max(this.config.rpcTimeoutMs, (opts.timeoutMs ?? 0) + 5000);
     try {
-      return opts.debug
-        ? await unary(c.debugInvoke.bind(c), req, new grpc.Metadata(), deadline)
-        : await unary(c.invoke.bind(c), req, new grpc.Metadata(), deadline);
+      return opts.debug ? await si.debugInvoke(req, deadline) : await si.invoke(req, deadline);
     } catch (e) {
       throw toBlockxError(e, `Invoke on the Sync Invoker at ${this.config.syncInvokerAddr}`);
     }
@@ -373,7 +371,7 @@ export class BlockxClient {
 
   /** precheck compiles and checks a function on the Sync Invoker without running it. */
   async precheck(fn: Partial<FunctionRef>): Promise<PrecheckResponse> {
-    const c = this.transport.syncInvoker(this.config.syncInvokerAddr);
+    const c = this.transport.syncInvoker(this.config.syncInvokerAddr).client;
     try {
       return await unary(c.precheck.bind(c), { function: FunctionRef.fromPartial(fn) }, new grpc.Metadata(), this.rpcDeadline());
     } catch (e) {

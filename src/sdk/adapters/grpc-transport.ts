@@ -9,7 +9,13 @@ import {
   type ReserveWorkerSlotResponse,
   type ReserveWorkerSlotsResponse,
 } from "../../gen/coordinator/v1/coordinator";
-import { SyncInvokerServiceClient } from "../../gen/syncinvoker/v1/sync_invoker";
+import {
+  type DebugInvokeResponse,
+  type InvokeRequest,
+  type InvokeResponse,
+  SyncInvokerServiceClient,
+  SyncInvokerServiceService,
+} from "../../gen/syncinvoker/v1/sync_invoker";
 import {
   type SubmitTaskRequest,
   type SubmitTasksRequest,
@@ -149,8 +155,15 @@ export class GrpcTransport {
     };
   }
 
-  syncInvoker(addr: string): SyncInvokerServiceClient {
-    return this.client("syncinvoker", SyncInvokerServiceClient, addr);
+  /** syncInvoker: the Sync Invoker at addr; Invoke and DebugInvoke (a user's call waits on them) go over the lean channel. */
+  syncInvoker(addr: string): SyncInvokerCalls {
+    const client = this.client("syncinvoker", SyncInvokerServiceClient, addr);
+    const lean = this.channel("syncinvoker", addr);
+    return {
+      client,
+      invoke: (req, deadlineMs) => leanUnary(lean, SyncInvokerServiceService.invoke, req, new grpc.Metadata(), deadlineMs),
+      debugInvoke: (req, deadlineMs) => leanUnary(lean, SyncInvokerServiceService.debugInvoke, req, new grpc.Metadata(), deadlineMs),
+    };
   }
 
   close(): void {
@@ -162,6 +175,13 @@ export class GrpcTransport {
 }
 
 const INSECURE: TlsSetting = { kind: "insecure" };
+
+/** SyncInvokerCalls: what the SDK calls on the Sync Invoker. */
+export interface SyncInvokerCalls {
+  readonly client: SyncInvokerServiceClient;
+  readonly invoke: (req: InvokeRequest, deadlineMs: number) => Promise<InvokeResponse>;
+  readonly debugInvoke: (req: InvokeRequest, deadlineMs: number) => Promise<DebugInvokeResponse>;
+}
 
 /** WorkerCalls: what the SDK calls on one Worker; the calls on a task's path go over the lean channel. */
 export interface WorkerCalls {
