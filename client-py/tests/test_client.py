@@ -88,6 +88,15 @@ def test_a_short_task_is_answered_by_its_submit(client, mode):
     assert next(e for e in events if e["kind"] == "submitted")["state"] != "SUCCEEDED"
 
 
+def test_values_larger_than_a_submit_answer_takes_come_from_the_watch(client, mode):
+    # The waiting SubmitTask answers without outputs over 1 MiB (grpcio's default bound is 4 MiB):
+    # run_task reads them from the watch, and the task was submitted once.
+    events = []
+    run = client.run_task(source="def main(ctx, n):\n    return 'x' * n\n", inputs=[2_600_000, 2_600_000], on_event=events.append)
+    assert [len(v) for v in run.result()] == [2_600_000, 2_600_000]
+    assert run.attempts == 1 and [e["kind"] for e in events if e["kind"] != "reserveRefused"] == ["submitting", "submitted"]
+
+
 def test_task_dict_like_a_task_file(client, mode):
     task = {"functionCallConfig": {"function": {"source": DOUBLE, "entry": "main"}, "inputs": {"inputs": [1, 2, 3]}},
             "outputs": [{"returnValue": {}}]}
