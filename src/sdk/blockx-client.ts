@@ -45,9 +45,9 @@ export interface TaskHandle extends TaskRef {
 export type ClientEvent =
   | { readonly kind: "reserveRefused"; readonly failure: RetryableFailure; readonly coordinator: string; readonly details: string; readonly delayMs: number }
   | { readonly kind: "submitRefused"; readonly code: string; readonly workerAddr: string; readonly details: string }
-  /** `state`: what SubmitTask answered (a terminal state when the Worker answered at the task's end). */
-  /** A SubmitTask is being sent to `workerAddr` (it may wait up to 1 s for the task's end before `submitted`). */
+  /** runTask's SubmitTask is being sent to `workerAddr` (it may wait up to 1 s for the task's end before `submitted`). */
   | { readonly kind: "submitting"; readonly attempt: number; readonly taskId: string; readonly workerAddr: string; readonly slotId: string; readonly coordinator: string }
+  /** `state`: what SubmitTask answered (a terminal state when the Worker answered at the task's end). */
   | { readonly kind: "submitted"; readonly attempt: number; readonly taskId: string; readonly workerAddr: string; readonly slotId: string; readonly coordinator: string; readonly state: TaskStateName }
   /** A SubmitTask that waited for the task's end failed after it may have reached the Worker: the task is followed there, not resubmitted. */
   | { readonly kind: "submitUncertain"; readonly attempt: number; readonly taskId: string; readonly workerAddr: string; readonly code: string; readonly details: string }
