@@ -8,8 +8,9 @@ for run_task (a task handed over after its submit is followed, not submitted aga
 from __future__ import annotations
 
 import threading
+from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
 import grpc
 
@@ -77,9 +78,9 @@ class BatchRunner:
     def run(self, tasks: List[Any]) -> List[TaskOutcome]:
         self._out = [None] * len(tasks)
         self._unsettled = len(tasks)
-        queues: Dict[str, List[_Item]] = {"block": [], "bundle": []}
+        queues: Dict[str, Deque[_Item]] = {"block": deque(), "bundle": deque()}
         #: A task id repeated in the list runs alone after its first occurrence settled (an idempotent hit, as with run_task).
-        repeats: List[_Item] = []
+        repeats: Deque[_Item] = deque()
         seen = set()
         for i, given in enumerate(tasks):
             try:
@@ -105,14 +106,14 @@ class BatchRunner:
                         # Repeats go once every first occurrence has settled, so they find its result.
                         if repeats and self._inflight == 0:
                             self._inflight += 1
-                            self._alone(repeats.pop(0))
+                            self._alone(repeats.popleft())
                             continue
                         break
                     queue = queues[cl]
                     if free < min(launch_at, len(queue)):
                         break
                     n = min(self._batch_size, free, len(queue))
-                    batch, queues[cl] = queue[:n], queue[n:]
+                    batch = [queue.popleft() for _ in range(n)]
                     self._inflight += n
                     threading.Thread(target=self._run_batch, args=(batch, cl), name="blockx-batch", daemon=True).start()
                 self._cond.wait()
