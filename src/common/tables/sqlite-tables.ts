@@ -2,7 +2,23 @@ import { Database } from "bun:sqlite";
 import { exactInt } from "../json/exact-json";
 import { parseExactJson } from "../json/exact-json";
 import { type BoundCell, bindRow, checkColumnName, checkOrderColumn, checkScope, checkTableName, type ColumnKind, inferColumns, kindsText, parseTableMeta, SCOPE_COLUMNS, scopeIndexName, type TableInfo } from "./table-schema";
-import { type CellValue, NO_OUTCOME, type ReadOptions, type ReplaceOutcome, type Row, TableStoreError, type TableWrite } from "./table-store";
+import { type CellValue, NO_OUTCOME, type ReadOptions, type ReplaceOutcome, type Row, TableStoreError, type TableStoreErrorCode, type TableWrite } from "./table-store";
+
+/** One call's result in a group commit: its outcomes, or the error that wrote nothing of it. */
+export type GroupCommitResult = { readonly ok: true; readonly outcomes: ReplaceOutcome[] } | { readonly ok: false; readonly code: TableStoreErrorCode; readonly message: string };
+
+/** A call's writes with their tables made and rows bound, ready to apply. */
+interface Prepared {
+  readonly writes: readonly TableWrite[];
+  readonly infos: (TableInfo | undefined)[];
+  readonly bound: BoundCell[][][];
+}
+
+/** callError: one call's own failure in a group (a TableStoreError); anything else is the group's and is rethrown. */
+function callError(e: unknown): GroupCommitResult {
+  if (!(e instanceof TableStoreError)) throw e;
+  return { ok: false, code: e.code, message: e.message };
+}
 
 /** SQLite's declared type per kind. INTEGER columns have none (BLOB affinity): see bindCell. */
 const SQLITE_TYPE: Record<ColumnKind, string> = { INTEGER: "", REAL: " REAL", TEXT: " TEXT", JSON: " TEXT" };
@@ -40,28 +56,68 @@ export class SqliteTables {
 
   /** commit: every table first exists (own transactions), then all rows in one transaction. */
   commit(writes: readonly TableWrite[]): ReplaceOutcome[] {
+    const prepared = this.prepare(writes);
+    let outcomes: ReplaceOutcome[] = [];
+    this.db.transaction(() => (outcomes = this.apply(prepared))).immediate();
+    return outcomes;
+  }
+
+  /**
+   * commitGroup commits several calls' writes with one transaction and one fsync (group commit):
+   * each call in a savepoint of its own, so a call whose rows do not fit (or whose tables cannot be
+   * made) gets its own error and writes nothing, while the others commit. Every call's outcome is
+   * durable only with the group's COMMIT: an error that is not one call's (the disk, a lock held past
+   * the busy timeout, the COMMIT itself) fails the whole group and writes nothing of it.
+   */
+  commitGroup(groups: readonly (readonly TableWrite[])[]): GroupCommitResult[] {
+    const results: GroupCommitResult[] = new Array(groups.length);
+    const prepared: (Prepared | null)[] = groups.map((writes, i) => {
+      try {
+        return this.prepare(writes);
+      } catch (e) {
+        results[i] = callError(e);
+        return null;
+      }
+    });
+    this.db
+      .transaction(() => {
+        prepared.forEach((p, i) => {
+          if (!p) return;
+          try {
+            // A nested transaction is a savepoint: a failed call rolls back to it, alone.
+            this.db.transaction(() => (results[i] = { ok: true, outcomes: this.apply(p) }))();
+          } catch (e) {
+            if (!(e instanceof TableStoreError)) throw e; // not this call's fault: the group fails
+            results[i] = callError(e);
+          }
+        });
+      })
+      .immediate();
+    return results;
+  }
+
+  /** prepare makes every table of one call's writes exist (own transactions) and binds its rows; a misfit throws before anything of the call is written. */
+  private prepare(writes: readonly TableWrite[]): Prepared {
     const infos = writes.map((w) => {
       checkTableName(w.table);
       if (w.kind === "replaceBlock") checkScope(w.scope);
       return this.ensureTable(w.table, w.rows, w.kind === "replaceBlock");
     });
-    // Rows are checked before the transaction: a misfit writes nothing of the call.
     const bound = writes.map((w, i) => (infos[i] ? w.rows.map((r, j) => bindRow(w.table, infos[i]!.columns, r, j)) : []));
-    const outcomes: ReplaceOutcome[] = [];
-    this.db
-      .transaction(() => {
-        writes.forEach((w, i) => {
-          const info = infos[i];
-          if (!info) return outcomes.push(NO_OUTCOME); // no rows and no table yet: nothing to replace
-          if (w.kind === "append") {
-            this.insert(w.table, info, bound[i]!, []);
-            return outcomes.push(NO_OUTCOME);
-          }
-          outcomes.push(this.replace(w.table, info, w.scope, bound[i]!));
-        });
-      })
-      .immediate();
-    return outcomes;
+    return { writes, infos, bound };
+  }
+
+  /** apply writes one prepared call's rows; inside a transaction. */
+  private apply({ writes, infos, bound }: Prepared): ReplaceOutcome[] {
+    return writes.map((w, i) => {
+      const info = infos[i];
+      if (!info) return NO_OUTCOME; // no rows and no table yet: nothing to replace
+      if (w.kind === "append") {
+        this.insert(w.table, info, bound[i]!, []);
+        return NO_OUTCOME;
+      }
+      return this.replace(w.table, info, w.scope, bound[i]!);
+    });
   }
 
   read(table: string, options: ReadOptions = {}): Record<string, CellValue>[] {

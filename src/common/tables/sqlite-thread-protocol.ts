@@ -4,6 +4,8 @@ import type { ReadOptions, TableStoreErrorCode } from "./table-store";
 export type SqliteThreadRequest =
   | { readonly id: number; readonly op: "open"; readonly path: string; readonly busyTimeoutMs: number }
   | { readonly id: number; readonly op: "commit"; readonly writes: string }
+  /** Several calls' commits in one transaction (group commit); the answer is a JSON array of GroupCommitResult. */
+  | { readonly id: number; readonly op: "commitGroup"; readonly groups: readonly string[] }
   | { readonly id: number; readonly op: "read"; readonly table: string; readonly options: ReadOptions }
   | { readonly id: number; readonly op: "close" };
 

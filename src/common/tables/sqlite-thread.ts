@@ -30,7 +30,12 @@ self.onmessage = (ev: MessageEvent<SqliteThreadRequest>) => {
       reply = { id: r.id, ok: true, text: "null" };
     } else {
       if (!tables) throw openError ?? new Error("the store is closed");
-      const out = r.op === "commit" ? tables.commit(parseExactJson(r.writes) as TableWrite[]) : tables.read(r.table, r.options);
+      const out =
+        r.op === "commit"
+          ? tables.commit(parseExactJson(r.writes) as TableWrite[])
+          : r.op === "commitGroup"
+            ? tables.commitGroup(r.groups.map((g) => parseExactJson(g) as TableWrite[]))
+            : tables.read(r.table, r.options);
       reply = { id: r.id, ok: true, text: JSON.stringify(out) };
     }
   } catch (e) {
