@@ -52,6 +52,8 @@ export class SqliteTableStore implements TableStore {
   /** Commits waiting for the group on the thread to be written (see commit). */
   private queued: { readonly text: string; readonly resolve: (o: ReplaceOutcome[]) => void; readonly reject: (e: Error) => void }[] = [];
   private groupInFlight = false;
+  /** Groups of two or more commits sent to the thread, and the commits in them (tests, bench). */
+  readonly grouped = { groups: 0, commits: 0 };
 
   constructor(path: string, options: { readonly inline?: boolean; readonly busyTimeoutMs?: number } = {}) {
     this.description = `sqlite:${path}`;
@@ -117,6 +119,8 @@ export class SqliteTableStore implements TableStore {
       this.request({ op: "commit", writes: c.text }).then((text) => answered(() => c.resolve(JSON.parse(text) as ReplaceOutcome[])), failed);
       return;
     }
+    this.grouped.groups++;
+    this.grouped.commits += group.length;
     this.request({ op: "commitGroup", groups: group.map((c) => c.text) }).then((text) => {
       const results = JSON.parse(text) as GroupCommitResult[];
       answered(() =>
