@@ -85,6 +85,23 @@ describe("SQLite group commit", () => {
     expect((await rawRows(path, "stats")).map((r) => Number(r.block)).sort((a, b) => a - b)).toEqual(Array.from({ length: 21 }, (_, i) => i));
   });
 
+  test("an error inside the group's transaction that is not one call's (here a statement the database aborts, as a failing disk would) fails every call of the group and writes nothing of it", async () => {
+    const { path, store } = freshStore();
+    await store.commit([block("stats", 0, [{ block: 0, gas: 0 }])]);
+    const db = new Database(path);
+    db.exec("PRAGMA busy_timeout = 5000");
+    db.exec(`CREATE TRIGGER fail_block_20 BEFORE INSERT ON stats WHEN NEW.block = 20 BEGIN SELECT RAISE(ABORT, 'the disk is gone'); END`);
+    const results = await settle(Array.from({ length: 40 }, (_, i) => store.commit([block("stats", i + 1, [{ block: i + 1, gas: i }])])));
+    db.exec("DROP TRIGGER fail_block_20");
+    db.close();
+    expect(store.grouped.groups).toBeGreaterThanOrEqual(1);
+    // The first commit went alone (block 1); the other 39 queued behind it and went as one group with block 20.
+    expect(results[0]!.ok).toBe(true);
+    const failures = results.slice(1).map((r) => (r.ok ? "ok" : `${r.error.code}: ${r.error.message.includes("the disk is gone")}`));
+    expect(failures).toEqual(Array(39).fill("INTERNAL: true"));
+    expect((await rawRows(path, "stats")).map((r) => Number(r.block)).sort((a, b) => a - b)).toEqual([0, 1]);
+  });
+
   test("a commit resolves only once its rows are in the file (read by another connection at that moment)", async () => {
     const { path, store } = freshStore();
     await store.commit([block("stats", 0, [{ block: 0, gas: 0 }])]);
