@@ -75,6 +75,14 @@ export class RawJson {
     return this.span !== null ? this.span.length : this.bytes.byteLength;
   }
 
+  /**
+   * residentBytes: the size of what this object holds in memory: nothing for a span whose bytes
+   * were never read (the page cache holds them, not the Worker), else its byte length.
+   */
+  get residentBytes(): number {
+    return this.span !== null && this.bytesForm === undefined ? 0 : this.byteLength;
+  }
+
   /** withoutSpan: the same value as plain bytes, read now (for a reader that cannot read the shared file). */
   withoutSpan(): RawJson {
     return this.span === null ? this : new RawJson(this.bytes);

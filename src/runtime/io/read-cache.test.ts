@@ -76,4 +76,22 @@ describe("ReadCache", () => {
     expect(c.put("a", raw(1))).toBe(false);
     expect(c.size).toBe(0);
   });
+
+  test("a block served by span is charged its length but, unread, evicts nothing resident (no collection is asked for); once its bytes were read, they count", () => {
+    const c = new ReadCache(1_000);
+    let loads = 0;
+    const span = (n: number) => new RawJson({ span: { file: "1:2", offset: 0, length: n }, load: () => (loads++, new Uint8Array(n)) });
+    for (let i = 0; i < 10; i++) c.put(`s${i}`, span(300));
+    expect(c.bytes).toBeLessThanOrEqual(c.maxBytes);
+    expect(c.size).toBe(2); // 300 bytes each (plus key and overhead) against 1,000: charged as if read
+    expect(c.evictions).toBe(8);
+    expect(c.evictedBytes).toBe(0);
+    const read = span(300);
+    expect(read.bytes.byteLength).toBe(300); // an executor that could not read the store asked for the bytes
+    c.put("read", read);
+    c.put("next", span(300));
+    c.put("after", span(300));
+    expect(loads).toBe(1);
+    expect(c.evictedBytes).toBe(300);
+  });
 });

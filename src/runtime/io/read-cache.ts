@@ -24,7 +24,11 @@ export class ReadCache {
   hits = 0;
   misses = 0;
   evictions = 0;
-  /** Bytes of every value evicted or replaced so far (what the owner may want reclaimed). */
+  /**
+   * Bytes that every value evicted or replaced so far held in memory (what the owner may want
+   * reclaimed): a final block served by span from the block store holds none, though it is charged
+   * its length against the bound (its bytes may yet be read into it).
+   */
   evictedBytes = 0;
 
   constructor(readonly maxBytes: number) {}
@@ -63,7 +67,7 @@ export class ReadCache {
     if (old !== undefined) {
       this.entries.delete(key);
       this.used -= costOf(key, old);
-      this.evictedBytes += old.byteLength;
+      this.evictedBytes += old.residentBytes;
     }
     while (this.used + cost > this.maxBytes) {
       const oldest = this.entries.keys().next().value as string;
@@ -71,7 +75,7 @@ export class ReadCache {
       this.used -= costOf(oldest, gone);
       this.entries.delete(oldest);
       this.evictions++;
-      this.evictedBytes += gone.byteLength;
+      this.evictedBytes += gone.residentBytes;
     }
     this.entries.set(key, value);
     this.used += cost;
