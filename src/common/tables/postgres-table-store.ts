@@ -1,5 +1,6 @@
 import { SQL } from "bun";
 import { exactInt, parseExactJson } from "../json/exact-json";
+import { callResult, type GroupCommitResult, GroupCommitQueue } from "./group-commit-queue";
 import { ReconnectGate } from "./reconnect-gate";
 import { type BoundCell, bindRow, checkColumnName, checkOrderColumn, checkScope, checkTableName, type ColumnKind, inferColumns, kindsText, parseTableMeta, SCOPE_COLUMNS, scopeIndexName, type TableInfo } from "./table-schema";
 import { type BlockScope, type CellValue, NO_OUTCOME, type ReadOptions, type ReplaceOutcome, type Row, type TableStore, TableStoreError, type TableWrite } from "./table-store";
@@ -78,6 +79,18 @@ const PG_PARAM: Record<ColumnKind | "SCOPE_TEXT" | "SCOPE_INT", (n: number) => s
   SCOPE_INT: (n) => `$${n}::text::bigint`,
 };
 
+/** A call's writes with their tables made and rows bound, ready to apply. */
+interface Prepared {
+  readonly writes: readonly TableWrite[];
+  readonly infos: (TableInfo | undefined)[];
+  readonly bound: BoundCell[][][];
+}
+
+/** lockKeysOf: the advisory locks a call's block-table writes take, (table, chain) each. */
+function lockKeysOf(p: Prepared): string[] {
+  return p.writes.flatMap((w, i) => (w.kind === "replaceBlock" && p.infos[i] ? [JSON.stringify([w.table, w.scope.chain])] : []));
+}
+
 function bindPg(c: BoundCell, kind: ColumnKind): string | number | null {
   if (c === null) return null;
   if (typeof c === "object") return c.digits;
@@ -101,6 +114,8 @@ export class PostgresTableStore implements TableStore {
   private readonly gate: ReconnectGate;
   private readonly nowMs: () => number;
   private metaReady: Promise<void> | undefined;
+  /** Sizes in rows. A group's rows go in one transaction: bounded well below what the statement timeout can write. */
+  private readonly groups = new GroupCommitQueue<readonly TableWrite[]>((groups) => this.commitGroup(groups), { maxCalls: 256, maxSize: 50_000 });
 
   constructor(private readonly options: PostgresStoreOptions) {
     this.description = redactUrl(options.url);
@@ -116,33 +131,92 @@ export class PostgresTableStore implements TableStore {
     });
   }
 
+  /**
+   * commit: calls arriving while a group is being written wait and go together as the next group
+   * (GroupCommitQueue): one transaction, one durable COMMIT, each call in a savepoint of its own. A
+   * block table's advisory lock serialises every call writing it, through its COMMIT: one call per
+   * transaction wrote one call per fsync, whatever the pool's size.
+   */
   async commit(writes: readonly TableWrite[]): Promise<ReplaceOutcome[]> {
     for (const w of writes) {
       checkTableName(w.table);
       if (w.kind === "replaceBlock") checkScope(w.scope);
     }
+    return this.groups.commit(writes, writes.reduce((n, w) => n + w.rows.length, 0));
+  }
+
+  /** Groups of two or more calls committed together, and the calls in them (tests, bench). */
+  get grouped(): { readonly groups: number; readonly commits: number } {
+    return this.groups.grouped;
+  }
+
+  /**
+   * commitGroup writes a group: every call's tables made and rows bound first (a misfit is that
+   * call's error), then one transaction taking every block table's lock in one order (two hosts'
+   * groups cannot deadlock), each call in a savepoint. A call whose statements the server refuses
+   * for their data gets that error alone; an error that means the store is not available now (the
+   * connection, a timeout, a deadlock, the COMMIT) fails the whole group, as it would each call alone.
+   */
+  private commitGroup(groups: readonly (readonly TableWrite[])[]): Promise<GroupCommitResult[]> {
+    const own = (e: unknown): GroupCommitResult => {
+      const err = postgresStoreError(e, this.description);
+      if (err.code === "STORE_UNAVAILABLE") throw e;
+      return callResult(err);
+    };
     return this.guarded(async () => {
-      const infos: (TableInfo | undefined)[] = [];
-      for (const w of writes) infos.push(await this.ensureTable(w.table, w.rows, w.kind === "replaceBlock"));
-      // Rows are checked before the transaction: a misfit writes nothing of the call.
-      const bound = writes.map((w, i) => (infos[i] ? w.rows.map((r, j) => bindRow(w.table, infos[i]!.columns, r, j)) : []));
-      // Locks in one order (sorted keys), so two calls writing the same tables cannot deadlock.
-      const lockKeys = [...new Set(writes.flatMap((w, i) => (w.kind === "replaceBlock" && infos[i] ? [JSON.stringify([w.table, w.scope.chain])] : [])))].sort();
-      return this.sql.begin(async (tx) => {
-        for (const key of lockKeys) await tx.unsafe(`SELECT pg_advisory_xact_lock(hashtextextended($1, 7))`, [key]);
-        const out: ReplaceOutcome[] = [];
-        for (let i = 0; i < writes.length; i++) {
-          const w = writes[i]!;
-          const info = infos[i];
-          if (!info) out.push(NO_OUTCOME);
-          else if (w.kind === "append") {
-            await this.insert(tx, w.table, info, bound[i]!, []);
-            out.push(NO_OUTCOME);
-          } else out.push(await this.replace(tx, w.table, info, w.scope, bound[i]!));
+      const results: GroupCommitResult[] = new Array(groups.length);
+      const prepared: (Prepared | null)[] = [];
+      for (let i = 0; i < groups.length; i++) {
+        try {
+          prepared.push(await this.prepare(groups[i]!));
+        } catch (e) {
+          results[i] = own(e);
+          prepared.push(null);
         }
-        return out;
+      }
+      if (!prepared.some((p) => p)) return results; // every call failed on its own: no transaction to make
+      const lockKeys = [...new Set(prepared.flatMap((p) => (p ? lockKeysOf(p) : [])))].sort();
+      await this.sql.begin(async (tx) => {
+        for (const key of lockKeys) await tx.unsafe(`SELECT pg_advisory_xact_lock(hashtextextended($1, 7))`, [key]);
+        for (let i = 0; i < prepared.length; i++) {
+          const p = prepared[i];
+          if (!p) continue;
+          if (groups.length === 1) {
+            results[i] = { ok: true, outcomes: await this.apply(tx, p) }; // alone: no savepoint needed
+            continue;
+          }
+          try {
+            results[i] = { ok: true, outcomes: await tx.savepoint((sp) => this.apply(sp, p)) };
+          } catch (e) {
+            results[i] = own(e);
+          }
+        }
       });
+      return results;
     });
+  }
+
+  /** prepare makes every table of one call's writes exist and binds its rows (a misfit throws: nothing of the call is written). */
+  private async prepare(writes: readonly TableWrite[]): Promise<Prepared> {
+    const infos: (TableInfo | undefined)[] = [];
+    for (const w of writes) infos.push(await this.ensureTable(w.table, w.rows, w.kind === "replaceBlock"));
+    const bound = writes.map((w, i) => (infos[i] ? w.rows.map((r, j) => bindRow(w.table, infos[i]!.columns, r, j)) : []));
+    return { writes, infos, bound };
+  }
+
+  /** apply writes one prepared call's rows inside a transaction (or savepoint) holding its locks. */
+  private async apply(tx: SQL, { writes, infos, bound }: Prepared): Promise<ReplaceOutcome[]> {
+    const out: ReplaceOutcome[] = [];
+    for (let i = 0; i < writes.length; i++) {
+      const w = writes[i]!;
+      const info = infos[i];
+      if (!info) out.push(NO_OUTCOME);
+      else if (w.kind === "append") {
+        await this.insert(tx, w.table, info, bound[i]!, []);
+        out.push(NO_OUTCOME);
+      } else out.push(await this.replace(tx, w.table, info, w.scope, bound[i]!));
+    }
+    return out;
   }
 
   async read(table: string, options: ReadOptions = {}): Promise<Record<string, CellValue>[]> {

@@ -4,7 +4,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { rawRows } from "../../../test/support/raw-table-reader";
-import { SqliteTableStore } from "./sqlite-table-store";
+import { SqliteTableStore, sqliteStoreError } from "./sqlite-table-store";
+import { SqliteTables } from "./sqlite-tables";
 import { type ReplaceOutcome, type TableStoreError, type TableWrite } from "./table-store";
 
 /**
@@ -85,21 +86,42 @@ describe("SQLite group commit", () => {
     expect((await rawRows(path, "stats")).map((r) => Number(r.block)).sort((a, b) => a - b)).toEqual(Array.from({ length: 21 }, (_, i) => i));
   });
 
-  test("an error inside the group's transaction that is not one call's (here a statement the database aborts, as a failing disk would) fails every call of the group and writes nothing of it", async () => {
+  test("a statement the database refuses for one call's data (a trigger's abort) fails that call alone, INTERNAL naming the refusal; the rest of its group commits", async () => {
     const { path, store } = freshStore();
     await store.commit([block("stats", 0, [{ block: 0, gas: 0 }])]);
     const db = new Database(path);
     db.exec("PRAGMA busy_timeout = 5000");
-    db.exec(`CREATE TRIGGER fail_block_20 BEFORE INSERT ON stats WHEN NEW.block = 20 BEGIN SELECT RAISE(ABORT, 'the disk is gone'); END`);
+    db.exec(`CREATE TRIGGER refuse_block_20 BEFORE INSERT ON stats WHEN NEW.block = 20 BEGIN SELECT RAISE(ABORT, 'block 20 refused'); END`);
     const results = await settle(Array.from({ length: 40 }, (_, i) => store.commit([block("stats", i + 1, [{ block: i + 1, gas: i }])])));
-    db.exec("DROP TRIGGER fail_block_20");
+    db.exec("DROP TRIGGER refuse_block_20");
     db.close();
     expect(store.grouped.groups).toBeGreaterThanOrEqual(1);
-    // The first commit went alone (block 1); the other 39 queued behind it and went as one group with block 20.
-    expect(results[0]!.ok).toBe(true);
-    const failures = results.slice(1).map((r) => (r.ok ? "ok" : `${r.error.code}: ${r.error.message.includes("the disk is gone")}`));
-    expect(failures).toEqual(Array(39).fill("INTERNAL: true"));
-    expect((await rawRows(path, "stats")).map((r) => Number(r.block)).sort((a, b) => a - b)).toEqual([0, 1]);
+    const failed = results.flatMap((r, i) => (r.ok ? [] : [`${i + 1} ${r.error.code} ${r.error.message.includes("block 20 refused")}`]));
+    expect(failed).toEqual(["20 INTERNAL true"]);
+    expect((await rawRows(path, "stats")).map((r) => Number(r.block)).sort((a, b) => a - b)).toEqual(Array.from({ length: 41 }, (_, i) => i).filter((n) => n !== 20));
+  });
+
+  test("an error that means the store is not available (the disk failing mid-group) fails every call of the group and writes nothing of it", () => {
+    const d = mkdtempSync(join(tmpdir(), "blockx-group-commit-"));
+    dirs.push(d);
+    const path = join(d, "tables.sqlite");
+    const tables = new SqliteTables(path);
+    tables.commit([block("stats", 0, [{ block: 0, gas: 0 }])]);
+    // The engine's own insert, failing at block 20 as SQLite reports a disk error (its code, SQLITE_IOERR_WRITE).
+    const engine = tables as unknown as { insert: (table: string, info: unknown, rows: unknown[][], scope: unknown[]) => void };
+    const insert = engine.insert.bind(tables);
+    engine.insert = (table, info, rows, scope) => {
+      if (scope[1] === 20) throw Object.assign(new Error("disk I/O error"), { code: "SQLITE_IOERR_WRITE" });
+      insert(table, info, rows, scope);
+    };
+    const groups = Array.from({ length: 40 }, (_, i) => [block("stats", i + 1, [{ block: i + 1, gas: i }])]);
+    expect(() => tables.commitGroup(groups, (e) => sqliteStoreError(e, "test"))).toThrow("disk I/O error");
+    engine.insert = insert;
+    expect(tables.read("stats").map((r) => Number(r.block))).toEqual([0]);
+    // The same group again, the disk well: all of it, once.
+    expect(tables.commitGroup(groups, (e) => sqliteStoreError(e, "test")).every((r) => r.ok)).toBe(true);
+    expect(tables.read("stats").map((r) => Number(r.block)).sort((a, b) => a - b)).toEqual(Array.from({ length: 41 }, (_, i) => i));
+    tables.close();
   });
 
   test("a commit resolves only once its rows are in the file (read by another connection at that moment)", async () => {

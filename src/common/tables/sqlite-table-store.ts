@@ -1,12 +1,9 @@
 import { existsSync } from "node:fs";
 import { parseExactJson } from "../json/exact-json";
-import { type GroupCommitResult, SqliteTables } from "./sqlite-tables";
+import { type GroupCommitResult, GroupCommitQueue } from "./group-commit-queue";
+import { SqliteTables } from "./sqlite-tables";
 import { type CellValue, type ReadOptions, type ReplaceOutcome, type TableStore, TableStoreError, type TableWrite } from "./table-store";
 import type { SqliteThreadReply, SqliteThreadRequest } from "./sqlite-thread-protocol";
-
-/** A group commit's bounds: the calls in it, and their writes' JSON characters (one commit over it goes alone). */
-const MAX_GROUP_COMMITS = 512;
-const MAX_GROUP_CHARS = 32 << 20;
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
@@ -49,11 +46,8 @@ export class SqliteTableStore implements TableStore {
   private readonly waiting = new Map<number, { resolve: (text: string) => void; reject: (e: Error) => void }>();
   private closed = false;
   private broken: TableStoreError | undefined;
-  /** Commits waiting for the group on the thread to be written (see commit). */
-  private queued: { readonly text: string; readonly resolve: (o: ReplaceOutcome[]) => void; readonly reject: (e: Error) => void }[] = [];
-  private groupInFlight = false;
-  /** Groups of two or more commits sent to the thread, and the commits in them (tests, bench). */
-  readonly grouped = { groups: 0, commits: 0 };
+  /** Sizes in JSON characters of the calls' writes. */
+  private readonly groups = new GroupCommitQueue<string>((texts) => this.sendGroup(texts), { maxCalls: 512, maxSize: 32 << 20 });
 
   constructor(path: string, options: { readonly inline?: boolean; readonly busyTimeoutMs?: number } = {}) {
     this.description = `sqlite:${path}`;
@@ -83,54 +77,27 @@ export class SqliteTableStore implements TableStore {
 
   /**
    * commit: on the thread, commits arriving while another is being written wait and then go
-   * together, as one group (SqliteTables.commitGroup: one transaction, one fsync, each call in a
-   * savepoint of its own, each resolved only once the group is durable). Alone, a commit goes at
-   * once: group commit adds no wait, it only shares the fsync among the calls that queued behind
-   * one (synchronous=FULL costs an fsync per transaction: half of the Worker's CPU per call in a
-   * backfill of small rows when each call had its own).
+   * together, as one group (GroupCommitQueue; SqliteTables.commitGroup: one transaction, one fsync,
+   * each call in a savepoint of its own). synchronous=FULL costs an fsync per transaction: half of
+   * the Worker's CPU per call in a backfill of small rows when each call had its own.
    */
   async commit(writes: readonly TableWrite[]): Promise<ReplaceOutcome[]> {
     if (this.inline) return this.run(() => this.inline!.commit(writes));
     if (this.broken) throw this.broken;
     if (this.closed) throw new TableStoreError("STORE_UNAVAILABLE", `table store ${this.description} is closed`);
     const text = JSON.stringify(writes);
-    return new Promise<ReplaceOutcome[]>((resolve, reject) => {
-      this.queued.push({ text, resolve, reject });
-      this.sendGroup();
-    });
+    return this.groups.commit(text, text.length);
   }
 
-  /** sendGroup sends the queued commits as one group unless a group is on the thread already (its answer sends the next). */
-  private sendGroup(): void {
-    if (this.groupInFlight || this.queued.length === 0) return;
-    let n = 0;
-    let chars = 0;
-    while (n < this.queued.length && n < MAX_GROUP_COMMITS && (n === 0 || chars + this.queued[n]!.text.length <= MAX_GROUP_CHARS)) chars += this.queued[n++]!.text.length;
-    const group = this.queued.splice(0, n);
-    this.groupInFlight = true;
-    const answered = (settle: () => void) => {
-      this.groupInFlight = false;
-      settle();
-      this.sendGroup();
-    };
-    const failed = (e: Error) => answered(() => group.forEach((c) => c.reject(e)));
-    if (group.length === 1) {
-      const c = group[0]!;
-      this.request({ op: "commit", writes: c.text }).then((text) => answered(() => c.resolve(JSON.parse(text) as ReplaceOutcome[])), failed);
-      return;
-    }
-    this.grouped.groups++;
-    this.grouped.commits += group.length;
-    this.request({ op: "commitGroup", groups: group.map((c) => c.text) }).then((text) => {
-      const results = JSON.parse(text) as GroupCommitResult[];
-      answered(() =>
-        group.forEach((c, i) => {
-          const r = results[i];
-          if (r?.ok) c.resolve(r.outcomes);
-          else c.reject(new TableStoreError(r?.code ?? "INTERNAL", r?.message ?? `table store ${this.description}: the group commit gave no answer for one of its calls`));
-        }),
-      );
-    }, failed);
+  /** sendGroup writes one group on the thread: a group of one as a plain commit. */
+  private async sendGroup(texts: readonly string[]): Promise<GroupCommitResult[]> {
+    if (texts.length === 1) return [{ ok: true, outcomes: JSON.parse(await this.request({ op: "commit", writes: texts[0]! })) as ReplaceOutcome[] }];
+    return JSON.parse(await this.request({ op: "commitGroup", groups: texts })) as GroupCommitResult[];
+  }
+
+  /** Groups of two or more commits sent to the thread, and the commits in them (tests, bench). */
+  get grouped(): { readonly groups: number; readonly commits: number } {
+    return this.groups.grouped;
   }
 
   async read(table: string, options: ReadOptions = {}): Promise<Record<string, CellValue>[]> {
@@ -170,7 +137,7 @@ export class SqliteTableStore implements TableStore {
   }
 
   private failAll(e: TableStoreError): void {
-    for (const c of this.queued.splice(0)) c.reject(e);
+    this.groups.failAll(e);
     for (const w of this.waiting.values()) w.reject(e);
     this.waiting.clear();
   }

@@ -2,22 +2,14 @@ import { Database } from "bun:sqlite";
 import { exactInt } from "../json/exact-json";
 import { parseExactJson } from "../json/exact-json";
 import { type BoundCell, bindRow, checkColumnName, checkOrderColumn, checkScope, checkTableName, type ColumnKind, inferColumns, kindsText, parseTableMeta, SCOPE_COLUMNS, scopeIndexName, type TableInfo } from "./table-schema";
-import { type CellValue, NO_OUTCOME, type ReadOptions, type ReplaceOutcome, type Row, TableStoreError, type TableStoreErrorCode, type TableWrite } from "./table-store";
-
-/** One call's result in a group commit: its outcomes, or the error that wrote nothing of it. */
-export type GroupCommitResult = { readonly ok: true; readonly outcomes: ReplaceOutcome[] } | { readonly ok: false; readonly code: TableStoreErrorCode; readonly message: string };
+import { type CellValue, NO_OUTCOME, type ReadOptions, type ReplaceOutcome, type Row, TableStoreError, type TableWrite } from "./table-store";
+import { callResult, type GroupCommitResult } from "./group-commit-queue";
 
 /** A call's writes with their tables made and rows bound, ready to apply. */
 interface Prepared {
   readonly writes: readonly TableWrite[];
   readonly infos: (TableInfo | undefined)[];
   readonly bound: BoundCell[][][];
-}
-
-/** callError: one call's own failure in a group (a TableStoreError); anything else is the group's and is rethrown. */
-function callError(e: unknown): GroupCommitResult {
-  if (!(e instanceof TableStoreError)) throw e;
-  return { ok: false, code: e.code, message: e.message };
 }
 
 /** SQLite's declared type per kind. INTEGER columns have none (BLOB affinity): see bindCell. */
@@ -64,18 +56,25 @@ export class SqliteTables {
 
   /**
    * commitGroup commits several calls' writes with one transaction and one fsync (group commit):
-   * each call in a savepoint of its own, so a call whose rows do not fit (or whose tables cannot be
-   * made) gets its own error and writes nothing, while the others commit. Every call's outcome is
-   * durable only with the group's COMMIT: an error that is not one call's (the disk, a lock held past
-   * the busy timeout, the COMMIT itself) fails the whole group and writes nothing of it.
+   * each call in a savepoint of its own, so a call that fails (rows that do not fit, a table that
+   * cannot be made, a statement the database refuses for its data) gets its own error and writes
+   * nothing, while the others commit. Every call's outcome is durable only with the group's COMMIT:
+   * an error that means the store is not available now (`classify` says STORE_UNAVAILABLE: the
+   * disk, a lock held past the busy timeout, the COMMIT itself) fails the whole group and writes
+   * nothing of it; each call would have met it alone too.
    */
-  commitGroup(groups: readonly (readonly TableWrite[])[]): GroupCommitResult[] {
+  commitGroup(groups: readonly (readonly TableWrite[])[], classify: (e: unknown) => TableStoreError): GroupCommitResult[] {
+    const own = (e: unknown): GroupCommitResult => {
+      const err = classify(e);
+      if (err.code === "STORE_UNAVAILABLE") throw e;
+      return callResult(err);
+    };
     const results: GroupCommitResult[] = new Array(groups.length);
     const prepared: (Prepared | null)[] = groups.map((writes, i) => {
       try {
         return this.prepare(writes);
       } catch (e) {
-        results[i] = callError(e);
+        results[i] = own(e);
         return null;
       }
     });
@@ -87,8 +86,7 @@ export class SqliteTables {
             // A nested transaction is a savepoint: a failed call rolls back to it, alone.
             this.db.transaction(() => (results[i] = { ok: true, outcomes: this.apply(p) }))();
           } catch (e) {
-            if (!(e instanceof TableStoreError)) throw e; // not this call's fault: the group fails
-            results[i] = callError(e);
+            results[i] = own(e);
           }
         });
       })

@@ -34,7 +34,7 @@ self.onmessage = (ev: MessageEvent<SqliteThreadRequest>) => {
         r.op === "commit"
           ? tables.commit(parseExactJson(r.writes) as TableWrite[])
           : r.op === "commitGroup"
-            ? tables.commitGroup(r.groups.map((g) => parseExactJson(g) as TableWrite[]))
+            ? tables.commitGroup(r.groups.map((g) => parseExactJson(g) as TableWrite[]), (e) => sqliteStoreError(e, description))
             : tables.read(r.table, r.options);
       reply = { id: r.id, ok: true, text: JSON.stringify(out) };
     }
