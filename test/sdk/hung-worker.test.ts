@@ -50,7 +50,7 @@ test("a Worker stopped mid-task (not dead) is declared lost; runTask reruns the 
     onEvent: (e) => {
       // Printed as they happen: if the run ever hangs, they say where.
       console.log(`[${((performance.now() - t0) / 1000).toFixed(1)} s] ${JSON.stringify(e)}`);
-      if (e.kind === "submitted") running = e.workerAddr;
+      if (e.kind === "submitting" || e.kind === "submitted") running = e.workerAddr; // submitting: a short task's waiting SubmitTask answers only at its end
     },
     onProgress: (p) => {
       if (!stoppedPid && running && p.done >= 10) {

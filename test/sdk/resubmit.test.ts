@@ -48,7 +48,7 @@ function killWhenHalfway(workers: { proc: { proc: { pid: number } }; addr: strin
   return {
     killed: () => killed,
     onEvent: (e: { kind: string; workerAddr?: string }) => {
-      if (e.kind === "submitted") running = e.workerAddr!;
+      if (e.kind === "submitting" || e.kind === "submitted") running = e.workerAddr!; // submitting: a short task's waiting SubmitTask answers only at its end
     },
     onProgress: (p: { done: number }) => {
       if (!killed && running && p.done >= atDone) {
