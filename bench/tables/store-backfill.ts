@@ -115,7 +115,7 @@ try {
   console.log("| --- | ---: | ---: | ---: | ---: | ---: |");
   console.log(`| rows/s | ${b.rowsPerSecond.toFixed(0)} | ${p.rowsPerSecond.toFixed(0)} | ${s.rowsPerSecond.toFixed(0)} | ${(p.rowsPerSecond / b.rowsPerSecond).toFixed(2)}x | ${(p.rowsPerSecond / s.rowsPerSecond).toFixed(2)}x |`);
   console.log(`| CPU ms per row | ${b.cpuMsPerRow.toFixed(3)} | ${p.cpuMsPerRow.toFixed(3)} | ${s.cpuMsPerRow.toFixed(3)} | ${(p.cpuMsPerRow / b.cpuMsPerRow).toFixed(2)}x | ${(p.cpuMsPerRow / s.cpuMsPerRow).toFixed(2)}x |`);
-  console.log(`\n(rows checked: bulk ${b.rows}, Postgres ${p.rows}, SQLite ${s.rows}; the backfill lines include the executors' Python and one transaction per call)`);
+  console.log(`\n(rows checked: bulk ${b.rows}, Postgres ${p.rows}, SQLite ${s.rows}; the backfill lines include the executors' Python and the Worker's call path; calls' commits are grouped, one transaction per group)`);
 } finally {
   await pg.destroy();
   await etcd.destroy();
