@@ -54,6 +54,8 @@ async function startWorker(extra: Record<string, string> = {}) {
       mapped: metricSample(page, "blockx_executor_block_handoffs_total", '{via="mapped"}'),
       bytes: metricSample(page, "blockx_executor_block_handoffs_total", '{via="bytes"}'),
       restarts: metricSample(page, "blockx_executor_restarts_total"),
+      commits: metricSample(page, "blockx_table_store_commits_total"),
+      transactions: metricSample(page, "blockx_table_store_transactions_total"),
     };
   };
   /** rows: the table's rows with plain SQL, in block order (none before the first write). */
@@ -102,6 +104,10 @@ describe("final blocks handed to executors by offset into the block store", () =
     // Every block went by offset: every executor reads the file (none got a final block as bytes).
     const afterFinal = await s.handoffs();
     expect({ mapped: afterFinal.mapped, bytes: afterFinal.bytes }).toEqual({ mapped: LAST_FINAL + 1, bytes: 0 });
+    // One commit per call, in as many transactions or fewer (calls finishing during a commit share the next).
+    expect(afterFinal.commits).toBe(LAST_FINAL + 1);
+    expect(afterFinal.transactions).toBeGreaterThanOrEqual(1);
+    expect(afterFinal.transactions).toBeLessThanOrEqual(afterFinal.commits);
 
     // Blocks above head - finality depth may still change: not one offset goes out for them.
     expect(await run(s.client, statsTask("head", BLOCK_STATS, LAST_FINAL + 1, HEAD, "head_stats"))).toMatchObject({ state: TaskState.SUCCEEDED, callsSucceeded: HEAD - LAST_FINAL });

@@ -1,4 +1,4 @@
-import { type ReplaceOutcome, TableStoreError, type TableStoreErrorCode } from "./table-store";
+import { type CommitCounts, type ReplaceOutcome, TableStoreError, type TableStoreErrorCode } from "./table-store";
 
 /** One call's result in a group commit: its outcomes, or the error that wrote nothing of it. */
 export type GroupCommitResult = { readonly ok: true; readonly outcomes: ReplaceOutcome[] } | { readonly ok: false; readonly code: TableStoreErrorCode; readonly message: string };
@@ -34,6 +34,8 @@ export class GroupCommitQueue<W> {
   private inFlight = false;
   /** Groups of two or more calls sent, and the calls in them (tests, bench). */
   readonly grouped = { groups: 0, commits: 0 };
+  /** Every group sent (a transaction each, groups of one too), and the calls in them (metrics). */
+  readonly sent: CommitCounts = { transactions: 0, commits: 0 };
 
   constructor(
     private readonly send: (group: readonly W[]) => Promise<GroupCommitResult[]>,
@@ -59,6 +61,8 @@ export class GroupCommitQueue<W> {
     let size = 0;
     while (n < this.queued.length && n < this.bounds.maxCalls && (n === 0 || size + this.queued[n]!.size <= this.bounds.maxSize)) size += this.queued[n++]!.size;
     const group = this.queued.splice(0, n);
+    this.sent.transactions++;
+    this.sent.commits += group.length;
     if (group.length > 1) {
       this.grouped.groups++;
       this.grouped.commits += group.length;

@@ -3,7 +3,7 @@ import { exactInt, parseExactJson } from "../json/exact-json";
 import { callResult, type GroupCommitResult, GroupCommitQueue } from "./group-commit-queue";
 import { ReconnectGate } from "./reconnect-gate";
 import { type BoundCell, bindRow, checkColumnName, checkOrderColumn, checkScope, checkTableName, type ColumnKind, inferColumns, kindsText, parseTableMeta, SCOPE_COLUMNS, scopeIndexName, type TableInfo } from "./table-schema";
-import { type BlockScope, type CellValue, NO_OUTCOME, type ReadOptions, type ReplaceOutcome, type Row, type TableStore, TableStoreError, type TableWrite } from "./table-store";
+import { type BlockScope, type CellValue, NO_OUTCOME, type CommitCounts, type ReadOptions, type ReplaceOutcome, type Row, type TableStore, TableStoreError, type TableWrite } from "./table-store";
 
 /** PostgresStoreOptions: the pool and its timeouts (TABLE_STORE_* variables). */
 export interface PostgresStoreOptions {
@@ -148,6 +148,10 @@ export class PostgresTableStore implements TableStore {
   /** Groups of two or more calls committed together, and the calls in them (tests, bench). */
   get grouped(): { readonly groups: number; readonly commits: number } {
     return this.groups.grouped;
+  }
+
+  commitCounts(): CommitCounts {
+    return { ...this.groups.sent };
   }
 
   /**

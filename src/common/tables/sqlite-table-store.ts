@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { parseExactJson } from "../json/exact-json";
 import { type GroupCommitResult, GroupCommitQueue } from "./group-commit-queue";
 import { SqliteTables } from "./sqlite-tables";
-import { type CellValue, type ReadOptions, type ReplaceOutcome, type TableStore, TableStoreError, type TableWrite } from "./table-store";
+import { type CellValue, type CommitCounts, type ReadOptions, type ReplaceOutcome, type TableStore, TableStoreError, type TableWrite } from "./table-store";
 import type { SqliteThreadReply, SqliteThreadRequest } from "./sqlite-thread-protocol";
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
@@ -98,6 +98,10 @@ export class SqliteTableStore implements TableStore {
   /** Groups of two or more commits sent to the thread, and the commits in them (tests, bench). */
   get grouped(): { readonly groups: number; readonly commits: number } {
     return this.groups.grouped;
+  }
+
+  commitCounts(): CommitCounts {
+    return { ...this.groups.sent };
   }
 
   async read(table: string, options: ReadOptions = {}): Promise<Record<string, CellValue>[]> {

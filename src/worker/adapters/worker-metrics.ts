@@ -3,6 +3,7 @@ import { TaskState, type TaskSnapshot } from "../../gen/worker/v1/worker";
 import { CallErrorCode } from "../../runtime/calls/call";
 import type { ExecutorPoolStats } from "../../runtime/executor/executor-pool";
 import type { CallFinishedInfo } from "./task-runner";
+import type { CommitCounts } from "../../common/tables/table-store";
 
 /** At most this many table names become label values of blockx_worker_rows_written_total; later ones count as `_other`. */
 export const MAX_TABLE_LABELS = 50;
@@ -23,6 +24,8 @@ export interface WorkerMetricsSources {
   readonly poolStats: () => ExecutorPoolStats;
   /** The tables a task wrote (its output), once it ended. */
   readonly writesOf: (taskId: string) => readonly { table: string; rowsWritten: number }[];
+  /** The table store's commits so far and the transactions they went in. */
+  readonly commitCounts: () => CommitCounts;
 }
 
 export interface WorkerMetrics {
@@ -61,6 +64,16 @@ export function registerWorkerMetrics(registry: MetricsRegistry, src: WorkerMetr
     slots.set({ state: "allocated" }, c.reservedSlots);
     slots.set({ state: "running" }, c.runningTasks);
     occupancy.set({}, c.taskSlots > 0 ? (c.taskSlots - c.freeSlots) / c.taskSlots : 0);
+  });
+  const commits = registry.counter("blockx_table_store_commits_total", "Calls' rows committed to the table store (one commit per call that wrote).");
+  const transactions = registry.counter(
+    "blockx_table_store_transactions_total",
+    "Transactions those commits went in: calls finishing while a commit is being written share the next one (group commit), so commits / transactions is the calls per fsync.",
+  );
+  commits.onCollect(() => {
+    const c = src.commitCounts();
+    commits.setTotal({}, c.commits);
+    transactions.setTotal({}, c.transactions);
   });
   const tables = new BoundedLabel(MAX_TABLE_LABELS);
   const rows = registry.counter("blockx_worker_rows_written_total", `Rows written by ended tasks, by table (the first ${MAX_TABLE_LABELS} table names; later ones as _other).`, ["table"]);
