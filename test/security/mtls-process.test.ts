@@ -54,6 +54,8 @@ beforeAll(async () => {
     WORKER_MAX_SLOT_TTL_MS: "8000",
   });
   workerAddr = w.addr;
+  // Its first heartbeat (sent while its executors start) shows no free slot: the reservations below need one.
+  await cluster.withFreeCapacity(1);
   coordAddr = (await cluster.coordinator(asEnv(certs.coordinator))).addr;
 });
 

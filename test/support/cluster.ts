@@ -2,6 +2,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createEtcdClient } from "../../src/common/etcd/etcd-client";
+import { parseWorkerHeartbeat } from "../../src/common/registry/worker-heartbeat";
+import { freeCapacity } from "../../src/coordinator/core/worker-view";
 import { loadClientConfig, type ClientConfig } from "../../src/sdk/client-config";
 import { BLOCKX_BINARY, BlockxProcess, transportEnv } from "./blockx-process";
 import { waitFor } from "./coordinator-client";
@@ -54,6 +56,26 @@ export class TestCluster {
     try {
       const prefix = kind === "block" ? this.blockPrefix : this.bundlePrefix;
       await waitFor(() => etcd.getAll().prefix(prefix).keys(), (keys) => keys.length >= count);
+    } finally {
+      etcd.close();
+    }
+  }
+
+  /**
+   * withFreeCapacity waits until `count` Workers of the lane have put a heartbeat with a free task
+   * slot: a Worker's first heartbeat goes out while its executors start and shows none, and a
+   * Coordinator that loads it then answers NO_EXECUTABLE_SLOT until the next one.
+   */
+  async withFreeCapacity(count: number, kind: "block" | "bundle" = "block"): Promise<void> {
+    const etcd = await createEtcdClient({ endpoints: [this.etcd], dialTimeoutMs: 1000 });
+    try {
+      const prefix = kind === "block" ? this.blockPrefix : this.bundlePrefix;
+      const free = (values: Record<string, string>) =>
+        Object.values(values).filter((raw) => {
+          const hb = parseWorkerHeartbeat(raw);
+          return hb.ok && freeCapacity(hb.heartbeat) > 0;
+        }).length;
+      await waitFor(() => etcd.getAll().prefix(prefix).strings(), (values) => free(values) >= count);
     } finally {
       etcd.close();
     }
