@@ -163,11 +163,13 @@ describe("Postgres table store across hosts", () => {
     const url = await pg.createDatabase("down_test");
     const cluster = new TestCluster();
     cleanups.push(() => cluster.stop());
-    const w = await cluster.worker(hostEnv(cluster, 0, url, { CALL_MAX_ATTEMPTS: "40", TABLE_STORE_RECONNECT_MAX_MS: "500" }));
+    // Two calls in flight: with every call in flight at once, their commits land together as a few group
+    // commits before the stop below takes effect, and no call would meet the store down.
+    const w = await cluster.worker(hostEnv(cluster, 0, url, { CALL_MAX_ATTEMPTS: "40", TABLE_STORE_RECONNECT_MAX_MS: "500", TASK_MAX_INFLIGHT_CALLS: "2" }));
     const coord = await cluster.coordinator();
     const client = new BlockxClient(cluster.clientConfig({ BLOCKX_COORDINATOR_ADDRS: coord.addr, BLOCKX_WORKER_LOST_AFTER_MS: "60000" }));
     cleanups.push(() => client.close());
-    const slow = "import time\n" + BLOCK_STATS.replace("def main(ctx, input):", "def main(ctx, input):\n    time.sleep(0.02)");
+    const slow = "import time\n" + BLOCK_STATS.replace("def main(ctx, input):", "def main(ctx, input):\n    time.sleep(0.05)");
     let stopped = false;
     const restarted: Promise<void>[] = [];
     const run = await client.runTask(rangeTask("down-1", { source: slow }, 100, 299, table("down_rows")), {
