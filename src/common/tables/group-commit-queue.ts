@@ -32,9 +32,7 @@ interface Queued<W> {
 export class GroupCommitQueue<W> {
   private queued: Queued<W>[] = [];
   private inFlight = false;
-  /** Groups of two or more calls sent, and the calls in them (tests, bench). */
-  readonly grouped = { groups: 0, commits: 0 };
-  /** Every group sent (a transaction each, groups of one too), and the calls in them (metrics). */
+  /** Every group sent (a transaction each, groups of one too), and the calls in them (metrics, tests: commits - transactions is the calls that shared one). */
   readonly sent: CommitCounts = { transactions: 0, commits: 0 };
 
   constructor(
@@ -63,10 +61,6 @@ export class GroupCommitQueue<W> {
     const group = this.queued.splice(0, n);
     this.sent.transactions++;
     this.sent.commits += group.length;
-    if (group.length > 1) {
-      this.grouped.groups++;
-      this.grouped.commits += group.length;
-    }
     this.inFlight = true;
     const done = (settle: () => void) => {
       this.inFlight = false;

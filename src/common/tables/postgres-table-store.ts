@@ -145,11 +145,6 @@ export class PostgresTableStore implements TableStore {
     return this.groups.commit(writes, writes.reduce((n, w) => n + w.rows.length, 0));
   }
 
-  /** Groups of two or more calls committed together, and the calls in them (tests, bench). */
-  get grouped(): { readonly groups: number; readonly commits: number } {
-    return this.groups.grouped;
-  }
-
   commitCounts(): CommitCounts {
     return { ...this.groups.sent };
   }

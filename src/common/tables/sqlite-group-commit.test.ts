@@ -33,6 +33,8 @@ function freshStore(options: { busyTimeoutMs?: number } = {}): { path: string; s
 const block = (table: string, n: number, rows: Record<string, unknown>[]): TableWrite => ({ kind: "replaceBlock", table, scope: { chain: "eth", fromBlock: n, toBlock: n }, rows: rows as TableWrite["rows"] });
 
 /** settle: each promise's value or error, in order (never rejects). */
+/** shared: calls that went in another call's transaction (0 when every commit had its own). */
+const shared = (s: { commitCounts(): { commits: number; transactions: number } }) => s.commitCounts().commits - s.commitCounts().transactions;
 const settle = <T>(ps: Promise<T>[]) => Promise.all(ps.map((p) => p.then((value) => ({ ok: true as const, value }), (error: TableStoreError) => ({ ok: false as const, error }))));
 
 describe("SQLite group commit", () => {
@@ -57,8 +59,8 @@ describe("SQLite group commit", () => {
     expect(spans()).toEqual({ max_span: 0 });
     db.close();
 
-    expect(store.grouped.groups).toBeGreaterThanOrEqual(1); // the test is about groups: they formed
-    expect(store.grouped.commits).toBeGreaterThanOrEqual(30);
+    // The test is about groups: they formed, at least 29 calls riding in another's transaction.
+    expect(shared(store)).toBeGreaterThanOrEqual(29);
     const failed = Object.fromEntries(results.flatMap((r, n) => (r.ok ? [] : [[n, r.error.code]])));
     expect(failed).toEqual({ 10: "ROW_MISMATCH", 20: "INVALID_ARGUMENT", 30: "CORRUPT_METADATA" });
     expect((results[5] as { value: ReplaceOutcome[] }).value).toEqual([{ replacedScopes: 1, uncovered: [] }]);
@@ -77,7 +79,7 @@ describe("SQLite group commit", () => {
     const results = await settle(Array.from({ length: 20 }, (_, i) => store.commit([block("stats", i + 1, [{ block: i + 1, gas: i }])])));
     other.exec("ROLLBACK");
     other.close();
-    expect(store.grouped.groups).toBeGreaterThanOrEqual(1);
+    expect(shared(store)).toBeGreaterThanOrEqual(1);
     expect(results.map((r) => (r.ok ? "ok" : r.error.code))).toEqual(Array(20).fill("STORE_UNAVAILABLE"));
     expect((await rawRows(path, "stats")).map((r) => Number(r.block))).toEqual([0]);
     // Unlocked: the same writes (the Worker retries STORE_UNAVAILABLE) land, each once.
@@ -95,7 +97,7 @@ describe("SQLite group commit", () => {
     const results = await settle(Array.from({ length: 40 }, (_, i) => store.commit([block("stats", i + 1, [{ block: i + 1, gas: i }])])));
     db.exec("DROP TRIGGER refuse_block_20");
     db.close();
-    expect(store.grouped.groups).toBeGreaterThanOrEqual(1);
+    expect(shared(store)).toBeGreaterThanOrEqual(1);
     const failed = results.flatMap((r, i) => (r.ok ? [] : [`${i + 1} ${r.error.code} ${r.error.message.includes("block 20 refused")}`]));
     expect(failed).toEqual(["20 INTERNAL true"]);
     expect((await rawRows(path, "stats")).map((r) => Number(r.block)).sort((a, b) => a - b)).toEqual(Array.from({ length: 41 }, (_, i) => i).filter((n) => n !== 20));
@@ -137,7 +139,7 @@ describe("SQLite group commit", () => {
       ),
     );
     reader.close();
-    expect(store.grouped.groups).toBeGreaterThanOrEqual(1);
+    expect(shared(store)).toBeGreaterThanOrEqual(1);
     expect(seen).toEqual(Array(100).fill(true));
   });
 });

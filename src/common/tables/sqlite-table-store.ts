@@ -95,11 +95,6 @@ export class SqliteTableStore implements TableStore {
     return JSON.parse(await this.request({ op: "commitGroup", groups: texts })) as GroupCommitResult[];
   }
 
-  /** Groups of two or more commits sent to the thread, and the commits in them (tests, bench). */
-  get grouped(): { readonly groups: number; readonly commits: number } {
-    return this.groups.grouped;
-  }
-
   commitCounts(): CommitCounts {
     return { ...this.groups.sent };
   }
