@@ -1,6 +1,6 @@
 import { chmodSync, chownSync } from "node:fs";
 import type { Socket, UnixSocketListener } from "bun";
-import { encodeFrame, FrameDecoder, FrameError, MAX_FRAME_BYTES } from "./frame-codec";
+import { encodeFrameParts, FrameDecoder, FrameError, MAX_FRAME_BYTES } from "./frame-codec";
 import { RawJson, type ExecutorMessage, type PoolMessage } from "./protocol";
 
 /** Frames of one tick up to this size are joined into one write. */
@@ -60,10 +60,12 @@ export class ExecutorConnection {
    * refused here (FrameError), before the executor's reader would refuse it by dying.
    */
   send(m: PoolMessage): void {
-    const frame = encodeFrame(m, m.type === "ResumeCall" && m.results.some((r) => "value" in r && r.value instanceof RawJson));
-    if (frame.length - 4 > MAX_FRAME_BYTES) throw new FrameError(`a ${m.type} frame of ${frame.length - 4} bytes exceeds the ${MAX_FRAME_BYTES}-byte limit`);
-    this.corked.push(frame);
-    if (this.corked.length === 1) queueMicrotask(() => this.uncork());
+    const parts = encodeFrameParts(m, holdsRawJson(m));
+    const bytes = parts.reduce((n, p) => n + p.byteLength, 0);
+    if (bytes - 4 > MAX_FRAME_BYTES) throw new FrameError(`a ${m.type} frame of ${bytes - 4} bytes exceeds the ${MAX_FRAME_BYTES}-byte limit`);
+    const first = this.corked.length === 0;
+    for (const p of parts) this.corked.push(p);
+    if (first) queueMicrotask(() => this.uncork());
   }
 
   /** end closes the connection. */
@@ -83,29 +85,34 @@ export class ExecutorConnection {
   }
 
   private uncork(): void {
-    const frames = this.corked;
+    const parts = this.corked;
     this.corked = [];
-    if (frames.length === 0) return;
-    const total = frames.reduce((n, f) => n + f.length, 0);
-    // Small frames of one tick go out in one write; large ones (a block) are not copied again.
-    let chunks = frames;
-    if (frames.length > 1 && total <= COALESCE_MAX_BYTES) {
-      const data = new Uint8Array(total);
-      let off = 0;
-      for (const f of frames) {
-        data.set(f, off);
-        off += f.length;
+    // Runs of small parts go out joined, one write each; a large part (a block, a shared source) as it is, not copied again.
+    let run: Uint8Array[] = [];
+    let runBytes = 0;
+    for (const p of parts) {
+      if (p.byteLength > COALESCE_MAX_BYTES || runBytes + p.byteLength > COALESCE_MAX_BYTES) {
+        this.write(joined(run, runBytes));
+        run = [];
+        runBytes = 0;
       }
-      chunks = [data];
-    }
-    for (const data of chunks) {
-      if (this.backlog.length > 0) {
-        this.backlog.push(data);
-        continue;
+      if (p.byteLength > COALESCE_MAX_BYTES) this.write(p);
+      else {
+        run.push(p);
+        runBytes += p.byteLength;
       }
-      const written = this.socket.write(data);
-      if (written < data.length) this.backlog.push(data.subarray(Math.max(0, written)));
     }
+    this.write(joined(run, runBytes));
+  }
+
+  private write(data: Uint8Array | null): void {
+    if (data === null) return;
+    if (this.backlog.length > 0) {
+      this.backlog.push(data);
+      return;
+    }
+    const written = this.socket.write(data);
+    if (written < data.length) this.backlog.push(data.subarray(Math.max(0, written)));
   }
 
   private flushBacklog(): void {
@@ -119,4 +126,22 @@ export class ExecutorConnection {
       this.backlog.shift();
     }
   }
+}
+
+/** joined: the parts as one buffer (the part itself when alone), or null for none. */
+function joined(parts: readonly Uint8Array[], bytes: number): Uint8Array | null {
+  if (parts.length <= 1) return parts[0] ?? null;
+  const data = new Uint8Array(bytes);
+  let off = 0;
+  for (const p of parts) {
+    data.set(p, off);
+    off += p.byteLength;
+  }
+  return data;
+}
+
+/** holdsRawJson: whether a message carries RawJson values to splice in (an answer's bytes, a shared source). */
+function holdsRawJson(m: PoolMessage): boolean {
+  if (m.type === "ResumeCall") return m.results.some((r) => "value" in r && r.value instanceof RawJson);
+  return m.type === "ExecuteCall" && m.source instanceof RawJson;
 }
