@@ -133,6 +133,26 @@ test("a source goes to each executor once, then only its digest: calls by digest
   }
 }, 120_000);
 
+test("a large source goes to every executor from one encoding (accents and emoji intact), dropped when its last call ends", async () => {
+  const two = await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: 2 }), pino({ level: "silent" }), { waitForAll: true });
+  try {
+    // 4 MiB of comment, past the sharing threshold: its bytes go by reference into both executors' frames.
+    const source = `WORD = "ünï😀"\ndef main(ctx, x):\n    return [WORD, len(WORD) + x]\n# ${"é☃".repeat(1 << 20)}\n`;
+    const pending = Array.from({ length: 40 }, (_, i) => two.execute({ callId: `shared-${i}`, fn: { source, entry: "main" }, args: i }));
+    expect(two.stats().sharedSources).toBe(1);
+    const outs = await Promise.all(pending);
+    outs.forEach((o, i) => expect(ok(o)).toEqual(["ünï😀", 4 + i]));
+    expect(new Set(outs.map((o) => o.executorId)).size).toBe(2);
+    expect(two.stats().sourcesSent).toBe(2);
+    expect(two.stats().sharedSources).toBe(0);
+    // A small source is not held at all.
+    expect(ok(await two.execute({ callId: "small-1", fn: { source: INC, entry: "main" }, args: 1 }))).toBe(2);
+    expect(two.stats().sharedSources).toBe(0);
+  } finally {
+    await two.close();
+  }
+}, 120_000);
+
 test("a source the executor evicted (its store holds 256) is sent again for the call that needs it: no call fails of a miss", async () => {
   const one = await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: 1 }), pino({ level: "silent" }), { waitForAll: true });
   try {

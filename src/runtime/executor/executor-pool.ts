@@ -11,6 +11,7 @@ import { ExecutorStartError } from "./executor-start-error";
 import { likelyStartCause } from "./start-failure";
 import { blockingFolder, describeBlock } from "./path-access";
 import { ExecutorConnection } from "./executor-connection";
+import { FramedSources } from "./framed-sources";
 import { FrameError } from "./frame-codec";
 import { ExecutorPoolCore } from "./executor-pool-core";
 import type { ExecutorPoolEvent } from "./executor-pool-core-events";
@@ -87,6 +88,8 @@ export interface ExecutorPoolStats {
   readonly sourcesSent: number;
   /** Calls sent again with their source after the executor no longer held it. */
   readonly sourceResends: number;
+  /** Large sources whose JSON is held, encoded once, while calls of them are in the pool. */
+  readonly sharedSources: number;
 }
 
 /**
@@ -116,6 +119,8 @@ export class ExecutorPool {
   private sourceResends = 0;
   /** Digests whose source is known to be within maxSourceBytes, oldest first. */
   private readonly sizedDigests = new Set<string>();
+  /** Large sources' JSON, encoded once for every executor they go to. */
+  private readonly framedSources = new FramedSources();
   /** Sub-calls in the pool by their parent's call id (`<parent>/sub-<n>`): they end with it. */
   private readonly children = new Map<string, Set<string>>();
   private pingSeq = 0;
@@ -215,6 +220,7 @@ export class ExecutorPool {
         return resolve(this.outcome(call, this.failure(CallErrorCode.Cancelled, `call cancelled: its parent call ${parent} already ended`)));
       }
       this.calls.set(req.callId, call);
+      this.framedSources.hold(digest, req.fn.source);
       if (parent !== null) {
         const siblings = this.children.get(parent);
         if (siblings) siblings.add(req.callId);
@@ -250,6 +256,7 @@ export class ExecutorPool {
       blockHandoffs: { ...this.blockHandoffs },
       sourcesSent: this.sourcesSent,
       sourceResends: this.sourceResends,
+      sharedSources: this.framedSources.size,
     };
   }
 
@@ -631,7 +638,7 @@ export class ExecutorPool {
       type: "ExecuteCall",
       callId: call.req.callId,
       digest: call.digest,
-      ...(withSource ? { source: call.req.fn.source } : {}),
+      ...(withSource ? { source: this.framedSources.sourceField(call.digest, call.req.fn.source) } : {}),
       entry: call.req.fn.entry,
       ...(call.req.fn.filename ? { filename: call.req.fn.filename } : {}),
       args: call.req.args,
@@ -675,6 +682,7 @@ export class ExecutorPool {
     const registered = this.calls.get(id) === call;
     if (registered) {
       this.calls.delete(id);
+      this.framedSources.release(call.digest);
       const parent = parentCallIdOf(id);
       const siblings = parent === null ? undefined : this.children.get(parent);
       siblings?.delete(id);

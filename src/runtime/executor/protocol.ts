@@ -131,7 +131,10 @@ export type ExecutorMessage =
 
 export type PoolMessage =
   | { type: "Ping"; seq: number }
-  /** `source` only the first time a digest goes to an executor (and after SOURCE_NOT_CACHED); then the digest alone. */
-  | { type: "ExecuteCall"; callId: string; digest: string; source?: string; entry: string; args: JsonValue; budgetMs: number; filename?: string }
+  /**
+   * `source` only the first time a digest goes to an executor (and after SOURCE_NOT_CACHED); then the
+   * digest alone. A large source goes as RawJson: its JSON encoded once, every executor's frame refers to it.
+   */
+  | { type: "ExecuteCall"; callId: string; digest: string; source?: string | RawJson; entry: string; args: JsonValue; budgetMs: number; filename?: string }
   | { type: "ResumeCall"; callId: string; results: WireResult[]; ioMs: number }
   | { type: "CancelCall"; callId: string; reason: string };
