@@ -275,6 +275,7 @@ export class ExecutorPool {
     const exits: Promise<unknown>[] = [];
     for (const e of this.executors) {
       if (!e) continue;
+      e.process.retire();
       this.killExecutor(e, { code: CallErrorCode.PoolClosed, message: "the executor pool is shut down" });
       exits.push(e.process.exited);
     }
@@ -401,7 +402,8 @@ export class ExecutorPool {
       const index = m.type === "Hello" ? Number(m.executorId.split(".")[0]) : -1;
       const e = this.executors[index];
       if (m.type !== "Hello" || !e || m.token !== e.token || e.dead || e.id !== m.executorId || e.conn || m.protocol !== PROTOCOL_VERSION) {
-        this.log.warn({ component: "executor-pool", type: m.type }, "rejected a connection that did not introduce itself properly");
+        // Once the pool is shut down, a Hello still on its way (an executor that was starting) is expected.
+        if (!this.closed) this.log.warn({ component: "executor-pool", type: m.type }, "rejected a connection that did not introduce itself properly");
         conn.end();
         return;
       }

@@ -53,6 +53,8 @@ export class ExecutorProcess {
   /** Its stderr lines until it connected (the last START_STDERR_LINES). */
   readonly startStderr: string[] = [];
   private connected = false;
+  /** The pool shut down and killed it: what it says from then on (a Hello into a closed socket) is not news. */
+  private retired = false;
   /** Resolves when its stderr has been read to the end. */
   readonly stderrDone: Promise<void>;
   /** Set once the process has exited. */
@@ -135,7 +137,9 @@ export class ExecutorProcess {
         }
         return;
       }
-      log.warn({ component: "executor", executorId: id, stream, ...callsHeld(), ...(cut ? { cut: true } : {}), ...(droppedBefore > 0 ? { droppedLinesBefore: droppedBefore } : {}) }, line);
+      const fields = { component: "executor", executorId: id, stream, ...callsHeld(), ...(cut ? { cut: true } : {}), ...(droppedBefore > 0 ? { droppedLinesBefore: droppedBefore } : {}) };
+      if (this.retired) log.debug(fields, line);
+      else log.warn(fields, line);
     };
     void forEachLine(this.proc.stdout as ReadableStream<Uint8Array>, logLine("stdout"), STDERR_MAX_LINE_CHARS);
     this.stderrDone = forEachLine(this.proc.stderr as ReadableStream<Uint8Array>, logLine("stderr"), STDERR_MAX_LINE_CHARS)
@@ -180,6 +184,11 @@ export class ExecutorProcess {
   /** markConnected: it said Hello; its stderr from now on is no longer start-up output. */
   markConnected(): void {
     this.connected = true;
+  }
+
+  /** retire: the pool is shutting down; its output from now on is logged at debug, not as a warning. */
+  retire(): void {
+    this.retired = true;
   }
 
   /** kill sends SIGKILL to the whole process group when it has one: anything it forked dies with it. */
