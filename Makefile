@@ -183,6 +183,7 @@ bench: deps build
 	$(BUN) bench/coordinator/reserve.ts
 	$(BUN) bench/executor/pool.ts
 	python3 bench/executor/engine_call.py
+	$(BUN) bench/executor/frames.ts
 	$(BUN) bench/worker/run.ts
 	$(BUN) bench/worker/batch.ts
 	$(BUN) bench/worker/dispatcher-steps.ts
