@@ -25,11 +25,13 @@
  * every 250 ms, so executors recycled or killed meanwhile are counted up to their last sample).
  * `--phases` adds the Worker's CPU per block for each 1,000 blocks of the measured task's progress.
  *
+ * `--async` adds a series: the same function as an `async def` (`await ctx.io(...)`), mapped hand-off.
+ *
  * `--generated` adds a series: the same backfill with every block generated on the fly by the
  * synthetic chain (about a millisecond of JavaScript per block), to show what the generator costs.
  *
  *   bun bench/worker/backfill.ts [--blocks 20000] [--from 0] [--executors 8] [--handoff mapped,bytes] [--rounds 3]
- *                                [--warmup 500] [--warmup-blocks store|generated] [--phases] [--cache-bytes N] [--generated] [--log-level info]
+ *                                [--warmup 500] [--warmup-blocks store|generated] [--phases] [--cache-bytes N] [--generated] [--async] [--log-level info]
  *
  * Aim: pipeline >= 1.3x the floor on 2 cores.
  */
@@ -61,6 +63,7 @@ const { values } = parseArgs({
     phases: { type: "boolean", default: false },
     "warmup-blocks": { type: "string", default: "store" },
     "cache-bytes": { type: "string", default: "" },
+    async: { type: "boolean", default: false },
   },
 });
 const ROUNDS = Number(values.rounds);
@@ -79,12 +82,14 @@ const BLOCK_STATS = [
   "    b = ctx.io('localtestservice', 'eth_getBlockByNumber', {'chain': input['chain'], 'number': input['blockNumber']})",
   "    return [{'block': int(b['number'], 16), 'tx_count': len(b['transactions']), 'gas_used': int(b['gasUsed'], 16)}]",
 ].join("\n");
+/** The same function as an `async def`: its IO suspends a coroutine on the loop thread, no thread hand-off (--async). */
+const BLOCK_STATS_ASYNC = BLOCK_STATS.replace("def main", "async def main").replace("b = ctx.io(", "b = await ctx.io(");
 
-function blockTask(taskId: string, from: number, to: number, table: string): Task {
+function blockTask(taskId: string, from: number, to: number, table: string, source: string): Task {
   return Task.fromPartial({
     taskId,
     functionCallConfig: FunctionCallConfig.fromPartial({
-      function: { source: BLOCK_STATS, entry: "main" },
+      function: { source, entry: "main" },
       config: { $case: "blockTable", blockTable: { chain: "ethereum", fromBlock: from, toBlock: to } },
     }),
     outputs: [{ handler: { $case: "blockTableWrite", blockTableWrite: { table } } }],
@@ -123,7 +128,7 @@ async function floor(): Promise<{ perSecond: number; seconds: number; count: num
   return { perSecond: o.count / o.seconds, seconds: o.seconds, count: o.count, cpuMsPerBlock: (o.cpu_seconds * 1000) / o.count };
 }
 
-type Mode = "mapped" | "bytes" | "generated";
+type Mode = "mapped" | "bytes" | "generated" | "mapped-async";
 interface PipelineRun {
   perSecond: number;
   seconds: number;
@@ -150,7 +155,7 @@ async function pipeline(mode: Mode): Promise<PipelineRun> {
     WORKER_REGISTRY_PREFIX: randomLanePrefix("block"),
     EXECUTOR_COUNT: values.executors,
     TABLE_STORE_PATH: dbPath,
-    ...(mode !== "generated" ? { LOCALTESTSERVICE_BLOCK_STORE: storePath, EXECUTOR_BLOCK_HANDOFF: mode } : {}),
+    ...(mode !== "generated" ? { LOCALTESTSERVICE_BLOCK_STORE: storePath, EXECUTOR_BLOCK_HANDOFF: mode === "mapped-async" ? "mapped" : mode } : {}),
     ...(values["cache-bytes"] ? { IO_CACHE_MAX_BYTES: values["cache-bytes"] } : {}),
   });
   blockx.push(w);
@@ -173,7 +178,7 @@ async function pipeline(mode: Mode): Promise<PipelineRun> {
         }
       })();
       const t0 = performance.now();
-      const sub = await client.submitTask(blockTask(taskId, from, to, table), slot.value.slotId);
+      const sub = await client.submitTask(blockTask(taskId, from, to, table, mode === "mapped-async" ? BLOCK_STATS_ASYNC : BLOCK_STATS), slot.value.slotId);
       if (!sub.ok) throw new Error(`submit: ${sub.details}`);
       const { snapshots, error } = await client.watch([taskId]);
       const seconds = (performance.now() - t0) / 1000;
@@ -231,7 +236,7 @@ try {
   etcd = await EtcdProcess.start();
   console.log(`Backfill: ${BLOCKS} local-chain blocks (${FROM}..${TO}, full transactions) through one compiled Worker, EXECUTOR_COUNT=${values.executors}, rows to SQLite; floor = one python3 json.loads + same function over the same block store, same run\n`);
   const r = render();
-  const series = [...HANDOFFS, ...(values.generated ? (["generated"] as const) : []), "floor"] as const;
+  const series = [...HANDOFFS, ...(values.async ? (["mapped-async"] as const) : []), ...(values.generated ? (["generated"] as const) : []), "floor"] as const;
   type Key = (typeof series)[number];
   type FloorRun = Awaited<ReturnType<typeof floor>>;
   const results = await interleavedRounds<Key, PipelineRun | FloorRun>(series, ROUNDS, (k) => (k === "floor" ? floor() : pipeline(k)), (n) => console.error(`round ${n} of ${ROUNDS} done`));
