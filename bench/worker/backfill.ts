@@ -27,11 +27,14 @@
  *
  * `--async` adds a series: the same function as an `async def` (`await ctx.io(...)`), mapped hand-off.
  *
+ * `--bundle N` adds a series: the same rows from a block_bundle task of N blocks per call, each call
+ * reading its blocks in one suspension (`ctx.io_many`), mapped hand-off.
+ *
  * `--generated` adds a series: the same backfill with every block generated on the fly by the
  * synthetic chain (about a millisecond of JavaScript per block), to show what the generator costs.
  *
  *   bun bench/worker/backfill.ts [--blocks 20000] [--from 0] [--executors 8] [--handoff mapped,bytes] [--rounds 3]
- *                                [--warmup 500] [--warmup-blocks store|generated] [--phases] [--cache-bytes N] [--generated] [--async] [--log-level info]
+ *                                [--warmup 500] [--warmup-blocks store|generated] [--phases] [--cache-bytes N] [--generated] [--async] [--bundle N] [--log-level info]
  *
  * Aim: pipeline >= 1.3x the floor on 2 cores.
  */
@@ -64,6 +67,7 @@ const { values } = parseArgs({
     "warmup-blocks": { type: "string", default: "store" },
     "cache-bytes": { type: "string", default: "" },
     async: { type: "boolean", default: false },
+    bundle: { type: "string", default: "" },
   },
 });
 const ROUNDS = Number(values.rounds);
@@ -85,12 +89,23 @@ const BLOCK_STATS = [
 /** The same function as an `async def`: its IO suspends a coroutine on the loop thread, no thread hand-off (--async). */
 const BLOCK_STATS_ASYNC = BLOCK_STATS.replace("def main", "async def main").replace("b = ctx.io(", "b = await ctx.io(");
 
-function blockTask(taskId: string, from: number, to: number, table: string, source: string): Task {
+/** The same rows from a block_bundle call: its blocks read in one suspension (ctx.io_many) (--bundle N). */
+const BUNDLE_STATS = [
+  "def main(ctx, input):",
+  "    blocks = ctx.io_many([('localtestservice', 'eth_getBlockByNumber', {'chain': input['chain'], 'number': n}) for n in range(input['fromBlock'], input['toBlock'] + 1)])",
+  "    return [{'block': int(b['number'], 16), 'tx_count': len(b['transactions']), 'gas_used': int(b['gasUsed'], 16)} for b in blocks]",
+].join("\n");
+const BUNDLE_SIZE = Number(values.bundle || 0);
+
+function blockTask(taskId: string, from: number, to: number, table: string, mode: Mode): Task {
+  const bundled = mode === "mapped-bundle";
   return Task.fromPartial({
     taskId,
     functionCallConfig: FunctionCallConfig.fromPartial({
-      function: { source, entry: "main" },
-      config: { $case: "blockTable", blockTable: { chain: "ethereum", fromBlock: from, toBlock: to } },
+      function: { source: bundled ? BUNDLE_STATS : mode === "mapped-async" ? BLOCK_STATS_ASYNC : BLOCK_STATS, entry: "main" },
+      config: bundled
+        ? { $case: "blockBundle", blockBundle: { chain: "ethereum", fromBlock: from, toBlock: to, bundleSize: BUNDLE_SIZE } }
+        : { $case: "blockTable", blockTable: { chain: "ethereum", fromBlock: from, toBlock: to } },
     }),
     outputs: [{ handler: { $case: "blockTableWrite", blockTableWrite: { table } } }],
   });
@@ -128,7 +143,7 @@ async function floor(): Promise<{ perSecond: number; seconds: number; count: num
   return { perSecond: o.count / o.seconds, seconds: o.seconds, count: o.count, cpuMsPerBlock: (o.cpu_seconds * 1000) / o.count };
 }
 
-type Mode = "mapped" | "bytes" | "generated" | "mapped-async";
+type Mode = "mapped" | "bytes" | "generated" | "mapped-async" | "mapped-bundle";
 interface PipelineRun {
   perSecond: number;
   seconds: number;
@@ -155,7 +170,7 @@ async function pipeline(mode: Mode): Promise<PipelineRun> {
     WORKER_REGISTRY_PREFIX: randomLanePrefix("block"),
     EXECUTOR_COUNT: values.executors,
     TABLE_STORE_PATH: dbPath,
-    ...(mode !== "generated" ? { LOCALTESTSERVICE_BLOCK_STORE: storePath, EXECUTOR_BLOCK_HANDOFF: mode === "mapped-async" ? "mapped" : mode } : {}),
+    ...(mode !== "generated" ? { LOCALTESTSERVICE_BLOCK_STORE: storePath, EXECUTOR_BLOCK_HANDOFF: mode === "bytes" ? "bytes" : "mapped" } : {}),
     ...(values["cache-bytes"] ? { IO_CACHE_MAX_BYTES: values["cache-bytes"] } : {}),
   });
   blockx.push(w);
@@ -178,7 +193,7 @@ async function pipeline(mode: Mode): Promise<PipelineRun> {
         }
       })();
       const t0 = performance.now();
-      const sub = await client.submitTask(blockTask(taskId, from, to, table, mode === "mapped-async" ? BLOCK_STATS_ASYNC : BLOCK_STATS), slot.value.slotId);
+      const sub = await client.submitTask(blockTask(taskId, from, to, table, mode), slot.value.slotId);
       if (!sub.ok) throw new Error(`submit: ${sub.details}`);
       const { snapshots, error } = await client.watch([taskId]);
       const seconds = (performance.now() - t0) / 1000;
@@ -236,7 +251,7 @@ try {
   etcd = await EtcdProcess.start();
   console.log(`Backfill: ${BLOCKS} local-chain blocks (${FROM}..${TO}, full transactions) through one compiled Worker, EXECUTOR_COUNT=${values.executors}, rows to SQLite; floor = one python3 json.loads + same function over the same block store, same run\n`);
   const r = render();
-  const series = [...HANDOFFS, ...(values.async ? (["mapped-async"] as const) : []), ...(values.generated ? (["generated"] as const) : []), "floor"] as const;
+  const series = [...HANDOFFS, ...(values.async ? (["mapped-async"] as const) : []), ...(BUNDLE_SIZE > 0 ? (["mapped-bundle"] as const) : []), ...(values.generated ? (["generated"] as const) : []), "floor"] as const;
   type Key = (typeof series)[number];
   type FloorRun = Awaited<ReturnType<typeof floor>>;
   const results = await interleavedRounds<Key, PipelineRun | FloorRun>(series, ROUNDS, (k) => (k === "floor" ? floor() : pipeline(k)), (n) => console.error(`round ${n} of ${ROUNDS} done`));
