@@ -399,6 +399,15 @@ describe("faults", () => {
     expect(expectOk(await run(pool, "def main(ctx, x):\n    return 'ok'\n"))).toBe("ok");
   });
 
+  test("reference cycles by the million are still collected: the call ends within the memory limit, its executor lives on", async () => {
+    // 5 million self-referencing lists (~100 bytes each) are ~500 MB if never collected: over the 300 MiB limit.
+    const pool = await startPool({ executorCount: 1, memoryLimitBytes: 300 * 1024 * 1024 });
+    const pid = pool.pids()[0];
+    const cycles = "def main(ctx, n):\n    for _ in range(n):\n        a = []\n        a.append(a)\n    return n\n";
+    expect(expectOk(await run(pool, cycles, 5_000_000, {}, 60_000))).toBe(5_000_000);
+    expect(pool.pids()[0]).toBe(pid);
+  });
+
   test("a hung executor (stopped, not answering pings) is killed and replaced", async () => {
     const pool = await startPool({ executorCount: 1, pingIntervalMs: 100, pingTimeoutMs: 600 });
     const io = manualIo();
