@@ -113,7 +113,7 @@ def main(argv=None) -> None:
     # threshold (700 new containers) each block set off several collections, and a call holding
     # many blocks (a bundle read with ctx.io_many) paid for walking all of them again and again.
     # Cycles are still collected, every GC_THRESHOLD_0 container allocations instead of 700
-    # (bench/README.md: a backfill of 25-block bundles, executors' CPU per block 0.354 -> 0.300 ms).
+    # (bench/README.md: a backfill of 25-block bundles, executors' CPU per block 0.368 -> 0.310 ms).
     gc.set_threshold(GC_THRESHOLD_0, 10, 10)
     isolation.install_audit_hook(allow_network=os.environ.get("BLOCKX_EXECUTOR_ALLOW_NETWORK") == "1")
     capture.install()

@@ -19,7 +19,7 @@ import { startWorker } from "../support/worker-process";
  * arrives, is decoded, planned and hashed once (~150 MiB of growth for one call), and its JSON is
  * encoded once for every executor it goes to. Growth was 425-516 MiB while each executor's frame
  * made its own encoding (~90 MiB each: the JSON text, its UTF-8, the frame; the bound was 768 MiB
- * then), 207-223 MiB with the shared encoding (2026-12-03); a frame per executor again would go over
+ * then), 207-224 MiB with the shared encoding (2026-12-03); a frame per executor again would go over
  * this bound, and the pathology it first guarded against (the source framed per call, 1,024 x 30
  * MiB) is 80x over it.
  */

@@ -136,7 +136,7 @@ test("a source goes to each executor once, then only its digest: calls by digest
 test("a large source goes to every executor from one encoding (accents and emoji intact), dropped when its last call ends", async () => {
   const two = await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: 2 }), pino({ level: "silent" }), { waitForAll: true });
   try {
-    // 4 MiB of comment, past the sharing threshold: its bytes go by reference into both executors' frames.
+    // 5 MiB of comment (2 Mi characters), past the sharing threshold: its bytes go by reference into both executors' frames.
     const source = `WORD = "ünï😀"\ndef main(ctx, x):\n    return [WORD, len(WORD) + x]\n# ${"é☃".repeat(1 << 20)}\n`;
     const pending = Array.from({ length: 40 }, (_, i) => two.execute({ callId: `shared-${i}`, fn: { source, entry: "main" }, args: i }));
     expect(two.stats().sharedSources).toBe(1);
