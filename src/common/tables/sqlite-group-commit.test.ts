@@ -32,9 +32,9 @@ function freshStore(options: { busyTimeoutMs?: number } = {}): { path: string; s
 
 const block = (table: string, n: number, rows: Record<string, unknown>[]): TableWrite => ({ kind: "replaceBlock", table, scope: { chain: "eth", fromBlock: n, toBlock: n }, rows: rows as TableWrite["rows"] });
 
-/** settle: each promise's value or error, in order (never rejects). */
 /** shared: calls that went in another call's transaction (0 when every commit had its own). */
 const shared = (s: { commitCounts(): { commits: number; transactions: number } }) => s.commitCounts().commits - s.commitCounts().transactions;
+/** settle: each promise's value or error, in order (never rejects). */
 const settle = <T>(ps: Promise<T>[]) => Promise.all(ps.map((p) => p.then((value) => ({ ok: true as const, value }), (error: TableStoreError) => ({ ok: false as const, error }))));
 
 describe("SQLite group commit", () => {

@@ -57,8 +57,8 @@ export interface TableStore {
   /** read returns a table's rows: user columns, then the hidden scope columns of a block table. */
   read(table: string, options?: ReadOptions): Promise<Record<string, CellValue>[]>;
   close(): Promise<void>;
-  /** commitCounts: calls' commits written so far and the transactions they went in (group commit); absent where nothing is grouped. */
-  commitCounts?(): CommitCounts;
+  /** commitCounts: calls' commits written so far and the transactions they went in (group commit). */
+  commitCounts(): CommitCounts;
 }
 
 /** CommitCounts: how many calls' commits a store has written, in how many transactions. */

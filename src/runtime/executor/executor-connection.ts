@@ -1,6 +1,6 @@
 import { chmodSync, chownSync } from "node:fs";
 import type { Socket, UnixSocketListener } from "bun";
-import { encodeFrameParts, FrameDecoder, FrameError, MAX_FRAME_BYTES } from "./frame-codec";
+import { concatBytes, encodeFrameParts, FrameDecoder, FrameError, MAX_FRAME_BYTES } from "./frame-codec";
 import { RawJson, type ExecutorMessage, type PoolMessage } from "./protocol";
 
 /** Frames of one tick up to this size are joined into one write. */
@@ -91,8 +91,8 @@ export class ExecutorConnection {
     let run: Uint8Array[] = [];
     let runBytes = 0;
     for (const p of parts) {
-      if (p.byteLength > COALESCE_MAX_BYTES || runBytes + p.byteLength > COALESCE_MAX_BYTES) {
-        this.write(joined(run, runBytes));
+      if (run.length > 0 && (p.byteLength > COALESCE_MAX_BYTES || runBytes + p.byteLength > COALESCE_MAX_BYTES)) {
+        this.write(concatBytes(run));
         run = [];
         runBytes = 0;
       }
@@ -102,11 +102,10 @@ export class ExecutorConnection {
         runBytes += p.byteLength;
       }
     }
-    this.write(joined(run, runBytes));
+    if (run.length > 0) this.write(concatBytes(run));
   }
 
-  private write(data: Uint8Array | null): void {
-    if (data === null) return;
+  private write(data: Uint8Array): void {
     if (this.backlog.length > 0) {
       this.backlog.push(data);
       return;
@@ -126,18 +125,6 @@ export class ExecutorConnection {
       this.backlog.shift();
     }
   }
-}
-
-/** joined: the parts as one buffer (the part itself when alone), or null for none. */
-function joined(parts: readonly Uint8Array[], bytes: number): Uint8Array | null {
-  if (parts.length <= 1) return parts[0] ?? null;
-  const data = new Uint8Array(bytes);
-  let off = 0;
-  for (const p of parts) {
-    data.set(p, off);
-    off += p.byteLength;
-  }
-  return data;
 }
 
 /** holdsRawJson: whether a message carries RawJson values to splice in (an answer's bytes, a shared source). */

@@ -60,33 +60,32 @@ function encodeWithRaw(message: unknown): Uint8Array[] {
 function joinSmall(body: readonly Uint8Array[]): Uint8Array[] {
   const out: Uint8Array[] = [];
   let run: Uint8Array[] = [new Uint8Array(4)];
-  let runBytes = 4;
   let total = 0;
-  const close = () => {
-    if (run.length === 0) return;
-    const joined = new Uint8Array(runBytes);
-    let off = 0;
-    for (const p of run) {
-      joined.set(p, off);
-      off += p.byteLength;
-    }
-    out.push(joined);
-    run = [];
-    runBytes = 0;
-  };
   for (const p of body) {
     total += p.byteLength;
-    if (p.byteLength >= RAW_BY_REFERENCE_BYTES) {
-      close();
-      out.push(p);
-    } else {
+    if (p.byteLength < RAW_BY_REFERENCE_BYTES) {
       run.push(p);
-      runBytes += p.byteLength;
+      continue;
     }
+    if (run.length > 0) out.push(concatBytes(run));
+    out.push(p);
+    run = [];
   }
-  close();
+  if (run.length > 0) out.push(concatBytes(run));
   new DataView(out[0]!.buffer, out[0]!.byteOffset, 4).setUint32(0, total, false);
   return out;
+}
+
+/** concatBytes: the parts as one buffer (the part itself when there is only one). */
+export function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
+  if (parts.length === 1) return parts[0]!;
+  const data = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
+  let off = 0;
+  for (const p of parts) {
+    data.set(p, off);
+    off += p.byteLength;
+  }
+  return data;
 }
 
 /**
@@ -101,15 +100,7 @@ export function encodeFrameParts(message: unknown, withRaw = false): Uint8Array[
 
 /** encodeFrame is encodeFrameParts joined into one buffer. */
 export function encodeFrame(message: unknown, withRaw = false): Uint8Array {
-  const parts = encodeFrameParts(message, withRaw);
-  if (parts.length === 1) return parts[0]!;
-  const frame = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
-  let off = 0;
-  for (const p of parts) {
-    frame.set(p, off);
-    off += p.byteLength;
-  }
-  return frame;
+  return concatBytes(encodeFrameParts(message, withRaw));
 }
 
 export class FrameError extends Error {}

@@ -136,7 +136,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     inflightCalls: () => runner.inflightCalls,
     poolStats: () => pool.stats(),
     writesOf: (taskId) => runner.result(taskId)?.writes ?? [],
-    commitCounts: () => tableStore.commitCounts?.() ?? { transactions: 0, commits: 0 },
+    commitCounts: () => tableStore.commitCounts(),
   });
   driver.onTaskEnded = (state, snapshot) => metrics.taskEnded(state, snapshot);
   runner.onCallFinished = (systemFailure, info) => {
