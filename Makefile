@@ -184,6 +184,7 @@ bench: deps build
 	$(BUN) bench/executor/pool.ts
 	python3 bench/executor/engine_call.py
 	$(BUN) bench/executor/frames.ts
+	python3 bench/executor/decode_held.py
 	$(BUN) bench/worker/run.ts
 	$(BUN) bench/worker/batch.ts
 	$(BUN) bench/worker/dispatcher-steps.ts
