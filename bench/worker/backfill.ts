@@ -27,6 +27,10 @@
  *
  * `--async` adds a series: the same function as an `async def` (`await ctx.io(...)`), mapped hand-off.
  *
+ * `--no-prefetch` adds a series: the mapped hand-off with TASK_IO_PREFETCH=false (each call asks for its
+ * block in a suspension; by default the Worker fetches it before the call starts, once it has seen
+ * two calls read their own block first, and the block's offset rides in the ExecuteCall).
+ *
  * `--bundle N` adds a series: the same rows from a block_bundle task of N blocks per call, each call
  * reading its blocks in one suspension (`ctx.io_many`), mapped hand-off.
  *
@@ -34,7 +38,7 @@
  * synthetic chain (about a millisecond of JavaScript per block), to show what the generator costs.
  *
  *   bun bench/worker/backfill.ts [--blocks 20000] [--from 0] [--executors 8] [--handoff mapped,bytes] [--rounds 3]
- *                                [--warmup 500] [--warmup-blocks store|generated] [--phases] [--cache-bytes N] [--generated] [--async] [--bundle N] [--log-level info]
+ *                                [--warmup 500] [--warmup-blocks store|generated] [--phases] [--cache-bytes N] [--generated] [--async] [--no-prefetch] [--bundle N] [--log-level info]
  *
  * Aim: pipeline >= 1.3x the floor on 2 cores.
  */
@@ -67,6 +71,7 @@ const { values } = parseArgs({
     "warmup-blocks": { type: "string", default: "store" },
     "cache-bytes": { type: "string", default: "" },
     async: { type: "boolean", default: false },
+    "no-prefetch": { type: "boolean", default: false },
     bundle: { type: "string", default: "" },
   },
 });
@@ -143,7 +148,7 @@ async function floor(): Promise<{ perSecond: number; seconds: number; count: num
   return { perSecond: o.count / o.seconds, seconds: o.seconds, count: o.count, cpuMsPerBlock: (o.cpu_seconds * 1000) / o.count };
 }
 
-type Mode = "mapped" | "bytes" | "generated" | "mapped-async" | "mapped-bundle";
+type Mode = "mapped" | "bytes" | "generated" | "mapped-async" | "mapped-bundle" | "mapped-noprefetch";
 interface PipelineRun {
   perSecond: number;
   seconds: number;
@@ -172,6 +177,7 @@ async function pipeline(mode: Mode): Promise<PipelineRun> {
     TABLE_STORE_PATH: dbPath,
     ...(mode !== "generated" ? { LOCALTESTSERVICE_BLOCK_STORE: storePath, EXECUTOR_BLOCK_HANDOFF: mode === "bytes" ? "bytes" : "mapped" } : {}),
     ...(values["cache-bytes"] ? { IO_CACHE_MAX_BYTES: values["cache-bytes"] } : {}),
+    ...(mode === "mapped-noprefetch" ? { TASK_IO_PREFETCH: "false" } : {}),
   });
   blockx.push(w);
   const client = new WorkerClient(await w.grpcAddr());
@@ -251,7 +257,7 @@ try {
   etcd = await EtcdProcess.start();
   console.log(`Backfill: ${BLOCKS} local-chain blocks (${FROM}..${TO}, full transactions) through one compiled Worker, EXECUTOR_COUNT=${values.executors}, rows to SQLite; floor = one python3 json.loads + same function over the same block store, same run\n`);
   const r = render();
-  const series = [...HANDOFFS, ...(values.async ? (["mapped-async"] as const) : []), ...(BUNDLE_SIZE > 0 ? (["mapped-bundle"] as const) : []), ...(values.generated ? (["generated"] as const) : []), "floor"] as const;
+  const series = [...HANDOFFS, ...(values.async ? (["mapped-async"] as const) : []), ...(values["no-prefetch"] ? (["mapped-noprefetch"] as const) : []), ...(BUNDLE_SIZE > 0 ? (["mapped-bundle"] as const) : []), ...(values.generated ? (["generated"] as const) : []), "floor"] as const;
   type Key = (typeof series)[number];
   type FloorRun = Awaited<ReturnType<typeof floor>>;
   const results = await interleavedRounds<Key, PipelineRun | FloorRun>(series, ROUNDS, (k) => (k === "floor" ? floor() : pipeline(k)), (n) => console.error(`round ${n} of ${ROUNDS} done`));
@@ -275,6 +281,14 @@ try {
     const b = results.bytes as PipelineRun[];
     const ratio = (xs: PipelineRun[], ys: PipelineRun[], f: (x: PipelineRun) => number) => median(xs.map((x, i) => f(x) / f(ys[i]!)));
     console.log(`\nmapped / bytes, per round then median: blocks/s ${ratio(m, b, (x) => x.perSecond).toFixed(2)}x, Worker CPU per block ${ratio(m, b, (x) => x.workerCpuMs).toFixed(2)}x, executors' ${ratio(m, b, (x) => x.executorsCpuMs).toFixed(2)}x`);
+  }
+  if (values["no-prefetch"] && HANDOFFS.includes("mapped")) {
+    const m = results.mapped as PipelineRun[];
+    const n = results["mapped-noprefetch"] as PipelineRun[];
+    const ratio = (f: (x: PipelineRun) => number) => median(m.map((x, i) => f(x) / f(n[i]!)));
+    console.log(
+      `\nprefetched / not, per round then median: blocks/s ${ratio((x) => x.perSecond).toFixed(2)}x, Worker CPU per block ${ratio((x) => x.workerCpuMs).toFixed(2)}x, executors' ${ratio((x) => x.executorsCpuMs).toFixed(2)}x, total ${ratio((x) => x.workerCpuMs + x.executorsCpuMs).toFixed(2)}x`,
+    );
   }
   if (values.phases) {
     console.log("\nWorker CPU ms per block by phase of the measured task (each 1,000 blocks of progress), per run:");

@@ -32,6 +32,9 @@ class Call:
         "slot",
         "parked",
         "resume",
+        "prefetched",
+        "prefetch_used",
+        "prefetch_io_ms",
     )
 
     def __init__(self, call_id: str, budget_ms: float) -> None:
@@ -52,6 +55,11 @@ class Call:
         self.slot = None
         self.parked = None
         self.resume = None
+        # The answer the Worker fetched before the call started, for the request it expects first:
+        # (that request list's JSON, its result, its IO ms), or None. Dropped at the first suspension.
+        self.prefetched = None
+        self.prefetch_used = False
+        self.prefetch_io_ms = 0.0
 
     def write_output(self, s: str, stderr: bool = False) -> None:
         used = self.out_len

@@ -501,7 +501,8 @@ class Engine:
             + (',"output":' + _dumps(call.output()) + _split_output_json(call) if call.out else ',"output":""')
             + ',"logs":'
             + (_dumps(call.logs) if call.logs else "[]")
-            + (',"compiled":true}' if call.compiled else ',"compiled":false}')
+            + (',"compiled":true' if call.compiled else ',"compiled":false')
+            + (',"prefetchUsed":true}' if call.prefetch_used else "}")
         )
         if len(body) > MAX_FRAME_BYTES - (2 << 20):
             return self._fail(call, "RESULT_NOT_JSON", f"the result is too large to send: {len(result_json)} bytes of JSON (the frame limit is 64 MiB)")
@@ -522,6 +523,8 @@ class Engine:
             "logs": call.logs,
             "compiled": call.compiled,
         }
+        if call.prefetch_used:
+            frame["prefetchUsed"] = True
         return self._finish(call, frame_bytes(_dumps(frame)))
 
     def _fail_budget(self, call: Call, cpu: float) -> bool:
@@ -645,6 +648,9 @@ class Engine:
         budget = msg.get("budgetMs")
         call = Call(call_id, float(budget) if type(budget) in (int, float) else DEFAULT_BUDGET_MS)
         self._calls[call_id] = call
+        prefetched = msg.get("prefetched")
+        if prefetched is not None:
+            call.prefetched = _prefetched_of(prefetched)
         try:
             self._start(w, call, msg)
         except Exception:
@@ -733,6 +739,10 @@ class Engine:
             raise RuntimeError("ctx may be used only by its own call, on the call's thread")
         w = tls.worker
         requests_json = _encode_requests(requests)  # TypeError for the user, inside the step
+        if call.prefetched is not None:
+            taken = self._take_prefetched(call, requests_json)
+            if taken is not None:
+                return taken
         landed = self._end_step_safely(w)
         try:
             if landed is not None:
@@ -792,6 +802,19 @@ class Engine:
         finally:
             self._begin_step(w, call)
 
+    def _take_prefetched(self, call: Call, requests_json: str):
+        """_take_prefetched: the results of a call's first suspension, when it asks for exactly the
+        request whose answer the Worker fetched before the call started (no round trip, no thread
+        hand-off); None otherwise. The answer is dropped either way: only the first is predicted."""
+        p = call.prefetched
+        call.prefetched = None
+        if p[0] != requests_json:
+            return None
+        call.prefetch_used = True
+        call.prefetch_io_ms = p[2]
+        call.io_ms += p[2]
+        return [p[1]]
+
     # --- async calls: a coroutine driven by hand on the baton holder -----------------------
 
     def _start_async(self, w: _Worker, call: Call, fn, args) -> None:
@@ -833,6 +856,11 @@ class Engine:
                 except TypeError as e:
                     value, exc = None, e
                     continue
+                if call.prefetched is not None:
+                    taken = self._take_prefetched(call, requests_json)
+                    if taken is not None:
+                        value, exc = taken, None
+                        continue
                 if (call.cpu * 1000.0 + call.io_ms) > call.budget_ms:
                     self._fail_budget(call, call.cpu)
                     self._discard(w, call)
@@ -873,7 +901,8 @@ class Engine:
         try:
             io_ms = msg.get("ioMs")
             if type(io_ms) in (int, float):
-                call.io_ms = float(io_ms)
+                # The pool counts what it served; a prefetched answer it served before the call began.
+                call.io_ms = float(io_ms) + call.prefetch_io_ms
             results = msg.get("results")
             if type(results) is not list or len(results) != n:
                 got = len(results) if type(results) is list else type(results).__name__
@@ -1030,6 +1059,22 @@ def _encode_requests(requests: list) -> str:
     if len(data) > MAX_FRAME_BYTES - 4096:
         raise ValueError(f"ctx requests are too large to send: {len(data)} bytes of JSON (the frame limit is 64 MiB)")
     return data
+
+
+def _prefetched_of(p):
+    """_prefetched_of reads an ExecuteCall's prefetched answer: (the JSON of the one-request list
+    it answers, spelled as ctx spells its requests; its result; its IO ms), or None when malformed."""
+    if type(p) is not dict:
+        return None
+    backend, op, result = p.get("backend"), p.get("op"), p.get("result")
+    if type(backend) is not str or type(op) is not str or type(result) is not dict or result.get("ok") is not True:
+        return None
+    try:
+        key = _dumps([{"kind": "io", "backend": backend, "op": op, "params": p.get("params")}])
+    except (TypeError, ValueError, RecursionError):
+        return None
+    io_ms = p.get("ioMs")
+    return key, result, float(io_ms) if type(io_ms) in (int, float) and io_ms >= 0 else 0.0
 
 
 def _waiting_frame(call: Call, requests_json: str) -> str:

@@ -15,7 +15,7 @@ import type { CallOutcome, CallOwner, IoAnswer } from "../../src/runtime/calls/c
 import { defaultExecutorPoolConfig, type ExecutorPoolConfig } from "../../src/runtime/executor/executor-pool-config";
 import { ExecutorPool } from "../../src/runtime/executor/executor-pool";
 import { ExecutorStartError } from "../../src/runtime/executor/executor-start-error";
-import type { JsonValue, ResumeResult } from "../../src/runtime/executor/protocol";
+import { RawJson, type JsonValue, type ResumeResult } from "../../src/runtime/executor/protocol";
 import { BlockTextStore, writeBlockStore } from "../../src/runtime/chains/localtestservice/block-text-store";
 import { SyntheticChain } from "../../src/runtime/chains/localtestservice/synthetic-chain";
 
@@ -82,6 +82,99 @@ describe("ExecutorPool: final blocks by offset into the shared block store", () 
         expect(pool.stats().blockHandoffs).toEqual(via === "mapped" ? { mapped: 10, bytes: 0 } : { mapped: 0, bytes: 10 });
         await pool.close();
       }
+    } finally {
+      store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
+
+describe("ExecutorPool: answers prefetched into the ExecuteCall", () => {
+  /** A call given a prefetched answer to `request`; the owner records what it was asked. */
+  function prefetchedRun(pool: ExecutorPool, source: string, args: JsonValue, request: { backend: string; op: string; params: JsonValue }, answer: IoAnswer) {
+    const asked: { backend: string; op: string; params: JsonValue; bytes?: boolean }[] = [];
+    const owner: CallOwner = {
+      io: async (r) => {
+        asked.push({ backend: r.backend, op: r.op, params: r.params, ...(r.bytes ? { bytes: true } : {}) });
+        return { ok: true, value: { served: r.params }, ioMs: 2 };
+      },
+    };
+    const done = pool.execute({ callId: `p${++seq}`, fn: { source, entry: "main" }, args, prefetched: { request: { kind: "io", ...request }, answer } }, owner);
+    return done.then((outcome) => ({ outcome, asked }));
+  }
+  const block = { backend: "localtestservice", op: "eth_getBlockByNumber", params: { chain: "ethereum", number: 7 } };
+
+  test("a def and an async def call whose first request is exactly the prefetched one take it without a round trip; later requests go as usual, IO time counts both", async () => {
+    const pool = await startPool();
+    for (const src of [
+      "def main(ctx, x):\n    b = ctx.io('localtestservice', 'eth_getBlockByNumber', {'chain': 'ethereum', 'number': x})\n    return [b, ctx.io('other', 'op', 1)]\n",
+      "async def main(ctx, x):\n    b = await ctx.io('localtestservice', 'eth_getBlockByNumber', {'chain': 'ethereum', 'number': x})\n    return [b, await ctx.io('other', 'op', 1)]\n",
+    ]) {
+      const { outcome, asked } = await prefetchedRun(pool, src, 7, block, { ok: true, value: { number: "0x7" }, ioMs: 4 });
+      expect(expectOk(outcome)).toEqual([{ number: "0x7" }, { served: 1 }]);
+      expect(outcome.prefetchUsed).toBe(true);
+      expect(outcome.suspensions).toBe(1); // only the second request
+      expect(asked).toEqual([{ backend: "other", op: "op", params: 1 }]);
+      expect(outcome.ioMs).toBe(4 + 2);
+    }
+  });
+
+  test("a first request that differs in any way (params, their key order, 1 for true, another op, two requests at once) is asked as usual and the prefetched answer is dropped", async () => {
+    const pool = await startPool();
+    const cases: [string, { backend: string; op: string; params: JsonValue }][] = [
+      ["def main(ctx, x):\n    return ctx.io('localtestservice', 'eth_getBlockByNumber', {'chain': 'ethereum', 'number': x + 1})\n", { ...block, params: { chain: "ethereum", number: 8 } }],
+      ["def main(ctx, x):\n    return ctx.io('localtestservice', 'eth_getBlockByNumber', {'number': x, 'chain': 'ethereum'})\n", { ...block, params: { number: 7, chain: "ethereum" } }],
+      ["def main(ctx, x):\n    return ctx.io('localtestservice', 'eth_getBlockByNumber', {'chain': 'ethereum', 'number': x, 'full': 1})\n", { ...block, params: { chain: "ethereum", number: 7, full: 1 } }],
+      ["def main(ctx, x):\n    return ctx.io('localtestservice', 'eth_getBlock', {'chain': 'ethereum', 'number': x})\n", { ...block, op: "eth_getBlock" }],
+    ];
+    const hints: JsonValue[] = [block.params, block.params, { chain: "ethereum", number: 7, full: true }, block.params];
+    for (const [i, [src, want]] of cases.entries()) {
+      const { outcome, asked } = await prefetchedRun(pool, src, 7, { ...block, params: hints[i]! }, { ok: true, value: "prefetched", ioMs: 4 });
+      expect(expectOk(outcome)).toEqual({ served: want.params });
+      expect(outcome.prefetchUsed).toBe(false);
+      expect(asked).toEqual([want]);
+      expect(outcome.ioMs).toBe(2);
+    }
+    // Only the first suspension may take it: two requests at once, then the very request alone.
+    const twice = "def main(ctx, x):\n    ctx.io_many([('a', 'b'), ('c', 'd')])\n    return ctx.io('localtestservice', 'eth_getBlockByNumber', {'chain': 'ethereum', 'number': x})\n";
+    const { outcome, asked } = await prefetchedRun(pool, twice, 7, block, { ok: true, value: "prefetched", ioMs: 4 });
+    expect(expectOk(outcome)).toEqual({ served: block.params });
+    expect(outcome.prefetchUsed).toBe(false);
+    expect(asked.length).toBe(3);
+  });
+
+  test("a failed prefetched answer is not sent: the call asks itself and gets the usual answer", async () => {
+    const pool = await startPool();
+    const src = "def main(ctx, x):\n    return ctx.io('localtestservice', 'eth_getBlockByNumber', {'chain': 'ethereum', 'number': x})\n";
+    const { outcome, asked } = await prefetchedRun(pool, src, 7, block, { ok: false, error: { type: "BackendOverloaded", message: "later" }, ioMs: 1 });
+    expect(expectOk(outcome)).toEqual({ served: block.params });
+    expect(outcome.prefetchUsed).toBe(false);
+    expect(asked).toEqual([block]);
+  });
+
+  test("a final block prefetched goes by offset into the store; one the executor cannot read there (the store truncated) is asked for again as bytes", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "blockx-pool-prefetch-"));
+    chmodSync(dir, 0o755);
+    const chain = new SyntheticChain("ethereum");
+    writeBlockStore(join(dir, "eth.blocks"), chain, 100, 104);
+    const store = BlockTextStore.open(join(dir, "eth.blocks"));
+    try {
+      const pool = await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: 1 }), silentLogger(), { waitForAll: true, sharedBlockStore: { fd: store.fd, identity: store.identity } });
+      pools.push(pool);
+      const src = "def main(ctx, n):\n    b = ctx.io('localtestservice', 'eth_getBlockByNumber', {'chain': 'ethereum', 'number': n})\n    return [b['number'], b['hash']]\n";
+      const want = (n: number) => [chain.block(n, true)!.number, chain.block(n, true)!.hash];
+      const req = (n: number) => ({ ...block, params: { chain: "ethereum", number: n } });
+      const { outcome, asked } = await prefetchedRun(pool, src, 102, req(102), { ok: true, value: store.read(102), ioMs: 0 });
+      expect(expectOk(outcome)).toEqual(want(102));
+      expect(outcome.prefetchUsed).toBe(true);
+      expect(asked).toEqual([]);
+      expect(pool.stats().blockHandoffs).toEqual({ mapped: 1, bytes: 0 });
+      // A span past the end of the file (what a store truncated after the Worker looked looks like).
+      const beyond = new RawJson({ span: { file: store.identity, offset: 1 << 30, length: 100 }, load: () => new TextEncoder().encode("null") });
+      const again = await prefetchedRun(pool, src, 103, req(103), { ok: true, value: beyond, ioMs: 0 });
+      expect(again.asked).toEqual([{ ...req(103), bytes: true }]);
+      expect(again.outcome.ok).toBe(false); // the owner here answers {served: ...}, which has no 'number'
+      expect(again.outcome.prefetchUsed).toBe(true);
     } finally {
       store.close();
       rmSync(dir, { recursive: true, force: true });

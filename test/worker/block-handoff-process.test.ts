@@ -56,6 +56,8 @@ async function startWorker(extra: Record<string, string> = {}) {
       restarts: metricSample(page, "blockx_executor_restarts_total"),
       commits: metricSample(page, "blockx_table_store_commits_total"),
       transactions: metricSample(page, "blockx_table_store_transactions_total"),
+      prefetchTaken: metricSample(page, "blockx_executor_prefetched_answers_total", '{outcome="taken"}'),
+      prefetchNotTaken: metricSample(page, "blockx_executor_prefetched_answers_total", '{outcome="not_taken"}'),
     };
   };
   /** rows: the table's rows with plain SQL, in block order (none before the first write). */
@@ -114,6 +116,23 @@ describe("final blocks handed to executors by offset into the block store", () =
     expect(s.rows("head_stats")).toEqual(expected(LAST_FINAL + 1, HEAD));
     const afterHead = await s.handoffs();
     expect({ mapped: afterHead.mapped, bytes: afterHead.bytes }).toEqual({ mapped: LAST_FINAL + 1, bytes: 0 });
+  }, 120_000);
+
+  test("once two calls showed which block they read first, the next calls get it by offset in their ExecuteCall and take it; with TASK_IO_PREFETCH=false none does; the same rows either way", async () => {
+    for (const prefetch of ["true", "false"]) {
+      const s = await startWorker({ TASK_IO_PREFETCH: prefetch, TASK_MAX_INFLIGHT_CALLS: "8" });
+      expect(await run(s.client, statsTask(`pf-${prefetch}`, BLOCK_STATS, 0, LAST_FINAL, "stats"))).toMatchObject({ state: TaskState.SUCCEEDED, callsSucceeded: LAST_FINAL + 1 });
+      expect(s.rows("stats")).toEqual(expected(0, LAST_FINAL));
+      const h = await s.handoffs();
+      expect({ mapped: h.mapped, bytes: h.bytes, restarts: h.restarts }).toEqual({ mapped: LAST_FINAL + 1, bytes: 0, restarts: 0 });
+      if (prefetch === "true") {
+        // Only calls sent before the second call's first request confirmed the pattern went without (at most 8 in flight, twice).
+        expect(h.prefetchTaken).toBeGreaterThanOrEqual(LAST_FINAL + 1 - 16);
+        expect(h.prefetchNotTaken).toBe(0);
+      } else {
+        expect(h.prefetchTaken + h.prefetchNotTaken).toBe(0);
+      }
+    }
   }, 120_000);
 
   test("a store truncated under a backfill: the executors never read past its end, the bytes they then ask for fail the task naming the cause, no executor dies; restored, a rerun fills the table exactly", async () => {

@@ -80,6 +80,17 @@ export interface CallRequest {
    * the interpreter reaches another's. Absent: "", one owner shared by every such call.
    */
   readonly ownerKey?: string;
+  /**
+   * The answer to the IO request the call is expected to make first, fetched before it starts
+   * (the Worker's IoPrefetchPlan): taken without a round trip if the function asks exactly that.
+   */
+  readonly prefetched?: PrefetchedAnswer;
+}
+
+/** An IO request and its answer, fetched ahead of the call that is expected to ask for it. */
+export interface PrefetchedAnswer {
+  readonly request: Extract<SuspensionRequest, { kind: "io" }>;
+  readonly answer: IoAnswer;
 }
 
 /** The mark between a parent call's id and its sub-call's number: `<parent call id>/sub-<n>`. */
@@ -155,6 +166,8 @@ interface OutcomeCommon {
   /** Whether this call compiled the source (false: compile cache hit). */
   readonly compiled: boolean | undefined;
   readonly suspensions: number;
+  /** The call took the answer prefetched for it (CallRequest.prefetched); absent: none was given. */
+  readonly prefetchUsed?: boolean;
 }
 
 export type CallOutcome = (OutcomeCommon & { readonly ok: true; readonly value: JsonValue }) | (OutcomeCommon & { readonly ok: false; readonly error: CallFailure });

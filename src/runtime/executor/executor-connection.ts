@@ -1,7 +1,7 @@
 import { chmodSync, chownSync } from "node:fs";
 import type { Socket, UnixSocketListener } from "bun";
 import { concatBytes, encodeFrameParts, FrameDecoder, FrameError, MAX_FRAME_BYTES } from "./frame-codec";
-import { RawJson, type ExecutorMessage, type PoolMessage } from "./protocol";
+import { RawJson, type ExecutorMessage, type PoolMessage, type WireResult } from "./protocol";
 
 /** Frames of one tick up to this size are joined into one write. */
 const COALESCE_MAX_BYTES = 64 * 1024;
@@ -129,6 +129,10 @@ export class ExecutorConnection {
 
 /** holdsRawJson: whether a message carries RawJson values to splice in (an answer's bytes, a shared source). */
 function holdsRawJson(m: PoolMessage): boolean {
-  if (m.type === "ResumeCall") return m.results.some((r) => "value" in r && r.value instanceof RawJson);
-  return m.type === "ExecuteCall" && m.source instanceof RawJson;
+  if (m.type === "ResumeCall") return m.results.some(isRawAnswer);
+  return m.type === "ExecuteCall" && (m.source instanceof RawJson || (m.prefetched !== undefined && isRawAnswer(m.prefetched.result)));
+}
+
+function isRawAnswer(r: WireResult): boolean {
+  return "value" in r && r.value instanceof RawJson;
 }

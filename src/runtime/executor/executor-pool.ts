@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { UnixSocketListener } from "bun";
 import type { Logger } from "../../common/logging/logger";
-import { CallErrorCode, isRetryable, parentCallIdOf, type CallFailure, type CallOutcome, type CallOwner, type CallRequest } from "../calls/call";
+import { CallErrorCode, isRetryable, parentCallIdOf, type CallFailure, type CallOutcome, type CallOwner, type CallRequest, type PrefetchedAnswer } from "../calls/call";
 import { executorPythonPath } from "./executor-assets";
 import { ExecutorStartError } from "./executor-start-error";
 import { likelyStartCause } from "./start-failure";
@@ -23,7 +23,7 @@ import { BwrapSandbox } from "./sandbox/bwrap-sandbox";
 import { handOff, type HandoffVia, type SharedBlockStore } from "./block-handoff";
 import { probePythonRuntime } from "./sandbox/python-runtime";
 import { sourceBytesOver } from "../functions/function-lookup";
-import { PROTOCOL_VERSION, SOURCE_NOT_CACHED, type ExecutorMessage, type JsonValue, type LogLine, type PoolMessage, type ResumeResult, type SuspensionRequest } from "./protocol";
+import { PROTOCOL_VERSION, SOURCE_NOT_CACHED, type ExecutorMessage, type JsonValue, type LogLine, type PoolMessage, type PrefetchedWire, type ResumeResult, type SuspensionRequest } from "./protocol";
 
 /** How often the pool checks pings, memory, wall-clock ceilings and restarts. */
 const TICK_MS = 50;
@@ -76,6 +76,9 @@ interface ActiveCall {
   cancelled: string | null;
   /** Sent again with its source after the executor answered SOURCE_NOT_CACHED (once at most). */
   sourceResent: boolean;
+  /** Its prefetched answer went with its ExecuteCall; the executor took it (its final frame said so). */
+  prefetchSent: boolean;
+  prefetchUsed: boolean;
 }
 
 export interface ExecutorPoolStats {
@@ -90,6 +93,8 @@ export interface ExecutorPoolStats {
   readonly sourceResends: number;
   /** Large sources whose JSON is held, encoded once, while calls of them are in the pool. */
   readonly sharedSources: number;
+  /** Calls that ended with a prefetched answer in their ExecuteCall, by whether they took it. */
+  readonly prefetchedAnswers: Readonly<{ taken: number; notTaken: number }>;
 }
 
 /**
@@ -130,6 +135,7 @@ export class ExecutorPool {
   /** The bubblewrap sandbox executors start in (EXECUTOR_SANDBOX=on), or null. */
   private readonly sandbox: BwrapSandbox | null;
   private readonly blockHandoffs: Record<HandoffVia, number> = { mapped: 0, bytes: 0 };
+  private readonly prefetchedAnswers = { taken: 0, notTaken: 0 };
 
   private constructor(
     private readonly config: ExecutorPoolConfig,
@@ -207,6 +213,8 @@ export class ExecutorPool {
         suspensions: 0,
         cancelled: null,
         sourceResent: false,
+        prefetchSent: false,
+        prefetchUsed: false,
       };
       if (this.closed) return this.finish(call, this.failure(CallErrorCode.PoolClosed, "the executor pool is shut down"));
       if (this.calls.has(req.callId)) {
@@ -257,6 +265,7 @@ export class ExecutorPool {
       sourcesSent: this.sourcesSent,
       sourceResends: this.sourceResends,
       sharedSources: this.framedSources.size,
+      prefetchedAnswers: { ...this.prefetchedAnswers },
     };
   }
 
@@ -433,6 +442,11 @@ export class ExecutorPool {
         if (!call || call.executor !== e) return;
         if (m.type === "CallFailed" && m.error.code === SOURCE_NOT_CACHED) return this.resendSource(call, e, m.error.message);
         call.cpuMs = m.cpuMs;
+        // The prefetched answer's backend time was spent for this call, before it started.
+        if (m.prefetchUsed === true && call.req.prefetched && call.prefetchSent && !call.prefetchUsed) {
+          call.prefetchUsed = true;
+          call.ioMs += call.req.prefetched.answer.ioMs;
+        }
         const extra = { output: m.output, stdout: m.stdout, stderr: m.stderr, logs: m.logs, compiled: m.compiled };
         if (m.type === "CallCompleted") this.finish(call, { ok: true, value: m.result }, extra);
         else this.finish(call, { ok: false, error: { ...m.error, retryable: isRetryable(m.error.code) } }, extra);
@@ -636,7 +650,7 @@ export class ExecutorPool {
    * always follows the one that carried the source.
    */
   private sendExecute(call: ActiveCall, e: Executor, withSource: boolean): void {
-    const sent = this.send(e, {
+    const message: Extract<PoolMessage, { type: "ExecuteCall" }> = {
       type: "ExecuteCall",
       callId: call.req.callId,
       digest: call.digest,
@@ -645,7 +659,12 @@ export class ExecutorPool {
       ...(call.req.fn.filename ? { filename: call.req.fn.filename } : {}),
       args: call.req.args,
       budgetMs: call.req.budgetMs ?? this.config.callBudgetMs,
-    });
+    };
+    const prefetched = call.req.prefetched ? this.prefetchedWire(call.req.prefetched, e) : null;
+    let sent = this.send(e, prefetched ? { ...message, prefetched } : message);
+    call.prefetchSent = prefetched !== null && sent === true;
+    // An answer too large to ride along is no reason to fail the call: it asks for it itself.
+    if (sent !== true && prefetched) sent = this.send(e, message);
     if (sent !== true) {
       this.finish(call, this.failure(CallErrorCode.InputRejected, `the call cannot be sent to an executor: ${sent.message} (its ${withSource ? "source and " : ""}input together)`));
       return;
@@ -670,6 +689,20 @@ export class ExecutorPool {
     this.sendExecute(call, e, true);
   }
 
+  /**
+   * prefetchedWire: a call's prefetched answer as this executor gets it (a final block by offset
+   * when it reads the store, else its bytes), or null when there is nothing worth sending: a failed
+   * answer (the function asks itself and gets the error, or a retry's success, the usual way).
+   */
+  private prefetchedWire(p: PrefetchedAnswer, e: Executor): PrefetchedWire | null {
+    const { ioMs, ...answer } = p.answer;
+    if (!answer.ok) return null;
+    const h = handOff(answer, p.request, e.readsStore);
+    if (!h.result.ok) return null;
+    if (h.via) this.blockHandoffs[h.via]++;
+    return { backend: p.request.backend, op: p.request.op, params: p.request.params, result: h.result, ioMs };
+  }
+
   /** sourceTooLarge: why a source over EXECUTOR_MAX_SOURCE_BYTES is refused, or null (measured once per digest). */
   private sourceTooLarge(digest: string, source: string): string | null {
     if (this.sizedDigests.has(digest)) return null;
@@ -685,6 +718,7 @@ export class ExecutorPool {
     if (registered) {
       this.calls.delete(id);
       this.framedSources.release(call.digest);
+      if (call.prefetchSent) this.prefetchedAnswers[call.prefetchUsed ? "taken" : "notTaken"]++;
       const parent = parentCallIdOf(id);
       const siblings = parent === null ? undefined : this.children.get(parent);
       siblings?.delete(id);
@@ -719,6 +753,7 @@ export class ExecutorPool {
       executorId: call.executor?.id ?? "",
       compiled: extra.compiled,
       suspensions: call.suspensions,
+      ...(call.prefetchSent ? { prefetchUsed: call.prefetchUsed } : {}),
     };
     return result.ok ? { ...common, ok: true, value: result.value } : { ...common, ok: false, error: result.error };
   }

@@ -126,8 +126,21 @@ export type ExecutorMessage =
   | { type: "Hello"; protocol: number; executorId: string; token: string; pid: number; python: string; blockStore?: string }
   | { type: "Pong"; seq: number }
   | { type: "CallWaiting"; callId: string; requests: SuspensionRequest[]; cpuMs: number }
-  | { type: "CallCompleted"; callId: string; result: JsonValue; cpuMs: number; output: string; stdout?: string; stderr?: string; logs: LogLine[]; compiled?: boolean }
-  | { type: "CallFailed"; callId: string; error: ExecutorCallError; cpuMs: number; output: string; stdout?: string; stderr?: string; logs: LogLine[]; compiled?: boolean };
+  | { type: "CallCompleted"; callId: string; result: JsonValue; cpuMs: number; output: string; stdout?: string; stderr?: string; logs: LogLine[]; compiled?: boolean; prefetchUsed?: boolean }
+  | { type: "CallFailed"; callId: string; error: ExecutorCallError; cpuMs: number; output: string; stdout?: string; stderr?: string; logs: LogLine[]; compiled?: boolean; prefetchUsed?: boolean };
+
+/**
+ * An IO answer the pool fetched before the call started: the executor hands it to the call's first
+ * suspension if that asks for exactly this request (one request, the same JSON), without a round
+ * trip; either way it is dropped then. `prefetchUsed` on the call's final frame says it was taken.
+ */
+export interface PrefetchedWire {
+  backend: string;
+  op: string;
+  params: JsonValue;
+  result: WireResult;
+  ioMs: number;
+}
 
 export type PoolMessage =
   | { type: "Ping"; seq: number }
@@ -135,6 +148,6 @@ export type PoolMessage =
    * `source` only the first time a digest goes to an executor (and after SOURCE_NOT_CACHED); then the
    * digest alone. A large source goes as RawJson: its JSON encoded once, every executor's frame refers to it.
    */
-  | { type: "ExecuteCall"; callId: string; digest: string; source?: string | RawJson; entry: string; args: JsonValue; budgetMs: number; filename?: string }
+  | { type: "ExecuteCall"; callId: string; digest: string; source?: string | RawJson; entry: string; args: JsonValue; budgetMs: number; filename?: string; prefetched?: PrefetchedWire }
   | { type: "ResumeCall"; callId: string; results: WireResult[]; ioMs: number }
   | { type: "CancelCall"; callId: string; reason: string };

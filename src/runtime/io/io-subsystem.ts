@@ -201,6 +201,12 @@ export class IoSubsystem {
     return { tasks: this.tasks.size, flights: this.flights.size, flightTasks: this.flights.tasks };
   }
 
+  /** isReadOp: `backend.op` exists and only reads (so it may be asked before a call asks it: IoPrefetchPlan). */
+  isReadOp(backend: string, op: string): boolean {
+    const resolved = this.backends.resolve(backend, op);
+    return "op" in resolved && resolved.op.kind === "read";
+  }
+
   /** @internal TaskIo's request path. */
   request(task: TaskIo, backend: string, op: string, params: JsonValue): Promise<IoResult> {
     const joinedAt = performance.now();
@@ -464,6 +470,11 @@ export class TaskIo {
     windowSize: number,
   ) {
     this.window = new IoWindow(windowSize);
+  }
+
+  /** isReadOp: `backend.op` exists here and only reads. */
+  isReadOp(backend: string, op: string): boolean {
+    return this.io.isReadOp(backend, op);
   }
 
   /** call runs one `ctx.io(backend, op, params)` request: its answer and its trace entry. Never rejects. */

@@ -46,7 +46,7 @@ function rig(o: { taskWindow?: number; maxAttempts?: number; tables?: SqliteTabl
   const runner = new TaskRunner({
     pool,
     dispatcher: { taskMaxInflightCalls: o.taskWindow ?? 100, maxInflightCalls: 1000, maxAttempts: o.maxAttempts ?? 3, retryBackoffBaseMs: 1, retryBackoffMaxMs: 1 },
-    io: { forTask: (taskId) => ({ call: async () => ({ answer: { ok: true, value: null, ioMs: 0 } }) as never, end: () => void ioEnded.push(taskId) }) },
+    io: { forTask: (taskId) => ({ call: async () => ({ answer: { ok: true, value: null, ioMs: 0 } }) as never, isReadOp: () => false, end: () => void ioEnded.push(taskId) }) },
     tables: o.tables ?? null,
     log,
     nowMs: () => now.ms,

@@ -1,11 +1,12 @@
 import type { Logger } from "../../common/logging/logger";
 import type { NowMs } from "../../common/clock/monotonic-clock";
 import type { CallError, TableWriteSummary } from "../../gen/worker/v1/worker";
-import { CallErrorCode, type CallOutcome, type CallOwner } from "../../runtime/calls/call";
+import { CallErrorCode, type CallOutcome, type CallOwner, type PrefetchedAnswer } from "../../runtime/calls/call";
 import { createCallOwner, resumeResultOf, type CallPool, type RunSubCall } from "../../runtime/calls/call-owner";
-import type { JsonValue } from "../../runtime/executor/protocol";
+import type { JsonValue, SuspensionRequest } from "../../runtime/executor/protocol";
 import { executorOwnerKey } from "../../runtime/executor/executor-pool-config";
 import type { TaskIo } from "../../runtime/io/io-subsystem";
+import { IoPrefetchPlan } from "../core/io-prefetch-plan";
 import { DispatcherCore, type CallResult, type DispatchedCall, type DispatcherConfig, type DispatcherDecision, type DispatcherEvent } from "../core/dispatcher-core";
 import { TaskLogBook, type TaskLogCaps, type TaskLogEntry } from "../core/task-log-book";
 import type { TaskPlan } from "../core/task-plan";
@@ -18,8 +19,8 @@ import { createWriters, WriterSetupError } from "../writers/writers";
 /** The events a task runner reports to WorkerCore: a task's progress and its end. */
 export type TaskRunnerEvent = Extract<WorkerEvent, { type: "taskPhaseEntered" | "taskCallCountsChanged" | "taskSucceeded" | "taskFailed" }>;
 
-/** What a task's calls need of their IO handle: serve a request, release everything at the end. */
-export type TaskCallIo = Pick<TaskIo, "call" | "end">;
+/** What a task's calls need of their IO handle: serve a request, say whether an op only reads, release everything at the end. */
+export type TaskCallIo = Pick<TaskIo, "call" | "end" | "isReadOp">;
 
 /** What GetTaskResult returns besides the snapshot: values, the first error, the tables written. */
 export interface TaskOutput {
@@ -48,6 +49,8 @@ export interface TaskRunnerDeps {
   readonly maxResultBytes?: number;
   /** How often a running task's counts are reported at most (TASK_PROGRESS_INTERVAL_MS when absent; 0: every turn). */
   readonly progressIntervalMs?: number;
+  /** TASK_IO_PREFETCH: fetch a call's predicted first IO request before it starts (IoPrefetchPlan); default true. */
+  readonly ioPrefetch?: boolean;
 }
 
 /** What ListTasks shows of a task besides its snapshot. */
@@ -69,6 +72,10 @@ interface RunningTask {
   readonly subCalls: Set<string>;
   /** Serves every call's IO and sub-calls (one owner for the whole task). */
   readonly owner: CallOwner;
+  /** What the task's calls ask first, learned from them: fetched ahead for the next calls. */
+  readonly prefetch: IoPrefetchPlan;
+  /** Top-level calls sent without a prefetched answer whose first IO request is still to be seen: their input by call id. */
+  readonly firstIoOf: Map<string, JsonValue>;
   succeeded: number;
   failed: number;
   retried: number;
@@ -182,13 +189,18 @@ export class TaskRunner {
       inflight: new Map(),
       subCalls: new Set(),
       owner: createCallOwner({
-        io: (req) => io.call(req.backend, req.op, req.params).then((r) => r.answer),
+        io: (req, callId) => {
+          this.watchFirstIo(t, req, callId);
+          return io.call(req.backend, req.op, req.params).then((r) => r.answer);
+        },
         functions: plan.functions,
         role: "Worker",
         budgetMs: this.deps.callBudgetMs,
         runSubCall: (call, owner) => this.runSubCall(t, call, owner),
         subCallWindow: this.deps.dispatcher.taskMaxInflightCalls,
       }),
+      prefetch: new IoPrefetchPlan(),
+      firstIoOf: new Map(),
       succeeded: 0,
       failed: 0,
       retried: 0,
@@ -265,6 +277,7 @@ export class TaskRunner {
     for (const callId of [...t.inflight.keys(), ...t.subCalls]) this.deps.pool.cancel(callId, "task ended");
     t.inflight.clear();
     t.subCalls.clear();
+    t.firstIoOf.clear();
     t.io.end(); // nothing of the task stays in the IO subsystem
   }
 
@@ -295,7 +308,29 @@ export class TaskRunner {
     const callId = `${d.taskId}/${d.index}/${d.attempt}`;
     t.inflight.set(callId, d);
     const startedMs = this.deps.nowMs();
-    void this.deps.pool.execute({ callId, fn: t.plan.fn, args: d.call, ownerKey: this.executorOwnerKey(t), ...this.budget() }, t.owner).then((outcome) => this.onCallDone(t, callId, d, outcome, startedMs));
+    const predicted = this.deps.ioPrefetch === false ? null : t.prefetch.predict(d.call);
+    if (predicted === null || !t.io.isReadOp(predicted.backend, predicted.op)) return this.execute(t, callId, d, startedMs, undefined);
+    // The answer is fetched first, through the task's IO like any request of its calls (window,
+    // cache, singleflight, admission); the call then finds it in its ExecuteCall.
+    const request = { kind: "io" as const, ...predicted };
+    void t.io.call(request.backend, request.op, request.params).then(({ answer }) => {
+      if (this.tasks.get(t.plan.taskId) !== t || !t.inflight.has(callId)) return; // the task ended meanwhile
+      this.execute(t, callId, d, startedMs, answer.ok ? { request, answer } : undefined);
+    });
+  }
+
+  private execute(t: RunningTask, callId: string, d: DispatchedCall<JsonValue>, startedMs: number, prefetched: PrefetchedAnswer | undefined): void {
+    if (!prefetched && t.prefetch.state !== "off") t.firstIoOf.set(callId, d.call);
+    const req = { callId, fn: t.plan.fn, args: d.call, ownerKey: this.executorOwnerKey(t), ...this.budget(), ...(prefetched ? { prefetched } : {}) };
+    void this.deps.pool.execute(req, t.owner).then((outcome) => this.onCallDone(t, callId, d, outcome, startedMs));
+  }
+
+  /** watchFirstIo shows the task's IoPrefetchPlan the first IO request of a call that had no answer fetched ahead. */
+  private watchFirstIo(t: RunningTask, req: Extract<SuspensionRequest, { kind: "io" }>, callId: string): void {
+    const input = t.firstIoOf.get(callId);
+    if (input === undefined) return;
+    t.firstIoOf.delete(callId);
+    if (req.bytes !== true) t.prefetch.observe(input, { backend: req.backend, op: req.op, params: req.params });
   }
 
   /**
@@ -316,6 +351,9 @@ export class TaskRunner {
   private onCallDone(t: RunningTask, callId: string, d: DispatchedCall<JsonValue>, result: CallOutcome, startedMs: number): void {
     this.onCallFinished(isSystemFailure(result), finishedInfo(result, this.deps.nowMs() - startedMs));
     if (!t.inflight.delete(callId) || this.tasks.get(t.plan.taskId) !== t) return; // the task ended meanwhile
+    t.firstIoOf.delete(callId);
+    // Whether a prefetched answer was taken; a call that failed may not have reached its first request.
+    if (result.prefetchUsed !== undefined && result.ok) t.prefetch.prefetchEnded(result.prefetchUsed);
     this.keepLogs(t, d, result);
     this.cancelSubCallsOf(t, callId); // a parent that ended (its executor died) no longer waits for them
     if (!result.ok) return this.callSettled(t, callId, d, result);

@@ -40,7 +40,7 @@ function rig(o: { realClock?: boolean } = {}) {
   const runner = new TaskRunner({
     pool,
     dispatcher: { taskMaxInflightCalls: 100, maxInflightCalls: 1000, maxAttempts: 3, retryBackoffBaseMs: 1, retryBackoffMaxMs: 1 },
-    io: { forTask: () => ({ call: async () => ({ answer: { ok: true, value: null, ioMs: 0 } }) as never, end: () => {} }) },
+    io: { forTask: () => ({ call: async () => ({ answer: { ok: true, value: null, ioMs: 0 } }) as never, isReadOp: () => false, end: () => {} }) },
     tables: null,
     log,
     nowMs,

@@ -86,10 +86,17 @@ export function registerWorkerMetrics(registry: MetricsRegistry, src: WorkerMetr
     "Final blocks of the block store sent to executors, by how: mapped (offset and length into the store file the executor inherited) or bytes (in the frame).",
     ["via"],
   );
+  const prefetched = registry.counter(
+    "blockx_executor_prefetched_answers_total",
+    "Calls that ended with the answer to their expected first IO request in their ExecuteCall (TASK_IO_PREFETCH), by whether the function took it (taken) or asked something else first (not_taken).",
+    ["outcome"],
+  );
   restarts.onCollect(() => {
     const s = src.poolStats();
     restarts.setTotal({}, s.restarts);
     for (const [via, n] of Object.entries(s.blockHandoffs)) handoffs.setTotal({ via }, n);
+    prefetched.setTotal({ outcome: "taken" }, s.prefetchedAnswers.taken);
+    prefetched.setTotal({ outcome: "not_taken" }, s.prefetchedAnswers.notTaken);
     queued.set({}, s.queued);
     const byState = new Map<string, number>();
     for (const e of s.executors) byState.set(e.state, (byState.get(e.state) ?? 0) + 1);

@@ -113,6 +113,14 @@ export function workerVars(profile: WorkerProfile) {
       "bytes of JSON return values one task keeps for GetTaskResult (return_value output): a task over it fails with RESULT_TOO_LARGE, other tasks go on",
       intSchema(1024, 2 ** 32),
     ),
+    taskIoPrefetch: envVar(
+      "TASK_IO_PREFETCH",
+      "true",
+      "true or false",
+      "fetch the IO request a task's calls ask first before each call starts, once two calls showed how it follows from their input " +
+        "(read ops only; stops for a task whose calls stop asking it): the call gets the answer in its ExecuteCall, without a round trip",
+      enumSchema(["true", "false"] as const),
+    ),
     callMaxAttempts: envVar("CALL_MAX_ATTEMPTS", "4", "an integer from 1 to 100", "tries per call for retryable failures (a user's error is never retried)", intSchema(1, 100)),
     taskLogMaxBytes: envVar("TASK_LOG_MAX_BYTES", "1048576", "an integer from 1024 to 1073741824", "log lines kept per task (`blockx logs`): beyond this the oldest go first, counted", intSchema(1024, 1 << 30)),
     taskLogMaxLineBytes: envVar("TASK_LOG_MAX_LINE_BYTES", "4096", "an integer from 64 to 1048576", "a longer log line is cut, saying how much", intSchema(64, 1 << 20)),
@@ -145,6 +153,8 @@ export interface WorkerRuntimeConfig extends TableStoreConfig {
   readonly callMaxAttempts: number;
   readonly taskMaxInputs: number;
   readonly taskMaxResultBytes: number;
+  /** TASK_IO_PREFETCH: fetch a call's predicted first IO request before it starts. */
+  readonly taskIoPrefetch: boolean;
   readonly taskLogCaps: TaskLogCaps;
   readonly functionsDir: string;
   readonly localTestChainHead: number;
@@ -217,6 +227,7 @@ export function loadWorkerRuntimeConfigFromEnv(
     callMaxAttempts: v.callMaxAttempts,
     taskMaxInputs: v.taskMaxInputs,
     taskMaxResultBytes: v.taskMaxResultBytes,
+    taskIoPrefetch: v.taskIoPrefetch === "true",
     taskLogCaps: { ...DEFAULT_TASK_LOG_CAPS, bytesPerTask: v.taskLogMaxBytes, bytesPerLine: v.taskLogMaxLineBytes, bytesPerCall: v.taskLogMaxCallBytes },
     functionsDir: v.functionsDir.trim(),
     tableStoreUrl: v.tableStoreUrl.trim(),

@@ -125,6 +125,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     logCaps: config.taskLogCaps,
     ownerWithoutIdentity: config.pool.ownerWithoutIdentity,
     maxResultBytes: config.taskMaxResultBytes,
+    ioPrefetch: config.taskIoPrefetch,
   });
   // A task by name pins the function snapshot current at its submission; a miss re-reads FUNCTIONS_DIR.
   const planLimits = { maxInputs: config.taskMaxInputs, maxSourceBytes: config.pool.maxSourceBytes };
