@@ -1,4 +1,4 @@
-import type { CallFunction, CallOutcome, CallOwner } from "../../src/runtime/calls/call";
+import type { CallFunction, CallOutcome, CallOwner, PrefetchedAnswer } from "../../src/runtime/calls/call";
 import type { CallPool } from "../../src/runtime/calls/call-owner";
 import type { JsonValue } from "../../src/runtime/executor/protocol";
 
@@ -9,7 +9,10 @@ export interface HeldCall {
   readonly args: JsonValue;
   readonly budgetMs: number | undefined;
   readonly owner: CallOwner;
-  finish(outcome: { value: JsonValue } | { code: string; message?: string; retryable?: boolean }): void;
+  /** The answer fetched ahead for the call (TaskRunner's IO prefetch), if it came with one. */
+  readonly prefetched: PrefetchedAnswer | undefined;
+  /** finish ends the call; `prefetchUsed` says whether its function took the prefetched answer (default false). */
+  finish(outcome: ({ value: JsonValue } | { code: string; message?: string; retryable?: boolean }) & { prefetchUsed?: boolean }): void;
 }
 
 /**
@@ -27,7 +30,7 @@ export class InMemoryPool implements CallPool {
   /** The most calls running at once. */
   peak = 0;
 
-  execute(request: { callId: string; fn: CallFunction; args: JsonValue; budgetMs?: number; ownerKey?: string }, owner: CallOwner): Promise<CallOutcome> {
+  execute(request: { callId: string; fn: CallFunction; args: JsonValue; budgetMs?: number; ownerKey?: string; prefetched?: PrefetchedAnswer }, owner: CallOwner): Promise<CallOutcome> {
     if (this.running.has(request.callId)) throw new Error(`call id ${request.callId} is already running`);
     this.started.push(request.callId);
     this.ownerKeys.set(request.callId, request.ownerKey ?? "");
@@ -38,10 +41,12 @@ export class InMemoryPool implements CallPool {
         args: request.args,
         budgetMs: request.budgetMs,
         owner,
+        prefetched: request.prefetched,
         finish: (o) => {
           if (this.running.get(request.callId) !== held) throw new Error(`call ${request.callId} is not running`);
           this.running.delete(request.callId);
-          resolve(outcome(request.callId, o));
+          const out = outcome(request.callId, o);
+          resolve(request.prefetched ? { ...out, prefetchUsed: o.prefetchUsed ?? false } : out);
         },
       };
       this.running.set(request.callId, held);

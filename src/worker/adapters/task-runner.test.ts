@@ -11,6 +11,8 @@ import { InMemoryPool } from "../../../test/support/in-memory-pool";
 import { blockWorkerProfile } from "../app/profile";
 import { planTask } from "../core/task-plan";
 import { SqliteTableStore } from "../../common/tables/sqlite-table-store";
+import type { IoAnswer } from "../../runtime/calls/call";
+import type { JsonValue } from "../../runtime/executor/protocol";
 import { TaskRunner, type TaskRunnerEvent } from "./task-runner";
 
 const log = createLogger("fatal");
@@ -37,7 +39,15 @@ interface Rig {
   now: { ms: number };
 }
 
-function rig(o: { taskWindow?: number; maxAttempts?: number; tables?: SqliteTableStore; budgetMs?: number; ownerWithoutIdentity?: "task" | "shared"; progressIntervalMs?: number } = {}): Rig {
+/** What a rig's tasks' IO does: every request answered at once with null, and no op a read (no prefetch), unless a test says. */
+interface RigIo {
+  call?: (backend: string, op: string, params: JsonValue) => Promise<IoAnswer>;
+  isReadOp?: (backend: string, op: string) => boolean;
+}
+
+function rig(
+  o: { taskWindow?: number; maxAttempts?: number; tables?: SqliteTableStore; budgetMs?: number; ownerWithoutIdentity?: "task" | "shared"; progressIntervalMs?: number; io?: RigIo; ioPrefetch?: boolean } = {},
+): Rig {
   const pool = new InMemoryPool();
   const events: TaskRunnerEvent[] = [];
   const ioEnded: string[] = [];
@@ -46,7 +56,13 @@ function rig(o: { taskWindow?: number; maxAttempts?: number; tables?: SqliteTabl
   const runner = new TaskRunner({
     pool,
     dispatcher: { taskMaxInflightCalls: o.taskWindow ?? 100, maxInflightCalls: 1000, maxAttempts: o.maxAttempts ?? 3, retryBackoffBaseMs: 1, retryBackoffMaxMs: 1 },
-    io: { forTask: (taskId) => ({ call: async () => ({ answer: { ok: true, value: null, ioMs: 0 } }) as never, isReadOp: () => false, end: () => void ioEnded.push(taskId) }) },
+    io: {
+      forTask: (taskId) => ({
+        call: async (backend: string, op: string, params: JsonValue) => ({ answer: o.io?.call ? await o.io.call(backend, op, params) : { ok: true, value: null, ioMs: 0 } }) as never,
+        isReadOp: o.io?.isReadOp ?? (() => false),
+        end: () => void ioEnded.push(taskId),
+      }),
+    },
     tables: o.tables ?? null,
     log,
     nowMs: () => now.ms,
@@ -54,6 +70,7 @@ function rig(o: { taskWindow?: number; maxAttempts?: number; tables?: SqliteTabl
     progressIntervalMs: o.progressIntervalMs ?? 0,
     ...(o.budgetMs ? { callBudgetMs: o.budgetMs } : {}),
     ...(o.ownerWithoutIdentity ? { ownerWithoutIdentity: o.ownerWithoutIdentity } : {}),
+    ...(o.ioPrefetch !== undefined ? { ioPrefetch: o.ioPrefetch } : {}),
   });
   runner.onEvent = (e) => events.push(e);
   runner.onCallFinished = (f) => systemFailures.push(f);
@@ -322,5 +339,90 @@ describe("TaskRunner", () => {
     expect(key("anon1")).toBe(UNAUTHENTICATED_OWNER);
     expect(key("anon2")).toBe(UNAUTHENTICATED_OWNER);
     expect(key("a1")).toBe("identity:client/alice");
+  });
+});
+
+describe("TaskRunner: a call's first IO request fetched ahead (IoPrefetchPlan)", () => {
+  /** A call asks for its block first, as a block function does: `{n: <its input>}` of backend b, op `op`. */
+  async function askFirst(r: Rig, callId: string, op = "get") {
+    const c = r.pool.call(callId);
+    return c.owner.io!({ kind: "io", backend: "b", op, params: { n: c.args } }, callId);
+  }
+  /** IO that records what was asked, answers `{block: n}` and says only `get` reads. */
+  function recordingIo() {
+    const asked: JsonValue[] = [];
+    const io: RigIo = {
+      call: async (_backend, op, params) => {
+        asked.push(params);
+        return op === "broken" ? { ok: false, error: { type: "BackendDown", message: "down" }, ioMs: 1 } : { ok: true, value: { block: (params as { n: number }).n }, ioMs: 3 };
+      },
+      isReadOp: (_backend, op) => op !== "put",
+    };
+    return { asked, io };
+  }
+
+  test("after two calls asked for their own block first, each next call is sent with its block fetched ahead; taken, prefetching goes on", async () => {
+    const { asked, io } = recordingIo();
+    const r = rig({ taskWindow: 1, io });
+    run(r, task("pf", [10, 11, 12, 13]));
+    for (const id of ["pf/0/1", "pf/1/1"]) {
+      expect(r.pool.call(id).prefetched).toBeUndefined(); // still learning
+      await askFirst(r, id);
+      r.pool.call(id).finish({ value: 1 });
+      await settle();
+    }
+    for (const [id, n] of [["pf/2/1", 12], ["pf/3/1", 13]] as const) {
+      expect(r.pool.call(id).prefetched).toEqual({ request: { kind: "io", backend: "b", op: "get", params: { n } }, answer: { ok: true, value: { block: n }, ioMs: 3 } });
+      r.pool.call(id).finish({ value: 1, prefetchUsed: true });
+      await settle();
+    }
+    expect(asked).toEqual([{ n: 10 }, { n: 11 }, { n: 12 }, { n: 13 }]); // each block asked once: the ahead ones by the runner
+    expect(ends(r).map((e) => e.type)).toEqual(["taskSucceeded"]);
+  });
+
+  test("never for a write op, nor with TASK_IO_PREFETCH=false, nor after three answers in a row not taken, nor when the answer failed", async () => {
+    // asks: requests the backend got, the calls' own and those fetched ahead (a failing backend gets 3 extra, then no more).
+    const none = [undefined, undefined, undefined, undefined, undefined, undefined];
+    const cases: { name: string; op: string; ioPrefetch?: boolean; taken: boolean; want: (string | undefined)[]; asks: number }[] = [
+      { name: "write op", op: "put", taken: true, want: none, asks: 6 },
+      { name: "switched off", op: "get", ioPrefetch: false, taken: true, want: none, asks: 6 },
+      { name: "not taken", op: "get", taken: false, want: [undefined, undefined, "get", "get", "get", undefined], asks: 6 },
+      { name: "failed answers", op: "broken", taken: true, want: none, asks: 9 },
+    ];
+    for (const c of cases) {
+      const { io, asked } = recordingIo();
+      const r = rig({ taskWindow: 1, io, ...(c.ioPrefetch !== undefined ? { ioPrefetch: c.ioPrefetch } : {}) });
+      run(r, task(`x-${c.op}`, [1, 2, 3, 4, 5, 6]));
+      const got: (string | undefined)[] = [];
+      for (let i = 0; i < 6; i++) {
+        const id = `x-${c.op}/${i}/1`;
+        const held = r.pool.call(id);
+        got.push(held.prefetched?.request.op);
+        if (!held.prefetched) await askFirst(r, id, c.op);
+        held.finish({ value: 1, prefetchUsed: held.prefetched ? c.taken : undefined });
+        await settle();
+      }
+      expect({ name: c.name, got, asks: asked.length }).toEqual({ name: c.name, got: c.want, asks: c.asks });
+    }
+  });
+
+  test("a task stopped while its next call's answer is being fetched never sends that call", async () => {
+    let release: (a: IoAnswer) => void = () => {};
+    const io: RigIo = {
+      call: (_b, _op, params) => ((params as { n: number }).n < 3 ? Promise.resolve({ ok: true, value: null, ioMs: 0 }) : new Promise<IoAnswer>((resolve) => (release = resolve))),
+      isReadOp: () => true,
+    };
+    const r = rig({ taskWindow: 1, io });
+    run(r, task("stop", [1, 2, 3]));
+    for (const id of ["stop/0/1", "stop/1/1"]) {
+      await askFirst(r, id);
+      r.pool.call(id).finish({ value: 1 });
+      await settle();
+    }
+    expect(r.pool.started).toEqual(["stop/0/1", "stop/1/1"]); // the third is fetching its answer
+    r.runner.stop("stop");
+    release({ ok: true, value: "late", ioMs: 0 });
+    await settle();
+    expect(r.pool.started).toEqual(["stop/0/1", "stop/1/1"]);
   });
 });

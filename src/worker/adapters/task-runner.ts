@@ -315,12 +315,16 @@ export class TaskRunner {
     const request = { kind: "io" as const, ...predicted };
     void t.io.call(request.backend, request.op, request.params).then(({ answer }) => {
       if (this.tasks.get(t.plan.taskId) !== t || !t.inflight.has(callId)) return; // the task ended meanwhile
-      this.execute(t, callId, d, startedMs, answer.ok ? { request, answer } : undefined);
+      if (answer.ok) return this.execute(t, callId, d, startedMs, { request, answer });
+      // The call asks again itself (a retryable error may pass): a backend that keeps failing
+      // would get every request twice, so failures count as answers not taken.
+      t.prefetch.prefetchEnded(false);
+      this.execute(t, callId, d, startedMs, undefined, false);
     });
   }
 
-  private execute(t: RunningTask, callId: string, d: DispatchedCall<JsonValue>, startedMs: number, prefetched: PrefetchedAnswer | undefined): void {
-    if (!prefetched && t.prefetch.state !== "off") t.firstIoOf.set(callId, d.call);
+  private execute(t: RunningTask, callId: string, d: DispatchedCall<JsonValue>, startedMs: number, prefetched: PrefetchedAnswer | undefined, watchFirstIo = true): void {
+    if (!prefetched && watchFirstIo && t.prefetch.state !== "off") t.firstIoOf.set(callId, d.call);
     const req = { callId, fn: t.plan.fn, args: d.call, ownerKey: this.executorOwnerKey(t), ...this.budget(), ...(prefetched ? { prefetched } : {}) };
     void this.deps.pool.execute(req, t.owner).then((outcome) => this.onCallDone(t, callId, d, outcome, startedMs));
   }
