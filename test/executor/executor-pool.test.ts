@@ -148,7 +148,8 @@ describe("ExecutorPool: answers prefetched into the ExecuteCall", () => {
     const src = "def main(ctx, x):\n    return ctx.io('localtestservice', 'eth_getBlockByNumber', {'chain': 'ethereum', 'number': x})\n";
     const { outcome, asked } = await prefetchedRun(pool, src, 7, block, { ok: false, error: { type: "BackendOverloaded", message: "later" }, ioMs: 1 });
     expect(expectOk(outcome)).toEqual({ served: block.params });
-    expect(outcome.prefetchUsed).toBe(false);
+    expect(outcome.prefetchUsed).toBeUndefined(); // none went with it
+    expect(pool.stats().prefetchedAnswers).toEqual({ taken: 0, notTaken: 0 });
     expect(asked).toEqual([block]);
   });
 
