@@ -117,6 +117,7 @@ describe("ExecutorPool: answers prefetched into the ExecuteCall", () => {
       expect(asked).toEqual([{ backend: "other", op: "op", params: 1 }]);
       expect(outcome.ioMs).toBe(4 + 2);
     }
+    expect(pool.stats().prefetchedAnswers).toEqual({ taken: 2, notTaken: 0 });
   });
 
   test("a first request that differs in any way (params, their key order, 1 for true, another op, two requests at once) is asked as usual and the prefetched answer is dropped", async () => {
@@ -141,6 +142,7 @@ describe("ExecutorPool: answers prefetched into the ExecuteCall", () => {
     expect(expectOk(outcome)).toEqual({ served: block.params });
     expect(outcome.prefetchUsed).toBe(false);
     expect(asked.length).toBe(3);
+    expect(pool.stats().prefetchedAnswers).toEqual({ taken: 0, notTaken: cases.length + 1 });
   });
 
   test("a failed prefetched answer is not sent: the call asks itself and gets the usual answer", async () => {
