@@ -34,7 +34,7 @@ import { SyntheticChain } from "../../src/runtime/chains/localtestservice/synthe
 import { FunctionCallConfig, Task, TaskState } from "../../src/gen/worker/v1/worker";
 import { BlockxProcess } from "../../test/support/blockx-process";
 import { EtcdProcess } from "../../test/support/etcd";
-import { randomLanePrefix } from "../../test/support/worker-double";
+import { metricSample, randomLanePrefix } from "../../test/support/worker-double";
 import { WorkerClient } from "../../test/support/worker-client";
 import { CpuSampler } from "../support/cpu-sampler";
 import { interleavedRounds, median } from "../support/rounds";
@@ -78,7 +78,14 @@ async function cleanup(): Promise<void> {
 }
 for (const sig of ["SIGINT", "SIGTERM"] as const) process.on(sig, () => void cleanup().finally(() => process.exit(130)));
 
-async function worker(inflight: number, latencyMs: number, binary?: string): Promise<{ w: WorkerClient; pid: number }> {
+interface Scraped {
+  w: WorkerClient;
+  pid: number;
+  /** The Worker's Prometheus page: call durations and backend request times are read from it around each task. */
+  metricsUrl: string;
+}
+
+async function worker(inflight: number, latencyMs: number, binary?: string): Promise<Scraped> {
   // binary undefined: dist/blockx (spawn's default).
   const w = BlockxProcess.spawn(["worker"], {
     ETCD_ENDPOINTS: etcd!.endpoint,
@@ -98,9 +105,24 @@ async function worker(inflight: number, latencyMs: number, binary?: string): Pro
     LOCALTESTSERVICE_BLOCK_STORE: storePath,
     // A call's budget counts its IO time: on a loaded box 1,024 requests at once can wait seconds.
     EXECUTOR_CALL_BUDGET_MS: "120000",
+    BLOCKX_PROMETHEUS_LISTEN_ADDR: "127.0.0.1:0",
   }, binary);
   workers.push(w);
-  return { w: new WorkerClient(await w.grpcAddr()), pid: w.proc.pid };
+  const client = new WorkerClient(await w.grpcAddr());
+  const metricsAddr = (await w.waitForLog((l) => l.msg === "metrics listening")).addr as string;
+  return { w: client, pid: w.proc.pid, metricsUrl: `http://${metricsAddr}/metrics` };
+}
+
+/** The Worker's sums and counts of call durations (OK calls) and of backend request times, in seconds. */
+async function timings(url: string): Promise<{ callS: number; calls: number; backendS: number; requests: number }> {
+  const page = await (await fetch(url)).text();
+  const backend = '{backend="localtestservice"}';
+  return {
+    callS: metricSample(page, "blockx_worker_call_duration_seconds_sum", '{outcome="OK"}'),
+    calls: metricSample(page, "blockx_worker_call_duration_seconds_count", '{outcome="OK"}'),
+    backendS: metricSample(page, "blockx_io_backend_request_seconds_sum", backend),
+    requests: metricSample(page, "blockx_io_backend_request_seconds_count", backend),
+  };
 }
 
 let seq = 0;
@@ -109,10 +131,15 @@ interface TaskRun {
   /** CPU per call of the Worker process and of its executors (the processes below it). */
   workerUs: number;
   executorsUs: number;
+  /** Mean time of a call from its dispatch to its outcome, and of a backend request, as the Worker measured them. */
+  callMs: number;
+  backendMs: number;
 }
 
 /** runTask submits one task of CALLS calls (the same stored blocks each time; the cache is off, so every read waits on the backend). */
-async function runTask(w: WorkerClient, pid: number, answer: Answer): Promise<TaskRun> {
+async function runTask(s: Scraped, answer: Answer): Promise<TaskRun> {
+  const { w, pid } = s;
+  const before = await timings(s.metricsUrl);
   const cpu = new CpuSampler(pid);
   seq++;
   const inputs = Array.from({ length: CALLS }, (_, i) => Buffer.from(String(FIRST_BLOCK + i)));
@@ -129,7 +156,15 @@ async function runTask(w: WorkerClient, pid: number, answer: Answer): Promise<Ta
   const seconds = (performance.now() - t) / 1000;
   if (last?.state !== TaskState.SUCCEEDED) throw new Error(`task ended ${JSON.stringify(last?.state)}: ${last?.error?.message ?? watched.error?.details}`);
   cpu.sample();
-  return { callsPerS: CALLS / seconds, workerUs: (cpu.worker * 1e6) / CALLS, executorsUs: (cpu.executors * 1e6) / CALLS };
+  const after = await timings(s.metricsUrl);
+  const perMs = (sum: number, n: number) => (n > 0 ? (sum * 1000) / n : NaN);
+  return {
+    callsPerS: CALLS / seconds,
+    workerUs: (cpu.worker * 1e6) / CALLS,
+    executorsUs: (cpu.executors * 1e6) / CALLS,
+    callMs: perMs(after.callS - before.callS, after.calls - before.calls),
+    backendMs: perMs(after.backendS - before.backendS, after.requests - before.requests),
+  };
 }
 
 try {
@@ -137,7 +172,7 @@ try {
   etcd = await EtcdProcess.start();
   // One Worker per in-flight count and latency; each runs both kinds of call (the answer is the task's function).
   // With --baseline, each series also runs on the baseline build ("baseline " before its name).
-  const series = new Map<string, { w: WorkerClient; pid: number; ideal: number; answer: Answer }>();
+  const series = new Map<string, Scraped & { ideal: number; answer: Answer }>();
   for (const build of values.baseline === undefined ? [undefined] : [undefined, values.baseline]) {
     for (const latencyMs of [LATENCY_MS, 0]) {
       for (const n of INFLIGHT) {
@@ -149,17 +184,17 @@ try {
       }
     }
   }
-  for (const s of series.values()) await runTask(s.w, s.pid, s.answer); // warm-up: executors' imports, JIT
+  for (const s of series.values()) await runTask(s, s.answer); // warm-up: executors' imports, JIT
   const results = await interleavedRounds(
     [...series.keys()],
     ROUNDS,
-    (k) => runTask(series.get(k)!.w, series.get(k)!.pid, series.get(k)!.answer),
+    (k) => runTask(series.get(k)!, series.get(k)!.answer),
     (r) => process.stderr.write(`round ${r}/${ROUNDS}\n`),
   );
   console.log(`IO-bound calls: ${CALLS} calls per task, each one local-chain request (full-block: a stored full block, 79 KB; small: eth_blockNumber); EXECUTOR_COUNT=${values.executors}; medians of ${ROUNDS} interleaved rounds`);
   console.log("");
-  console.log("| series | calls/s | ideal | share of ideal | Worker CPU per call | executors' CPU per call | rounds (calls/s) |");
-  console.log("| --- | ---: | ---: | ---: | ---: | ---: | --- |");
+  console.log("| series | calls/s | ideal | share of ideal | Worker CPU per call | executors' CPU per call | a call, mean | its backend request, mean | rounds (calls/s) |");
+  console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
   const rate = (k: string) => median(results[k]!.map((r) => r.callsPerS));
   for (const [k, s] of series) {
     const m = rate(k);
@@ -167,7 +202,11 @@ try {
     const share = Number.isFinite(s.ideal) ? `${((m / s.ideal) * 100).toFixed(0)}%` : "-";
     const workerUs = median(results[k]!.map((r) => r.workerUs));
     const executorsUs = median(results[k]!.map((r) => r.executorsUs));
-    console.log(`| ${k} | ${m.toFixed(0)} | ${ideal} | ${share} | ${workerUs.toFixed(0)} µs | ${executorsUs.toFixed(0)} µs | ${results[k]!.map((r) => r.callsPerS.toFixed(0)).join(", ")} |`);
+    const callMs = median(results[k]!.map((r) => r.callMs));
+    const backendMs = median(results[k]!.map((r) => r.backendMs));
+    console.log(
+      `| ${k} | ${m.toFixed(0)} | ${ideal} | ${share} | ${workerUs.toFixed(0)} µs | ${executorsUs.toFixed(0)} µs | ${callMs.toFixed(2)} ms | ${backendMs.toFixed(2)} ms | ${results[k]!.map((r) => r.callsPerS.toFixed(0)).join(", ")} |`,
+    );
   }
   if (values.baseline !== undefined) {
     console.log("");
