@@ -378,6 +378,15 @@ describe("TaskRunner: a call's first IO request fetched ahead (IoPrefetchPlan)",
     }
     expect(asked).toEqual([{ n: 10 }, { n: 11 }, { n: 12 }, { n: 13 }]); // each block asked once: the ahead ones by the runner
     expect(ends(r).map((e) => e.type)).toEqual(["taskSucceeded"]);
+
+    // The next task of the same function starts with what this one learned: its first call already has its block.
+    run(r, task("pf2", [20, 21]));
+    await settle();
+    expect(r.pool.call("pf2/0/1").prefetched?.request.params).toEqual({ n: 20 });
+    // Another function learns on its own.
+    run(r, task("other", [30], { source: "def main(ctx, x):\n    return ctx.io('b', 'get', {'n': x})\n" }));
+    await settle();
+    expect(r.pool.call("other/0/1").prefetched).toBeUndefined();
   });
 
   test("never for a write op, nor with TASK_IO_PREFETCH=false, nor after three answers in a row not taken, nor when the answer failed", async () => {
@@ -404,6 +413,35 @@ describe("TaskRunner: a call's first IO request fetched ahead (IoPrefetchPlan)",
       }
       expect({ name: c.name, got, asks: asked.length }).toEqual({ name: c.name, got: c.want, asks: c.asks });
     }
+  });
+
+  test("a task whose fetches ahead keep failing stops fetching; the next task of the function fetches again", async () => {
+    let failing = true;
+    const asked: JsonValue[] = [];
+    const io: RigIo = {
+      call: async (_b, _op, params) => {
+        asked.push(params);
+        return failing ? { ok: false, error: { type: "BackendDown", message: "down" }, ioMs: 1 } : { ok: true, value: "block", ioMs: 1 };
+      },
+      isReadOp: () => true,
+    };
+    const r = rig({ taskWindow: 1, io });
+    // Two calls teach the plan (their own requests fail: the calls catch it).
+    run(r, task("down", [1, 2, 3, 4, 5, 6]));
+    const got: (JsonValue | undefined)[] = [];
+    for (let i = 0; i < 6; i++) {
+      const held = r.pool.call(`down/${i}/1`);
+      got.push(held.prefetched?.request.params);
+      if (i < 2) await askFirst(r, held.callId);
+      held.finish({ value: 1 });
+      await settle();
+    }
+    expect(got).toEqual([undefined, undefined, undefined, undefined, undefined, undefined]); // none could be fetched
+    expect(asked.length).toBe(2 + 3); // the calls' two, then three failed fetches ahead, then none
+    failing = false;
+    run(r, task("up", [7]));
+    await settle();
+    expect(r.pool.call("up/0/1").prefetched?.request.params).toEqual({ n: 7 });
   });
 
   test("a task stopped while its next call's answer is being fetched never sends that call", async () => {

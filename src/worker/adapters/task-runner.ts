@@ -72,8 +72,10 @@ interface RunningTask {
   readonly subCalls: Set<string>;
   /** Serves every call's IO and sub-calls (one owner for the whole task). */
   readonly owner: CallOwner;
-  /** What the task's calls ask first, learned from them: fetched ahead for the next calls. */
+  /** What its function's calls ask first, learned from them (this task's and earlier ones'): fetched ahead for the next calls. */
   readonly prefetch: IoPrefetchPlan;
+  /** Fetches ahead that failed in a row: past MAX_PREFETCH_FAILURES_IN_A_ROW the task fetches nothing ahead (the plan stays, for other tasks). */
+  prefetchFailures: number;
   /** Top-level calls sent without a prefetched answer whose first IO request is still to be seen: their input by call id. */
   readonly firstIoOf: Map<string, JsonValue>;
   succeeded: number;
@@ -95,6 +97,21 @@ interface RunningTask {
  * with it and 14.6-15.0 ms without (bench/io/io-bound.ts's series, 4 paired runs).
  */
 export const TASK_PROGRESS_INTERVAL_MS = 100;
+
+/**
+ * Functions whose IoPrefetchPlan the runner keeps (by source digest and entry), the least recently
+ * started dropped first. A plan is the function's: the next task of it starts with what earlier
+ * ones learned, instead of sending its first window of calls (up to TASK_MAX_INFLIGHT_CALLS) before
+ * two of them have shown their first request, and a task of a few calls (the batch path) gains too.
+ */
+export const MAX_PREFETCH_PLANS = 256;
+
+/**
+ * A call whose answer could not be fetched ahead asks again itself (a retryable error may pass): a
+ * backend that keeps failing would get each request twice, so a task stops fetching ahead after
+ * this many failures in a row. Its own: an outage says nothing of the function's plan.
+ */
+export const MAX_PREFETCH_FAILURES_IN_A_ROW = 3;
 
 /**
  * TaskRunner owns a task from the moment its plan is accepted to the moment the Worker forgets
@@ -120,6 +137,8 @@ export class TaskRunner {
    * a task is cancelled cannot be recalled, so its end is told only once they settled.
    */
   private readonly commits = new Map<string, Set<Promise<unknown>>>();
+  /** IoPrefetchPlans by function (digest and entry), at most MAX_PREFETCH_PLANS, in order of last use. */
+  private readonly prefetchPlans = new Map<string, IoPrefetchPlan>();
   private wakeTimer: ReturnType<typeof setTimeout> | null = null;
   private pumping = false;
   /** Progress and ends of tasks, for WorkerCore (the driver queues them). */
@@ -199,7 +218,8 @@ export class TaskRunner {
         runSubCall: (call, owner) => this.runSubCall(t, call, owner),
         subCallWindow: this.deps.dispatcher.taskMaxInflightCalls,
       }),
-      prefetch: new IoPrefetchPlan(),
+      prefetch: this.prefetchPlanOf(plan.fn),
+      prefetchFailures: 0,
       firstIoOf: new Map(),
       succeeded: 0,
       failed: 0,
@@ -308,17 +328,18 @@ export class TaskRunner {
     const callId = `${d.taskId}/${d.index}/${d.attempt}`;
     t.inflight.set(callId, d);
     const startedMs = this.deps.nowMs();
-    const predicted = this.deps.ioPrefetch === false ? null : t.prefetch.predict(d.call);
+    const predicted = this.deps.ioPrefetch === false || t.prefetchFailures >= MAX_PREFETCH_FAILURES_IN_A_ROW ? null : t.prefetch.predict(d.call);
     if (predicted === null || !t.io.isReadOp(predicted.backend, predicted.op)) return this.execute(t, callId, d, startedMs, undefined);
     // The answer is fetched first, through the task's IO like any request of its calls (window,
     // cache, singleflight, admission); the call then finds it in its ExecuteCall.
     const request = { kind: "io" as const, ...predicted };
     void t.io.call(request.backend, request.op, request.params).then(({ answer }) => {
       if (this.tasks.get(t.plan.taskId) !== t || !t.inflight.has(callId)) return; // the task ended meanwhile
-      if (answer.ok) return this.execute(t, callId, d, startedMs, { request, answer });
-      // The call asks again itself (a retryable error may pass): a backend that keeps failing
-      // would get every request twice, so failures count as answers not taken.
-      t.prefetch.prefetchEnded(false);
+      if (answer.ok) {
+        t.prefetchFailures = 0;
+        return this.execute(t, callId, d, startedMs, { request, answer });
+      }
+      t.prefetchFailures++;
       this.execute(t, callId, d, startedMs, undefined, false);
     });
   }
@@ -327,6 +348,17 @@ export class TaskRunner {
     if (!prefetched && watchFirstIo && t.prefetch.state !== "off") t.firstIoOf.set(callId, d.call);
     const req = { callId, fn: t.plan.fn, args: d.call, ownerKey: this.executorOwnerKey(t), ...this.budget(), ...(prefetched ? { prefetched } : {}) };
     void this.deps.pool.execute(req, t.owner).then((outcome) => this.onCallDone(t, callId, d, outcome, startedMs));
+  }
+
+  /** prefetchPlanOf: the function's IoPrefetchPlan, shared by its tasks (a new one the first time). */
+  private prefetchPlanOf(fn: TaskPlan["fn"]): IoPrefetchPlan {
+    const key = `${fn.digest}\u0000${fn.entry}`;
+    const known = this.prefetchPlans.get(key);
+    if (known) this.prefetchPlans.delete(key); // re-inserted last: the most recently used
+    const plan = known ?? new IoPrefetchPlan();
+    this.prefetchPlans.set(key, plan);
+    if (this.prefetchPlans.size > MAX_PREFETCH_PLANS) this.prefetchPlans.delete(this.prefetchPlans.keys().next().value!);
+    return plan;
   }
 
   /** watchFirstIo shows the task's IoPrefetchPlan the first IO request of a call that had no answer fetched ahead. */
