@@ -340,12 +340,12 @@ export class TaskRunner {
         return this.execute(t, callId, d, startedMs, { request, answer });
       }
       t.prefetchFailures++;
-      this.execute(t, callId, d, startedMs, undefined, false);
+      this.execute(t, callId, d, startedMs, undefined, false); // it asks what was predicted: nothing to learn
     });
   }
 
-  private execute(t: RunningTask, callId: string, d: DispatchedCall<JsonValue>, startedMs: number, prefetched: PrefetchedAnswer | undefined, watchFirstIo = true): void {
-    if (!prefetched && watchFirstIo && t.prefetch.state !== "off") t.firstIoOf.set(callId, d.call);
+  private execute(t: RunningTask, callId: string, d: DispatchedCall<JsonValue>, startedMs: number, prefetched: PrefetchedAnswer | undefined, observeFirstIo = true): void {
+    if (!prefetched && observeFirstIo && t.prefetch.state !== "off") t.firstIoOf.set(callId, d.call);
     const req = { callId, fn: t.plan.fn, args: d.call, ownerKey: this.executorOwnerKey(t), ...this.budget(), ...(prefetched ? { prefetched } : {}) };
     void this.deps.pool.execute(req, t.owner).then((outcome) => this.onCallDone(t, callId, d, outcome, startedMs));
   }
