@@ -61,14 +61,24 @@ async function until(cond: () => boolean, timeoutMs = 20_000): Promise<void> {
   }
 }
 
+/** withBlockStore renders blocks from..to of the synthetic chain into a store file, opens it for `use`, and removes it after. */
+async function withBlockStore(from: number, to: number, use: (store: BlockTextStore, chain: SyntheticChain) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), "blockx-pool-store-"));
+  chmodSync(dir, 0o755); // executors may run as another user
+  const chain = new SyntheticChain("ethereum");
+  writeBlockStore(join(dir, "eth.blocks"), chain, from, to);
+  const store = BlockTextStore.open(join(dir, "eth.blocks"));
+  try {
+    await use(store, chain);
+  } finally {
+    store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 describe("ExecutorPool: final blocks by offset into the shared block store", () => {
   test("executors that inherited the store's file read blocks by offset; with a store identity they do not report, every block goes as bytes", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "blockx-pool-store-"));
-    chmodSync(dir, 0o755);
-    const chain = new SyntheticChain("ethereum");
-    writeBlockStore(join(dir, "eth.blocks"), chain, 100, 109);
-    const store = BlockTextStore.open(join(dir, "eth.blocks"));
-    try {
+    await withBlockStore(100, 109, async (store, chain) => {
       const owner: CallOwner = { io: async (r) => ({ ok: true, value: store.read((r.params as { number: number }).number), ioMs: 0 }) };
       const src = "def main(ctx, n):\n    b = ctx.io('localtestservice', 'eth_getBlockByNumber', {'number': n})\n    return [b['number'], b['hash'], len(b['transactions'])]\n";
       const want = (n: number) => {
@@ -82,10 +92,7 @@ describe("ExecutorPool: final blocks by offset into the shared block store", () 
         expect(pool.stats().blockHandoffs).toEqual(via === "mapped" ? { mapped: 10, bytes: 0 } : { mapped: 0, bytes: 10 });
         await pool.close();
       }
-    } finally {
-      store.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   }, 60_000);
 });
 
@@ -156,12 +163,7 @@ describe("ExecutorPool: answers prefetched into the ExecuteCall", () => {
   });
 
   test("a final block prefetched goes by offset into the store; one the executor cannot read there (the store truncated) is asked for again as bytes", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "blockx-pool-prefetch-"));
-    chmodSync(dir, 0o755);
-    const chain = new SyntheticChain("ethereum");
-    writeBlockStore(join(dir, "eth.blocks"), chain, 100, 104);
-    const store = BlockTextStore.open(join(dir, "eth.blocks"));
-    try {
+    await withBlockStore(100, 104, async (store, chain) => {
       const pool = await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: 1 }), silentLogger(), { waitForAll: true, sharedBlockStore: { fd: store.fd, identity: store.identity } });
       pools.push(pool);
       const src = "def main(ctx, n):\n    b = ctx.io('localtestservice', 'eth_getBlockByNumber', {'chain': 'ethereum', 'number': n})\n    return [b['number'], b['hash']]\n";
@@ -178,10 +180,7 @@ describe("ExecutorPool: answers prefetched into the ExecuteCall", () => {
       expect(again.asked).toEqual([{ ...req(103), bytes: true }]);
       expect(again.outcome.ok).toBe(false); // the owner here answers {served: ...}, which has no 'number'
       expect(again.outcome.prefetchUsed).toBe(true);
-    } finally {
-      store.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   }, 60_000);
 });
 
