@@ -363,7 +363,8 @@ describe("TaskRunner: a call's first IO request fetched ahead (IoPrefetchPlan)",
 
   test("after two calls asked for their own block first, each next call is sent with its block fetched ahead; taken, prefetching goes on", async () => {
     const { asked, io } = recordingIo();
-    const r = rig({ taskWindow: 1, io });
+    // One owner for tasks without an identity (shared): its tasks share what the function's calls taught.
+    const r = rig({ taskWindow: 1, io, ownerWithoutIdentity: "shared" });
     run(r, task("pf", [10, 11, 12, 13]));
     for (const id of ["pf/0/1", "pf/1/1"]) {
       expect(r.pool.call(id).prefetched).toBeUndefined(); // still learning
@@ -387,6 +388,19 @@ describe("TaskRunner: a call's first IO request fetched ahead (IoPrefetchPlan)",
     run(r, task("other", [30], { source: "def main(ctx, x):\n    return ctx.io('b', 'get', {'n': x})\n" }));
     await settle();
     expect(r.pool.call("other/0/1").prefetched).toBeUndefined();
+
+    // Every task its own owner (the default without an identity): nothing one taught steers another.
+    const apart = rig({ taskWindow: 1, io });
+    run(apart, task("a1", [10, 11, 12]));
+    for (const id of ["a1/0/1", "a1/1/1"]) {
+      await askFirst(apart, id);
+      apart.pool.call(id).finish({ value: 1 });
+      await settle();
+    }
+    expect(apart.pool.call("a1/2/1").prefetched?.request.params).toEqual({ n: 12 });
+    run(apart, task("a2", [20]));
+    await settle();
+    expect(apart.pool.call("a2/0/1").prefetched).toBeUndefined();
   });
 
   test("never for a write op, nor with TASK_IO_PREFETCH=false, nor after three answers in a row not taken, nor when the answer failed", async () => {
@@ -425,7 +439,7 @@ describe("TaskRunner: a call's first IO request fetched ahead (IoPrefetchPlan)",
       },
       isReadOp: () => true,
     };
-    const r = rig({ taskWindow: 1, io });
+    const r = rig({ taskWindow: 1, io, ownerWithoutIdentity: "shared" });
     // Two calls teach the plan (their own requests fail: the calls catch it).
     run(r, task("down", [1, 2, 3, 4, 5, 6]));
     const got: (JsonValue | undefined)[] = [];

@@ -99,10 +99,12 @@ interface RunningTask {
 export const TASK_PROGRESS_INTERVAL_MS = 100;
 
 /**
- * Functions whose IoPrefetchPlan the runner keeps (by source digest and entry), the least recently
- * started dropped first. A plan is the function's: the next task of it starts with what earlier
- * ones learned, instead of sending its first window of calls (up to TASK_MAX_INFLIGHT_CALLS) before
- * two of them have shown their first request, and a task of a few calls (the batch path) gains too.
+ * Functions whose IoPrefetchPlan the runner keeps (by executor owner, source digest and entry), the
+ * least recently started dropped first. A plan is the function's, for one owner (an identity, or
+ * each task without one unless EXECUTOR_OWNER_WITHOUT_IDENTITY=shared): the owner's next task of it
+ * starts with what earlier ones learned, instead of sending its first window of calls (up to
+ * TASK_MAX_INFLIGHT_CALLS) before two of them have shown their first request, and a task of a few
+ * calls (the batch path) gains too.
  */
 export const MAX_PREFETCH_PLANS = 256;
 
@@ -137,7 +139,7 @@ export class TaskRunner {
    * a task is cancelled cannot be recalled, so its end is told only once they settled.
    */
   private readonly commits = new Map<string, Set<Promise<unknown>>>();
-  /** IoPrefetchPlans by function (digest and entry), at most MAX_PREFETCH_PLANS, in order of last use. */
+  /** IoPrefetchPlans by owner and function (digest and entry), at most MAX_PREFETCH_PLANS, in order of last use. */
   private readonly prefetchPlans = new Map<string, IoPrefetchPlan>();
   private wakeTimer: ReturnType<typeof setTimeout> | null = null;
   private pumping = false;
@@ -218,7 +220,7 @@ export class TaskRunner {
         runSubCall: (call, owner) => this.runSubCall(t, call, owner),
         subCallWindow: this.deps.dispatcher.taskMaxInflightCalls,
       }),
-      prefetch: this.prefetchPlanOf(plan.fn),
+      prefetch: this.prefetchPlanOf(this.ownerKeyOf(taskId), plan.fn),
       prefetchFailures: 0,
       firstIoOf: new Map(),
       succeeded: 0,
@@ -350,9 +352,12 @@ export class TaskRunner {
     void this.deps.pool.execute(req, t.owner).then((outcome) => this.onCallDone(t, callId, d, outcome, startedMs));
   }
 
-  /** prefetchPlanOf: the function's IoPrefetchPlan, shared by its tasks (a new one the first time). */
-  private prefetchPlanOf(fn: TaskPlan["fn"]): IoPrefetchPlan {
-    const key = `${fn.digest}\u0000${fn.entry}`;
+  /**
+   * prefetchPlanOf: the function's IoPrefetchPlan, shared by the tasks of one executor owner (a new
+   * one the first time): what one owner's calls taught, or switched off, never steers another's.
+   */
+  private prefetchPlanOf(ownerKey: string, fn: TaskPlan["fn"]): IoPrefetchPlan {
+    const key = `${ownerKey}\u0000${fn.digest}\u0000${fn.entry}`;
     const known = this.prefetchPlans.get(key);
     if (known) this.prefetchPlans.delete(key); // re-inserted last: the most recently used
     const plan = known ?? new IoPrefetchPlan();
@@ -377,7 +382,11 @@ export class TaskRunner {
    * for them (EXECUTOR_OWNER_WITHOUT_IDENTITY=shared: a recycle per task costs a process start).
    */
   private executorOwnerKey(t: RunningTask): string {
-    return executorOwnerKey(this.plans.get(t.plan.taskId)?.identity ?? null, this.deps.ownerWithoutIdentity, `task:${t.plan.taskId}`);
+    return this.ownerKeyOf(t.plan.taskId);
+  }
+
+  private ownerKeyOf(taskId: string): string {
+    return executorOwnerKey(this.plans.get(taskId)?.identity ?? null, this.deps.ownerWithoutIdentity, `task:${taskId}`);
   }
 
   private budget(): { budgetMs?: number } {
