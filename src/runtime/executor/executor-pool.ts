@@ -443,9 +443,9 @@ export class ExecutorPool {
         if (m.type === "CallFailed" && m.error.code === SOURCE_NOT_CACHED) return this.resendSource(call, e, m.error.message);
         call.cpuMs = m.cpuMs;
         // The prefetched answer's backend time was spent for this call, before it started.
-        if (m.prefetchUsed === true && call.req.prefetched && call.prefetchSent && !call.prefetchUsed) {
+        if (m.prefetchUsed === true && call.prefetchSent && !call.prefetchUsed) {
           call.prefetchUsed = true;
-          call.ioMs += call.req.prefetched.answer.ioMs;
+          call.ioMs += call.req.prefetched!.answer.ioMs;
         }
         const extra = { output: m.output, stdout: m.stdout, stderr: m.stderr, logs: m.logs, compiled: m.compiled };
         if (m.type === "CallCompleted") this.finish(call, { ok: true, value: m.result }, extra);
@@ -661,8 +661,9 @@ export class ExecutorPool {
       budgetMs: call.req.budgetMs ?? this.config.callBudgetMs,
     };
     const prefetched = call.req.prefetched ? this.prefetchedWire(call.req.prefetched, e) : null;
-    let sent = this.send(e, prefetched ? { ...message, prefetched } : message);
+    let sent = this.send(e, prefetched ? { ...message, prefetched: prefetched.wire } : message);
     call.prefetchSent = prefetched !== null && sent === true;
+    if (call.prefetchSent && prefetched!.via) this.blockHandoffs[prefetched!.via]++;
     // An answer too large to ride along is no reason to fail the call: it asks for it itself.
     if (sent !== true && prefetched) sent = this.send(e, message);
     if (sent !== true) {
@@ -694,13 +695,12 @@ export class ExecutorPool {
    * when it reads the store, else its bytes), or null when there is nothing worth sending: a failed
    * answer (the function asks itself and gets the error, or a retry's success, the usual way).
    */
-  private prefetchedWire(p: PrefetchedAnswer, e: Executor): PrefetchedWire | null {
+  private prefetchedWire(p: PrefetchedAnswer, e: Executor): { wire: PrefetchedWire; via: HandoffVia | null } | null {
     const { ioMs, ...answer } = p.answer;
     if (!answer.ok) return null;
     const h = handOff(answer, p.request, e.readsStore);
     if (!h.result.ok) return null;
-    if (h.via) this.blockHandoffs[h.via]++;
-    return { backend: p.request.backend, op: p.request.op, params: p.request.params, result: h.result, ioMs };
+    return { wire: { backend: p.request.backend, op: p.request.op, params: p.request.params, result: h.result, ioMs }, via: h.via };
   }
 
   /** sourceTooLarge: why a source over EXECUTOR_MAX_SOURCE_BYTES is refused, or null (measured once per digest). */

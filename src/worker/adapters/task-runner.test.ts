@@ -348,6 +348,14 @@ describe("TaskRunner: a call's first IO request fetched ahead (IoPrefetchPlan)",
     const c = r.pool.call(callId);
     return c.owner.io!({ kind: "io", backend: "b", op, params: { n: c.args } }, callId);
   }
+  /** teach lets each of these calls ask for its block first, then finishes it: what the plan learns from. */
+  async function teach(r: Rig, callIds: string[]) {
+    for (const id of callIds) {
+      await askFirst(r, id);
+      r.pool.call(id).finish({ value: 1 });
+      await settle();
+    }
+  }
   /** IO that records what was asked, answers `{block: n}` and says only `get` reads. */
   function recordingIo() {
     const asked: JsonValue[] = [];
@@ -392,11 +400,7 @@ describe("TaskRunner: a call's first IO request fetched ahead (IoPrefetchPlan)",
     // Every task its own owner (the default without an identity): nothing one taught steers another.
     const apart = rig({ taskWindow: 1, io });
     run(apart, task("a1", [10, 11, 12]));
-    for (const id of ["a1/0/1", "a1/1/1"]) {
-      await askFirst(apart, id);
-      apart.pool.call(id).finish({ value: 1 });
-      await settle();
-    }
+    await teach(apart, ["a1/0/1", "a1/1/1"]);
     expect(apart.pool.call("a1/2/1").prefetched?.request.params).toEqual({ n: 12 });
     run(apart, task("a2", [20]));
     await settle();
@@ -466,11 +470,7 @@ describe("TaskRunner: a call's first IO request fetched ahead (IoPrefetchPlan)",
     };
     const r = rig({ taskWindow: 1, io });
     run(r, task("stop", [1, 2, 3]));
-    for (const id of ["stop/0/1", "stop/1/1"]) {
-      await askFirst(r, id);
-      r.pool.call(id).finish({ value: 1 });
-      await settle();
-    }
+    await teach(r, ["stop/0/1", "stop/1/1"]);
     expect(r.pool.started).toEqual(["stop/0/1", "stop/1/1"]); // the third is fetching its answer
     r.runner.stop("stop");
     release({ ok: true, value: "late", ioMs: 0 });
