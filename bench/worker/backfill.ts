@@ -31,6 +31,9 @@
  * block in a suspension; by default the Worker fetches it before the call starts, once it has seen
  * two calls read their own block first, and the block's offset rides in the ExecuteCall).
  *
+ * `--spread-all` adds a series: the mapped hand-off with EXECUTOR_SPREAD set to the executor count (every
+ * executor takes calls, as before the pool spread an owner's calls over one executor per CPU).
+ *
  * `--bundle N` adds a series: the same rows from a block_bundle task of N blocks per call, each call
  * reading its blocks in one suspension (`ctx.io_many`), mapped hand-off.
  *
@@ -38,7 +41,7 @@
  * synthetic chain (about a millisecond of JavaScript per block), to show what the generator costs.
  *
  *   bun bench/worker/backfill.ts [--blocks 20000] [--from 0] [--executors 8] [--handoff mapped,bytes] [--rounds 3]
- *                                [--warmup 500] [--warmup-blocks store|generated] [--phases] [--cache-bytes N] [--generated] [--async] [--no-prefetch] [--bundle N] [--log-level info]
+ *                                [--warmup 500] [--warmup-blocks store|generated] [--phases] [--cache-bytes N] [--generated] [--async] [--no-prefetch] [--spread-all] [--bundle N] [--log-level info]
  *
  * Aim: pipeline >= 1.3x the floor on 2 cores.
  */
@@ -72,6 +75,7 @@ const { values } = parseArgs({
     "cache-bytes": { type: "string", default: "" },
     async: { type: "boolean", default: false },
     "no-prefetch": { type: "boolean", default: false },
+    "spread-all": { type: "boolean", default: false },
     bundle: { type: "string", default: "" },
   },
 });
@@ -148,7 +152,7 @@ async function floor(): Promise<{ perSecond: number; seconds: number; count: num
   return { perSecond: o.count / o.seconds, seconds: o.seconds, count: o.count, cpuMsPerBlock: (o.cpu_seconds * 1000) / o.count };
 }
 
-type Mode = "mapped" | "bytes" | "generated" | "mapped-async" | "mapped-bundle" | "mapped-noprefetch";
+type Mode = "mapped" | "bytes" | "generated" | "mapped-async" | "mapped-bundle" | "mapped-noprefetch" | "mapped-spread-all";
 interface PipelineRun {
   perSecond: number;
   seconds: number;
@@ -178,6 +182,7 @@ async function pipeline(mode: Mode): Promise<PipelineRun> {
     ...(mode !== "generated" ? { LOCALTESTSERVICE_BLOCK_STORE: storePath, EXECUTOR_BLOCK_HANDOFF: mode === "bytes" ? "bytes" : "mapped" } : {}),
     ...(values["cache-bytes"] ? { IO_CACHE_MAX_BYTES: values["cache-bytes"] } : {}),
     ...(mode === "mapped-noprefetch" ? { TASK_IO_PREFETCH: "false" } : {}),
+    ...(mode === "mapped-spread-all" ? { EXECUTOR_SPREAD: values.executors } : {}),
   });
   blockx.push(w);
   const client = new WorkerClient(await w.grpcAddr());
@@ -257,7 +262,7 @@ try {
   etcd = await EtcdProcess.start();
   console.log(`Backfill: ${BLOCKS} local-chain blocks (${FROM}..${TO}, full transactions) through one compiled Worker, EXECUTOR_COUNT=${values.executors}, rows to SQLite; floor = one python3 json.loads + same function over the same block store, same run\n`);
   const r = render();
-  const series = [...HANDOFFS, ...(values.async ? (["mapped-async"] as const) : []), ...(values["no-prefetch"] ? (["mapped-noprefetch"] as const) : []), ...(BUNDLE_SIZE > 0 ? (["mapped-bundle"] as const) : []), ...(values.generated ? (["generated"] as const) : []), "floor"] as const;
+  const series = [...HANDOFFS, ...(values.async ? (["mapped-async"] as const) : []), ...(values["no-prefetch"] ? (["mapped-noprefetch"] as const) : []), ...(values["spread-all"] ? (["mapped-spread-all"] as const) : []), ...(BUNDLE_SIZE > 0 ? (["mapped-bundle"] as const) : []), ...(values.generated ? (["generated"] as const) : []), "floor"] as const;
   type Key = (typeof series)[number];
   type FloorRun = Awaited<ReturnType<typeof floor>>;
   const results = await interleavedRounds<Key, PipelineRun | FloorRun>(series, ROUNDS, (k) => (k === "floor" ? floor() : pipeline(k)), (n) => console.error(`round ${n} of ${ROUNDS} done`));
@@ -288,6 +293,14 @@ try {
     const ratio = (f: (x: PipelineRun) => number) => median(m.map((x, i) => f(x) / f(n[i]!)));
     console.log(
       `\nprefetched / not, per round then median: blocks/s ${ratio((x) => x.perSecond).toFixed(2)}x, Worker CPU per block ${ratio((x) => x.workerCpuMs).toFixed(2)}x, executors' ${ratio((x) => x.executorsCpuMs).toFixed(2)}x, total ${ratio((x) => x.workerCpuMs + x.executorsCpuMs).toFixed(2)}x`,
+    );
+  }
+  if (values["spread-all"] && HANDOFFS.includes("mapped")) {
+    const m = results.mapped as PipelineRun[];
+    const a = results["mapped-spread-all"] as PipelineRun[];
+    const ratio = (f: (x: PipelineRun) => number) => median(m.map((x, i) => f(x) / f(a[i]!)));
+    console.log(
+      `\nspread over one executor per CPU / over all ${values.executors}, per round then median: blocks/s ${ratio((x) => x.perSecond).toFixed(2)}x, Worker CPU per block ${ratio((x) => x.workerCpuMs).toFixed(2)}x, executors' ${ratio((x) => x.executorsCpuMs).toFixed(2)}x, total ${ratio((x) => x.workerCpuMs + x.executorsCpuMs).toFixed(2)}x`,
     );
   }
   if (values.phases) {

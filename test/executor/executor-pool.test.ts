@@ -278,7 +278,7 @@ describe("message flows", () => {
 
 describe("concurrency", () => {
   test("1,000 calls suspended at once across 8 executors, resumed out of order, each gets its own result", async () => {
-    const pool = await startPool({ executorCount: 8 });
+    const pool = await startPool({ executorCount: 8, spread: 8 });
     const io = manualIo();
     const src = "def main(ctx, x):\n    v = ctx.io('b', 'get', x)\n    return {'x': x, 'v': v}\n";
     const asyncSrc = "async def main(ctx, x):\n    v = await ctx.io('b', 'get', x)\n    return {'x': x, 'v': v}\n";
@@ -294,6 +294,20 @@ describe("concurrency", () => {
     const outs = await Promise.all(calls);
     outs.forEach((o, i) => expect(expectOk(o)).toEqual({ x: i, v: `answer-${i}` }));
   }, 120_000);
+
+  test("an owner's calls go to EXECUTOR_SPREAD executors while they keep up; a stalled one widens the spread, and takes calls again once one of its calls ends", async () => {
+    const pool = await startPool({ executorCount: 3, spread: 1 });
+    const indexOf = (o: CallOutcome) => o.executorId.split(".")[0];
+    const quick = () => Promise.all(Array.from({ length: 40 }, (_, i) => run(pool, "def main(ctx, x):\n    return x + 1\n", i)));
+    expect(new Set((await quick()).map(indexOf))).toEqual(new Set(["0"]));
+    // A call that holds executor 0 (a long sleep: no call of it ends): after 100 ms it is stalled.
+    const sleeper = run(pool, "import time\ndef main(ctx, x):\n    time.sleep(0.8)\n    return 'slept'\n");
+    await until(() => pool.stats().executors[0]!.inflight === 1);
+    await Bun.sleep(250);
+    expect(new Set((await quick()).map(indexOf))).toEqual(new Set(["1"]));
+    expect(indexOf(await sleeper)).toBe("0");
+    expect(new Set((await quick()).map(indexOf))).toEqual(new Set(["0"]));
+  }, 60_000);
 
   test("a suspended call does not block other calls on the same executor", async () => {
     const pool = await startPool({ executorCount: 1 });

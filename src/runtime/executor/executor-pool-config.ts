@@ -8,6 +8,14 @@ const MAX_MS = 24 * 3600 * 1000;
  */
 export const executorPoolVars = {
   executorCount: envVar("EXECUTOR_COUNT", "8", "an integer from 1 to 256", "Python executor processes in the pool", intSchema(1, 256)),
+  spread: envVar(
+    "EXECUTOR_SPREAD",
+    "0",
+    "an integer from 0 to 256",
+    "executors one owner's calls are spread over while they keep up (0: one per CPU this process may use); " +
+      "the others take calls when one stalls (no call ended for 100 ms) and serve other owners",
+    intSchema(0, 256),
+  ),
   python: envVar(
     "EXECUTOR_PYTHON",
     "python3",
@@ -110,6 +118,8 @@ export type ExecutorPoolVars = EnvValues<typeof executorPoolVars>;
 
 export interface ExecutorPoolConfig {
   readonly executorCount: number;
+  /** EXECUTOR_SPREAD: executors one owner's calls are spread over while they keep up; 0: the CPUs this process may use. */
+  readonly spread: number;
   readonly python: string;
   readonly callBudgetMs: number;
   readonly wallClockCeilingMs: number;
@@ -137,6 +147,7 @@ export interface ExecutorPoolConfig {
 export function executorPoolConfigFrom(v: ExecutorPoolVars): ExecutorPoolConfig {
   return Object.freeze({
     executorCount: v.executorCount,
+    spread: v.spread,
     python: v.python.trim(),
     callBudgetMs: v.callBudgetMs,
     wallClockCeilingMs: v.wallClockCeilingMs,

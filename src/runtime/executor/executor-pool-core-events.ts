@@ -46,8 +46,9 @@ export interface ExecutorDied {
 }
 
 /**
- * A call was handed to the pool: it goes to the least-loaded READY executor already serving its
- * owner, or to a fresh one, or waits (FIFO among the calls that cannot be placed). Ids are unique
+ * A call was handed to the pool: it goes to a READY executor already serving its owner, or to a
+ * fresh one (the least loaded of the first `spread` that keep up: ExecutorPoolCore.pick), or waits
+ * (FIFO among the calls that cannot be placed). Ids are unique
  * while the call lives. `ownerKey` (absent: "", one shared owner) is whose code and data it
  * carries: an executor serves one owner per incarnation.
  */

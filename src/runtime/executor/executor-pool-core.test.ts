@@ -12,6 +12,8 @@ const timing: PoolCoreTiming = {
   backoffMaxMs: 10_000,
   healthyAfterMs: 30_000,
   maxInflightPerExecutor: 2,
+  spread: 256, // every executor: the tests of spreading set their own
+  stallMs: 100,
 };
 
 /** step feeds one event and checks every invariant after it. */
@@ -31,8 +33,8 @@ function sent(out: ExecutorPoolInstruction[]): [string, number][] {
   return out.flatMap((i) => (i.type === "sendCall" ? [[i.callId, i.index] as [string, number]] : []));
 }
 
-function readyPool(n: number): ExecutorPoolCore {
-  const core = new ExecutorPoolCore(n, timing);
+function readyPool(n: number, t: PoolCoreTiming = timing): ExecutorPoolCore {
+  const core = new ExecutorPoolCore(n, t);
   step(core, { type: "timeAdvanced" }, 0);
   for (let i = 0; i < n; i++) step(core, { type: "executorIntroduced", index: i }, 0);
   return core;
@@ -185,6 +187,7 @@ describe("ExecutorPoolCore", () => {
     expect(() => core.handle({ type: "callSubmitted", callId: "c" }, 1)).toThrow("submitted twice");
     expect(() => core.handle({ type: "executorDied", index: 1 }, 1)).toThrow("no executor slot 1");
     expect(() => new ExecutorPoolCore(0, timing)).toThrow("count must be an integer >= 1");
+    expect(() => new ExecutorPoolCore(2, { ...timing, spread: 0 })).toThrow("spread must be an integer >= 1");
   });
 
   test("random events keep every invariant; every call is sent at most once, to a READY executor with room", () => {
@@ -192,7 +195,7 @@ describe("ExecutorPoolCore", () => {
       const rnd = mulberry32(seed);
       const int = (n: number) => Math.floor(rnd() * n);
       const n = 1 + int(4);
-      const core = new ExecutorPoolCore(n, timing);
+      const core = new ExecutorPoolCore(n, { ...timing, spread: 1 + int(3) });
       let now = 0;
       let nextCall = 0;
       const live = new Set<string>();
@@ -307,4 +310,66 @@ test("an owner waiting behind executors another owner keeps busy gets one draine
   expect(step(core, { type: "callEnded", callId: "big1" }, 2)).toEqual([{ type: "recycleExecutor", index: 0, executorId: "0.1" }]);
   step(core, { type: "timeAdvanced" }, 2);
   expect(sent(step(core, { type: "executorIntroduced", index: 0 }, 3))).toEqual([["small1", 0]]);
+});
+
+describe("ExecutorPoolCore: an owner's calls spread over `spread` executors that keep up", () => {
+  const submit = (core: ExecutorPoolCore, callId: string, at: number) => sent(step(core, { type: "callSubmitted", callId }, at));
+
+  test("calls go to the least loaded of the first `spread` executors; the others stay idle", () => {
+    const core = readyPool(4, { ...timing, spread: 2, maxInflightPerExecutor: 8 });
+    const picks = ["c0", "c1", "c2", "c3", "c4", "c5"].flatMap((id) => submit(core, id, 1).map(([, index]) => index));
+    expect(picks).toEqual([0, 1, 0, 1, 0, 1]);
+    expect(core.slots().map((s) => s.inflight)).toEqual([3, 3, 0, 0]);
+  });
+
+  test("a full executor is out of reach: the next one in order counts instead", () => {
+    const core = readyPool(3, { ...timing, spread: 1 });
+    expect(["c0", "c1", "c2"].flatMap((id) => submit(core, id, 1))).toEqual([["c0", 0], ["c1", 0], ["c2", 1]]);
+  });
+
+  test("an executor none of whose calls ended for stallMs is stalled: it takes no calls, and the spread reaches one more", () => {
+    const core = readyPool(4, { ...timing, spread: 2, maxInflightPerExecutor: 8 });
+    expect(submit(core, "c0", 0)).toEqual([["c0", 0]]);
+    expect(submit(core, "c1", 0)).toEqual([["c1", 1]]);
+    expect(submit(core, "c2", 99)).toEqual([["c2", 0]]); // 99 ms without an end: still keeping up
+    // At 100 ms both are stalled (a long step, a slow backend): executors 2 and 3 are in reach.
+    expect(submit(core, "c3", 100)).toEqual([["c3", 2]]);
+    expect(submit(core, "c4", 100)).toEqual([["c4", 3]]);
+    // A call of executor 1 ends: it keeps up again, and it is the least loaded in reach.
+    step(core, { type: "callEnded", callId: "c1" }, 150);
+    expect(submit(core, "c5", 150)).toEqual([["c5", 1]]);
+    // An end also restarts the count of an executor that still holds calls.
+    step(core, { type: "callEnded", callId: "c2" }, 160);
+    expect(submit(core, "c6", 160)).toEqual([["c6", 0]]);
+  });
+
+  test("an idle executor's stall counts from its first call, not from its last end", () => {
+    const core = readyPool(2, { ...timing, spread: 1, maxInflightPerExecutor: 8 });
+    expect(submit(core, "c0", 0)).toEqual([["c0", 0]]);
+    step(core, { type: "callEnded", callId: "c0" }, 1);
+    expect(submit(core, "c1", 5000)).toEqual([["c1", 0]]);
+    expect(submit(core, "c2", 5050)).toEqual([["c2", 0]]);
+  });
+
+  test("when every executor in reach is stalled, the least loaded of them takes the call, as without a spread", () => {
+    const core = readyPool(2, { ...timing, spread: 1, maxInflightPerExecutor: 8 });
+    expect(submit(core, "c0", 0)).toEqual([["c0", 0]]);
+    expect(submit(core, "c1", 100)).toEqual([["c1", 1]]); // executor 0 stalled
+    expect(submit(core, "c2", 200)).toEqual([["c2", 0]]); // both stalled, one call each: the lowest index
+    expect(submit(core, "c3", 200)).toEqual([["c3", 1]]);
+  });
+
+  test("each owner spreads over its own executors and fresh ones; the rest are left for other owners", () => {
+    const core = readyPool(4, { ...timing, spread: 2, maxInflightPerExecutor: 8 });
+    const own = (callId: string, ownerKey: string) => sent(step(core, { type: "callSubmitted", callId, ownerKey }, 1));
+    expect([own("a1", "A"), own("a2", "A"), own("a3", "A"), own("b1", "B"), own("b2", "B"), own("b3", "B")].flat()).toEqual([
+      ["a1", 0],
+      ["a2", 1],
+      ["a3", 0],
+      ["b1", 2],
+      ["b2", 3],
+      ["b3", 2],
+    ]);
+    expect(core.slots().map((s) => s.owner)).toEqual(["A", "A", "B", "B"]);
+  });
 });

@@ -1,7 +1,7 @@
 import { runningNowMs } from "../../common/clock/running-clock";
 import { createHash, randomBytes } from "node:crypto";
 import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { UnixSocketListener } from "bun";
 import type { Logger } from "../../common/logging/logger";
@@ -35,6 +35,8 @@ const MAX_DIGESTS_REMEMBERED = 1024;
 const MAX_SIZED_DIGESTS = 1024;
 /** How long a closed connection waits for its executor's exit before the executor counts as dead. */
 const EXIT_AFTER_CLOSE_WAIT_MS = 250;
+/** An executor none of whose calls ended for this long is stalled: an owner's calls spread past it (ExecutorPoolCore.pick). */
+const EXECUTOR_STALL_MS = 100;
 
 type CallResult = { ok: true; value: JsonValue } | { ok: false; error: CallFailure };
 
@@ -155,6 +157,8 @@ export class ExecutorPool {
       backoffMaxMs: 10_000,
       healthyAfterMs: 30_000,
       maxInflightPerExecutor: 512,
+      spread: Math.min(config.executorCount, config.spread > 0 ? config.spread : availableParallelism()),
+      stallMs: EXECUTOR_STALL_MS,
     });
     this.executors = Array.from({ length: config.executorCount }, () => null);
     this.python = python;
