@@ -66,9 +66,9 @@ export interface PoolCoreTiming {
 
 /**
  * ExecutorPoolCore decides, without IO or clocks, which executor takes a call (the least-loaded
- * of the first `spread` READY ones that keep up; otherwise the call waits in one FIFO queue), when to ping, when an executor is hung,
- * and when a dead one may be restarted (exponential backoff, reset after a healthy spell). The
- * ExecutorPool adapter does the spawning, sockets and timers.
+ * of the first `spread` READY ones that keep up; otherwise the call waits in one FIFO queue), when
+ * to ping, when an executor is hung, and when a dead one may be restarted (exponential backoff,
+ * reset after a healthy spell). The ExecutorPool adapter does the spawning, sockets and timers.
  *
  * One doorway mutates it: `handle(event, nowMs)` (events in executor-pool-core-events.ts), which
  * returns the instructions to carry out (executor-pool-core-instructions.ts). Queries
