@@ -50,3 +50,9 @@ test("the IO config is always read-only, whatever the variables say", async () =
   expect(c.io).toMatchObject({ readOnly: true, cacheMaxBytes: 1024 });
   expect(c.chains.chains).toEqual({ eth: { source: "localtestservice", finalityDepth: 3 } });
 });
+
+test("the Sync Invoker spreads calls over every executor unless EXECUTOR_SPREAD says otherwise: admission gives each executor its own calls", async () => {
+  const { loadSyncInvokerConfig } = await import("../../src/syncinvoker/app/config");
+  expect(loadSyncInvokerConfig({ BLOCKX_INSECURE: "1", EXECUTOR_COUNT: "6" }).pool).toMatchObject({ executorCount: 6, spread: 6 });
+  expect(loadSyncInvokerConfig({ BLOCKX_INSECURE: "1", EXECUTOR_COUNT: "6", EXECUTOR_SPREAD: "2" }).pool).toMatchObject({ executorCount: 6, spread: 2 });
+});

@@ -12,8 +12,8 @@ export const executorPoolVars = {
     "EXECUTOR_SPREAD",
     "0",
     "an integer from 0 to 256",
-    "executors one owner's calls are spread over while they keep up (0: one per CPU this process may use); " +
-      "the others take calls when one stalls (no call ended for 100 ms) and serve other owners",
+    "executors one owner's calls are spread over while they keep up (0: one per CPU this process may use; " +
+      "in the Sync Invoker every executor); the others take calls when one stalls (no call ended for 100 ms) and serve other owners",
     intSchema(0, 256),
   ),
   python: envVar(

@@ -93,7 +93,9 @@ export function loadSyncInvokerConfig(env: Readonly<Record<string, string | unde
     ...chainsAndFaults,
     io: Object.freeze({ ...io, readOnly: true }),
     shutdownGraceMs: v.shutdownGraceMs,
-    pool: Object.freeze({ ...executorPoolConfigFrom(v), hotSpinUs: v.hotSpinUs }),
+    // Admission gives each executor SYNCINVOKER_CALLS_PER_EXECUTOR calls so that a call's latency does not
+    // depend on others': the admitted calls must reach every executor, not one per CPU (EXECUTOR_SPREAD=0).
+    pool: Object.freeze({ ...executorPoolConfigFrom(v), spread: v.spread > 0 ? v.spread : v.executorCount, hotSpinUs: v.hotSpinUs }),
     logLevel: v.logLevel,
     prometheusListenAddr: v.prometheusListenAddr,
     prometheusPath: v.prometheusPath,
