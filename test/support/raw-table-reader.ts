@@ -19,6 +19,12 @@ export class RawTableReader {
     return this.db.query(`SELECT * FROM "${table}" ${where}`).all(...params) as Record<string, unknown>[];
   }
 
+  /** hasTable: whether `table` exists (a table is made by its first write). */
+  hasTable(table: string): boolean {
+    checkName(table);
+    return this.db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table) !== null;
+  }
+
   close(): void {
     this.db.close();
   }

@@ -162,7 +162,8 @@ describe("a backfill over the local test chain", () => {
     expect(result.value.firstError).toMatchObject({ code: "USER_ERROR", callInput: '{"chain":"ethereum","blockNumber":205}', message: "RuntimeError: cannot decode block 205" });
     expect(result.value.firstError!.traceback).toContain("line 4, in main");
     const store = new RawTableReader(join(s.dir, "tables.sqlite"));
-    const blocks = store.query("partial").map((r) => r.block);
+    // The failure may end the task before any other call's rows were committed: then no table.
+    const blocks = store.hasTable("partial") ? store.query("partial").map((r) => r.block) : [];
     store.close();
     expect(blocks).not.toContain(205);
   }, 60_000);
