@@ -281,28 +281,17 @@ try {
     const total = median(runs.map((x) => x.workerCpuMs + x.executorsCpuMs));
     console.log(`| ${k} | ${bps.toFixed(0)} | ${(bps / floorPerSecond).toFixed(2)}x | ${wk.toFixed(3)} | ${ex.toFixed(3)} | ${total.toFixed(3)} | ${(total / floorCpu).toFixed(2)}x | ${((2 * floorCpu) / total).toFixed(2)}x | ${runs.map((x) => x.perSecond.toFixed(0)).join(", ")} |`);
   }
-  if (HANDOFFS.includes("mapped") && HANDOFFS.includes("bytes")) {
-    const m = results.mapped as PipelineRun[];
-    const b = results.bytes as PipelineRun[];
-    const ratio = (xs: PipelineRun[], ys: PipelineRun[], f: (x: PipelineRun) => number) => median(xs.map((x, i) => f(x) / f(ys[i]!)));
-    console.log(`\nmapped / bytes, per round then median: blocks/s ${ratio(m, b, (x) => x.perSecond).toFixed(2)}x, Worker CPU per block ${ratio(m, b, (x) => x.workerCpuMs).toFixed(2)}x, executors' ${ratio(m, b, (x) => x.executorsCpuMs).toFixed(2)}x`);
-  }
-  if (values["no-prefetch"] && HANDOFFS.includes("mapped")) {
-    const m = results.mapped as PipelineRun[];
-    const n = results["mapped-noprefetch"] as PipelineRun[];
-    const ratio = (f: (x: PipelineRun) => number) => median(m.map((x, i) => f(x) / f(n[i]!)));
+  // A change's effect, measured in the same rounds: the ratio of two series per round, then the median.
+  const paired = (label: string, xs: PipelineRun[], ys: PipelineRun[]) => {
+    const ratio = (f: (x: PipelineRun) => number) => median(xs.map((x, i) => f(x) / f(ys[i]!))).toFixed(2);
     console.log(
-      `\nprefetched / not, per round then median: blocks/s ${ratio((x) => x.perSecond).toFixed(2)}x, Worker CPU per block ${ratio((x) => x.workerCpuMs).toFixed(2)}x, executors' ${ratio((x) => x.executorsCpuMs).toFixed(2)}x, total ${ratio((x) => x.workerCpuMs + x.executorsCpuMs).toFixed(2)}x`,
+      `\n${label}, per round then median: blocks/s ${ratio((x) => x.perSecond)}x, Worker CPU per block ${ratio((x) => x.workerCpuMs)}x, executors' ${ratio((x) => x.executorsCpuMs)}x, total ${ratio((x) => x.workerCpuMs + x.executorsCpuMs)}x`,
     );
-  }
-  if (values["spread-all"] && HANDOFFS.includes("mapped")) {
-    const m = results.mapped as PipelineRun[];
-    const a = results["mapped-spread-all"] as PipelineRun[];
-    const ratio = (f: (x: PipelineRun) => number) => median(m.map((x, i) => f(x) / f(a[i]!)));
-    console.log(
-      `\nspread over one executor per CPU / over all ${values.executors}, per round then median: blocks/s ${ratio((x) => x.perSecond).toFixed(2)}x, Worker CPU per block ${ratio((x) => x.workerCpuMs).toFixed(2)}x, executors' ${ratio((x) => x.executorsCpuMs).toFixed(2)}x, total ${ratio((x) => x.workerCpuMs + x.executorsCpuMs).toFixed(2)}x`,
-    );
-  }
+  };
+  const runsOf = (k: Key) => results[k] as PipelineRun[];
+  if (HANDOFFS.includes("mapped") && HANDOFFS.includes("bytes")) paired("mapped / bytes", runsOf("mapped"), runsOf("bytes"));
+  if (values["no-prefetch"] && HANDOFFS.includes("mapped")) paired("prefetched / not", runsOf("mapped"), runsOf("mapped-noprefetch"));
+  if (values["spread-all"] && HANDOFFS.includes("mapped")) paired(`spread over one executor per CPU / over all ${values.executors}`, runsOf("mapped"), runsOf("mapped-spread-all"));
   if (values.phases) {
     console.log("\nWorker CPU ms per block by phase of the measured task (each 1,000 blocks of progress), per run:");
     for (const k of series) {
