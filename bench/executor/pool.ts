@@ -29,6 +29,8 @@ const CALLS = Number(values.calls);
 const SECONDS = Number(values.seconds);
 const INFLIGHT = Number(values.inflight);
 const python = resolvePython("python3");
+/** The Sync Invoker's default (src/syncinvoker/app/config.ts). */
+const SYNCINVOKER_HOT_SPIN_US = 300;
 
 /** The baseline: Bun <-> one python3 echoing frames over a Unix socket. */
 async function barePingPong(): Promise<{ call: (i: number) => Promise<unknown>; stop: () => void }> {
@@ -97,21 +99,51 @@ const IO_SOURCE = "def main(ctx, x):\n    return ctx.io('echo', 'get', x)\n";
 const ASYNC_IO_SOURCE = "async def main(ctx, x):\n    return await ctx.io('echo', 'get', x)\n";
 const echoOwner: CallOwner = { io: async (r) => ({ ok: true, value: r.params, ioMs: 0 }) };
 
+/**
+ * polling: the call, with the event loop kept polling (an immediate pending) until its answer
+ * comes: what the pool's lone-call poll does (EXECUTOR_HOT_WAIT_US), given to the bare ping-pong
+ * so that the pool's poll is also compared like for like.
+ */
+const polling =
+  (call: (i: number) => Promise<unknown>) =>
+  async (i: number): Promise<unknown> => {
+    let done = false;
+    const poll = () => {
+      if (!done) setImmediate(poll);
+    };
+    setImmediate(poll);
+    try {
+      return await call(i);
+    } finally {
+      done = true;
+    }
+  };
+
 // Every series lives at once and runs in interleaved rounds (medians): the bare ping-pong, a pool
-// of 8 executors for the latencies, and pools of 1, 2 and 8 for calls/s.
+// of 8 executors for the latencies (one with EXECUTOR_HOT_WAIT_US=0, one whose executors also spin
+// for the next call as the Sync Invoker's do), and pools of 1, 2 and 8 for calls/s.
 const bare = await barePingPong();
-const pools = new Map<number, ExecutorPool>();
+const pools = new Map<number | "cold" | "hot", ExecutorPool>();
 for (const count of [1, 2, 8]) pools.set(count, await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: count }), silentLogger(), { waitForAll: true }));
+pools.set("cold", await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: 8, hotWaitUs: 0 }), silentLogger(), { waitForAll: true }));
+pools.set("hot", await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: 8, hotSpinUs: SYNCINVOKER_HOT_SPIN_US }), silentLogger(), { waitForAll: true }));
 let n = 0;
 // With its digest, as the Worker and the Sync Invoker call the pool (they compute it once per
 // function); without one the pool hashes the source on every call.
 const digests = new Map([SOURCE, IO_SOURCE, ASYNC_IO_SOURCE].map((src) => [src, createHash("sha256").update(src).digest("hex")]));
-const run = (count: number, src: string) => (i: number) =>
+const run = (count: number | "cold" | "hot", src: string) => (i: number) =>
   pools.get(count)!.execute({ callId: `b${n++}`, fn: { source: src, entry: "main", digest: digests.get(src)! }, args: i }, echoOwner);
 const perRound = Math.ceil(CALLS / ROUNDS);
-const latencies = await interleavedRounds(["bare", "plain", "io", "asyncIo"] as const, ROUNDS, (k) =>
-  latency(k === "bare" ? bare.call : run(8, k === "plain" ? SOURCE : k === "io" ? IO_SOURCE : ASYNC_IO_SOURCE), perRound, 300),
-);
+const latencyCalls = {
+  bare: bare.call,
+  barePolling: polling(bare.call),
+  plain: run(8, SOURCE),
+  cold: run("cold", SOURCE),
+  hot: run("hot", SOURCE),
+  io: run(8, IO_SOURCE),
+  asyncIo: run(8, ASYNC_IO_SOURCE),
+};
+const latencies = await interleavedRounds(Object.keys(latencyCalls) as (keyof typeof latencyCalls)[], ROUNDS, (k) => latency(latencyCalls[k], perRound, 300));
 const tputRuns = await interleavedRounds(["bare", "1", "2", "8"] as const, ROUNDS, (k) =>
   throughput(k === "bare" ? bare.call : run(Number(k), SOURCE), INFLIGHT, SECONDS / ROUNDS),
 );
@@ -122,6 +154,9 @@ const p99 = (k: keyof typeof latencies) => median(latencies[k].map((l) => l.p99)
 const bareLat = { p50: p50("bare"), p99: p99("bare") };
 const lat = { p50: p50("plain"), p99: p99("plain") };
 const ioLat = { p50: p50("io") };
+const coldLat = { p50: p50("cold"), p99: p99("cold") };
+const hotLat = { p50: p50("hot"), p99: p99("hot") };
+const barePollingLat = { p50: p50("barePolling"), p99: p99("barePolling") };
 const asyncIoLat = { p50: p50("asyncIo") };
 const bareTput = median(tputRuns.bare);
 const tputs = ([1, 2, 8] as const).map((count) => [count, median(tputRuns[String(count) as "1" | "2" | "8"])] as const);
@@ -134,5 +169,8 @@ console.log("| measure | bare ping-pong (baseline) | through the pool | ratio |"
 console.log("| --- | ---: | ---: | ---: |");
 console.log(`| p50, \`return x + 1\` | ${us(bareLat.p50)} | ${us(lat.p50)} | ${(lat.p50 / bareLat.p50).toFixed(2)}x |`);
 console.log(`| p99, \`return x + 1\` | ${us(bareLat.p99)} | ${us(lat.p99)} | ${(lat.p99 / bareLat.p99).toFixed(2)}x |`);
+console.log(`| p50, \`return x + 1\`, EXECUTOR_HOT_WAIT_US=0 (the pool sleeps until the answer) | ${us(bareLat.p50)} | ${us(coldLat.p50)} | ${(coldLat.p50 / bareLat.p50).toFixed(2)}x |`);
+console.log(`| p50, \`return x + 1\`, executors spinning for the next call too (the Sync Invoker's pool, SYNCINVOKER_HOT_SPIN_US=${SYNCINVOKER_HOT_SPIN_US}) | ${us(bareLat.p50)} | ${us(hotLat.p50)} | ${(hotLat.p50 / bareLat.p50).toFixed(2)}x |`);
+console.log(`| p50, \`return x + 1\`, the bare ping-pong polling too (like for like) | ${us(barePollingLat.p50)} | ${us(lat.p50)} | ${(lat.p50 / barePollingLat.p50).toFixed(2)}x |`);
 for (const [count, t] of tputs) console.log(`| calls/s, EXECUTOR_COUNT=${count} | ${bareTput.toFixed(0)} | ${t.toFixed(0)} | ${(t / bareTput).toFixed(2)}x |`);
 console.log(`\nOne IO suspension answered at once (p50): def ${us(ioLat.p50)} (+${us(ioLat.p50 - lat.p50)}), async def ${us(asyncIoLat.p50)} (+${us(asyncIoLat.p50 - lat.p50)}) over the plain call`);

@@ -309,6 +309,31 @@ describe("concurrency", () => {
     expect(new Set((await quick()).map(indexOf))).toEqual(new Set(["0"]));
   }, 60_000);
 
+  test("EXECUTOR_HOT_WAIT_US: the pool polls for a lone call's answer (serial calls, a def call's resume), not while other calls are in flight, never with 0; every call gets its own result", async () => {
+    const pool = await startPool({ hotWaitUs: 100_000 }); // a window no answer misses, even on a loaded machine
+    const src = "def main(ctx, x):\n    return x + 1\n";
+    for (let i = 0; i < 20; i++) expect(expectOk(await run(pool, src, i))).toBe(i + 1);
+    expect(pool.stats().lonePolls).toBe(20);
+    // A def call suspended once: its ExecuteCall and its ResumeCall are each polled for.
+    const owner: CallOwner = { io: async (r) => ({ ok: true, value: r.params, ioMs: 0 }) };
+    expect(expectOk(await run(pool, "def main(ctx, x):\n    return ctx.io('b', 'op', x)\n", 7, owner))).toBe(7);
+    expect(pool.stats().lonePolls).toBe(22);
+    // 8 callers, 25 calls each one after another: a call sent while others are in flight is not
+    // polled for; only the edges (the first call, a caller left alone at the end) may be.
+    const results = await Promise.all(
+      Array.from({ length: 8 }, async (_, k) => {
+        const out: JsonValue[] = [];
+        for (let i = 0; i < 25; i++) out.push(expectOk(await run(pool, src, k * 100 + i)));
+        return out;
+      }),
+    );
+    expect(results).toEqual(Array.from({ length: 8 }, (_, k) => Array.from({ length: 25 }, (_, i) => k * 100 + i + 1)));
+    expect(pool.stats().lonePolls - 22).toBeLessThan(25);
+    const off = await startPool({ hotWaitUs: 0 });
+    for (let i = 0; i < 5; i++) expect(expectOk(await run(off, src, i))).toBe(i + 1);
+    expect(off.stats().lonePolls).toBe(0);
+  });
+
   test("a suspended call does not block other calls on the same executor", async () => {
     const pool = await startPool({ executorCount: 1 });
     const io = manualIo();

@@ -16,6 +16,14 @@ export const executorPoolVars = {
       "in the Sync Invoker every executor); the others take calls when one stalls (no call ended for 100 ms) and serve other owners",
     intSchema(0, 256),
   ),
+  hotWaitUs: envVar(
+    "EXECUTOR_HOT_WAIT_US",
+    "250",
+    "an integer from 0 to 100000",
+    "µs the pool keeps polling for the answer of a lone call (the only one in the pool: a serial caller's) instead of sleeping until it " +
+      "comes: the answer then skips a kernel wake-up (30-70 µs on a VM). Only while lone calls answer within it; 0: never",
+    intSchema(0, 100_000),
+  ),
   python: envVar(
     "EXECUTOR_PYTHON",
     "python3",
@@ -142,12 +150,18 @@ export interface ExecutorPoolConfig {
    * executor spins only while requests came within it, yielding the core between polls.
    */
   readonly hotSpinUs?: number;
+  /**
+   * µs the pool keeps its event loop polling for the answer of a lone call (the only one in the
+   * pool) before it lets the loop sleep (0: none); see lone-call-poll.ts.
+   */
+  readonly hotWaitUs: number;
 }
 
 export function executorPoolConfigFrom(v: ExecutorPoolVars): ExecutorPoolConfig {
   return Object.freeze({
     executorCount: v.executorCount,
     spread: v.spread,
+    hotWaitUs: v.hotWaitUs,
     python: v.python.trim(),
     callBudgetMs: v.callBudgetMs,
     wallClockCeilingMs: v.wallClockCeilingMs,

@@ -13,6 +13,7 @@ import { blockingFolder, describeBlock } from "./path-access";
 import { ExecutorConnection } from "./executor-connection";
 import { FramedSources } from "./framed-sources";
 import { FrameError } from "./frame-codec";
+import { LoneCallPoll } from "./lone-call-poll";
 import { ExecutorPoolCore } from "./executor-pool-core";
 import type { ExecutorPoolEvent } from "./executor-pool-core-events";
 import type { ExecutorPoolInstruction } from "./executor-pool-core-instructions";
@@ -97,6 +98,8 @@ export interface ExecutorPoolStats {
   readonly sharedSources: number;
   /** Calls that ended with a prefetched answer in their ExecuteCall, by whether they took it. */
   readonly prefetchedAnswers: Readonly<{ taken: number; notTaken: number }>;
+  /** Frames to executors whose answer the pool polled for instead of sleeping until it came (a lone call's: EXECUTOR_HOT_WAIT_US). */
+  readonly lonePolls: number;
 }
 
 /**
@@ -138,6 +141,8 @@ export class ExecutorPool {
   private readonly sandbox: BwrapSandbox | null;
   private readonly blockHandoffs: Record<HandoffVia, number> = { mapped: 0, bytes: 0 };
   private readonly prefetchedAnswers = { taken: 0, notTaken: 0 };
+  /** Polls the loop for a lone call's answer instead of letting it sleep (config.hotWaitUs). */
+  private readonly lonePoll: LoneCallPoll;
 
   private constructor(
     private readonly config: ExecutorPoolConfig,
@@ -161,6 +166,7 @@ export class ExecutorPool {
       stallMs: EXECUTOR_STALL_MS,
     });
     this.executors = Array.from({ length: config.executorCount }, () => null);
+    this.lonePoll = new LoneCallPoll(config.hotWaitUs);
     this.python = python;
     this.isolation = isolation;
     for (const w of this.isolation.warnings) if (w !== SANDBOX_OFF_WARNING) log.warn({ component: "executor-pool" }, `isolation: ${w}`);
@@ -270,6 +276,7 @@ export class ExecutorPool {
       sourceResends: this.sourceResends,
       sharedSources: this.framedSources.size,
       prefetchedAnswers: { ...this.prefetchedAnswers },
+      lonePolls: this.lonePoll.polled,
     };
   }
 
@@ -281,6 +288,7 @@ export class ExecutorPool {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.lonePoll.stop();
     if (this.timer) clearInterval(this.timer);
     for (const call of [...this.calls.values()]) {
       if (!call.executor) this.finish(call, this.failure(CallErrorCode.PoolClosed, "the executor pool is shut down"));
@@ -439,9 +447,11 @@ export class ExecutorPool {
       case "Pong":
         return;
       case "CallWaiting":
+        this.lonePoll.heard();
         return this.onWaiting(e, m);
       case "CallCompleted":
       case "CallFailed": {
+        this.lonePoll.heard();
         const call = this.calls.get(m.callId);
         if (!call || call.executor !== e) return;
         if (m.type === "CallFailed" && m.error.code === SOURCE_NOT_CACHED) return this.resendSource(call, e, m.error.message);
@@ -480,6 +490,7 @@ export class ExecutorPool {
         return h.result;
       });
       const sent = this.send(e, { type: "ResumeCall", callId: m.callId, results: handed, ioMs: call.ioMs });
+      this.lonePoll.sent(this.calls.size === 1);
       // Answers too large for one frame: the call gets an error for each instead of a dead executor.
       if (sent !== true) {
         const error = { type: "ResultTooLarge", message: `the answers to this suspension do not fit in one frame: ${sent.message}; ask for less at a time` };
@@ -670,7 +681,8 @@ export class ExecutorPool {
     if (call.prefetchSent && prefetched!.via) this.blockHandoffs[prefetched!.via]++;
     // An answer too large to ride along is no reason to fail the call: it asks for it itself.
     if (sent !== true && prefetched) sent = this.send(e, message);
-    if (sent !== true) {
+    if (sent === true) this.lonePoll.sent(this.calls.size === 1);
+    else {
       this.finish(call, this.failure(CallErrorCode.InputRejected, `the call cannot be sent to an executor: ${sent.message} (its ${withSource ? "source and " : ""}input together)`));
       return;
     }
