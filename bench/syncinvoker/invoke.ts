@@ -91,11 +91,16 @@ const invokerEnv = {
 const si = BlockxProcess.spawn(["syncinvoker"], invokerEnv);
 // The same invoker with executors that sleep at once (the hot spin off): what the spin buys.
 const siCold = BlockxProcess.spawn(["syncinvoker"], { ...invokerEnv, SYNCINVOKER_HOT_SPIN_US: "0" });
+// The same invoker whose pool sleeps until its executor answers (no lone-call poll), and a bare
+// executor round trip likewise: what EXECUTOR_HOT_WAIT_US buys each of them.
+const siNoWait = BlockxProcess.spawn(["syncinvoker"], { ...invokerEnv, EXECUTOR_HOT_WAIT_US: "0" });
 const pool = await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: EXECUTORS }), silentLogger(), { waitForAll: true });
+const poolNoWait = await ExecutorPool.start(defaultExecutorPoolConfig({ executorCount: EXECUTORS, hotWaitUs: 0 }), silentLogger(), { waitForAll: true });
 
 try {
   const siClient = invoker(await si.grpcAddr());
   const siColdClient = invoker(await siCold.grpcAddr());
+  const siNoWaitClient = invoker(await siNoWait.grpcAddr());
   const bareClient = invoker(bare.addr);
   const bareExecClient = invoker(bareExec.addr);
   // What a user's code gets: the SDK's invoke (its lean unary channel), against the bare server through the same channel.
@@ -108,10 +113,12 @@ try {
   const bareRequest = SyncInvokerServiceService.invoke.requestSerialize({ function: { name: "", source: SOURCE, entry: "", filename: "" }, args: Buffer.from("1"), timeoutMs: 0 });
   const leanBareCall = () => leanBare.unary(SyncInvokerServiceService.invoke.path, bareRequest, {}, Date.now() + 10_000);
   let seq = 0;
-  const execCall = async () => {
-    const o = await pool.execute({ callId: `bench-${++seq}`, fn: { source: SOURCE, entry: "main" }, args: 1 });
+  const execCallOn = (p: ExecutorPool) => async () => {
+    const o = await p.execute({ callId: `bench-${++seq}`, fn: { source: SOURCE, entry: "main" }, args: 1 });
     if (!o.ok) throw new Error(o.error.message);
   };
+  const execCall = execCallOn(pool);
+  const execNoWaitCall = execCallOn(poolNoWait);
   const inProcess = new SyncInvokerService({
     pool,
     functions: () => null,
@@ -138,6 +145,7 @@ try {
     try {
       await siClient.call();
       await siColdClient.call();
+      await siNoWaitClient.call();
       break;
     } catch (e) {
       if (i > 200) throw e;
@@ -148,7 +156,7 @@ try {
   // ROUNDS interleaved rounds of each series, so that the machine's noise (it is shared) hits
   // every series alike; the figures are the medians of the rounds' p50s and p99s.
   const ROUNDS = 5;
-  const rounds: { grpc: Lat; exec: Lat; execIdle: Lat; handler: Lat; grpcExec: Lat; invoke: Lat; invokeCold: Lat; sdk: Lat; leanGrpc: Lat }[] = [];
+  const rounds: { grpc: Lat; exec: Lat; execIdle: Lat; handler: Lat; grpcExec: Lat; invoke: Lat; invokeCold: Lat; invokeNoWait: Lat; execNoWait: Lat; sdk: Lat; leanGrpc: Lat }[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     rounds.push({
       grpc: await latency(bareClient.call, Math.ceil(CALLS / ROUNDS), 300),
@@ -158,6 +166,8 @@ try {
       grpcExec: await latency(bareExecClient.call, Math.ceil(CALLS / ROUNDS), 300),
       invoke: await latency(siClient.call, Math.ceil(CALLS / ROUNDS), 300),
       invokeCold: await latency(siColdClient.call, Math.ceil(CALLS / ROUNDS), 300),
+      invokeNoWait: await latency(siNoWaitClient.call, Math.ceil(CALLS / ROUNDS), 300),
+      execNoWait: await latency(execNoWaitCall, Math.ceil(CALLS / ROUNDS), 300),
       sdk: await latency(sdkCall, Math.ceil(CALLS / ROUNDS), 300),
       leanGrpc: await latency(leanBareCall, Math.ceil(CALLS / ROUNDS), 300),
     });
@@ -167,6 +177,8 @@ try {
   const exec1 = { p50: med((x) => x.exec.p50), p99: med((x) => x.exec.p99) };
   const invoke1 = { p50: med((x) => x.invoke.p50), p99: med((x) => x.invoke.p99) };
   const invokeCold1 = { p50: med((x) => x.invokeCold.p50), p99: med((x) => x.invokeCold.p99) };
+  const invokeNoWait1 = { p50: med((x) => x.invokeNoWait.p50), p99: med((x) => x.invokeNoWait.p99) };
+  const execNoWait1 = { p50: med((x) => x.execNoWait.p50), p99: med((x) => x.execNoWait.p99) };
   const handler1 = { p50: med((x) => x.handler.p50), p99: med((x) => x.handler.p99) };
   const execIdle1 = { p50: med((x) => x.execIdle.p50), p99: med((x) => x.execIdle.p99) };
   const grpcExec1 = { p50: med((x) => x.grpcExec.p50), p99: med((x) => x.grpcExec.p99) };
@@ -203,6 +215,11 @@ try {
     `the same invoker with SYNCINVOKER_HOT_SPIN_US=0 (executors sleep at once): p50 ${us(invokeCold1.p50)}, p99 ${us(invokeCold1.p99)}; ` +
       `its ratio p50 / (bare gRPC + bare executor) = ${(invokeCold1.p50 / (grpc1.p50 + exec1.p50)).toFixed(2)}x; hot / cold p50 = ${(invoke1.p50 / invokeCold1.p50).toFixed(2)}x`,
   );
+  console.log(
+    `the same invoker with EXECUTOR_HOT_WAIT_US=0 (its pool sleeps until the executor answers): p50 ${us(invokeNoWait1.p50)}, p99 ${us(invokeNoWait1.p99)}; ` +
+      `Invoke / that p50 = ${(invoke1.p50 / invokeNoWait1.p50).toFixed(2)}x; the bare executor round trip likewise: p50 ${us(execNoWait1.p50)}; ` +
+      `with neither polling, Invoke / (bare gRPC + bare executor) p50 = ${(invokeNoWait1.p50 / (grpc1.p50 + execNoWait1.p50)).toFixed(2)}x`,
+  );
   const sdk1 = { p50: med((x) => x.sdk.p50), p99: med((x) => x.sdk.p99) };
   const leanGrpc1 = { p50: med((x) => x.leanGrpc.p50), p99: med((x) => x.leanGrpc.p99) };
   console.log(
@@ -214,12 +231,15 @@ try {
   sdk.close();
   leanBare.close();
   siColdClient.client.close();
+  siNoWaitClient.client.close();
   bareClient.client.close();
   bareExecClient.client.close();
 } finally {
   await pool.close();
+  await poolNoWait.close();
   await si.stop("SIGKILL");
   await siCold.stop("SIGKILL");
+  await siNoWait.stop("SIGKILL");
   bare.proc.kill("SIGKILL");
   bareExec.proc.kill("SIGKILL");
 }
