@@ -1,4 +1,38 @@
+import { readdirSync, readFileSync } from "node:fs";
 import { cpuSeconds, descendants } from "../../test/support/proc-scan";
+
+/** What a Worker's threads do, by the names Bun and JavaScriptCore give them. */
+export type ThreadGroup = "main" | "jit" | "gc" | "tableStore" | "other";
+
+function groupOf(pid: number, tid: number, name: string): ThreadGroup {
+  if (tid === pid) return "main";
+  if (name.startsWith("JIT") || name.startsWith("JSCWarmUp")) return "jit"; // JITWorker: DFG/FTL compiles; JSCWarmUp: Baseline
+  if (name.startsWith("Heap") || name.startsWith("mi-")) return "gc"; // HeapHelper: the collector; mi-scavenger: mimalloc
+  if (name === "Worker") return "tableStore"; // the one Bun Worker thread a Worker runs: the SQLite table store's
+  return "other";
+}
+
+/** threadCpu: CPU seconds of each live thread of `pid`, with its group. */
+function threadCpu(pid: number): Map<number, { group: ThreadGroup; cpu: number }> {
+  const out = new Map<number, { group: ThreadGroup; cpu: number }>();
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const t of tids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${t}/stat`, "utf8");
+      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      out.set(Number(t), { group: groupOf(pid, Number(t), name), cpu: (Number(f[11]) + Number(f[12])) / 100 });
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out;
+}
 
 /**
  * CpuSampler follows the CPU of a Worker and of every process below it (its executors) over a
@@ -9,15 +43,19 @@ export class CpuSampler {
   private readonly start = new Map<number, number>();
   private readonly last = new Map<number, number>();
   private readonly workerStart: number;
+  private readonly threadStart: Map<number, { group: ThreadGroup; cpu: number }>;
+  private threadLast = new Map<number, { group: ThreadGroup; cpu: number }>();
   workerNow: number;
 
   constructor(private readonly pid: number) {
     this.workerStart = this.workerNow = cpuSeconds(pid);
+    this.threadStart = threadCpu(pid);
     for (const d of descendants(pid)) this.start.set(d, cpuSeconds(d));
   }
 
   sample(): void {
     this.workerNow = cpuSeconds(this.pid);
+    for (const [tid, t] of threadCpu(this.pid)) this.threadLast.set(tid, t);
     for (const d of descendants(this.pid)) {
       const c = cpuSeconds(d);
       if (c > 0) this.last.set(d, c);
@@ -26,6 +64,13 @@ export class CpuSampler {
 
   get worker(): number {
     return this.workerNow - this.workerStart;
+  }
+
+  /** The Worker's CPU seconds by thread group (threads that ended count up to their last sample). */
+  get workerThreads(): Record<ThreadGroup, number> {
+    const out: Record<ThreadGroup, number> = { main: 0, jit: 0, gc: 0, tableStore: 0, other: 0 };
+    for (const [tid, t] of this.threadLast) out[t.group] += Math.max(0, t.cpu - (this.threadStart.get(tid)?.cpu ?? 0));
+    return out;
   }
 
   get executors(): number {

@@ -24,6 +24,7 @@
  * CPU: the Worker's own, and its executors' summed per process over the measured task (sampled
  * every 250 ms, so executors recycled or killed meanwhile are counted up to their last sample).
  * `--phases` adds the Worker's CPU per block for each 1,000 blocks of the measured task's progress.
+ * Every run prints the Worker's CPU per block by thread: main, JIT compilers, collector, table store thread.
  *
  * `--async` adds a series: the same function as an `async def` (`await ctx.io(...)`), mapped hand-off.
  *
@@ -34,6 +35,11 @@
  * `--spread-all` adds a series: the mapped hand-off with EXECUTOR_SPREAD set to the executor count (every
  * executor takes calls, as before the pool spread an owner's calls over one executor per CPU).
  *
+ * `--long-lived` adds a series: the mapped hand-off on one Worker kept for every round (warmed up once, in
+ * the first), each round a new task over blocks of its own (rendered after the warm-up's): what a Worker
+ * that has run for a while does, its code compiled by the JIT. A fresh Worker's JIT compilers take a
+ * third of its CPU over the first seconds (the per-thread line shows it).
+ *
  * `--bundle N` adds a series: the same rows from a block_bundle task of N blocks per call, each call
  * reading its blocks in one suspension (`ctx.io_many`), mapped hand-off.
  *
@@ -41,7 +47,7 @@
  * synthetic chain (about a millisecond of JavaScript per block), to show what the generator costs.
  *
  *   bun bench/worker/backfill.ts [--blocks 20000] [--from 0] [--executors 8] [--handoff mapped,bytes] [--rounds 3]
- *                                [--warmup 500] [--warmup-blocks store|generated] [--phases] [--cache-bytes N] [--generated] [--async] [--no-prefetch] [--spread-all] [--bundle N] [--log-level info]
+ *                                [--warmup 500] [--warmup-blocks store|generated] [--phases] [--cache-bytes N] [--generated] [--async] [--no-prefetch] [--spread-all] [--long-lived] [--bundle N] [--log-level info]
  *
  * Aim: pipeline >= 1.3x the floor on 2 cores.
  */
@@ -54,7 +60,7 @@ import { writeBlockStore } from "../../src/runtime/chains/localtestservice/block
 import { SyntheticChain } from "../../src/runtime/chains/localtestservice/synthetic-chain";
 import { RawTableReader } from "../../test/support/raw-table-reader";
 import { BlockxProcess } from "../../test/support/blockx-process";
-import { CpuSampler } from "../support/cpu-sampler";
+import { CpuSampler, type ThreadGroup } from "../support/cpu-sampler";
 import { interleavedRounds, median } from "../support/rounds";
 import { EtcdProcess } from "../../test/support/etcd";
 import { randomLanePrefix } from "../../test/support/worker-double";
@@ -76,6 +82,7 @@ const { values } = parseArgs({
     async: { type: "boolean", default: false },
     "no-prefetch": { type: "boolean", default: false },
     "spread-all": { type: "boolean", default: false },
+    "long-lived": { type: "boolean", default: false },
     bundle: { type: "string", default: "" },
   },
 });
@@ -88,6 +95,9 @@ for (const h of HANDOFFS) if (h !== "mapped" && h !== "bytes") throw new Error(`
 const BLOCKS = Number(values.blocks);
 const FROM = Number(values.from);
 const TO = FROM + BLOCKS - 1;
+/** --long-lived: round r of that series reads its own blocks, after the warm-up's (the Worker's cache would hold a range it read before). */
+const LONG_LIVED_FROM = TO + WARMUP + 1;
+if (values["long-lived"] && !WARMUP_FROM_STORE) throw new Error("--long-lived reads its blocks from the store: it needs --warmup-blocks store");
 const AIM = 1.3;
 
 const BLOCK_STATS = [
@@ -125,6 +135,8 @@ Bun.spawnSync(["chmod", "755", dir]);
 let etcd: EtcdProcess | undefined;
 const blockx: BlockxProcess[] = [];
 async function cleanup(): Promise<void> {
+  longLived?.client.close();
+  if (longLived) await longLived.w.stop("SIGKILL").catch(() => {});
   for (const b of blockx.splice(0)) await b.stop("SIGKILL").catch(() => {});
   await etcd?.destroy();
   etcd = undefined;
@@ -139,7 +151,8 @@ function render(): { seconds: number; mb: number } {
   const chain = new SyntheticChain("ethereum");
   const t0 = performance.now();
   // The warm-up's blocks (after the measured range) are in the store too, unless it is to read generated ones.
-  const { bytes } = writeBlockStore(storePath, chain, FROM, WARMUP_FROM_STORE ? TO + WARMUP : TO);
+  const last = values["long-lived"] ? LONG_LIVED_FROM + ROUNDS * BLOCKS - 1 : WARMUP_FROM_STORE ? TO + WARMUP : TO;
+  const { bytes } = writeBlockStore(storePath, chain, FROM, last);
   return { seconds: (performance.now() - t0) / 1000, mb: bytes / 1e6 };
 }
 
@@ -152,7 +165,7 @@ async function floor(): Promise<{ perSecond: number; seconds: number; count: num
   return { perSecond: o.count / o.seconds, seconds: o.seconds, count: o.count, cpuMsPerBlock: (o.cpu_seconds * 1000) / o.count };
 }
 
-type Mode = "mapped" | "bytes" | "generated" | "mapped-async" | "mapped-bundle" | "mapped-noprefetch" | "mapped-spread-all";
+type Mode = "mapped" | "bytes" | "generated" | "mapped-async" | "mapped-bundle" | "mapped-noprefetch" | "mapped-spread-all" | "mapped-long-lived";
 interface PipelineRun {
   perSecond: number;
   seconds: number;
@@ -165,12 +178,22 @@ interface PipelineRun {
   executorsCpuMs: number;
   /** Worker CPU ms per block in each 1,000 blocks of progress (with --phases). */
   phases: number[];
+  /** The Worker's CPU ms per block by thread group (its main thread, JIT compilers, collector, table store thread). */
+  workerThreadsMs: Record<ThreadGroup, number>;
 }
 
-/** pipeline: one block_table task of BLOCKS blocks through a fresh compiled Worker. */
+/** The Worker of the mapped-long-lived series, kept from round to round (--long-lived). */
+let longLived: { w: BlockxProcess; client: WorkerClient; dbPath: string; rounds: number } | null = null;
+
+/**
+ * pipeline: one block_table task of BLOCKS blocks through a fresh compiled Worker, or, for the
+ * mapped-long-lived series, through the one Worker it keeps for every round (warmed up once, in the
+ * first): how a Worker that has run for a while (its code compiled by the JIT) does.
+ */
 async function pipeline(mode: Mode): Promise<PipelineRun> {
-  const dbPath = join(dir, `tables-${mode}-${Date.now()}.sqlite`);
-  const w = BlockxProcess.spawn(["worker"], {
+  const kept = mode === "mapped-long-lived" ? longLived : null;
+  const dbPath = kept?.dbPath ?? join(dir, `tables-${mode}-${Date.now()}.sqlite`);
+  const w = kept?.w ?? BlockxProcess.spawn(["worker"], {
     // Plaintext: one executor owner for every task (else each task pays fresh executors, issue 17).
     EXECUTOR_OWNER_WITHOUT_IDENTITY: "shared",
     ETCD_ENDPOINTS: etcd!.endpoint,
@@ -184,8 +207,9 @@ async function pipeline(mode: Mode): Promise<PipelineRun> {
     ...(mode === "mapped-noprefetch" ? { TASK_IO_PREFETCH: "false" } : {}),
     ...(mode === "mapped-spread-all" ? { EXECUTOR_SPREAD: values.executors } : {}),
   });
-  blockx.push(w);
-  const client = new WorkerClient(await w.grpcAddr());
+  if (mode !== "mapped-long-lived") blockx.push(w); // the kept one is stopped by cleanup()
+  const client = kept?.client ?? new WorkerClient(await w.grpcAddr());
+  if (mode === "mapped-long-lived" && !kept) longLived = { w, client, dbPath, rounds: 0 };
   try {
     const run = async (taskId: string, from: number, to: number, table: string) => {
       const slot = await client.requestTaskSlot(taskId);
@@ -218,13 +242,17 @@ async function pipeline(mode: Mode): Promise<PipelineRun> {
       return { seconds, last, cpu, progress };
     };
     // Warm-up on blocks outside the measured range, into another table.
-    if (WARMUP > 0) await run("warm", TO + 1, TO + WARMUP, "warm_stats");
-    const { seconds, last, cpu, progress } = await run("backfill", FROM, TO, "block_stats");
+    if (WARMUP > 0 && !kept) await run("warm", TO + 1, TO + WARMUP, "warm_stats");
+    const round = longLived && mode === "mapped-long-lived" ? longLived.rounds++ : 0;
+    const from = mode === "mapped-long-lived" ? LONG_LIVED_FROM + round * BLOCKS : FROM;
+    const to = from + BLOCKS - 1;
+    const table = mode === "mapped-long-lived" ? `block_stats_${round}` : "block_stats";
+    const { seconds, last, cpu, progress } = await run(`backfill-${round}`, from, to, table);
     const store = new RawTableReader(dbPath);
-    const rows = store.query("block_stats").map((r) => Number(r.block));
+    const rows = store.query(table).map((r) => Number(r.block));
     store.close();
     const distinct = new Set(rows).size;
-    const inRange = rows.filter((b) => b >= FROM && b <= TO).length;
+    const inRange = rows.filter((b) => b >= from && b <= to).length;
     return {
       perSecond: BLOCKS / seconds,
       seconds,
@@ -236,10 +264,13 @@ async function pipeline(mode: Mode): Promise<PipelineRun> {
       workerCpuMs: (cpu.worker * 1000) / BLOCKS,
       executorsCpuMs: (cpu.executors * 1000) / BLOCKS,
       phases: phasesOf(progress),
+      workerThreadsMs: Object.fromEntries(Object.entries(cpu.workerThreads).map(([g, c]) => [g, (c * 1000) / BLOCKS])) as Record<ThreadGroup, number>,
     };
   } finally {
-    client.close();
-    for (const b of blockx.splice(0)) await b.stop("SIGKILL").catch(() => {});
+    if (mode !== "mapped-long-lived") {
+      client.close();
+      for (const b of blockx.splice(0)) await b.stop("SIGKILL").catch(() => {});
+    }
   }
 }
 
@@ -262,7 +293,7 @@ try {
   etcd = await EtcdProcess.start();
   console.log(`Backfill: ${BLOCKS} local-chain blocks (${FROM}..${TO}, full transactions) through one compiled Worker, EXECUTOR_COUNT=${values.executors}, rows to SQLite; floor = one python3 json.loads + same function over the same block store, same run\n`);
   const r = render();
-  const series = [...HANDOFFS, ...(values.async ? (["mapped-async"] as const) : []), ...(values["no-prefetch"] ? (["mapped-noprefetch"] as const) : []), ...(values["spread-all"] ? (["mapped-spread-all"] as const) : []), ...(BUNDLE_SIZE > 0 ? (["mapped-bundle"] as const) : []), ...(values.generated ? (["generated"] as const) : []), "floor"] as const;
+  const series = [...HANDOFFS, ...(values.async ? (["mapped-async"] as const) : []), ...(values["no-prefetch"] ? (["mapped-noprefetch"] as const) : []), ...(values["spread-all"] ? (["mapped-spread-all"] as const) : []), ...(values["long-lived"] ? (["mapped-long-lived"] as const) : []), ...(BUNDLE_SIZE > 0 ? (["mapped-bundle"] as const) : []), ...(values.generated ? (["generated"] as const) : []), "floor"] as const;
   type Key = (typeof series)[number];
   type FloorRun = Awaited<ReturnType<typeof floor>>;
   const results = await interleavedRounds<Key, PipelineRun | FloorRun>(series, ROUNDS, (k) => (k === "floor" ? floor() : pipeline(k)), (n) => console.error(`round ${n} of ${ROUNDS} done`));
@@ -281,6 +312,15 @@ try {
     const total = median(runs.map((x) => x.workerCpuMs + x.executorsCpuMs));
     console.log(`| ${k} | ${bps.toFixed(0)} | ${(bps / floorPerSecond).toFixed(2)}x | ${wk.toFixed(3)} | ${ex.toFixed(3)} | ${total.toFixed(3)} | ${(total / floorCpu).toFixed(2)}x | ${((2 * floorCpu) / total).toFixed(2)}x | ${runs.map((x) => x.perSecond.toFixed(0)).join(", ")} |`);
   }
+  // Where the Worker's CPU goes, by thread: a fresh Worker's JIT compilers are busy for many seconds
+  // (a long-lived one's have compiled its code long before), the table store writes on a thread of its own.
+  console.log("\nThe Worker's CPU ms per block by thread (medians): main | JIT compilers | collector | table store thread | other");
+  for (const k of series) {
+    if (k === "floor") continue;
+    const runs = results[k] as PipelineRun[];
+    const g = (group: ThreadGroup) => median(runs.map((x) => x.workerThreadsMs[group])).toFixed(3);
+    console.log(`- ${k}: ${g("main")} | ${g("jit")} | ${g("gc")} | ${g("tableStore")} | ${g("other")}`);
+  }
   // A change's effect, measured in the same rounds: the ratio of two series per round, then the median.
   const paired = (label: string, xs: PipelineRun[], ys: PipelineRun[]) => {
     const ratio = (f: (x: PipelineRun) => number) => median(xs.map((x, i) => f(x) / f(ys[i]!))).toFixed(2);
@@ -291,6 +331,7 @@ try {
   const runsOf = (k: Key) => results[k] as PipelineRun[];
   if (HANDOFFS.includes("mapped") && HANDOFFS.includes("bytes")) paired("mapped / bytes", runsOf("mapped"), runsOf("bytes"));
   if (values["no-prefetch"] && HANDOFFS.includes("mapped")) paired("prefetched / not", runsOf("mapped"), runsOf("mapped-noprefetch"));
+  if (values["long-lived"] && HANDOFFS.includes("mapped")) paired("a Worker kept from round to round / a fresh one each round", runsOf("mapped-long-lived"), runsOf("mapped"));
   if (values["spread-all"] && HANDOFFS.includes("mapped")) paired(`spread over one executor per CPU / over all ${values.executors}`, runsOf("mapped"), runsOf("mapped-spread-all"));
   if (values.phases) {
     console.log("\nWorker CPU ms per block by phase of the measured task (each 1,000 blocks of progress), per run:");
