@@ -1,12 +1,11 @@
-import { readdirSync, readFileSync } from "node:fs";
-import { cpuSeconds, descendants } from "../../test/support/proc-scan";
+import { cpuSeconds, descendants, threadCpuSeconds } from "../../test/support/proc-scan";
 
 /** What a Worker's threads do, by the names Bun and JavaScriptCore give them. */
 export type ThreadGroup = "main" | "jit" | "gc" | "tableStore" | "other";
 
 function groupOf(pid: number, tid: number, name: string): ThreadGroup {
   if (tid === pid) return "main";
-  if (name.startsWith("JIT") || name.startsWith("JSCWarmUp")) return "jit"; // JITWorker: DFG/FTL compiles; JSCWarmUp: Baseline
+  if (name.startsWith("JIT") || name.startsWith("JSCWarmUp")) return "jit"; // JITWorker, JSCWarmUp: JavaScriptCore's compiler threads
   if (name.startsWith("Heap") || name.startsWith("mi-")) return "gc"; // HeapHelper: the collector; mi-scavenger: mimalloc
   if (name === "Worker") return "tableStore"; // the one Bun Worker thread a Worker runs: the SQLite table store's
   return "other";
@@ -15,22 +14,7 @@ function groupOf(pid: number, tid: number, name: string): ThreadGroup {
 /** threadCpu: CPU seconds of each live thread of `pid`, with its group. */
 function threadCpu(pid: number): Map<number, { group: ThreadGroup; cpu: number }> {
   const out = new Map<number, { group: ThreadGroup; cpu: number }>();
-  let tids: string[];
-  try {
-    tids = readdirSync(`/proc/${pid}/task`);
-  } catch {
-    return out;
-  }
-  for (const t of tids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${t}/stat`, "utf8");
-      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      out.set(Number(t), { group: groupOf(pid, Number(t), name), cpu: (Number(f[11]) + Number(f[12])) / 100 });
-    } catch {
-      // the thread ended meanwhile
-    }
-  }
+  for (const [tid, t] of threadCpuSeconds(pid)) out.set(tid, { group: groupOf(pid, tid, t.name), cpu: t.cpu });
   return out;
 }
 

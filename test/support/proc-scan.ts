@@ -15,16 +15,19 @@ export function processesMentioning(text: string): string[] {
   return out;
 }
 
+/** tasksOf: the thread ids of a process, from /proc (none once it has exited). */
+function tasksOf(pid: number): string[] {
+  try {
+    return readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return [];
+  }
+}
+
 /** childPids: the direct children of a process (for a Worker, its Python executors), from /proc. */
 export function childPids(pid: number): number[] {
   const out: number[] = [];
-  let tasks: string[];
-  try {
-    tasks = readdirSync(`/proc/${pid}/task`);
-  } catch {
-    return out;
-  }
-  for (const t of tasks) {
+  for (const t of tasksOf(pid)) {
     try {
       for (const c of readFileSync(`/proc/${pid}/task/${t}/children`, "utf8").trim().split(/\s+/)) if (c) out.push(Number(c));
     } catch {
@@ -53,6 +56,21 @@ export function cpuSeconds(pid: number): number {
   } catch {
     return 0;
   }
+}
+
+/** threadCpuSeconds: each live thread of a process, by id: its name and CPU seconds so far. */
+export function threadCpuSeconds(pid: number): Map<number, { name: string; cpu: number }> {
+  const out = new Map<number, { name: string; cpu: number }>();
+  for (const t of tasksOf(pid)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${t}/stat`, "utf8");
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      out.set(Number(t), { name: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")), cpu: (Number(f[11]) + Number(f[12])) / TICKS_PER_SECOND });
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out;
 }
 
 /** treeCpuSeconds: CPU seconds of a process and, separately, of its live descendants. */
