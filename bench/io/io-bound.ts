@@ -36,7 +36,7 @@ import { BlockxProcess } from "../../test/support/blockx-process";
 import { EtcdProcess } from "../../test/support/etcd";
 import { metricSample, randomLanePrefix } from "../../test/support/worker-double";
 import { WorkerClient } from "../../test/support/worker-client";
-import { CpuSampler } from "../support/cpu-sampler";
+import { CpuSampler, type ThreadGroup } from "../support/cpu-sampler";
 import { interleavedRounds, median } from "../support/rounds";
 
 const { values } = parseArgs({
@@ -131,6 +131,8 @@ interface TaskRun {
   /** CPU per call of the Worker process and of its executors (the processes below it). */
   workerUs: number;
   executorsUs: number;
+  /** The Worker's CPU per call by thread group (main, JIT compilers, collector, ...). */
+  workerThreadsUs: Record<ThreadGroup, number>;
   /** Mean time of a call from its dispatch to its outcome, and of a backend request, as the Worker measured them. */
   callMs: number;
   backendMs: number;
@@ -162,6 +164,7 @@ async function runTask(s: Scraped, answer: Answer): Promise<TaskRun> {
     callsPerS: CALLS / seconds,
     workerUs: (cpu.worker * 1e6) / CALLS,
     executorsUs: (cpu.executors * 1e6) / CALLS,
+    workerThreadsUs: Object.fromEntries(Object.entries(cpu.workerThreads).map(([g, c]) => [g, (c * 1e6) / CALLS])) as Record<ThreadGroup, number>,
     callMs: perMs(after.callS - before.callS, after.calls - before.calls),
     backendMs: perMs(after.backendS - before.backendS, after.requests - before.requests),
   };
@@ -207,6 +210,12 @@ try {
     console.log(
       `| ${k} | ${m.toFixed(0)} | ${ideal} | ${share} | ${workerUs.toFixed(0)} µs | ${executorsUs.toFixed(0)} µs | ${callMs.toFixed(2)} ms | ${backendMs.toFixed(2)} ms | ${results[k]!.map((r) => r.callsPerS.toFixed(0)).join(", ")} |`,
     );
+  }
+  // A Worker's JIT compilers work for many seconds after it starts: per call they weigh more in slow series.
+  console.log("\nThe Worker's CPU per call by thread (medians, µs): main | JIT compilers | collector | table store thread | other");
+  for (const k of series.keys()) {
+    const g = (group: ThreadGroup) => median(results[k]!.map((r) => r.workerThreadsUs[group])).toFixed(0);
+    console.log(`- ${k}: ${g("main")} | ${g("jit")} | ${g("gc")} | ${g("tableStore")} | ${g("other")}`);
   }
   if (values.baseline !== undefined) {
     console.log("");
