@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { LoneCallPoll } from "./lone-call-poll";
 
-/** A poll on a hand-driven clock and scheduler: `run` runs what is scheduled, one loop turn at a time. */
+/** A poll on a hand-driven clock and scheduler: `turns` runs what is scheduled, one loop turn at a time. */
 function harness(windowUs: number) {
   let now = 0;
   let queue: (() => void)[] = [];

@@ -3,9 +3,9 @@
  * executor, while that frame's call is the only one in the pool and its answer has not come.
  *
  * Why: when the loop has nothing to do it sleeps in epoll, and on this kind of machine (a VM whose
- * idle vCPUs halt) the executor's answer then costs a cross-CPU wake-up of 30-70 µs, twice what a
- * whole Bun <-> Python round trip costs when neither side sleeps (bench/executor/pool.ts, 2026-12-04:
- * a serial call 72-105 µs, with the poll and the executors' hot spin 30-33 µs). A loop with an
+ * idle vCPUs halt) the executor's answer then costs a cross-CPU wake-up of 30-70 µs, as much as a
+ * whole Bun <-> Python round trip when neither side sleeps (bench/README.md, 2026-12-04: a serial call
+ * 72-105 µs; with this poll 49-62; with it and the executors' hot spin 30-33). A loop with an
  * immediate pending polls its sockets without blocking, so the answer is read as soon as it lands.
  *
  * Bounded three ways: only a lone call (one caller waiting on one executor: the Sync Invoker's and a
