@@ -211,7 +211,7 @@ try {
       `| ${k} | ${m.toFixed(0)} | ${ideal} | ${share} | ${workerUs.toFixed(0)} µs | ${executorsUs.toFixed(0)} µs | ${callMs.toFixed(2)} ms | ${backendMs.toFixed(2)} ms | ${results[k]!.map((r) => r.callsPerS.toFixed(0)).join(", ")} |`,
     );
   }
-  // A Worker's JIT compilers work for many seconds after it starts: per call they weigh more in slow series.
+  // What calls that wait cost the Worker's main thread per call, apart from its JIT compilers' work.
   console.log("\nThe Worker's CPU per call by thread (medians, µs): main | JIT compilers | collector | table store thread | other");
   for (const k of series.keys()) {
     const g = (group: ThreadGroup) => median(results[k]!.map((r) => r.workerThreadsUs[group])).toFixed(0);

@@ -36,9 +36,9 @@
  * executor takes calls, as before the pool spread an owner's calls over one executor per CPU).
  *
  * `--long-lived` adds a series: the mapped hand-off on one Worker kept for every round (warmed up once, in
- * the first), each round a new task over blocks of its own (rendered after the warm-up's): what a Worker
- * that has run for a while does, its code compiled by the JIT. A fresh Worker's JIT compilers take a
- * third of its CPU over the first seconds (the per-thread line shows it).
+ * the first), each round a new task over blocks of its own (rendered after the warm-up's): whether a
+ * Worker that has run for a while does better than a fresh one. It did not (2026-12-04): its JIT
+ * compilers still took a third of its CPU, tiering up functions that warm slowly (the per-thread line).
  *
  * `--bundle N` adds a series: the same rows from a block_bundle task of N blocks per call, each call
  * reading its blocks in one suspension (`ctx.io_many`), mapped hand-off.
@@ -187,11 +187,11 @@ let longLived: { w: BlockxProcess; client: WorkerClient; dbPath: string; rounds:
 
 /**
  * pipeline: one block_table task of BLOCKS blocks through a fresh compiled Worker, or, for the
- * mapped-long-lived series, through the one Worker it keeps for every round (warmed up once, in the
- * first): how a Worker that has run for a while (its code compiled by the JIT) does.
+ * mapped-long-lived series, through the one Worker it keeps for every round (warmed up once, in the first).
  */
 async function pipeline(mode: Mode): Promise<PipelineRun> {
-  const kept = mode === "mapped-long-lived" ? longLived : null;
+  const keep = mode === "mapped-long-lived";
+  const kept = keep ? longLived : null;
   const dbPath = kept?.dbPath ?? join(dir, `tables-${mode}-${Date.now()}.sqlite`);
   const w = kept?.w ?? BlockxProcess.spawn(["worker"], {
     // Plaintext: one executor owner for every task (else each task pays fresh executors, issue 17).
@@ -207,9 +207,9 @@ async function pipeline(mode: Mode): Promise<PipelineRun> {
     ...(mode === "mapped-noprefetch" ? { TASK_IO_PREFETCH: "false" } : {}),
     ...(mode === "mapped-spread-all" ? { EXECUTOR_SPREAD: values.executors } : {}),
   });
-  if (mode !== "mapped-long-lived") blockx.push(w); // the kept one is stopped by cleanup()
+  if (!keep) blockx.push(w); // the kept one is stopped by cleanup()
   const client = kept?.client ?? new WorkerClient(await w.grpcAddr());
-  if (mode === "mapped-long-lived" && !kept) longLived = { w, client, dbPath, rounds: 0 };
+  const held = keep ? (longLived ??= { w, client, dbPath, rounds: 0 }) : null;
   try {
     const run = async (taskId: string, from: number, to: number, table: string) => {
       const slot = await client.requestTaskSlot(taskId);
@@ -243,10 +243,10 @@ async function pipeline(mode: Mode): Promise<PipelineRun> {
     };
     // Warm-up on blocks outside the measured range, into another table.
     if (WARMUP > 0 && !kept) await run("warm", TO + 1, TO + WARMUP, "warm_stats");
-    const round = longLived && mode === "mapped-long-lived" ? longLived.rounds++ : 0;
-    const from = mode === "mapped-long-lived" ? LONG_LIVED_FROM + round * BLOCKS : FROM;
+    const round = held ? held.rounds++ : 0;
+    const from = held ? LONG_LIVED_FROM + round * BLOCKS : FROM;
     const to = from + BLOCKS - 1;
-    const table = mode === "mapped-long-lived" ? `block_stats_${round}` : "block_stats";
+    const table = held ? `block_stats_${round}` : "block_stats";
     const { seconds, last, cpu, progress } = await run(`backfill-${round}`, from, to, table);
     const store = new RawTableReader(dbPath);
     const rows = store.query(table).map((r) => Number(r.block));
@@ -267,7 +267,7 @@ async function pipeline(mode: Mode): Promise<PipelineRun> {
       workerThreadsMs: Object.fromEntries(Object.entries(cpu.workerThreads).map(([g, c]) => [g, (c * 1000) / BLOCKS])) as Record<ThreadGroup, number>,
     };
   } finally {
-    if (mode !== "mapped-long-lived") {
+    if (!held) {
       client.close();
       for (const b of blockx.splice(0)) await b.stop("SIGKILL").catch(() => {});
     }
@@ -312,8 +312,8 @@ try {
     const total = median(runs.map((x) => x.workerCpuMs + x.executorsCpuMs));
     console.log(`| ${k} | ${bps.toFixed(0)} | ${(bps / floorPerSecond).toFixed(2)}x | ${wk.toFixed(3)} | ${ex.toFixed(3)} | ${total.toFixed(3)} | ${(total / floorCpu).toFixed(2)}x | ${((2 * floorCpu) / total).toFixed(2)}x | ${runs.map((x) => x.perSecond.toFixed(0)).join(", ")} |`);
   }
-  // Where the Worker's CPU goes, by thread: a fresh Worker's JIT compilers are busy for many seconds
-  // (a long-lived one's have compiled its code long before), the table store writes on a thread of its own.
+  // Where the Worker's CPU goes, by thread: its JIT compilers stay busy for tens of seconds after it
+  // starts, and the table store writes on a thread of its own.
   console.log("\nThe Worker's CPU ms per block by thread (medians): main | JIT compilers | collector | table store thread | other");
   for (const k of series) {
     if (k === "floor") continue;

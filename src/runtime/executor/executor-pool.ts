@@ -490,7 +490,6 @@ export class ExecutorPool {
         return h.result;
       });
       const sent = this.send(e, { type: "ResumeCall", callId: m.callId, results: handed, ioMs: call.ioMs });
-      this.lonePoll.sent(this.calls.size === 1);
       // Answers too large for one frame: the call gets an error for each instead of a dead executor.
       if (sent !== true) {
         const error = { type: "ResultTooLarge", message: `the answers to this suspension do not fit in one frame: ${sent.message}; ask for less at a time` };
@@ -681,8 +680,7 @@ export class ExecutorPool {
     if (call.prefetchSent && prefetched!.via) this.blockHandoffs[prefetched!.via]++;
     // An answer too large to ride along is no reason to fail the call: it asks for it itself.
     if (sent !== true && prefetched) sent = this.send(e, message);
-    if (sent === true) this.lonePoll.sent(this.calls.size === 1);
-    else {
+    if (sent !== true) {
       this.finish(call, this.failure(CallErrorCode.InputRejected, `the call cannot be sent to an executor: ${sent.message} (its ${withSource ? "source and " : ""}input together)`));
       return;
     }
@@ -780,11 +778,16 @@ export class ExecutorPool {
 
   // --- wire ------------------------------------------------------------------------------
 
-  /** send queues a frame to a live executor (frames of one tick go out in one write); a frame over the size limit is not sent, and says why. */
+  /**
+   * send queues a frame to a live executor (frames of one tick go out in one write); a frame over the
+   * size limit is not sent, and says why. A frame that asks for an answer, sent for the pool's only
+   * call, has the loop poll for that answer (LoneCallPoll).
+   */
   private send(e: Executor, m: PoolMessage): true | FrameError {
     if (!e.conn || e.dead) return true;
     try {
       e.conn.send(m);
+      if (m.type === "ExecuteCall" || m.type === "ResumeCall") this.lonePoll.sent(this.calls.size === 1);
       return true;
     } catch (err) {
       if (err instanceof FrameError) return err;

@@ -20,9 +20,8 @@ export class LoneCallPoll {
   private stopped = false;
   /** Whether the last lone call's answer came within the window (the poll is worth its CPU). */
   private answersInTime = true;
-  /** Frames whose answer was polled for, and the loop turns polled, so far (the pool's stats, tests). */
+  /** Frames whose answer was polled for so far (the pool's stats). */
   polled = 0;
-  turns = 0;
 
   constructor(
     private readonly windowUs: number,
@@ -65,7 +64,6 @@ export class LoneCallPoll {
       this.answersInTime = false; // until an answer comes in time again (heard() still measures it)
       return;
     }
-    this.turns++;
     this.schedule(this.poll);
   };
 }
