@@ -10,7 +10,7 @@
  * line i holding `JSON.stringify(chain.block(F + i, true))`. Readers past the header need nothing
  * but a JSON-lines reader (bench/worker/floor.py reads the same file).
  */
-import { closeSync, fstatSync, openSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
+import { closeSync, fstatSync, fsyncSync, openSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
 import { z } from "zod";
 import { RawJson } from "../../executor/protocol";
 import type { SyntheticChain } from "./synthetic-chain";
@@ -30,7 +30,10 @@ export class BlockStoreError extends Error {}
 /**
  * writeBlockStore renders blocks [from, to] of `chain` into a store file at `path`. It writes a
  * new file beside it and renames it over `path`: a Worker (and its executors) serving the old file
- * keep reading the old file's bytes, never a file truncated and rewritten under them.
+ * keep reading the old file's bytes, never a file truncated and rewritten under them. The new file
+ * is on disk before the rename: after a crash `path` names the old store or the whole new one,
+ * never a renamed file whose bytes were still in the page cache (and no writeback of hundreds of
+ * megabytes is left to run while a bench measures what follows).
  */
 export function writeBlockStore(path: string, chain: SyntheticChain, from: number, to: number): { bytes: number } {
   const partial = `${path}.partial-${process.pid}`;
@@ -56,6 +59,7 @@ export function writeBlockStore(path: string, chain: SyntheticChain, from: numbe
       if (chunkChars > 8 << 20) flush();
     }
     flush();
+    fsyncSync(fd);
     done = true;
   } finally {
     closeSync(fd);
