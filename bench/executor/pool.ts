@@ -11,8 +11,10 @@ import { silentLogger } from "../../src/common/logging/logger";
 import type { CallOwner } from "../../src/runtime/calls/call";
 import { defaultExecutorPoolConfig } from "../../src/runtime/executor/executor-pool-config";
 import { ExecutorPool } from "../../src/runtime/executor/executor-pool";
+import { LoneCallPoll } from "../../src/runtime/executor/lone-call-poll";
 import { encodeFrame, FrameDecoder } from "../../src/runtime/executor/frame-codec";
 import { resolvePython } from "../../src/runtime/executor/isolation";
+import { syncInvokerVars } from "../../src/syncinvoker/app/config";
 import { latency, throughput } from "../support/measure";
 import { interleavedRounds, median } from "../support/rounds";
 
@@ -29,8 +31,8 @@ const CALLS = Number(values.calls);
 const SECONDS = Number(values.seconds);
 const INFLIGHT = Number(values.inflight);
 const python = resolvePython("python3");
-/** The Sync Invoker's default (src/syncinvoker/app/config.ts). */
-const SYNCINVOKER_HOT_SPIN_US = 300;
+/** The Sync Invoker's default executor spin (SYNCINVOKER_HOT_SPIN_US). */
+const SYNCINVOKER_HOT_SPIN_US = syncInvokerVars.hotSpinUs.schema.parse(syncInvokerVars.hotSpinUs.defaultRaw);
 
 /** The baseline: Bun <-> one python3 echoing frames over a Unix socket. */
 async function barePingPong(): Promise<{ call: (i: number) => Promise<unknown>; stop: () => void }> {
@@ -100,24 +102,21 @@ const ASYNC_IO_SOURCE = "async def main(ctx, x):\n    return await ctx.io('echo'
 const echoOwner: CallOwner = { io: async (r) => ({ ok: true, value: r.params, ioMs: 0 }) };
 
 /**
- * polling: the call, with the event loop kept polling (an immediate pending) until its answer
- * comes: what the pool's lone-call poll does (EXECUTOR_HOT_WAIT_US), given to the bare ping-pong
- * so that the pool's poll is also compared like for like.
+ * polling: the call with the pool's own lone-call poll around it (LoneCallPoll, with the pool's
+ * default EXECUTOR_HOT_WAIT_US), given to the bare ping-pong so that the pool is also compared
+ * like for like.
  */
-const polling =
-  (call: (i: number) => Promise<unknown>) =>
-  async (i: number): Promise<unknown> => {
-    let done = false;
-    const poll = () => {
-      if (!done) setImmediate(poll);
-    };
-    setImmediate(poll);
+const polling = (call: (i: number) => Promise<unknown>) => {
+  const poll = new LoneCallPoll(defaultExecutorPoolConfig().hotWaitUs);
+  return async (i: number): Promise<unknown> => {
+    poll.sent(true);
     try {
       return await call(i);
     } finally {
-      done = true;
+      poll.heard();
     }
   };
+};
 
 // Every series lives at once and runs in interleaved rounds (medians): the bare ping-pong, a pool
 // of 8 executors for the latencies (one with EXECUTOR_HOT_WAIT_US=0, one whose executors also spin

@@ -36,7 +36,7 @@ import { BlockxProcess } from "../../test/support/blockx-process";
 import { EtcdProcess } from "../../test/support/etcd";
 import { metricSample, randomLanePrefix } from "../../test/support/worker-double";
 import { WorkerClient } from "../../test/support/worker-client";
-import { CpuSampler, type ThreadGroup } from "../support/cpu-sampler";
+import { CpuSampler, THREAD_GROUP_COLUMNS, threadMedians, threadsScaled, type ThreadGroup } from "../support/cpu-sampler";
 import { interleavedRounds, median } from "../support/rounds";
 
 const { values } = parseArgs({
@@ -164,7 +164,7 @@ async function runTask(s: Scraped, answer: Answer): Promise<TaskRun> {
     callsPerS: CALLS / seconds,
     workerUs: (cpu.worker * 1e6) / CALLS,
     executorsUs: (cpu.executors * 1e6) / CALLS,
-    workerThreadsUs: Object.fromEntries(Object.entries(cpu.workerThreads).map(([g, c]) => [g, (c * 1e6) / CALLS])) as Record<ThreadGroup, number>,
+    workerThreadsUs: threadsScaled(cpu.workerThreads, 1e6 / CALLS),
     callMs: perMs(after.callS - before.callS, after.calls - before.calls),
     backendMs: perMs(after.backendS - before.backendS, after.requests - before.requests),
   };
@@ -212,11 +212,8 @@ try {
     );
   }
   // What calls that wait cost the Worker's main thread per call, apart from its JIT compilers' work.
-  console.log("\nThe Worker's CPU per call by thread (medians, µs): main | JIT compilers | collector | table store thread | other");
-  for (const k of series.keys()) {
-    const g = (group: ThreadGroup) => median(results[k]!.map((r) => r.workerThreadsUs[group])).toFixed(0);
-    console.log(`- ${k}: ${g("main")} | ${g("jit")} | ${g("gc")} | ${g("tableStore")} | ${g("other")}`);
-  }
+  console.log(`\nThe Worker's CPU per call by thread (medians, µs): ${THREAD_GROUP_COLUMNS}`);
+  for (const k of series.keys()) console.log(`- ${k}: ${threadMedians(results[k]!.map((r) => r.workerThreadsUs), 0)}`);
   if (values.baseline !== undefined) {
     console.log("");
     console.log(`This build against the baseline (${values.baseline}), medians of the same rounds:`);

@@ -1,7 +1,22 @@
 import { cpuSeconds, descendants, threadCpuSeconds } from "../../test/support/proc-scan";
+import { median } from "./rounds";
 
 /** What a Worker's threads do, by the names Bun and JavaScriptCore give them. */
 export type ThreadGroup = "main" | "jit" | "gc" | "tableStore" | "other";
+const THREAD_GROUPS: readonly ThreadGroup[] = ["main", "jit", "gc", "tableStore", "other"];
+
+/** The columns of threadMedians, for a heading. */
+export const THREAD_GROUP_COLUMNS = "main | JIT compilers | collector | table store thread | other";
+
+/** threadsScaled: each group's CPU seconds times `scale` (1e6 / calls: µs per call). */
+export function threadsScaled(threads: Record<ThreadGroup, number>, scale: number): Record<ThreadGroup, number> {
+  return Object.fromEntries(THREAD_GROUPS.map((g) => [g, threads[g] * scale])) as Record<ThreadGroup, number>;
+}
+
+/** threadMedians: the groups' medians over runs, in THREAD_GROUP_COLUMNS order. */
+export function threadMedians(runs: readonly Record<ThreadGroup, number>[], digits: number): string {
+  return THREAD_GROUPS.map((g) => median(runs.map((r) => r[g])).toFixed(digits)).join(" | ");
+}
 
 function groupOf(pid: number, tid: number, name: string): ThreadGroup {
   if (tid === pid) return "main";

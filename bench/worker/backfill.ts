@@ -60,7 +60,7 @@ import { writeBlockStore } from "../../src/runtime/chains/localtestservice/block
 import { SyntheticChain } from "../../src/runtime/chains/localtestservice/synthetic-chain";
 import { RawTableReader } from "../../test/support/raw-table-reader";
 import { BlockxProcess } from "../../test/support/blockx-process";
-import { CpuSampler, type ThreadGroup } from "../support/cpu-sampler";
+import { CpuSampler, THREAD_GROUP_COLUMNS, threadMedians, threadsScaled, type ThreadGroup } from "../support/cpu-sampler";
 import { interleavedRounds, median } from "../support/rounds";
 import { EtcdProcess } from "../../test/support/etcd";
 import { randomLanePrefix } from "../../test/support/worker-double";
@@ -264,7 +264,7 @@ async function pipeline(mode: Mode): Promise<PipelineRun> {
       workerCpuMs: (cpu.worker * 1000) / BLOCKS,
       executorsCpuMs: (cpu.executors * 1000) / BLOCKS,
       phases: phasesOf(progress),
-      workerThreadsMs: Object.fromEntries(Object.entries(cpu.workerThreads).map(([g, c]) => [g, (c * 1000) / BLOCKS])) as Record<ThreadGroup, number>,
+      workerThreadsMs: threadsScaled(cpu.workerThreads, 1000 / BLOCKS),
     };
   } finally {
     if (!held) {
@@ -314,13 +314,8 @@ try {
   }
   // Where the Worker's CPU goes, by thread: its JIT compilers stay busy for tens of seconds after it
   // starts, and the table store writes on a thread of its own.
-  console.log("\nThe Worker's CPU ms per block by thread (medians): main | JIT compilers | collector | table store thread | other");
-  for (const k of series) {
-    if (k === "floor") continue;
-    const runs = results[k] as PipelineRun[];
-    const g = (group: ThreadGroup) => median(runs.map((x) => x.workerThreadsMs[group])).toFixed(3);
-    console.log(`- ${k}: ${g("main")} | ${g("jit")} | ${g("gc")} | ${g("tableStore")} | ${g("other")}`);
-  }
+  console.log(`\nThe Worker's CPU ms per block by thread (medians): ${THREAD_GROUP_COLUMNS}`);
+  for (const k of series) if (k !== "floor") console.log(`- ${k}: ${threadMedians((results[k] as PipelineRun[]).map((x) => x.workerThreadsMs), 3)}`);
   // A change's effect, measured in the same rounds: the ratio of two series per round, then the median.
   const paired = (label: string, xs: PipelineRun[], ys: PipelineRun[]) => {
     const ratio = (f: (x: PipelineRun) => number) => median(xs.map((x, i) => f(x) / f(ys[i]!))).toFixed(2);

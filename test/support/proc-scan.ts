@@ -46,13 +46,17 @@ export function descendants(pid: number): number[] {
 
 const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 
+/** statCpuSeconds: utime + stime of a /proc stat line (a process's or a thread's), in seconds. */
+function statCpuSeconds(stat: string): number {
+  // Fields after the command name, which may hold spaces: utime and stime are fields 14 and 15.
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(f[11]) + Number(f[12])) / TICKS_PER_SECOND;
+}
+
 /** cpuSeconds: user + system CPU seconds used so far by one process; 0 once it is gone. */
 export function cpuSeconds(pid: number): number {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // Fields after the command name, which may hold spaces: utime and stime are fields 14 and 15.
-    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(f[11]) + Number(f[12])) / TICKS_PER_SECOND;
+    return statCpuSeconds(readFileSync(`/proc/${pid}/stat`, "utf8"));
   } catch {
     return 0;
   }
@@ -64,8 +68,7 @@ export function threadCpuSeconds(pid: number): Map<number, { name: string; cpu: 
   for (const t of tasksOf(pid)) {
     try {
       const stat = readFileSync(`/proc/${pid}/task/${t}/stat`, "utf8");
-      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      out.set(Number(t), { name: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")), cpu: (Number(f[11]) + Number(f[12])) / TICKS_PER_SECOND });
+      out.set(Number(t), { name: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")), cpu: statCpuSeconds(stat) });
     } catch {
       // the thread ended meanwhile
     }
