@@ -33,6 +33,7 @@ import { loadClientConfig } from "../../src/sdk/client-config";
 import { SyncInvokerServiceService } from "../../src/gen/syncinvoker/v1/sync_invoker";
 import { BlockxProcess } from "../../test/support/blockx-process";
 import { latency, throughput } from "../support/measure";
+import { treeCpuSeconds } from "../../test/support/proc-scan";
 
 const { values } = parseArgs({
   options: { calls: { type: "string", default: "2000" }, seconds: { type: "string", default: "3" }, executors: { type: "string", default: "2" }, "calls-per-executor": { type: "string", default: "1" }, "hot-spin-us": { type: "string" } },
@@ -60,6 +61,17 @@ async function latencyAfterIdle(call: () => Promise<unknown>, n: number, gapUs: 
   }
   samples.sort((a, b) => a - b);
   return { p50: samples[Math.floor(n * 0.5)]!, p99: samples[Math.floor(n * 0.99)]! };
+}
+
+/** withCpu runs `measure` and adds the CPU `pid` (the invoker) and its executors used meanwhile to `into`. */
+async function withCpu<T>(pid: number, into: { invoker: number; executors: number; calls: number }, calls: number, measure: () => Promise<T>): Promise<T> {
+  const before = treeCpuSeconds(pid);
+  const out = await measure();
+  const after = treeCpuSeconds(pid);
+  into.invoker += after.self - before.self;
+  into.executors += after.children - before.children;
+  into.calls += calls;
+  return out;
 }
 
 function invoker(addr: string) {
@@ -156,6 +168,10 @@ try {
   // ROUNDS interleaved rounds of each series, so that the machine's noise (it is shared) hits
   // every series alike; the figures are the medians of the rounds' p50s and p99s.
   const ROUNDS = 5;
+  // CPU of the hot and the cold invoker over their concurrency-1 series (warm-up calls included): what the spin costs.
+  const hotCpu = { invoker: 0, executors: 0, calls: 0 };
+  const coldCpu = { invoker: 0, executors: 0, calls: 0 };
+  const perRound = Math.ceil(CALLS / ROUNDS);
   const rounds: { grpc: Lat; exec: Lat; execIdle: Lat; handler: Lat; grpcExec: Lat; invoke: Lat; invokeCold: Lat; invokeNoWait: Lat; execNoWait: Lat; sdk: Lat; leanGrpc: Lat }[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     rounds.push({
@@ -164,8 +180,8 @@ try {
       execIdle: await latencyAfterIdle(execCall, Math.ceil(CALLS / ROUNDS), 300),
       handler: await latency(handlerCall, Math.ceil(CALLS / ROUNDS), 300),
       grpcExec: await latency(bareExecClient.call, Math.ceil(CALLS / ROUNDS), 300),
-      invoke: await latency(siClient.call, Math.ceil(CALLS / ROUNDS), 300),
-      invokeCold: await latency(siColdClient.call, Math.ceil(CALLS / ROUNDS), 300),
+      invoke: await withCpu(si.proc.pid, hotCpu, perRound + 300, () => latency(siClient.call, perRound, 300)),
+      invokeCold: await withCpu(siCold.proc.pid, coldCpu, perRound + 300, () => latency(siColdClient.call, perRound, 300)),
       invokeNoWait: await latency(siNoWaitClient.call, Math.ceil(CALLS / ROUNDS), 300),
       execNoWait: await latency(execNoWaitCall, Math.ceil(CALLS / ROUNDS), 300),
       sdk: await latency(sdkCall, Math.ceil(CALLS / ROUNDS), 300),
@@ -186,6 +202,7 @@ try {
   const execTput = await throughput(execCall, 64, SECONDS);
   const grpcExecTput = await throughput(bareExecClient.call, 64, SECONDS);
   const invokeTput = await throughput(siClient.call, 64, SECONDS);
+  const invokeColdTput = await throughput(siColdClient.call, 64, SECONDS);
 
   const us = (x: number) => `${x.toFixed(0)} µs`;
   const ratio = invoke1.p50 / (grpc1.p50 + exec1.p50);
@@ -213,7 +230,13 @@ try {
   );
   console.log(
     `the same invoker with SYNCINVOKER_HOT_SPIN_US=0 (executors sleep at once): p50 ${us(invokeCold1.p50)}, p99 ${us(invokeCold1.p99)}; ` +
-      `its ratio p50 / (bare gRPC + bare executor) = ${(invokeCold1.p50 / (grpc1.p50 + exec1.p50)).toFixed(2)}x; hot / cold p50 = ${(invoke1.p50 / invokeCold1.p50).toFixed(2)}x`,
+      `its ratio p50 / (bare gRPC + bare executor) = ${(invokeCold1.p50 / (grpc1.p50 + exec1.p50)).toFixed(2)}x; hot / cold p50 = ${(invoke1.p50 / invokeCold1.p50).toFixed(2)}x; ` +
+      `${invokeColdTput.toFixed(0)} calls/s at 64 in flight, hot / cold ${(invokeTput / invokeColdTput).toFixed(2)}x`,
+  );
+  const cpuUs = (c: typeof hotCpu) => `invoker ${us((c.invoker * 1e6) / c.calls)}, executors ${us((c.executors * 1e6) / c.calls)}`;
+  console.log(
+    `CPU per call at concurrency 1 (all rounds, /proc ticks of 10 ms): hot (SYNCINVOKER_HOT_SPIN_US=${values["hot-spin-us"] ?? "default"}) ${cpuUs(hotCpu)}; cold ${cpuUs(coldCpu)}; ` +
+      `the spin's cost: executors ${((hotCpu.executors / hotCpu.calls - coldCpu.executors / coldCpu.calls) * 1e6).toFixed(0)} µs per call`,
   );
   console.log(
     `the same invoker with EXECUTOR_HOT_WAIT_US=0 (its pool sleeps until the executor answers): p50 ${us(invokeNoWait1.p50)}, p99 ${us(invokeNoWait1.p99)}; ` +

@@ -198,6 +198,10 @@ class Engine:
         # read by a running thread instead of one the kernel must wake (25 vs 165 us measured).
         self._hot_spin_s = max(0.0, min(hot_spin_s, MAX_HOT_SPIN_S))
         self._last_wait_s = 0.0  # how long the loop last waited for a frame
+        # The last ExecuteCall said it was the pool's only call ("lone"): a caller is waiting on
+        # this one answer and the next request comes after it. With more in flight the pool's
+        # cores are busy and a spin would take the CPU the next request comes through.
+        self._last_call_lone = False
         self._reader = FrameReader()
         self._wlock = _allocate_lock()
         self._pending = []
@@ -328,9 +332,10 @@ class Engine:
             self._spawn_standby()
         idle_at = _monotonic()
         try:
-            # Spin only when the last wait was short enough for a spin to have caught its
-            # frame: requests arriving further apart would pay the spin's CPU for nothing.
-            spin = self._last_wait_s <= self._hot_spin_s and self._hot_spin_s > 0.0 and len(self._active) <= 1
+            # Spin only after a lone call (see _last_call_lone), and when the last wait was short
+            # enough for a spin to have caught its frame: requests arriving further apart would
+            # pay the spin's CPU for nothing.
+            spin = self._last_call_lone and self._last_wait_s <= self._hot_spin_s and self._hot_spin_s > 0.0 and len(self._active) <= 1
             n = self._spin_recv(sock, reader) if spin else None
             if n is None:
                 n = sock.recv_into(reader.space())
@@ -645,6 +650,7 @@ class Engine:
         if call_id in self._calls:
             warn(f"ignored an ExecuteCall for call {call_id}, which is already running")
             return
+        self._last_call_lone = msg.get("lone") is True
         budget = msg.get("budgetMs")
         call = Call(call_id, float(budget) if type(budget) in (int, float) else DEFAULT_BUDGET_MS)
         self._calls[call_id] = call

@@ -106,7 +106,7 @@ class Executor:
                 return frame
             self.held.append(frame)
 
-    def execute(self, call_id, source, args=None, entry="main", budget_ms=5000, digest=None, filename=None):
+    def execute(self, call_id, source, args=None, entry="main", budget_ms=5000, digest=None, filename=None, lone=False):
         """execute sends an ExecuteCall; a source of None sends only the digest (a source sent before)."""
         self.send(
             {
@@ -118,6 +118,7 @@ class Executor:
                 "args": args,
                 "budgetMs": budget_ms,
                 **({"filename": filename} if filename else {}),
+                **({"lone": True} if lone else {}),
             }
         )
 
@@ -856,15 +857,29 @@ class HotSpinTest(ExecutorTest):
             fields = f.read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    def test_requests_further_apart_than_the_spin_are_waited_for_without_spinning(self):
-        # 60 calls 10 ms apart: an executor that spun 4 ms after each would use 240 ms of CPU.
-        self.assertCompleted(self.ex.run("warm", "def main(ctx, x):\n    return x\n", 0), 0)
+    def calls_cpu(self, gap_s, lone):
+        """CPU seconds the executor used over 60 calls sent `gap_s` apart (each after the last answer)."""
+        self.assertCompleted(self.ex.run("warm", "def main(ctx, x):\n    return x\n", 0, lone=lone), 0)
         before = self.cpu_seconds()
         for i in range(60):
-            time.sleep(0.010)
-            self.assertCompleted(self.ex.run(f"c{i}", "def main(ctx, x):\n    return x\n", i), i)
-        used = self.cpu_seconds() - before
+            time.sleep(gap_s)
+            self.assertCompleted(self.ex.run(f"c{i}", "def main(ctx, x):\n    return x\n", i, lone=lone), i)
+        return self.cpu_seconds() - before
+
+    def test_requests_further_apart_than_the_spin_are_waited_for_without_spinning(self):
+        # 60 lone calls 10 ms apart: an executor that spun 4 ms after each would use 240 ms of CPU.
+        used = self.calls_cpu(0.010, lone=True)
         self.assertLess(used, 0.120, f"the executor used {used * 1000:.0f} ms of CPU for 60 calls")
+
+    def test_lone_calls_within_the_spin_are_spun_for(self):
+        # 60 lone calls 2 ms apart, inside the 4 ms spin: the executor polls through each gap.
+        used = self.calls_cpu(0.002, lone=True)
+        self.assertGreater(used, 0.060, f"the executor used only {used * 1000:.0f} ms of CPU for 60 calls: it did not spin")
+
+    def test_calls_that_were_not_alone_in_the_pool_are_not_spun_for(self):
+        # The same gaps without "lone" (other calls were in flight): the executor sleeps at once.
+        used = self.calls_cpu(0.002, lone=False)
+        self.assertLess(used, 0.060, f"the executor used {used * 1000:.0f} ms of CPU for 60 calls: it spun")
 
 
 class StepAccountingTest(unittest.TestCase):

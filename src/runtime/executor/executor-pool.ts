@@ -673,6 +673,8 @@ export class ExecutorPool {
       ...(call.req.fn.filename ? { filename: call.req.fn.filename } : {}),
       args: call.req.args,
       budgetMs: call.req.budgetMs ?? this.config.callBudgetMs,
+      // A lone call's caller sends the next request only after this answer: the executor may spin for it.
+      ...((this.config.hotSpinUs ?? 0) > 0 && this.calls.size === 1 ? { lone: true as const } : {}),
     };
     const prefetched = call.req.prefetched ? this.prefetchedWire(call.req.prefetched, e) : null;
     let sent = this.send(e, prefetched ? { ...message, prefetched: prefetched.wire } : message);

@@ -148,6 +148,18 @@ export type PoolMessage =
    * `source` only the first time a digest goes to an executor (and after SOURCE_NOT_CACHED); then the
    * digest alone. A large source goes as RawJson: its JSON encoded once, every executor's frame refers to it.
    */
-  | { type: "ExecuteCall"; callId: string; digest: string; source?: string | RawJson; entry: string; args: JsonValue; budgetMs: number; filename?: string; prefetched?: PrefetchedWire }
+  | {
+      type: "ExecuteCall";
+      callId: string;
+      digest: string;
+      source?: string | RawJson;
+      entry: string;
+      args: JsonValue;
+      budgetMs: number;
+      filename?: string;
+      prefetched?: PrefetchedWire;
+      /** The pool's only call when sent (sent only when the pool's executors spin: hotSpinUs > 0); the executor spins after answering only such a call. */
+      lone?: true;
+    }
   | { type: "ResumeCall"; callId: string; results: WireResult[]; ioMs: number }
   | { type: "CancelCall"; callId: string; reason: string };
