@@ -18,6 +18,7 @@ import { ExecutorStartError } from "../../src/runtime/executor/executor-start-er
 import { RawJson, type JsonValue, type ResumeResult } from "../../src/runtime/executor/protocol";
 import { BlockTextStore, writeBlockStore } from "../../src/runtime/chains/localtestservice/block-text-store";
 import { SyntheticChain } from "../../src/runtime/chains/localtestservice/synthetic-chain";
+import { treeCpuSeconds } from "../support/proc-scan";
 
 const pools: ExecutorPool[] = [];
 afterEach(async () => {
@@ -209,6 +210,32 @@ describe("message flows", () => {
     // The spin must not starve the monitor: an over-budget loop is still failed.
     expectError(await run(pool, "def main(ctx, x):\n    while True:\n        pass\n", null, {}, 200), "BUDGET_EXCEEDED");
   });
+
+  test("hot spin: the pool marks a call lone when it is its only one, and only then does its executor spin for the next", async () => {
+    const pool = await startPool({ hotSpinUs: 4000 });
+    const src = "def main(ctx, x):\n    return x + 1\n";
+    const executorsCpu = () => pool.stats().executors.reduce((sum, e) => (e.pid ? sum + treeCpuSeconds(e.pid).self + treeCpuSeconds(e.pid).children : sum), 0);
+    // 60 calls one after another, 2 ms apart (within the 4 ms spin): the executor CPU they take.
+    const serial = async () => {
+      const before = executorsCpu();
+      for (let i = 0; i < 60; i++) {
+        await Bun.sleep(2);
+        expect(expectOk(await run(pool, src, i))).toBe(i + 1);
+      }
+      return executorsCpu() - before;
+    };
+    expect(expectOk(await run(pool, src, 0))).toBe(1);
+    const alone = await serial();
+    expect(alone).toBeGreaterThan(0.06); // each gap spun through: ~2 ms each
+    // A call held on executor 0 (asleep, no CPU), stalled so that the serial calls go to executor 1:
+    // none of them is the pool's only call, and executor 1 must sleep between them.
+    const sleeper = run(pool, "import time\ndef main(ctx, x):\n    time.sleep(x)\n    return 'slept'\n", 3);
+    await until(() => pool.stats().executors.some((e) => e.inflight === 1));
+    await Bun.sleep(250);
+    const beside = await serial();
+    expect(beside).toBeLessThan(0.06);
+    expect(expectOk(await sleeper)).toBe("slept");
+  }, 60_000);
 
   test("async def entries work, awaiting IO", async () => {
     const pool = await startPool();
