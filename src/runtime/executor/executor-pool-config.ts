@@ -147,7 +147,8 @@ export interface ExecutorPoolConfig {
   /**
    * µs an executor polls its socket after a call before it blocks (0: none). The Sync Invoker
    * sets it (SYNCINVOKER_HOT_SPIN_US): a request arriving within it skips the kernel wake-up. The
-   * executor spins only while requests came within it, yielding the core between polls.
+   * executor spins only after a call the pool marked lone (its only call when sent) and while
+   * requests came within it, yielding the core between polls.
    */
   readonly hotSpinUs?: number;
   /**
