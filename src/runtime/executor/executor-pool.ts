@@ -447,13 +447,13 @@ export class ExecutorPool {
       case "Pong":
         return;
       case "CallWaiting":
-        this.lonePoll.heard();
         return this.onWaiting(e, m);
       case "CallCompleted":
       case "CallFailed": {
-        this.lonePoll.heard();
         const call = this.calls.get(m.callId);
+        // A late answer of a call already ended (cancelled, timed out) is not the answer a poll waits for.
         if (!call || call.executor !== e) return;
+        this.lonePoll.heard();
         if (m.type === "CallFailed" && m.error.code === SOURCE_NOT_CACHED) return this.resendSource(call, e, m.error.message);
         call.cpuMs = m.cpuMs;
         // The prefetched answer's backend time was spent for this call, before it started.
@@ -474,6 +474,7 @@ export class ExecutorPool {
   private onWaiting(e: Executor, m: Extract<ExecutorMessage, { type: "CallWaiting" }>): void {
     const call = this.calls.get(m.callId);
     if (!call || call.executor !== e) return;
+    this.lonePoll.heard();
     call.runningSinceMs = null;
     call.cpuMs = m.cpuMs;
     call.suspensions++;
