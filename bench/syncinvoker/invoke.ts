@@ -63,14 +63,17 @@ async function latencyAfterIdle(call: () => Promise<unknown>, n: number, gapUs: 
   return { p50: samples[Math.floor(n * 0.5)]!, p99: samples[Math.floor(n * 0.99)]! };
 }
 
-/** withCpu runs `measure` and adds the CPU `pid` (the invoker) and its executors used meanwhile to `into`. */
-async function withCpu<T>(pid: number, into: { invoker: number; executors: number; calls: number }, calls: number, measure: () => Promise<T>): Promise<T> {
+/** Calls each latency series runs before it times any. */
+const WARMUP_CALLS = 300;
+
+/** latencyWithCpu: latency() of `call`, adding the CPU `pid` (an invoker) and its executors used meanwhile, warm-up included, to `into`. */
+async function latencyWithCpu(pid: number, into: { invoker: number; executors: number; calls: number }, call: () => Promise<unknown>, n: number): Promise<Lat> {
   const before = treeCpuSeconds(pid);
-  const out = await measure();
+  const out = await latency(call, n, WARMUP_CALLS);
   const after = treeCpuSeconds(pid);
   into.invoker += after.self - before.self;
   into.executors += after.children - before.children;
-  into.calls += calls;
+  into.calls += n + WARMUP_CALLS;
   return out;
 }
 
@@ -175,17 +178,17 @@ try {
   const rounds: { grpc: Lat; exec: Lat; execIdle: Lat; handler: Lat; grpcExec: Lat; invoke: Lat; invokeCold: Lat; invokeNoWait: Lat; execNoWait: Lat; sdk: Lat; leanGrpc: Lat }[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     rounds.push({
-      grpc: await latency(bareClient.call, Math.ceil(CALLS / ROUNDS), 300),
-      exec: await latency(execCall, Math.ceil(CALLS / ROUNDS), 300),
-      execIdle: await latencyAfterIdle(execCall, Math.ceil(CALLS / ROUNDS), 300),
-      handler: await latency(handlerCall, Math.ceil(CALLS / ROUNDS), 300),
-      grpcExec: await latency(bareExecClient.call, Math.ceil(CALLS / ROUNDS), 300),
-      invoke: await withCpu(si.proc.pid, hotCpu, perRound + 300, () => latency(siClient.call, perRound, 300)),
-      invokeCold: await withCpu(siCold.proc.pid, coldCpu, perRound + 300, () => latency(siColdClient.call, perRound, 300)),
-      invokeNoWait: await latency(siNoWaitClient.call, Math.ceil(CALLS / ROUNDS), 300),
-      execNoWait: await latency(execNoWaitCall, Math.ceil(CALLS / ROUNDS), 300),
-      sdk: await latency(sdkCall, Math.ceil(CALLS / ROUNDS), 300),
-      leanGrpc: await latency(leanBareCall, Math.ceil(CALLS / ROUNDS), 300),
+      grpc: await latency(bareClient.call, perRound, WARMUP_CALLS),
+      exec: await latency(execCall, perRound, WARMUP_CALLS),
+      execIdle: await latencyAfterIdle(execCall, perRound, 300),
+      handler: await latency(handlerCall, perRound, WARMUP_CALLS),
+      grpcExec: await latency(bareExecClient.call, perRound, WARMUP_CALLS),
+      invoke: await latencyWithCpu(si.proc.pid, hotCpu, siClient.call, perRound),
+      invokeCold: await latencyWithCpu(siCold.proc.pid, coldCpu, siColdClient.call, perRound),
+      invokeNoWait: await latency(siNoWaitClient.call, perRound, WARMUP_CALLS),
+      execNoWait: await latency(execNoWaitCall, perRound, WARMUP_CALLS),
+      sdk: await latency(sdkCall, perRound, WARMUP_CALLS),
+      leanGrpc: await latency(leanBareCall, perRound, WARMUP_CALLS),
     });
   }
   const med = (f: (x: (typeof rounds)[number]) => number) => rounds.map(f).sort((a, b) => a - b)[Math.floor(ROUNDS / 2)]!;

@@ -675,7 +675,7 @@ export class ExecutorPool {
       args: call.req.args,
       budgetMs: call.req.budgetMs ?? this.config.callBudgetMs,
       // A lone call's caller sends the next request only after this answer: the executor may spin for it.
-      ...((this.config.hotSpinUs ?? 0) > 0 && this.calls.size === 1 ? { lone: true as const } : {}),
+      ...((this.config.hotSpinUs ?? 0) > 0 && this.lone() ? { lone: true as const } : {}),
     };
     const prefetched = call.req.prefetched ? this.prefetchedWire(call.req.prefetched, e) : null;
     let sent = this.send(e, prefetched ? { ...message, prefetched: prefetched.wire } : message);
@@ -781,6 +781,11 @@ export class ExecutorPool {
 
   // --- wire ------------------------------------------------------------------------------
 
+  /** lone: the pool runs one call only (a caller waits on it alone): its answer is polled for, and its executor may spin for the next. */
+  private lone(): boolean {
+    return this.calls.size === 1;
+  }
+
   /**
    * send queues a frame to a live executor (frames of one tick go out in one write); a frame over the
    * size limit is not sent, and says why. A frame that asks for an answer, sent for the pool's only
@@ -790,7 +795,7 @@ export class ExecutorPool {
     if (!e.conn || e.dead) return true;
     try {
       e.conn.send(m);
-      if (m.type === "ExecuteCall" || m.type === "ResumeCall") this.lonePoll.sent(this.calls.size === 1);
+      if (m.type === "ExecuteCall" || m.type === "ResumeCall") this.lonePoll.sent(this.lone());
       return true;
     } catch (err) {
       if (err instanceof FrameError) return err;
