@@ -850,7 +850,9 @@ class StartupTest(unittest.TestCase):
 
 
 class HotSpinTest(ExecutorTest):
-    env = {"BLOCKX_EXECUTOR_HOT_SPIN_US": "4000"}
+    # 5 ms, the most the executor takes: well above the 2 ms gaps of the "spun for" case even when
+    # a busy machine wakes the test late, and below the 10 ms gaps of the "waited for" case.
+    env = {"BLOCKX_EXECUTOR_HOT_SPIN_US": "5000"}
 
     def cpu_seconds(self):
         with open(f"/proc/{self.ex.proc.pid}/stat") as f:
@@ -867,12 +869,12 @@ class HotSpinTest(ExecutorTest):
         return self.cpu_seconds() - before
 
     def test_requests_further_apart_than_the_spin_are_waited_for_without_spinning(self):
-        # 60 lone calls 10 ms apart: an executor that spun 4 ms after each would use 240 ms of CPU.
+        # 60 lone calls 10 ms apart: an executor that spun 5 ms after each would use 300 ms of CPU.
         used = self.calls_cpu(0.010, lone=True)
         self.assertLess(used, 0.120, f"the executor used {used * 1000:.0f} ms of CPU for 60 calls")
 
     def test_lone_calls_within_the_spin_are_spun_for(self):
-        # 60 lone calls 2 ms apart, inside the 4 ms spin: the executor polls through each gap.
+        # 60 lone calls 2 ms apart, inside the 5 ms spin: the executor polls through each gap.
         used = self.calls_cpu(0.002, lone=True)
         self.assertGreater(used, 0.060, f"the executor used only {used * 1000:.0f} ms of CPU for 60 calls: it did not spin")
 
