@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { forEachLine } from "../../src/common/streams/for-each-line";
@@ -31,7 +31,10 @@ export interface LogLine {
 /**
  * BlockxProcess runs the compiled binary the way an operator would: from an empty temporary
  * directory (no checkout, no node_modules), configured by environment variables, dying with
- * the test process (setpriv --pdeathsig). stdout is parsed as JSON log lines.
+ * the test process (setpriv --pdeathsig). stdout is parsed as JSON log lines. Its TMPDIR (unless
+ * the test sets one) is a folder inside that directory, as a systemd unit's RuntimeDirectory is:
+ * what a process killed with SIGKILL leaves there (its executor pool's socket folder) goes with
+ * the directory at stop(), instead of piling up in /tmp run after run.
  */
 export class BlockxProcess {
   readonly lines: LogLine[] = [];
@@ -60,10 +63,14 @@ export class BlockxProcess {
   static spawn(args: readonly string[], env: Record<string, string>, binary = BLOCKX_BINARY): BlockxProcess {
     if (!existsSync(binary)) throw new Error(`${binary} is missing: run make build first`);
     const cwd = mkdtempSync(join(tmpdir(), "blockx-proc-"));
+    // Passable (not readable) by the executors' user, who connects to the pool's socket in it.
+    const tmp = join(cwd, "tmp");
+    mkdirSync(tmp, { mode: 0o711 });
+    chmodSync(cwd, 0o711);
     const proc = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", binary, ...args], {
       cwd,
       // `blockx dev` chooses for its children and its client (secure unless told otherwise).
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...(args[0] === "dev" ? {} : transportEnv(env, roleOfCommand(args[0]))), ...env },
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", TMPDIR: tmp, ...(args[0] === "dev" ? {} : transportEnv(env, roleOfCommand(args[0]))), ...env },
       stdout: "pipe",
       stderr: "pipe",
     });
