@@ -133,11 +133,16 @@ class Lane:
         self.dir = tempfile.mkdtemp(prefix="blockx-py-lane-")
         os.chmod(self.dir, 0o755)
         self.table_store = os.path.join(self.dir, "tables.sqlite")
+        # The Workers' TMPDIR (their executor pools' folders), passable by the executors' user: a
+        # Worker stopped with SIGKILL leaves its folder here, removed with the lane, not in /tmp.
+        self.tmp = os.path.join(self.dir, "tmp")
+        os.mkdir(self.tmp)
+        os.chmod(self.tmp, 0o711)
         self.procs: List[Proc] = []
 
     def worker(self, **env: str) -> Proc:
         p = Proc(["worker"], {"ETCD_ENDPOINTS": self.etcd, "WORKER_LISTEN": "127.0.0.1:0", "WORKER_REGISTRY_PREFIX": self.prefix,
-                              "EXECUTOR_COUNT": "2", "TABLE_STORE_PATH": self.table_store, **env}, f"worker-{len(self.procs)}")
+                              "EXECUTOR_COUNT": "2", "TABLE_STORE_PATH": self.table_store, "TMPDIR": self.tmp, **env}, f"worker-{len(self.procs)}")
         self.procs.append(p)
         p.addr = p.grpc_addr()  # type: ignore[attr-defined]
         return p
