@@ -171,6 +171,9 @@ async function floor(): Promise<{ perSecond: number; seconds: number; count: num
 }
 
 type Mode = "mapped" | "bytes" | "generated" | "mapped-async" | "mapped-bundle" | "mapped-noprefetch" | "mapped-spread-all" | "mapped-long-lived";
+/** totalCpuMs: a run's CPU ms per block, the Worker's and its executors'. */
+const totalCpuMs = (x: PipelineRun): number => x.workerCpuMs + x.executorsCpuMs;
+
 interface PipelineRun {
   perSecond: number;
   seconds: number;
@@ -314,7 +317,7 @@ try {
     const bps = median(runs.map((x) => x.perSecond));
     const wk = median(runs.map((x) => x.workerCpuMs));
     const ex = median(runs.map((x) => x.executorsCpuMs));
-    const total = median(runs.map((x) => x.workerCpuMs + x.executorsCpuMs));
+    const total = median(runs.map(totalCpuMs));
     console.log(`| ${k} | ${bps.toFixed(0)} | ${(bps / floorPerSecond).toFixed(2)}x | ${wk.toFixed(3)} | ${ex.toFixed(3)} | ${total.toFixed(3)} | ${(total / floorCpu).toFixed(2)}x | ${((2 * floorCpu) / total).toFixed(2)}x | ${runs.map((x) => x.perSecond.toFixed(0)).join(", ")} |`);
   }
   // The floor moves between rounds as much as the series does (the machine is shared): each series
@@ -323,7 +326,7 @@ try {
   for (const k of series) {
     if (k === "floor") continue;
     const runs = results[k] as PipelineRun[];
-    const perRound = runs.map((x, i) => ({ bps: x.perSecond / f[i]!.perSecond, cpu: (x.workerCpuMs + x.executorsCpuMs) / f[i]!.cpuMsPerBlock }));
+    const perRound = runs.map((x, i) => ({ bps: x.perSecond / f[i]!.perSecond, cpu: totalCpuMs(x) / f[i]!.cpuMsPerBlock }));
     const list = (g: (r: (typeof perRound)[number]) => number) => perRound.map((r) => g(r).toFixed(2)).join(", ");
     console.log(
       `- ${k} against the floor of the same round, per round then the median: blocks/s ${median(perRound.map((r) => r.bps)).toFixed(2)}x (${list((r) => r.bps)}), ` +
@@ -331,7 +334,7 @@ try {
     );
   }
   const disturbed = interferenceNote(
-    Object.fromEntries(series.map((k) => [k, k === "floor" ? f.map((x) => x.cpuMsPerBlock) : (results[k] as PipelineRun[]).map((x) => x.workerCpuMs + x.executorsCpuMs)])),
+    Object.fromEntries(series.map((k) => [k, k === "floor" ? f.map((x) => x.cpuMsPerBlock) : (results[k] as PipelineRun[]).map(totalCpuMs)])),
     "block (ms)",
   );
   if (disturbed) console.log(`- ${disturbed}`);
@@ -343,7 +346,7 @@ try {
   const paired = (label: string, xs: PipelineRun[], ys: PipelineRun[]) => {
     const ratio = (f: (x: PipelineRun) => number) => median(xs.map((x, i) => f(x) / f(ys[i]!))).toFixed(2);
     console.log(
-      `\n${label}, per round then median: blocks/s ${ratio((x) => x.perSecond)}x, Worker CPU per block ${ratio((x) => x.workerCpuMs)}x, executors' ${ratio((x) => x.executorsCpuMs)}x, total ${ratio((x) => x.workerCpuMs + x.executorsCpuMs)}x`,
+      `\n${label}, per round then median: blocks/s ${ratio((x) => x.perSecond)}x, Worker CPU per block ${ratio((x) => x.workerCpuMs)}x, executors' ${ratio((x) => x.executorsCpuMs)}x, total ${ratio(totalCpuMs)}x`,
     );
   };
   const runsOf = (k: Key) => results[k] as PipelineRun[];
