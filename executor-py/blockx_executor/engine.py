@@ -69,6 +69,7 @@ from .capture import tls, warn
 from .context import AsyncContext, Suspension, SyncContext
 from .errors import BackendError, BudgetExceeded, Cancelled, Interrupt
 from .framing import MAX_FRAME_BYTES, FrameReader, ProtocolError, encode_json, frame_bytes
+from .hot_spin import HotSpinPolicy
 from .user_traceback import describe_compile_error, describe_user_exception, user_filename
 
 TICK_S = 0.005
@@ -197,6 +198,7 @@ class Engine:
         # Before blocking in recv, poll the socket for this long: a request arriving meanwhile is
         # read by a running thread instead of one the kernel must wake (25 vs 165 us measured).
         self._hot_spin_s = max(0.0, min(hot_spin_s, MAX_HOT_SPIN_S))
+        self._spin_policy = HotSpinPolicy(self._hot_spin_s)
         self._last_wait_s = 0.0  # how long the loop last waited for a frame
         # The last ExecuteCall said it was the pool's only call ("lone"): a caller is waiting on
         # this one answer and the next request comes after it. With more in flight the pool's
@@ -334,14 +336,18 @@ class Engine:
         try:
             # Spin only after a lone call (see _last_call_lone), and when the last wait was short
             # enough for a spin to have caught its frame: requests arriving further apart would
-            # pay the spin's CPU for nothing.
-            spin = self._last_call_lone and self._last_wait_s <= self._hot_spin_s and self._hot_spin_s > 0.0 and len(self._active) <= 1
+            # pay the spin's CPU for nothing. Even then, the policy spins only while spinning has
+            # lately cost less than sleeping (hot_spin.py): a spin holds a core the request may need.
+            eligible = self._last_call_lone and self._last_wait_s <= self._hot_spin_s and self._hot_spin_s > 0.0 and len(self._active) <= 1
+            spin = eligible and self._spin_policy.choose()
             n = self._spin_recv(sock, reader) if spin else None
             if n is None:
                 n = sock.recv_into(reader.space())
         except OSError as e:
             self._closed(f"pool connection failed: {e}")
         self._last_wait_s = _monotonic() - idle_at
+        if eligible:
+            self._spin_policy.observe(spin, self._last_wait_s)
         if not n:
             self._closed("")
         reader.advance(n)

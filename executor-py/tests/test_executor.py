@@ -883,6 +883,38 @@ class HotSpinTest(ExecutorTest):
         used = self.calls_cpu(0.002, lone=False)
         self.assertLess(used, 0.060, f"the executor used {used * 1000:.0f} ms of CPU for 60 calls: it spun")
 
+    def spinning(self):
+        """spinning: whether a thread of the executor is running (polling its socket) rather than
+        asleep in recv."""
+        for task in os.listdir(f"/proc/{self.ex.proc.pid}/task"):
+            try:
+                with open(f"/proc/{self.ex.proc.pid}/task/{task}/stat") as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] == "R":
+                        return True
+            except FileNotFoundError:
+                pass
+        return False
+
+    def test_the_spin_stops_where_it_delays_the_next_request(self):
+        # A host where the spin holds the core the next request needs (hot_spin.py): this caller
+        # sends its next request 1.5 ms later whenever it finds the executor spinning, and at
+        # once when it sleeps. The executor measures both ways and, after some waits, spins only
+        # to keep measuring (one wait in EXPLORE_EVERY).
+        from blockx_executor.hot_spin import EXPLORE_EVERY, MIN_WAITS
+
+        src = "def main(ctx, x):\n    return x\n"
+        learning = (MIN_WAITS + 2) * EXPLORE_EVERY  # until the slept waits are enough to compare
+        found = []
+        for i in range(learning + 100):
+            self.assertCompleted(self.ex.run(f"c{i}", src, i, lone=True), i)
+            time.sleep(0.0002)
+            found.append(self.spinning())
+            if found[-1]:
+                time.sleep(0.0015)
+        late = found[learning:]
+        self.assertGreater(sum(found[:8]), 4, "the executor did not spin at first, as configured: the test's premise failed")
+        self.assertLess(sum(late), 35, f"the executor spun in {sum(late)} of the last 100 waits, though spinning made each request 1.5 ms later")
+
 
 class StepAccountingTest(unittest.TestCase):
     """A step's CPU with clocks the test sets: the engine reads the thread's CPU clock (a system

@@ -30,7 +30,7 @@ export const syncInvokerVars = {
     "SYNCINVOKER_HOT_SPIN_US",
     "1000",
     "an integer from 0 to 5000",
-    "after a call that was the invoker's only one, its executor polls for the next request this long before it sleeps: a request " +
+    "after a call that was the invoker's only one, its executor polls for the next request this long before it sleeps (while polling has lately shortened its waits): a request " +
       "arriving meanwhile skips the kernel's wake-up (~40-140 µs here); costs at most this much CPU per call (0: executors sleep at once)",
     intSchema(0, 5000),
   ),
