@@ -14,6 +14,8 @@
  * (--hot-spin-us: the invoker's SYNCINVOKER_HOT_SPIN_US; its default when not given)
  */
 import * as grpc from "@grpc/grpc-js";
+import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { silentLogger } from "../../src/common/logging/logger";
@@ -85,9 +87,19 @@ function invoker(addr: string) {
   return { client, call };
 }
 
+/**
+ * The bare invokers' TMPDIR, removed at the end: killed with SIGKILL, one with executors would
+ * leave its pool's folder (socket, scratch folders) in /tmp. Passable by the executors' user.
+ */
+const bareTmp = mkdtempSync(join(tmpdir(), "blockx-bare-invoker-"));
+chmodSync(bareTmp, 0o711);
+
 /** spawnBare starts bare-invoker.ts and reads the port it prints. */
 async function spawnBare(...args: string[]) {
-  const proc = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", process.execPath, join(import.meta.dir, "bare-invoker.ts"), ...args], { stdout: "pipe" });
+  const proc = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", process.execPath, join(import.meta.dir, "bare-invoker.ts"), ...args], {
+    stdout: "pipe",
+    env: { ...process.env, TMPDIR: bareTmp },
+  });
   const port = Number(new TextDecoder().decode((await proc.stdout.getReader().read()).value).trim());
   return { proc, addr: `127.0.0.1:${port}` };
 }
@@ -268,4 +280,6 @@ try {
   await siNoWait.stop("SIGKILL");
   bare.proc.kill("SIGKILL");
   bareExec.proc.kill("SIGKILL");
+  await Promise.all([bare.proc.exited, bareExec.proc.exited]);
+  rmSync(bareTmp, { recursive: true, force: true });
 }
