@@ -1,6 +1,6 @@
 /** The compiled binary's command line: help, version, and the CPU profile switch. */
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BlockxProcess } from "../support/blockx-process";
@@ -73,5 +73,6 @@ describe("blockx command line", () => {
     expect(existsSync(file)).toBe(true);
     const profile = JSON.parse(readFileSync(file, "utf8")) as { nodes?: unknown[] };
     expect(Array.isArray(profile.nodes) && profile.nodes.length > 0).toBe(true);
+    rmSync(dir, { recursive: true, force: true });
   });
 });

@@ -37,6 +37,8 @@ export interface LogLine {
  * the directory at stop(), instead of piling up in /tmp run after run.
  */
 export class BlockxProcess {
+  /** Spawned and not yet stopped: what reapUnstopped ends at the run's end (test/support/preload.ts). */
+  private static readonly unstopped = new Set<BlockxProcess>();
   readonly lines: LogLine[] = [];
   stderr = "";
   private readonly waiters = new Set<() => void>();
@@ -74,7 +76,18 @@ export class BlockxProcess {
       stdout: "pipe",
       stderr: "pipe",
     });
-    return new BlockxProcess(proc, cwd);
+    const p = new BlockxProcess(proc, cwd);
+    BlockxProcess.unstopped.add(p);
+    return p;
+  }
+
+  /**
+   * reapUnstopped stops (SIGKILL) every process no test stopped, and removes their folders: a test
+   * that expects a process to exit on its own (a bad configuration, a fatal fault) never calls
+   * stop(), and its folder was left in /tmp (16 of them a make test run).
+   */
+  static async reapUnstopped(): Promise<void> {
+    await Promise.all([...BlockxProcess.unstopped].map((p) => p.stop("SIGKILL")));
   }
 
   private async pump(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void): Promise<void> {
@@ -123,6 +136,7 @@ export class BlockxProcess {
     if (this.proc.exitCode === null) this.proc.kill(signal);
     const code = await this.exited;
     rmSync(this.cwd, { recursive: true, force: true });
+    BlockxProcess.unstopped.delete(this);
     return code;
   }
 }

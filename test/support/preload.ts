@@ -2,9 +2,11 @@ import { afterAll } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { BlockxProcess } from "./blockx-process";
 import { EtcdProcess } from "./etcd";
 import { startPostgres } from "./postgres";
 import { makeSuiteCerts, suiteTls } from "./suite-tls";
+import { TestCa } from "./test-ca";
 
 // One etcd and one Postgres for the whole run, started here rather than in a test file's
 // beforeAll: a test timeout kills every process its file spawned. Tests that need to stop
@@ -21,6 +23,9 @@ process.env.BLOCKX_TEST_ETCD_ENDPOINT = shared.endpoint;
 process.env.BLOCKX_TEST_POSTGRES_URL = postgres.url();
 
 afterAll(async () => {
+  // Processes a test left running first: they may be using the CAs' files, etcd or Postgres.
+  await BlockxProcess.reapUnstopped();
+  TestCa.removeAll();
   await Promise.all([shared.destroy(), postgres.destroy()]);
   rmSync(tlsDir, { recursive: true, force: true });
 });

@@ -1,4 +1,4 @@
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CertIssuer, type EtcdTlsFiles, type TlsFiles } from "../../src/common/tls/cert-issuer";
@@ -11,10 +11,20 @@ export type TlsEnv = TlsFiles;
  * the URI SAN as text so that tests can also make certificates without a valid identity.
  */
 export class TestCa {
+  /** The folders of every CA made in this run: removed at its end (test/support/preload.ts). */
+  private static readonly dirs: string[] = [];
+
   private constructor(private readonly issuer: CertIssuer) {}
 
   static create(name = "blockx-test-ca"): TestCa {
-    return new TestCa(CertIssuer.open(mkdtempSync(join(tmpdir(), "blockx-ca-")), { caName: name, days: 2 }));
+    const dir = mkdtempSync(join(tmpdir(), "blockx-ca-"));
+    TestCa.dirs.push(dir);
+    return new TestCa(CertIssuer.open(dir, { caName: name, days: 2 }));
+  }
+
+  /** removeAll removes every CA's folder made so far; processes using its files must have stopped. */
+  static removeAll(): void {
+    for (const dir of TestCa.dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
   }
 
   get dir(): string {

@@ -1,5 +1,5 @@
-import { describe, expect, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseCommandArgs } from "../args";
@@ -9,6 +9,7 @@ import { taskFromArgs } from "./task-from-args";
 const dir = mkdtempSync(join(tmpdir(), "blockx-args-"));
 const fnFile = join(dir, "f.py");
 writeFileSync(fnFile, "def main(ctx, x):\n    return x\n");
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const args = (...argv: string[]) => parseCommandArgs(argv, { flags: { ...TASK_FLAGS, watch: "bool" } });
 
 describe("taskFromArgs", () => {
