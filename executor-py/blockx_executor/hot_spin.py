@@ -14,6 +14,9 @@ figure of the way not taken stays current (when the host changes, so does the ch
 Pure: no clocks, no IO; the engine reports each wait.
 """
 
+from bisect import bisect_left, insort
+from collections import deque
+
 # Recent waits kept per way; their median is that way's cost.
 WINDOW = 48
 # A way needs this many recent waits before it is compared with the other.
@@ -32,8 +35,8 @@ class HotSpinPolicy:
         # Waits longer than the spin: the caller paused. Neither way would have caught the request
         # in time, so such a wait says nothing of which way is faster.
         self.limit_s = limit_s
-        self._spun = []
-        self._slept = []
+        self._spun = _Window()
+        self._slept = _Window()
         self._count = 0
         self._prefer_spin = True  # the configured intent, until both ways have been measured
 
@@ -53,15 +56,28 @@ class HotSpinPolicy:
         under the way it waited, and updates the choice."""
         if wait_s > self.limit_s:
             return
-        waits = self._spun if spun else self._slept
-        waits.append(wait_s)
-        if len(waits) > WINDOW:
-            del waits[0]
-        if len(self._spun) >= MIN_WAITS and len(self._slept) >= MIN_WAITS:
-            self._prefer_spin = _median(self._spun) < _median(self._slept) * (1.0 - SPIN_MARGIN)
+        (self._spun if spun else self._slept).add(wait_s)
+        if len(self._spun.order) >= MIN_WAITS and len(self._slept.order) >= MIN_WAITS:
+            self._prefer_spin = self._spun.median() < self._slept.median() * (1.0 - SPIN_MARGIN)
 
 
-def _median(xs: list) -> float:
-    s = sorted(xs)
-    n = len(s)
-    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2.0
+class _Window:
+    """_Window: the last WINDOW waits of one way, in arrival order and sorted (on the lone call's
+    path: a median by index, not by sorting, 1 us an observation instead of 3)."""
+
+    __slots__ = ("order", "sorted")
+
+    def __init__(self) -> None:
+        self.order = deque()
+        self.sorted = []
+
+    def add(self, wait_s: float) -> None:
+        self.order.append(wait_s)
+        insort(self.sorted, wait_s)
+        if len(self.order) > WINDOW:
+            del self.sorted[bisect_left(self.sorted, self.order.popleft())]
+
+    def median(self) -> float:
+        s = self.sorted
+        n = len(s)
+        return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2.0
