@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import type { Etcd3, Watcher } from "etcd3";
+import { rmSync } from "node:fs";
 import { createEtcdClient } from "../../common/etcd/etcd-client";
 import { silentLogger } from "../../common/logging/logger";
 import { MetricsRegistry } from "../../common/metrics/metrics";
@@ -318,6 +319,7 @@ describe("EtcdWorkerWatcher on one prefix", () => {
       const deadline = Date.now() + 30_000;
       while (!(await Bun.file(done).exists()) && Date.now() < deadline) Bun.sleepSync(50); // holds the event loop
       expect(await child.exited).toBe(0);
+      rmSync(done, { force: true });
       await waitFor(() => r.metrics.watchEvents!.value({ prefix }) === 30, "30 watch events");
       await Bun.sleep(50); // the flush after the last read
       const updates = r.sink.calls.filter((c) => c.type === "workerUpdated");
