@@ -63,7 +63,7 @@ class HotSpinPolicy:
 
 class _Window:
     """_Window: the last WINDOW waits of one way, in arrival order and sorted (on the lone call's
-    path: a median by index, not by sorting, 1 us an observation instead of 3)."""
+    path: a median by index, not by sorting: 0.6 us an observation instead of 3)."""
 
     __slots__ = ("order", "sorted")
 
