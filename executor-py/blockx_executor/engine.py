@@ -336,8 +336,9 @@ class Engine:
         try:
             # Spin only after a lone call (see _last_call_lone), and when the last wait was short
             # enough for a spin to have caught its frame: requests arriving further apart would
-            # pay the spin's CPU for nothing. Even then, the policy spins only while spinning has
-            # lately cost less than sleeping (hot_spin.py): a spin holds a core the request may need.
+            # pay the spin's CPU for nothing. Even then, the policy spins only while spun waits have
+            # lately been clearly shorter than slept ones (hot_spin.py): a spin holds a core the
+            # request may need.
             eligible = self._last_call_lone and self._last_wait_s <= self._hot_spin_s and self._hot_spin_s > 0.0 and len(self._active) <= 1
             spin = eligible and self._spin_policy.choose()
             n = self._spin_recv(sock, reader) if spin else None

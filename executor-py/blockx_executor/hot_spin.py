@@ -57,7 +57,7 @@ class HotSpinPolicy:
         if wait_s > self.limit_s:
             return
         (self._spun if spun else self._slept).add(wait_s)
-        if len(self._spun.order) >= MIN_WAITS and len(self._slept.order) >= MIN_WAITS:
+        if len(self._spun) >= MIN_WAITS and len(self._slept) >= MIN_WAITS:
             self._prefer_spin = self._spun.median() < self._slept.median() * (1.0 - SPIN_MARGIN)
 
 
@@ -76,6 +76,9 @@ class _Window:
         insort(self.sorted, wait_s)
         if len(self.order) > WINDOW:
             del self.sorted[bisect_left(self.sorted, self.order.popleft())]
+
+    def __len__(self) -> int:
+        return len(self.order)
 
     def median(self) -> float:
         s = self.sorted
