@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { processesMentioning } from "./proc-scan";
 
 /** CHROMIUM: Debian's chromium (`make deps` installs it). */
 export const CHROMIUM = process.env.BLOCKX_CHROMIUM_BIN ?? "/usr/bin/chromium";
@@ -106,6 +107,9 @@ export class HeadlessChromium {
     } catch {}
     this.proc.kill("SIGKILL");
     await this.proc.exited;
+    // The browser's helpers (renderer, network, storage) outlive it briefly and may still write
+    // to the profile: remove it once none of them is left, or the folder stays in /tmp.
+    for (const until = Date.now() + 5_000; processesMentioning(this.profileDir).length > 0 && Date.now() < until; ) await Bun.sleep(50);
     rmSync(this.profileDir, { recursive: true, force: true });
   }
 }

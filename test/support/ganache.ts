@@ -1,4 +1,5 @@
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "./ports";
 
@@ -33,6 +34,10 @@ export class GanacheNode {
   private nextId = 1;
   accounts: string[] = [];
 
+  // The chain's database: ganache's own default is a folder in /tmp that only a clean exit
+  // removes, and stop() kills it.
+  private readonly dbDir = mkdtempSync(join(tmpdir(), "blockx-ganache-"));
+
   private constructor(readonly port: number) {}
 
   static async start(): Promise<GanacheNode> {
@@ -47,6 +52,7 @@ export class GanacheNode {
         "--wallet.mnemonic", GANACHE_MNEMONIC,
         "--miner.instamine", "eager",
         "--logging.quiet",
+        "--database.dbPath", g.dbDir,
       ],
       { stdout: "ignore", stderr: "pipe" },
     );
@@ -58,6 +64,7 @@ export class GanacheNode {
       } catch (e) {
         if (g.proc.exitCode !== null || Date.now() > deadline) {
           const err = await new Response(g.proc.stderr as ReadableStream).text().catch(() => "");
+          await g.stop();
           throw new Error(`ganache did not start on port ${g.port}: ${(e as Error).message} ${err}`);
         }
         await Bun.sleep(100);
@@ -116,9 +123,11 @@ export class GanacheNode {
   }
 
   async stop(): Promise<void> {
-    if (!this.proc) return;
-    this.proc.kill("SIGKILL");
-    await this.proc.exited;
-    this.proc = undefined;
+    if (this.proc) {
+      this.proc.kill("SIGKILL");
+      await this.proc.exited;
+      this.proc = undefined;
+    }
+    rmSync(this.dbDir, { recursive: true, force: true });
   }
 }
