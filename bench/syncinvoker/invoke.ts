@@ -35,6 +35,7 @@ import { loadClientConfig } from "../../src/sdk/client-config";
 import { SyncInvokerServiceService } from "../../src/gen/syncinvoker/v1/sync_invoker";
 import { BlockxProcess } from "../../test/support/blockx-process";
 import { latency, throughput } from "../support/measure";
+import { interferenceNote } from "../support/rounds";
 import { treeCpuSeconds } from "../../test/support/proc-scan";
 
 const { values } = parseArgs({
@@ -68,14 +69,25 @@ async function latencyAfterIdle(call: () => Promise<unknown>, n: number, gapUs: 
 /** Calls each latency series runs before it times any. */
 const WARMUP_CALLS = 300;
 
+interface InvokerCpu {
+  invoker: number;
+  executors: number;
+  calls: number;
+  /** Each round's CPU per call, invoker and executors together, in ms. */
+  perRoundMs: number[];
+}
+
 /** latencyWithCpu: latency() of `call`, adding the CPU `pid` (an invoker) and its executors used meanwhile, warm-up included, to `into`. */
-async function latencyWithCpu(pid: number, into: { invoker: number; executors: number; calls: number }, call: () => Promise<unknown>, n: number): Promise<Lat> {
+async function latencyWithCpu(pid: number, into: InvokerCpu, call: () => Promise<unknown>, n: number): Promise<Lat> {
   const before = treeCpuSeconds(pid);
   const out = await latency(call, n, WARMUP_CALLS);
   const after = treeCpuSeconds(pid);
-  into.invoker += after.self - before.self;
-  into.executors += after.children - before.children;
+  const self = after.self - before.self;
+  const children = after.children - before.children;
+  into.invoker += self;
+  into.executors += children;
   into.calls += n + WARMUP_CALLS;
+  into.perRoundMs.push(((self + children) * 1000) / (n + WARMUP_CALLS));
   return out;
 }
 
@@ -184,8 +196,8 @@ try {
   // every series alike; the figures are the medians of the rounds' p50s and p99s.
   const ROUNDS = 5;
   // CPU of the hot and the cold invoker over their concurrency-1 series (warm-up calls included): what the spin costs.
-  const hotCpu = { invoker: 0, executors: 0, calls: 0 };
-  const coldCpu = { invoker: 0, executors: 0, calls: 0 };
+  const hotCpu: InvokerCpu = { invoker: 0, executors: 0, calls: 0, perRoundMs: [] };
+  const coldCpu: InvokerCpu = { invoker: 0, executors: 0, calls: 0, perRoundMs: [] };
   const perRound = Math.ceil(CALLS / ROUNDS);
   const rounds: { grpc: Lat; exec: Lat; execIdle: Lat; handler: Lat; grpcExec: Lat; invoke: Lat; invokeCold: Lat; invokeNoWait: Lat; execNoWait: Lat; sdk: Lat; leanGrpc: Lat }[] = [];
   for (let r = 0; r < ROUNDS; r++) {
@@ -251,7 +263,8 @@ try {
   const cpuUs = (c: typeof hotCpu) => `invoker ${us((c.invoker * 1e6) / c.calls)}, executors ${us((c.executors * 1e6) / c.calls)}`;
   console.log(
     `CPU per call at concurrency 1 (all rounds, /proc ticks of 10 ms): hot (SYNCINVOKER_HOT_SPIN_US=${values["hot-spin-us"] ?? "default"}) ${cpuUs(hotCpu)}; cold ${cpuUs(coldCpu)}; ` +
-      `the spin's cost: executors ${((hotCpu.executors / hotCpu.calls - coldCpu.executors / coldCpu.calls) * 1e6).toFixed(0)} µs per call`,
+      `the spin's cost: executors ${((hotCpu.executors / hotCpu.calls - coldCpu.executors / coldCpu.calls) * 1e6).toFixed(0)} µs per call; ` +
+      `the cold invoker's per round (invoker and executors): ${coldCpu.perRoundMs.map((x) => us(x * 1000)).join(", ")}`,
   );
   console.log(
     `the same invoker with EXECUTOR_HOT_WAIT_US=0 (its pool sleeps until the executor answers): p50 ${us(invokeNoWait1.p50)}, p99 ${us(invokeNoWait1.p99)}; ` +
@@ -264,7 +277,12 @@ try {
     `the SDK's invoke (BlockxClient.invoke, its lean unary channel) to the same invoker: p50 ${us(sdk1.p50)}, p99 ${us(sdk1.p99)} (${(sdk1.p50 / invoke1.p50).toFixed(2)}x the grpc-js client's); ` +
       `bare gRPC unary through that channel: p50 ${us(leanGrpc1.p50)}; SDK invoke / (that + bare executor) p50 = ${(sdk1.p50 / (leanGrpc1.p50 + exec1.p50)).toFixed(2)}x`,
   );
-  console.log(`ratio p50 / (bare gRPC p50 + bare executor p50) = ${ratio.toFixed(2)} (aim <= 1.3)`);
+  // The invoker without a spin does the same work for every call: a quiet host charges it the same
+  // CPU each round (the hot one's spin adapts, so its CPU may move on its own). The first round is
+  // left out: it also pays a fresh invoker's JIT compilers, which settle over its first minute.
+  const disturbed = interferenceNote({ "invoker without a spin, rounds 2 on": coldCpu.perRoundMs.slice(1) }, "Invoke (ms, invoker and executors)");
+  if (disturbed) console.log(disturbed);
+  console.log(`ratio p50 / (bare gRPC p50 + bare executor p50) = ${ratio.toFixed(2)} (aim <= 1.3)${disturbed ? ": no result, the host disturbed this run" : ""}`);
   siClient.client.close();
   sdk.close();
   leanBare.close();
