@@ -35,7 +35,9 @@ export class HeadlessChromium {
     const proc = Bun.spawn(
       ["setpriv", "--pdeathsig", "KILL", "--", CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
         "--window-size=1400,900", "--remote-debugging-port=0", `--user-data-dir=${profileDir}`, "about:blank"],
-      { stdout: "ignore", stderr: "pipe" },
+      // Its TMPDIR is the profile too: chromium puts its singleton socket's folder there, and the
+      // profile's removal takes it along (else an org.chromium.Chromium.* folder stays in /tmp).
+      { stdout: "ignore", stderr: "pipe", env: { ...process.env, TMPDIR: profileDir } },
     );
     // chromium prints "DevTools listening on ws://127.0.0.1:PORT/devtools/browser/ID" on stderr.
     const reader = proc.stderr.getReader();
