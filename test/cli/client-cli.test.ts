@@ -237,17 +237,18 @@ describe("client CLI", () => {
   }, 30_000);
 
   test("in a real terminal (tmux) the progress bar is one line redrawn in place and finishes at 100%", async () => {
-    const sock = `blockx-test-${process.pid}`;
+    // A socket in the cluster's folder (removed with it), not tmux's default folder in /tmp.
+    const sock = join(cluster.dir, "tmux.sock");
     const script = join(cluster.dir, "tty.sh");
     const exports = Object.entries({ ...transportEnv(env, "client"), ...env }).map(([k, v]) => `export ${k}='${v}'`).join("\n");
     writeFileSync(script, `${exports}\ncd '${cluster.dir}'\n'${BLOCKX_BINARY}' submit --function stats.py --blocks 100..159 --table tty_squares --watch > out.txt\necho "EXIT=$?"\nsleep 60\n`);
     try {
-      expect(Bun.spawnSync(["tmux", "-L", sock, "new-session", "-d", "-s", "bar", "-x", "150", "-y", "12", `bash ${script}`]).exitCode).toBe(0);
+      expect(Bun.spawnSync(["tmux", "-S", sock, "new-session", "-d", "-s", "bar", "-x", "150", "-y", "12", `bash ${script}`]).exitCode).toBe(0);
       let pane = "";
       const frames: string[] = [];
       for (let i = 0; i < 600 && !pane.includes("EXIT="); i++) {
         await Bun.sleep(50);
-        pane = Bun.spawnSync(["tmux", "-L", sock, "capture-pane", "-p", "-t", "bar"]).stdout.toString();
+        pane = Bun.spawnSync(["tmux", "-S", sock, "capture-pane", "-p", "-t", "bar"]).stdout.toString();
         frames.push(...pane.split("\n").filter((l) => l.includes(" calls ")));
       }
       // The bar was seen on its way (the 60 calls take at least 1.5 s), not only at the end.
@@ -258,7 +259,7 @@ describe("client CLI", () => {
       expect(barLines[0]).toMatch(/^\[#{24}\] 100%  60\/60 calls  .*\/s  ETA 00:00  SUCCEEDED$/);
       expect(pane).not.toContain("progress:");
     } finally {
-      Bun.spawnSync(["tmux", "-L", sock, "kill-server"]);
+      Bun.spawnSync(["tmux", "-S", sock, "kill-server"]);
     }
   }, 90_000);
 });
