@@ -429,6 +429,10 @@ describe("admission (2 executors, queue of 2)", () => {
     const late = await client.invoke({ name: "hold", args: JSON.stringify({ gate, marker: marker("late") }), deadlineMs: 500 });
     expect(!late.ok && late.code).toBe(grpc.status.DEADLINE_EXCEEDED);
 
+    // The invoker drops `late` when the client's cancel or its own copy of the deadline reaches it,
+    // which can be a moment after the client gave up: until then it still holds a place in the queue.
+    await until("the expired and late requests dropped", async () => (await queueDepth()) === 0);
+
     // Fill the queue, then one more is refused at once.
     const queued = [0, 1].map((i) => client.invoke({ name: "hold", args: JSON.stringify({ gate, marker: marker(`queued-${i}`) }), timeoutMs: 30_000 }));
     await until("two requests queued", async () => (await queueDepth()) === 2);
