@@ -233,6 +233,8 @@ try {
   // only where a round gives them 20 or more /proc ticks of 10 ms (the full block's decode).
   const steady = [...series.keys()].filter((k) => median(results[k]!.map((r) => r.executorsUs)) * CALLS >= 200_000);
   const disturbed = interferenceNote(Object.fromEntries(steady.map((k) => [k, results[k]!.map((r) => r.executorsUs / 1000)])), "call (ms, executors)");
+  console.log(`\nThe executors' CPU per call by round, what the disturbance check reads (µs):`);
+  for (const k of steady) console.log(`- ${k}: ${results[k]!.map((r) => r.executorsUs.toFixed(0)).join(", ")}`);
   if (disturbed) console.log(`\n${disturbed}`);
   console.log("");
   for (const [k, s] of series) {
