@@ -259,11 +259,12 @@ try {
       `its ratio p50 / (bare gRPC + bare executor) = ${(invokeCold1.p50 / (grpc1.p50 + exec1.p50)).toFixed(2)}x; hot / cold p50 = ${(invoke1.p50 / invokeCold1.p50).toFixed(2)}x; ` +
       `${invokeColdTput.toFixed(0)} calls/s at 64 in flight, hot / cold ${(invokeTput / invokeColdTput).toFixed(2)}x`,
   );
+  const cpuByRound = (c: InvokerCpu) => c.perRoundMs.map((ms) => us(ms * 1000)).join(", ");
   const cpuUs = (c: typeof hotCpu) => `invoker ${us((c.invoker * 1e6) / c.calls)}, executors ${us((c.executors * 1e6) / c.calls)}`;
   console.log(
     `CPU per call at concurrency 1 (all rounds, /proc ticks of 10 ms): hot (SYNCINVOKER_HOT_SPIN_US=${values["hot-spin-us"] ?? "default"}) ${cpuUs(hotCpu)}; cold ${cpuUs(coldCpu)}; ` +
       `the spin's cost: executors ${((hotCpu.executors / hotCpu.calls - coldCpu.executors / coldCpu.calls) * 1e6).toFixed(0)} µs per call; ` +
-      `the cold invoker's per round (invoker and executors): ${coldCpu.perRoundMs.map((x) => us(x * 1000)).join(", ")}`,
+      `per round (invoker and executors): hot ${cpuByRound(hotCpu)}; cold ${cpuByRound(coldCpu)}`,
   );
   console.log(
     `the same invoker with EXECUTOR_HOT_WAIT_US=0 (its pool sleeps until the executor answers): p50 ${us(invokeNoWait1.p50)}, p99 ${us(invokeNoWait1.p99)}; ` +
