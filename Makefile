@@ -16,6 +16,7 @@ DIST_RUNTIMES := $(BUN_TARGETS)/linux-x64/bun $(BUN_TARGETS)/linux-arm64/bun
 DIST_DIR ?= dist/release
 CHROMIUM_STAMP := $(CACHE)/chromium.stamp
 BWRAP_STAMP := $(CACHE)/bubblewrap.stamp
+BWRAP_CACHE := $(CACHE)/bubblewrap/root/usr/bin/bwrap
 DEPS_STAMP := node_modules/.blockx-deps-stamp
 SOURCES := $(shell find src -name '*.ts' -not -name '*.test.ts') $(shell find executor-py/blockx_executor -name '*.py') $(wildcard deploy/systemd/*) package.json
 COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -29,7 +30,7 @@ export BLOCKX_ETCD_BIN := $(abspath $(ETCD))
 .PHONY: deps build dist test typecheck proto py-stubs bench clean run demo soak source-digest mutants
 .DEFAULT_GOAL := build
 
-deps: $(BUN) $(DEPS_STAMP) $(ETCD) $(GRPCIO_STAMP) $(GANACHE_STAMP) $(SYSTEMD_STAMP) $(QEMU_STAMP) $(ARM64_LIBC)/lib/ld-linux-aarch64.so.1 $(DIST_RUNTIMES) $(CHROMIUM_STAMP) $(POSTGRES_STAMP) $(BWRAP_STAMP)
+deps: $(BUN) $(DEPS_STAMP) $(ETCD) $(GRPCIO_STAMP) $(GANACHE_STAMP) $(SYSTEMD_STAMP) $(QEMU_STAMP) $(ARM64_LIBC)/lib/ld-linux-aarch64.so.1 $(DIST_RUNTIMES) $(CHROMIUM_STAMP) $(POSTGRES_STAMP) $(BWRAP_STAMP) $(BWRAP_CACHE)
 
 # Bun from the npm registry, pinned; bun-types in package.json carries the same version.
 $(BUN):
@@ -143,6 +144,16 @@ $(BWRAP_STAMP):
 	bwrap --version
 	@touch $@
 
+# Debian's bubblewrap unpacked into the cache like etcd (no root install): `make demo` needs no system
+# bubblewrap, since every role run from this checkout's dist/blockx finds this copy when bwrap is
+# not on PATH (src/runtime/executor/isolation.ts). Its libraries (libcap2, libselinux1) are in
+# every Debian base system. `make deps` fetches it too: a test runs dev with bwrap absent from PATH.
+$(BWRAP_CACHE):
+	mkdir -p $(CACHE)/bubblewrap
+	cd $(CACHE)/bubblewrap && (apt-get download bubblewrap 2>/dev/null || (apt-get update -qq && apt-get download bubblewrap))
+	dpkg -x $(CACHE)/bubblewrap/bubblewrap_*.deb $(CACHE)/bubblewrap/root
+	@$(BWRAP_CACHE) --version
+
 build: dist/blockx
 
 dist/blockx: $(SOURCES) $(DEPS_STAMP) | $(BUN)
@@ -215,10 +226,11 @@ clean:
 # The whole system on this machine: `blockx dev` (etcd, Coordinators, Workers, Sync Invoker, proxy;
 # Ctrl-C stops everything). Its arguments go in ARGS, e.g. `make run ARGS=--keep`.
 ARGS ?=
-run: $(BUN) $(DEPS_STAMP) $(ETCD) build
+run: $(BUN) $(DEPS_STAMP) $(ETCD) $(BWRAP_CACHE) build
 	./dist/blockx dev $(ARGS)
 
 # The two-command demo: blockx dev, the block-statistics example with progress, its first rows, stop.
-# Needs only what runs the system (Bun, npm packages, etcd): no root when apt lists are present.
-demo: $(BUN) $(DEPS_STAMP) $(ETCD) build
+# Needs only what runs the system (Bun, npm packages, etcd, bubblewrap for the executors' sandbox,
+# the last two unpacked into .cache): no root when apt lists are present.
+demo: $(BUN) $(DEPS_STAMP) $(ETCD) $(BWRAP_CACHE) build
 	./scripts/demo.sh

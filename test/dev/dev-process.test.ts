@@ -8,7 +8,7 @@
 import { channelFor } from "../../src/common/tls/grpc-tls";
 import { compileTlsSetting } from "../../src/common/tls/tls-setting";
 import { afterEach, describe, expect, test } from "bun:test";
-import { copyFileSync, existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FunctionCallConfig, Task, TaskState } from "../../src/gen/worker/v1/worker";
@@ -19,8 +19,10 @@ import { BLOCKX_BINARY, BlockxProcess } from "../support/blockx-process";
 import { descendants, processesMentioning } from "../support/proc-scan";
 import { reserve, waitFor } from "../support/coordinator-client";
 import { WorkerClient } from "../support/worker-client";
+import { pathWithout } from "../support/path-without";
 
-const EXAMPLES = join(import.meta.dir, "..", "..", "examples");
+const REPO = join(import.meta.dir, "..", "..");
+const EXAMPLES = join(REPO, "examples");
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
@@ -176,6 +178,63 @@ describe("blockx dev", () => {
     expect(await dev.exited).toBe(2);
     expect(dev.stderr).toContain("ETCD_BIN=/nonexistent/etcd is not an executable file");
   }, 30_000);
+
+  test("bubblewrap absent from PATH (a fresh machine after `make demo`): the Workers start executors through the checkout's own copy in .cache/bubblewrap", async () => {
+    const cached = realpathSync(join(REPO, ".cache", "bubblewrap", "root", "usr", "bin", "bwrap"));
+    const noBwrap = pathWithout(["bwrap"]);
+    cleanups.push(noBwrap.remove);
+    expect(Bun.which("bwrap", { PATH: noBwrap.path })).toBeNull();
+    const { dev } = startDev({ PATH: noBwrap.path, DEV_BUNDLE_WORKERS: "0" });
+    const r = await ready(dev);
+    const env = Object.fromEntries([...readFileSync(r.envFile, "utf8").matchAll(/^export (\w+)='([^']*)'$/gm)].map((m) => [m[1], m[2]]));
+    expect(await runBlockStats(env, "dev-no-bwrap", 100, 119)).toMatchObject({ state: TaskState.SUCCEEDED, callsTotal: 20 });
+    // The executors' sandboxes run the cached bwrap (its path is their first argument).
+    const sandboxes = descendants(dev.proc.pid).filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")[0] === cached;
+      } catch {
+        return false;
+      }
+    });
+    expect(sandboxes.length).toBeGreaterThanOrEqual(1);
+    dev.proc.kill("SIGINT");
+    expect(await dev.exited).toBe(0);
+  }, 180_000);
+
+  test("bubblewrap nowhere (neither on PATH nor in the binary's checkout): one line naming where dev looked and the fix, nothing started (exit 2)", async () => {
+    // The binary outside any checkout, as a copy of dist/blockx in an empty folder's dist/.
+    const elsewhere = mkdtempSync(join(tmpdir(), "blockx-nocheckout-"));
+    cleanups.push(() => rmSync(elsewhere, { recursive: true, force: true }));
+    mkdirSync(join(elsewhere, "dist"));
+    copyFileSync(BLOCKX_BINARY, join(elsewhere, "dist", "blockx"));
+    chmodSync(join(elsewhere, "dist", "blockx"), 0o755);
+    const noBwrap = pathWithout(["bwrap"]);
+    cleanups.push(noBwrap.remove);
+    const dir = mkdtempSync(join(tmpdir(), "blockx-devtest-"));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const dev = BlockxProcess.spawn(["dev"], { PATH: noBwrap.path, ETCD_BIN: process.env.BLOCKX_ETCD_BIN!, DEV_DIR: dir }, join(elsewhere, "dist", "blockx"));
+    cleanups.push(() => dev.stop("SIGKILL"));
+    expect(await dev.exited).toBe(2);
+    expect(dev.stderr.trim().split("\n")).toEqual([
+      `blockx dev: executors cannot start in their sandbox here: bubblewrap (bwrap) is not installed (looked on PATH and in the checkout's .cache/bubblewrap/root/usr/bin/bwrap). ` +
+        "Fix: `make demo` or `make deps` in the checkout (fetches Debian's bubblewrap into .cache), or apt-get install bubblewrap; " +
+        "allow user namespaces (sysctl -w user.max_user_namespaces=15000); or run your own functions unsandboxed: EXECUTOR_SANDBOX=off blockx dev",
+    ]);
+    expect(readdirSync(dir)).toEqual([]); // not even its logs: nothing was started
+  }, 60_000);
+
+  test("a bubblewrap that cannot make namespaces (a kernel without user namespaces): bwrap's own words and the fix in one line, nothing started (exit 2)", async () => {
+    const said = "bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces.";
+    const broken = pathWithout(["bwrap"], { bwrap: `#!/bin/sh\necho "${said}" >&2\nexit 1\n` });
+    cleanups.push(broken.remove);
+    const { dir, dev } = startDev({ PATH: broken.path });
+    expect(await dev.exited).toBe(2);
+    const lines = dev.stderr.trim().split("\n");
+    expect(lines.length).toBe(1);
+    expect(lines[0]).toStartWith(`blockx dev: executors cannot start in their sandbox here: ${said}. Fix: `);
+    expect(lines[0]).toContain("or run your own functions unsandboxed: EXECUTOR_SANDBOX=off blockx dev");
+    expect(readdirSync(dir)).toEqual([]);
+  }, 60_000);
 
   test("an invalid variable is refused with its rule (exit 2)", async () => {
     const { dev } = startDev({ DEV_WORKERS: "many" });

@@ -114,12 +114,42 @@ async function setUpDevEtcd(endpoint: string, tls: DevTls): Promise<void> {
 }
 
 /**
+ * checkExecutorSandbox starts one sandbox as the Workers would, before anything else starts: where
+ * it cannot start, dev stops at once with one line and the fix, instead of every Worker failing
+ * alone and the cluster stopping half-started. It does not fall back to EXECUTOR_SANDBOX=off on
+ * its own: dev should run functions as production does (a function that reads a file or opens a
+ * socket must fail here too), and running code unsandboxed is the user's explicit choice.
+ */
+async function checkExecutorSandbox(): Promise<void> {
+  const { probeExecutorSandbox } = await import("../../runtime/executor/executor-pool");
+  const { executorPoolConfigFrom, executorPoolVars } = await import("../../runtime/executor/executor-pool-config");
+  const { loadEnvConfig } = await import("../../common/config/env-config");
+  const { locateBwrap, BWRAP_CACHE_PATH } = await import("../../runtime/executor/isolation");
+  const config = executorPoolConfigFrom(loadEnvConfig(executorPoolVars, process.env));
+  try {
+    await probeExecutorSandbox(config);
+  } catch (e) {
+    const bwrap = locateBwrap(config.bwrap);
+    const problem = bwrap.includes("/")
+      ? (e as Error).message.replace(/^.*?cannot start an executor's sandbox on this host: /, "").replace(/\. Install bubblewrap.*$/, "")
+      : `bubblewrap (${bwrap}) is not installed (looked on PATH and in the checkout's ${BWRAP_CACHE_PATH})`;
+    throw new DevError(
+      "SANDBOX_UNAVAILABLE",
+      `executors cannot start in their sandbox here: ${problem}. Fix: \`make demo\` or \`make deps\` in the checkout ` +
+        "(fetches Debian's bubblewrap into .cache), or apt-get install bubblewrap; allow user namespaces " +
+        "(sysctl -w user.max_user_namespaces=15000); or run your own functions unsandboxed: EXECUTOR_SANDBOX=off blockx dev",
+    );
+  }
+}
+
+/**
  * runDev starts the local cluster and returns the exit code once every child has ended. The
  * decisions are SupervisorCore's; this function only carries them out (spawn, signal, print)
  * and feeds back readiness, exits, signals and ticks.
  */
 export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise<number> {
   const etcdBin = locateEtcd(config.etcdBin, { execPath: process.execPath, cwd: process.cwd(), path: process.env.PATH ?? "" });
+  if (config.workers + config.bundleWorkers > 0 || devEnv.commands.has("syncinvoker")) await checkExecutorSandbox();
   const { layout, temporary } = prepareDir(config);
   const postgres = config.postgres ? await startDevPostgres(config) : undefined;
   const tableStoreUrl = postgres ? postgres.url : config.tableStoreUrl;

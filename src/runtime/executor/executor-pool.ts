@@ -1,6 +1,6 @@
 import { runningNowMs } from "../../common/clock/running-clock";
 import { createHash, randomBytes } from "node:crypto";
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { UnixSocketListener } from "bun";
@@ -320,39 +320,9 @@ export class ExecutorPool {
     });
   }
 
-  /**
-   * checkSandbox starts the sandbox once with `python -c pass` before any executor: where bwrap is
-   * missing or user namespaces are not allowed, the role stops here with bwrap's own words. (A
-   * broken executor package is not its business: executors dying at start say that.)
-   */
+  /** checkSandbox: see startSandboxOnce; where the sandbox cannot start, the role stops here. */
   private checkSandbox(): void {
-    if (!this.sandbox) return;
-    const scratchDir = join(this.runtimeDir, "scratch-check");
-    mkdirSync(scratchDir, { mode: 0o700 });
-    if (this.isolation.runAs) chownSync(scratchDir, this.isolation.runAs.uid, this.isolation.runAs.gid);
-    const fd = this.sandbox.openSeccomp();
-    try {
-      const argv = this.sandbox.argv({ packageDir: this.pythonPath, socketPath: this.socketPath, scratchDir }, [this.python, "-c", "pass"]);
-      let r: { exitCode: number | null; stderr: Buffer | undefined };
-      try {
-        r = Bun.spawnSync(argv, { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", PYTHONPATH: this.pythonPath }, stdio: ["ignore", "ignore", "pipe", fd] });
-      } catch (e) {
-        r = { exitCode: null, stderr: Buffer.from((e as Error).message) };
-      }
-      if (r.exitCode !== 0) {
-        const said = r.stderr?.toString().trim() || `exit code ${r.exitCode}`;
-        throw new ExecutorStartError(
-          "EXECUTOR_SANDBOX_UNAVAILABLE",
-          `bubblewrap (${this.sandbox.bwrap}) cannot start an executor's sandbox on this host: ${said}. ` +
-            "Install bubblewrap (apt-get install bubblewrap) and allow user namespaces (sysctl user.max_user_namespaces > 0; " +
-            "kernel.unprivileged_userns_clone=1 where it exists), or set EXECUTOR_SANDBOX=off to run user code without the sandbox " +
-            "(see --help for what that gives up)",
-        );
-      }
-    } finally {
-      BwrapSandbox.closeSeccomp(fd);
-      rmSync(scratchDir, { recursive: true, force: true });
-    }
+    if (this.sandbox) startSandboxOnce(this.sandbox, this.isolation, [this.python, "-c", "pass"], { packageDir: this.pythonPath, socketPath: this.socketPath, runtimeDir: this.runtimeDir });
   }
 
   private spawn(index: number, id: string): void {
@@ -818,6 +788,64 @@ export class ExecutorPool {
         setTimeout(resolve, 200);
       });
     }
+  }
+}
+
+/**
+ * startSandboxOnce starts the sandbox once with `argv` (`python -c pass`) before any executor:
+ * where bwrap is missing or user namespaces are not allowed, it throws an ExecutorStartError with
+ * bwrap's own words and the fix. (A broken executor package is not its business: executors dying
+ * at start say that.)
+ */
+function startSandboxOnce(sandbox: BwrapSandbox, isolation: Isolation, argv: string[], at: { packageDir: string; socketPath: string; runtimeDir: string }): void {
+  const scratchDir = join(at.runtimeDir, "scratch-check");
+  mkdirSync(scratchDir, { mode: 0o700 });
+  if (isolation.runAs) chownSync(scratchDir, isolation.runAs.uid, isolation.runAs.gid);
+  const fd = sandbox.openSeccomp();
+  try {
+    const full = sandbox.argv({ packageDir: at.packageDir, socketPath: at.socketPath, scratchDir }, argv);
+    let r: { exitCode: number | null; stderr: Buffer | undefined };
+    try {
+      r = Bun.spawnSync(full, { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", PYTHONPATH: at.packageDir }, stdio: ["ignore", "ignore", "pipe", fd] });
+    } catch (e) {
+      r = { exitCode: null, stderr: Buffer.from((e as Error).message) };
+    }
+    if (r.exitCode !== 0) {
+      const said = (r.stderr?.toString().trim() || `exit code ${r.exitCode}`).replace(/\s*\n\s*/g, "; ");
+      throw new ExecutorStartError(
+        "EXECUTOR_SANDBOX_UNAVAILABLE",
+        `bubblewrap (${sandbox.bwrap}) cannot start an executor's sandbox on this host: ${said}. ` +
+          "Install bubblewrap (apt-get install bubblewrap) and allow user namespaces (sysctl user.max_user_namespaces > 0; " +
+          "kernel.unprivileged_userns_clone=1 where it exists), or set EXECUTOR_SANDBOX=off to run user code without the sandbox " +
+          "(see --help for what that gives up)",
+      );
+    }
+  } finally {
+    BwrapSandbox.closeSeccomp(fd);
+    rmSync(scratchDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * probeExecutorSandbox checks, without starting a pool, that executors configured as `config`
+ * can start in their sandbox here (the same check a pool makes before its first executor): a
+ * program that starts several roles (`blockx dev`) asks once instead of each role failing alone.
+ * EXECUTOR_SANDBOX=off: nothing to check. Throws the pool's ExecutorStartError.
+ */
+export async function probeExecutorSandbox(config: ExecutorPoolConfig): Promise<void> {
+  const isolation = resolveIsolation(config);
+  if (!isolation.sandbox) return;
+  const python = resolvePython(config.python);
+  const packageDir = await executorPythonPath(config.cacheDir, isolation.runAs);
+  const runtimeDir = makeRuntimeDir(isolation);
+  try {
+    const sandbox = makeSandbox(isolation, python, runtimeDir);
+    // The sandbox mounts the pool's socket; an empty file stands in for it (nothing connects).
+    const socketPath = join(runtimeDir, "executors.sock");
+    writeFileSync(socketPath, "");
+    startSandboxOnce(sandbox, isolation, [python, "-c", "pass"], { packageDir, socketPath, runtimeDir });
+  } finally {
+    rmSync(runtimeDir, { recursive: true, force: true });
   }
 }
 

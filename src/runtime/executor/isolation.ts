@@ -1,5 +1,38 @@
+import { accessSync, constants, realpathSync } from "node:fs";
+import { dirname, join } from "node:path";
 import type { ExecutorPoolConfig } from "./executor-pool-config";
 import { ExecutorStartError } from "./executor-start-error";
+
+/** Where `make deps` and `make demo` unpack Debian's bubblewrap, relative to a checkout (no system install). */
+export const BWRAP_CACHE_PATH = ".cache/bubblewrap/root/usr/bin/bwrap";
+
+/** checkoutOf: the checkout this program runs from: dist/blockx -> its parent's parent; from source, src/main.ts's. */
+function checkoutOf(): string {
+  return dirname(dirname(Bun.isStandaloneExecutable ? process.execPath : Bun.main));
+}
+
+/**
+ * locateBwrap resolves EXECUTOR_BWRAP: a path as given; a bare name on PATH; and for the default
+ * `bwrap` missing from PATH, the copy `make demo`/`make deps` unpacked into the checkout the binary
+ * runs from (a fresh machine without Debian's bubblewrap installed). Not the current directory's:
+ * a role never runs a sandbox it happened to find where it was started. None: the name as given
+ * (starting it then fails with the sandbox check's message).
+ */
+export function locateBwrap(bwrap: string, where: { path: string; checkout: string } = { path: process.env.PATH ?? "", checkout: checkoutOf() }): string {
+  if (bwrap.includes("/")) return bwrap;
+  const onPath = Bun.which(bwrap, { PATH: where.path });
+  if (onPath) return onPath;
+  if (bwrap === "bwrap") {
+    const cached = join(where.checkout, BWRAP_CACHE_PATH);
+    try {
+      accessSync(cached, constants.X_OK);
+      return cached;
+    } catch {
+      // not unpacked here
+    }
+  }
+  return bwrap;
+}
 
 export interface Isolation {
   /** Prepended to the executor's command line. */
@@ -50,11 +83,13 @@ export function resolveIsolation(config: ExecutorPoolConfig): Isolation {
 
   if (config.sandbox === "on") {
     // The sandbox gives executors their network namespace and, as root, drops them to runAs itself.
-    const bwrap = Bun.which(config.bwrap) ?? config.bwrap;
+    const bwrap = locateBwrap(config.bwrap);
     let runAs: Isolation["runAs"] = null;
     let setpriv: string | null = null;
     if (isRoot) {
-      setpriv = Bun.which("setpriv");
+      // Its real path: the sandbox mounts this file, and a link's folder (PATH's) is not mounted there.
+      const found = Bun.which("setpriv");
+      setpriv = found && realpathSync(found);
       if (!setpriv) throw new ExecutorStartError("EXECUTOR_SANDBOX_UNAVAILABLE", "setpriv (util-linux) is not installed: as root, sandboxed executors drop to EXECUTOR_USER with it");
       runAs = config.user === "" ? null : lookUpUser(config.user);
       if (config.user !== "" && !runAs) throw new ExecutorStartError("EXECUTOR_SANDBOX_UNAVAILABLE", `EXECUTOR_USER ${JSON.stringify(config.user)} does not exist`);
