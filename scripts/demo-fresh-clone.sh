@@ -10,7 +10,8 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/blockx-fresh-XXXXXX")"
 cleanup() { [ "${KEEP:-0}" = 1 ] && echo "kept $work" || rm -rf "$work"; }
 trap cleanup EXIT
-git clone --quiet --no-hardlinks "$here" "$work/blockx"
+# safe.directory: the checkout may belong to another user (as root, the clone is then this user's own).
+git -c safe.directory="*" clone --quiet --no-hardlinks "$here" "$work/blockx"
 mkdir "$work/path"
 IFS=: read -ra dirs <<<"$PATH"
 for d in "${dirs[@]}"; do
