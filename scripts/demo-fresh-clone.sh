@@ -10,8 +10,10 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/blockx-fresh-XXXXXX")"
 cleanup() { [ "${KEEP:-0}" = 1 ] && echo "kept $work" || rm -rf "$work"; }
 trap cleanup EXIT
-# safe.directory: the checkout may belong to another user (as root, the clone is then this user's own).
-git -c safe.directory="*" clone --quiet --no-hardlinks "$here" "$work/blockx"
+# Through a bundle of HEAD: the checkout may belong to another user, whose repository git refuses to
+# clone from (safe.directory is not passed on to the clone's upload-pack); a bundle is read in-process.
+git -c safe.directory="*" -C "$here" bundle create --quiet "$work/head.bundle" HEAD
+git -c advice.detachedHead=false clone --quiet "$work/head.bundle" "$work/blockx"
 mkdir "$work/path"
 IFS=: read -ra dirs <<<"$PATH"
 for d in "${dirs[@]}"; do
@@ -21,7 +23,7 @@ for d in "${dirs[@]}"; do
     [ "$n" = bwrap ] || [ -e "$work/path/$n" ] || ln -s "$f" "$work/path/$n"
   done
 done
-echo "== fresh clone of $(git -C "$here" rev-parse --short HEAD) in $work/blockx; bwrap on PATH: $(PATH="$work/path" command -v bwrap || echo none)"
+echo "== fresh clone of $(git -C "$work/blockx" rev-parse --short HEAD) in $work/blockx; bwrap on PATH: $(PATH="$work/path" command -v bwrap || echo none)"
 cd "$work/blockx"
 PATH="$work/path" DEMO_BLOCKS="${DEMO_BLOCKS:-18000000..18000299}" make demo 2>&1 | tee "$work/demo.log"
 grep -qE '^18000000 +[0-9]+' "$work/demo.log" || { echo "FAILED: the demo printed no rows" >&2; exit 1; }
