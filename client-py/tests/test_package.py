@@ -1,5 +1,6 @@
-"""client-py builds as a wheel with Debian's setuptools, ships py.typed and the stubs, and
-depends only on grpcio and protobuf; the committed stubs are what gen-stubs.sh makes."""
+"""client-py builds as a wheel with Debian's setuptools, ships py.typed and the stubs, depends only
+on grpcio and protobuf and says Apache-2.0 with the repository's LICENSE inside; the committed
+stubs are what gen-stubs.sh makes."""
 import os
 import shutil
 import subprocess
@@ -23,6 +24,15 @@ def test_wheel_builds_with_debian_setuptools(tmp_path):
             "blockx/_gen/syncinvoker/v1/sync_invoker_pb2_grpc.py"} <= names
     required = sorted(l.split(":", 1)[1].strip() for l in meta.splitlines() if l.startswith("Requires-Dist:") and "extra ==" not in l)
     assert required == ["grpcio (>=1.51)", "protobuf (>=4.21)"]
+    # Apache-2.0 as BlockX, with the licence text inside the wheel.
+    assert "License: Apache-2.0" in meta.splitlines()
+    assert "Classifier: License :: OSI Approved :: Apache Software License" in meta.splitlines()
+    assert any(n.endswith(".dist-info/LICENSE") for n in names), sorted(names)
+
+
+def test_license_is_the_repository_license():
+    with open(os.path.join(CLIENT_PY, "LICENSE")) as a, open(os.path.join(CLIENT_PY, "..", "LICENSE")) as b:
+        assert a.read() == b.read(), "client-py/LICENSE differs from the repository's LICENSE: copy it"
 
 
 def test_committed_stubs_are_what_gen_stubs_makes(tmp_path):
