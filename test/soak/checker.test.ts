@@ -36,7 +36,7 @@ const KINDS = [
     name: "Postgres",
     location: freshDatabase,
     open: (url: string): TableStore =>
-      new PostgresTableStore({ url, poolSize: 2, statementTimeoutMs: 30_000, idleInTransactionTimeoutMs: 10_000, connectTimeoutMs: 5_000, reconnectMinMs: 100, reconnectMaxMs: 2_000, tls: "", tlsCaFile: "" }),
+      new PostgresTableStore({ url, poolSize: 2, statementTimeoutMs: 30_000, idleInTransactionTimeoutMs: 10_000, connectTimeoutMs: 5_000, reconnectMinMs: 100, reconnectMaxMs: 2_000, deadlineMarginMs: 2_000, tls: "", tlsCaFile: "" }),
   },
 ] as const;
 

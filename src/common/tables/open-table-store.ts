@@ -17,6 +17,7 @@ export function openTableStore(c: TableStoreConfig, o: { readonly inline?: boole
       connectTimeoutMs: c.tableStoreConnectTimeoutMs,
       reconnectMinMs: c.tableStoreReconnectMinMs,
       reconnectMaxMs: c.tableStoreReconnectMaxMs,
+      deadlineMarginMs: c.tableStoreDeadlineMarginMs,
       tls: c.tableStoreTls,
       tlsCaFile: c.tableStoreTlsCa,
     });

@@ -20,7 +20,7 @@ afterEach(async () => {
 });
 
 function store(url: string): PostgresTableStore {
-  const s = new PostgresTableStore({ url, poolSize: 4, statementTimeoutMs: 30_000, idleInTransactionTimeoutMs: 10_000, connectTimeoutMs: 5_000, reconnectMinMs: 100, reconnectMaxMs: 500, tls: "", tlsCaFile: "" });
+  const s = new PostgresTableStore({ url, poolSize: 4, statementTimeoutMs: 30_000, idleInTransactionTimeoutMs: 10_000, connectTimeoutMs: 5_000, reconnectMinMs: 100, reconnectMaxMs: 500, deadlineMarginMs: 2_000, tls: "", tlsCaFile: "" });
   stores.push(s);
   return s;
 }

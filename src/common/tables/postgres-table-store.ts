@@ -1,9 +1,28 @@
-import { SQL } from "bun";
+import { SQL, type TransactionSQL } from "bun";
 import { exactInt, parseExactJson } from "../json/exact-json";
 import { callResult, type GroupCommitResult, GroupCommitQueue } from "./group-commit-queue";
 import { ReconnectGate } from "./reconnect-gate";
-import { type BoundCell, bindRow, checkColumnName, checkOrderColumn, checkScope, checkTableName, type ColumnKind, inferColumns, kindsText, parseTableMeta, SCOPE_COLUMNS, scopeIndexName, type TableInfo } from "./table-schema";
-import { type BlockScope, type CellValue, NO_OUTCOME, type CommitCounts, type ReadOptions, type ReplaceOutcome, type Row, type TableStore, TableStoreError, type TableWrite } from "./table-store";
+import {
+  type BoundCell,
+  bindRow,
+  CALL_COLUMNS,
+  callIndexName,
+  checkColumnName,
+  checkOrderColumn,
+  checkReplaced,
+  checkScope,
+  checkTableName,
+  type ColumnKind,
+  hiddenColumns,
+  inferColumns,
+  kindsText,
+  parseTableMeta,
+  RUN_SEQ_COLUMN,
+  scopeIndexName,
+  type TableInfo,
+} from "./table-schema";
+import { type BlockScope, type CellValue, NO_OUTCOME, type CommitCounts, type ReadOptions, type ReplaceOutcome, type Row, type TableStore, TableStoreError, type TableWrite, type WrittenScope } from "./table-store";
+import { type CallFence, decideClaim, fenceProblem, type RunClaim, type RunClaimRequest, type RunFence, type RunRow, type RunState } from "./run-fence";
 
 /** PostgresStoreOptions: the pool and its timeouts (TABLE_STORE_* variables). */
 export interface PostgresStoreOptions {
@@ -20,6 +39,12 @@ export interface PostgresStoreOptions {
   readonly connectTimeoutMs: number;
   readonly reconnectMinMs: number;
   readonly reconnectMaxMs: number;
+  /**
+   * A statement (or a transaction's COMMIT) that has not answered this long after the statement
+   * timeout is given up on here: the server cannot end a session it cannot reach, so the client
+   * closes its connections (a silent one among them) and opens new ones.
+   */
+  readonly deadlineMarginMs: number;
   /** "" keeps what the URL says (sslmode=...); else disable, prefer, require, verify-ca or verify-full. */
   readonly tls: string;
   /** A CA certificate file to verify the server against ("" none). */
@@ -70,20 +95,27 @@ function q(ident: string): string {
 }
 
 /** How a parameter of each kind is written: typed as text and cast, so Bun never guesses (it would send a JSON text to a jsonb column as a JSON string). */
-const PG_PARAM: Record<ColumnKind | "SCOPE_TEXT" | "SCOPE_INT", (n: number) => string> = {
+const PG_PARAM: Record<ColumnKind | "HIDDEN_TEXT" | "HIDDEN_INT", (n: number) => string> = {
   INTEGER: (n) => `$${n}::text::numeric`,
   REAL: (n) => `$${n}::float8`,
   TEXT: (n) => `$${n}::text`,
   JSON: (n) => `$${n}::text::jsonb`,
-  SCOPE_TEXT: (n) => `$${n}::text`,
-  SCOPE_INT: (n) => `$${n}::text::bigint`,
+  HIDDEN_TEXT: (n) => `$${n}::text`,
+  HIDDEN_INT: (n) => `$${n}::text::bigint`,
 };
 
-/** A call's writes with their tables made and rows bound, ready to apply. */
+/** A call's writes with their tables made and rows bound, ready to apply, and the call's fence. */
 interface Prepared {
   readonly writes: readonly TableWrite[];
   readonly infos: (TableInfo | undefined)[];
   readonly bound: BoundCell[][][];
+  readonly fence: CallFence | null;
+}
+
+/** One call's commit as it waits for its group. */
+interface FencedWrites {
+  readonly writes: readonly TableWrite[];
+  readonly fence: CallFence | null;
 }
 
 /** lockKeysOf: the advisory locks a call's block-table writes take, (table, chain) each. */
@@ -97,6 +129,25 @@ function bindPg(c: BoundCell, kind: ColumnKind): string | number | null {
   return kind === "INTEGER" ? String(c) : c;
 }
 
+/** The store's clock, in ms since the epoch: every host writing one database shares it. */
+const NOW_MS = `(extract(epoch from clock_timestamp()) * 1000)::float8`;
+/** A run row with whether its epoch's lease is live (by the store's clock). */
+const RUN_ROW = `SELECT r.task_id, r.generation::float8 AS generation, r.epoch, r.worker, r.state, r.seq::float8 AS seq, COALESCE(l.expires_ms > ${NOW_MS}, false) AS live FROM _blockx_runs r LEFT JOIN _blockx_leases l ON l.epoch = r.epoch`;
+
+interface RunRowSql {
+  task_id: string;
+  generation: number;
+  epoch: string;
+  worker: string;
+  state: RunState;
+  seq: number;
+  live: boolean;
+}
+
+function runRowOf(r: RunRowSql): RunRow {
+  return { taskId: r.task_id, generation: Number(r.generation), epoch: r.epoch, workerAddr: r.worker, state: r.state, seq: Number(r.seq), leaseLive: r.live === true };
+}
+
 /**
  * PostgresTableStore: the table store of a cluster of hosts (TABLE_STORE_URL=postgres://...), on
  * Bun's built-in SQL client. One call's tables commit in one transaction; a block-table write takes
@@ -104,31 +155,103 @@ function bindPg(c: BoundCell, kind: ColumnKind): string | number | null {
  * inserts, so two hosts replacing overlapping scopes at once never both keep their rows (READ
  * COMMITTED alone would let each miss the other's uncommitted insert). Tables and their metadata
  * are created under an advisory lock too, so Workers on several hosts creating one table at once
- * agree on its columns. A connection error, a statement timeout or a deadlock is STORE_UNAVAILABLE
- * (retryable); after one, calls fail fast until the reconnect backoff has passed.
+ * agree on its columns. Fencing (run-fence.ts): a group's transaction reads its calls' runs FOR
+ * SHARE (a claim taking a run over waits for it, and it for the claim) and refuses each call whose
+ * run is not current. A connection error, a statement timeout or a deadlock is STORE_UNAVAILABLE
+ * (retryable); after one, calls fail fast until the reconnect backoff has passed. Every statement
+ * and COMMIT has a deadline here too (statement timeout + margin): one that misses it has the pool's
+ * connections closed and replaced, so a silent connection cannot hold the store (and every commit
+ * queued behind it) for good.
  */
 export class PostgresTableStore implements TableStore {
   readonly description: string;
-  private readonly sql: SQL;
+  private sql: SQL;
   private readonly tables = new Map<string, TableInfo>();
   private readonly gate: ReconnectGate;
   private readonly nowMs: () => number;
   private metaReady: Promise<void> | undefined;
+  /** Pools replaced after a missed deadline (metrics, tests). */
+  private replaced = 0;
+  private closed = false;
   /** Sizes in rows. A group's rows go in one transaction: bounded well below what the statement timeout can write. */
-  private readonly groups = new GroupCommitQueue<readonly TableWrite[]>((groups) => this.commitGroup(groups), { maxCalls: 256, maxSize: 50_000 });
+  private readonly groups = new GroupCommitQueue<FencedWrites>((groups) => this.commitGroup(groups), { maxCalls: 256, maxSize: 50_000 });
 
   constructor(private readonly options: PostgresStoreOptions) {
     this.description = redactUrl(options.url);
     this.gate = new ReconnectGate(options.reconnectMinMs, options.reconnectMaxMs);
     this.nowMs = options.nowMs ?? (() => performance.now());
-    const tls = options.tlsCaFile ? { ca: Bun.file(options.tlsCaFile) } : undefined;
-    this.sql = new SQL(options.url, {
-      max: options.poolSize,
-      connectionTimeout: Math.max(1, Math.ceil(options.connectTimeoutMs / 1000)),
+    this.sql = this.openPool();
+  }
+
+  private openPool(): SQL {
+    const o = this.options;
+    const tls = o.tlsCaFile ? { ca: Bun.file(o.tlsCaFile) } : undefined;
+    return new SQL(o.url, {
+      max: o.poolSize,
+      connectionTimeout: Math.max(1, Math.ceil(o.connectTimeoutMs / 1000)),
       idleTimeout: 60,
-      connection: { statement_timeout: options.statementTimeoutMs, idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs, application_name: "blockx" },
-      ...(tls ? { tls } : options.tls ? { tls: options.tls as "disable" | "prefer" | "require" | "verify-ca" | "verify-full" } : {}),
+      connection: { statement_timeout: o.statementTimeoutMs, idle_in_transaction_session_timeout: o.idleInTransactionTimeoutMs, application_name: "blockx" },
+      ...(tls ? { tls } : o.tls ? { tls: o.tls as "disable" | "prefer" | "require" | "verify-ca" | "verify-full" } : {}),
     });
+  }
+
+  /** deadlineMs: how long one statement or COMMIT may go unanswered before its pool is replaced. */
+  private get deadlineMs(): number {
+    return this.options.statementTimeoutMs + this.options.deadlineMarginMs;
+  }
+
+  /** poolsReplaced: how many times a missed deadline closed and replaced the connections. */
+  get poolsReplaced(): number {
+    return this.replaced;
+  }
+
+  /**
+   * bounded gives `work` (one statement, or the COMMIT of a transaction whose statements are each
+   * bounded themselves) the deadline: past it, every connection of the pool is closed (the silent
+   * one cannot be told apart) and a new pool takes the next calls; `work` fails STORE_UNAVAILABLE.
+   */
+  private async bounded<T>(work: Promise<T>, what: string): Promise<T> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const missed = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        this.replacePool();
+        reject(new TableStoreError("STORE_UNAVAILABLE", `table store ${this.description} unavailable: ${what} had no answer within ${this.deadlineMs} ms (statement timeout + margin); its connections were closed and replaced`));
+      }, this.deadlineMs);
+    });
+    try {
+      return await Promise.race([work, missed]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private replacePool(): void {
+    if (this.closed) return;
+    const old = this.sql;
+    this.replaced++;
+    this.sql = this.openPool();
+    this.metaReady = undefined;
+    void old.close({ timeout: 0 }).catch(() => {});
+  }
+
+  /** run: one statement on `on` (the pool, or a transaction), bounded. */
+  private run<T = Record<string, unknown>[]>(on: SQL, text: string, params?: unknown[]): Promise<T> {
+    return this.bounded(on.unsafe(text, params) as Promise<T>, "a statement");
+  }
+
+  /** transaction: `fn` in a transaction on the current pool; each statement bounded (through `run`), and so is the COMMIT once `fn` is done. */
+  private async transaction<T>(fn: (tx: TransactionSQL) => Promise<T>): Promise<T> {
+    let bodyDone!: () => void;
+    const body = new Promise<void>((r) => (bodyDone = r));
+    const tx = this.sql.begin(async (t) => {
+      const out = await fn(t);
+      bodyDone();
+      return out;
+    });
+    // Until the body is done, its statements bound themselves; from then on the COMMIT is bounded.
+    const settled = Promise.race([tx.then(() => {}, () => {}), body]);
+    await settled;
+    return this.bounded(tx as Promise<T>, "a COMMIT");
   }
 
   /**
@@ -137,26 +260,95 @@ export class PostgresTableStore implements TableStore {
    * block table's advisory lock serialises every call writing it, through its COMMIT: one call per
    * transaction wrote one call per fsync, whatever the pool's size.
    */
-  async commit(writes: readonly TableWrite[]): Promise<ReplaceOutcome[]> {
+  async commit(writes: readonly TableWrite[], fence: CallFence | null = null): Promise<ReplaceOutcome[]> {
     for (const w of writes) {
       checkTableName(w.table);
       if (w.kind === "replaceBlock") checkScope(w.scope);
     }
-    return this.groups.commit(writes, writes.reduce((n, w) => n + w.rows.length, 0));
+    return this.groups.commit({ writes, fence }, writes.reduce((n, w) => n + w.rows.length, 0));
   }
 
   commitCounts(): CommitCounts {
     return { ...this.groups.sent };
   }
 
+  async openEpoch(epoch: string, workerAddr: string, ttlMs: number): Promise<void> {
+    await this.guarded(() =>
+      this.run(
+        this.sql,
+        `INSERT INTO _blockx_leases (epoch, worker, expires_ms) VALUES ($1, $2, ${NOW_MS} + $3::float8) ON CONFLICT (epoch) DO UPDATE SET expires_ms = EXCLUDED.expires_ms WHERE _blockx_leases.expires_ms > ${NOW_MS}`,
+        [epoch, workerAddr, ttlMs],
+      ),
+    );
+  }
+
+  async renewEpoch(epoch: string, ttlMs: number): Promise<boolean> {
+    const rows = await this.guarded(() => this.run<unknown[]>(this.sql, `UPDATE _blockx_leases SET expires_ms = ${NOW_MS} + $2::float8 WHERE epoch = $1 AND expires_ms > ${NOW_MS} RETURNING 1`, [epoch, ttlMs]));
+    return rows.length === 1;
+  }
+
+  /** claimRun: under an advisory lock on the task id (two first claims cannot both insert), the run row FOR UPDATE, decided by decideClaim. */
+  async claimRun(req: RunClaimRequest): Promise<RunClaim> {
+    return this.guarded(() =>
+      this.transaction(async (tx) => {
+        await this.run(tx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 7))`, [JSON.stringify(["run", req.taskId])]);
+        const own = await this.run<{ live: boolean }[]>(tx, `SELECT expires_ms > ${NOW_MS} AS live FROM _blockx_leases WHERE epoch = $1`, [req.epoch]);
+        const found = await this.run<RunRowSql[]>(tx, `${RUN_ROW} WHERE r.task_id = $1 FOR UPDATE OF r`, [req.taskId]);
+        const row = found[0] ? runRowOf(found[0]) : null;
+        const d = decideClaim(req, row, own[0]?.live === true);
+        if (d.kind === "leaseLost") return { kind: "leaseLost" } as const;
+        if (d.kind === "refuse") return { kind: "refused", current: row! } as const;
+        if (d.kind === "mine") return { kind: "claimed", fence: d.fence, tookOver: null } as const;
+        const generation = d.kind === "insert" ? 1 : d.generation;
+        const seq = await this.run<{ seq: number }[]>(
+          tx,
+          `INSERT INTO _blockx_runs (task_id, generation, epoch, worker, state, seq, updated_ms) VALUES ($1, $2, $3, $4, 'RUNNING', nextval('_blockx_run_seq'), ${NOW_MS}) ` +
+            `ON CONFLICT (task_id) DO UPDATE SET generation = EXCLUDED.generation, epoch = EXCLUDED.epoch, worker = EXCLUDED.worker, state = 'RUNNING', seq = EXCLUDED.seq, updated_ms = EXCLUDED.updated_ms RETURNING seq::float8 AS seq`,
+          [req.taskId, generation, req.epoch, req.workerAddr],
+        );
+        return { kind: "claimed", fence: { taskId: req.taskId, generation, epoch: req.epoch, seq: Number(seq[0]!.seq) }, tookOver: row } as const;
+      }),
+    );
+  }
+
+  async endRun(fence: RunFence, state: Exclude<RunState, "RUNNING">): Promise<void> {
+    await this.guarded(() =>
+      this.run(this.sql, `UPDATE _blockx_runs SET state = $1, updated_ms = ${NOW_MS} WHERE task_id = $2 AND generation = $3 AND epoch = $4 AND state = 'RUNNING'`, [state, fence.taskId, fence.generation, fence.epoch]),
+    );
+  }
+
+  async wideScopes(table: string, chain: string, fromBlock: number, toBlock: number, limit: number): Promise<WrittenScope[]> {
+    checkTableName(table);
+    return this.guarded(async () => {
+      const info = await this.loadTable(table);
+      if (!info || !info.blockTable) return [];
+      const spanRows = await this.run<{ s: unknown }[]>(this.sql, `SELECT max_span::float8 AS s FROM _blockx_scope_spans WHERE name = $1`, [table]);
+      const span = Number(spanRows[0]?.s ?? 0);
+      if (!(span > 0)) return [];
+      const rows = await this.run<{ f: number; t: number }[]>(
+        this.sql,
+        `SELECT DISTINCT _scope_from::float8 AS f, _scope_to::float8 AS t FROM ${q(table)} WHERE _chain = $1 AND _scope_from >= $2 AND _scope_from <= $3 AND _scope_to >= $4 AND _scope_to > _scope_from ORDER BY 1 LIMIT $5`,
+        [chain, fromBlock - span, toBlock, fromBlock, limit + 1],
+      );
+      if (rows.length > limit) throw new TableStoreError("INVALID_ARGUMENT", `table ${table} holds more than ${limit} multi-block scopes over blocks ${fromBlock}..${toBlock}: rerun a shorter range`);
+      return rows.map((r) => ({ fromBlock: Number(r.f), toBlock: Number(r.t) }));
+    });
+  }
+
+  async check(): Promise<void> {
+    await this.guarded(() => this.run(this.sql, `SELECT 1`));
+  }
+
   /**
    * commitGroup writes a group: every call's tables made and rows bound first (a misfit is that
    * call's error), then one transaction taking every block table's lock in one order (two hosts'
-   * groups cannot deadlock), each call in a savepoint. A call whose statements the server refuses
-   * for their data gets that error alone; an error that means the store is not available now (the
-   * connection, a timeout, a deadlock, the COMMIT) fails the whole group, as it would each call alone.
+   * groups cannot deadlock), reading the calls' runs FOR SHARE, each call in a savepoint. A call
+   * whose run is not current gets STALE_RUN and writes nothing; a call whose statements the server
+   * refuses for their data gets that error alone; an error that means the store is not available
+   * now (the connection, a timeout, a deadlock, the COMMIT) fails the whole group, as it would each
+   * call alone.
    */
-  private commitGroup(groups: readonly (readonly TableWrite[])[]): Promise<GroupCommitResult[]> {
+  private commitGroup(groups: readonly FencedWrites[]): Promise<GroupCommitResult[]> {
     const own = (e: unknown): GroupCommitResult => {
       const err = postgresStoreError(e, this.description);
       if (err.code === "STORE_UNAVAILABLE") throw e;
@@ -167,7 +359,7 @@ export class PostgresTableStore implements TableStore {
       const prepared: (Prepared | null)[] = [];
       for (let i = 0; i < groups.length; i++) {
         try {
-          prepared.push(await this.prepare(groups[i]!));
+          prepared.push(await this.prepare(groups[i]!.writes, groups[i]!.fence));
         } catch (e) {
           results[i] = own(e);
           prepared.push(null);
@@ -175,11 +367,21 @@ export class PostgresTableStore implements TableStore {
       }
       if (!prepared.some((p) => p)) return results; // every call failed on its own: no transaction to make
       const lockKeys = [...new Set(prepared.flatMap((p) => (p ? lockKeysOf(p) : [])))].sort();
-      await this.sql.begin(async (tx) => {
-        for (const key of lockKeys) await tx.unsafe(`SELECT pg_advisory_xact_lock(hashtextextended($1, 7))`, [key]);
+      const fenced = [...new Set(prepared.flatMap((p) => (p?.fence ? [p.fence.taskId] : [])))];
+      await this.transaction(async (tx) => {
+        for (const key of lockKeys) await this.run(tx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 7))`, [key]);
+        const runs = new Map<string, RunRow>();
+        if (fenced.length > 0) {
+          for (const r of await this.run<RunRowSql[]>(tx, `${RUN_ROW} WHERE r.task_id = ANY($1::text[]) FOR SHARE OF r`, [fenced])) runs.set(r.task_id, runRowOf(r));
+        }
         for (let i = 0; i < prepared.length; i++) {
           const p = prepared[i];
           if (!p) continue;
+          const stale = p.fence ? fenceProblem(p.fence, runs.get(p.fence.taskId) ?? null) : null;
+          if (stale) {
+            results[i] = { ok: false, code: "STALE_RUN", message: stale };
+            continue;
+          }
           if (groups.length === 1) {
             results[i] = { ok: true, outcomes: await this.apply(tx, p) }; // alone: no savepoint needed
             continue;
@@ -196,24 +398,26 @@ export class PostgresTableStore implements TableStore {
   }
 
   /** prepare makes every table of one call's writes exist and binds its rows (a misfit throws: nothing of the call is written). */
-  private async prepare(writes: readonly TableWrite[]): Promise<Prepared> {
+  private async prepare(writes: readonly TableWrite[], fence: CallFence | null): Promise<Prepared> {
     const infos: (TableInfo | undefined)[] = [];
     for (const w of writes) infos.push(await this.ensureTable(w.table, w.rows, w.kind === "replaceBlock"));
     const bound = writes.map((w, i) => (infos[i] ? w.rows.map((r, j) => bindRow(w.table, infos[i]!.columns, r, j)) : []));
-    return { writes, infos, bound };
+    return { writes, infos, bound, fence };
   }
 
   /** apply writes one prepared call's rows inside a transaction (or savepoint) holding its locks. */
-  private async apply(tx: SQL, { writes, infos, bound }: Prepared): Promise<ReplaceOutcome[]> {
+  private async apply(tx: SQL, { writes, infos, bound, fence }: Prepared): Promise<ReplaceOutcome[]> {
     const out: ReplaceOutcome[] = [];
     for (let i = 0; i < writes.length; i++) {
       const w = writes[i]!;
       const info = infos[i];
       if (!info) out.push(NO_OUTCOME);
       else if (w.kind === "append") {
-        await this.insert(tx, w.table, info, bound[i]!, []);
+        // Under a fence, the rows this call of this task wrote before go first: a call's rows land once.
+        if (fence) await this.run(tx, `DELETE FROM ${q(w.table)} WHERE _task_id = $1 AND _call = $2`, [fence.taskId, fence.callIndex]);
+        await this.insert(tx, w.table, info, bound[i]!, fence ? [fence.taskId, fence.callIndex] : [null, null]);
         out.push(NO_OUTCOME);
-      } else out.push(await this.replace(tx, w.table, info, w.scope, bound[i]!));
+      } else out.push(await this.replace(tx, w.table, info, w.scope, bound[i]!, fence));
     }
     return out;
   }
@@ -229,7 +433,7 @@ export class PostgresTableStore implements TableStore {
       const cols = [...info.columns].map(([c, k]) => (k === "INTEGER" || k === "JSON" ? `${q(c)}::text AS ${q(c)}` : q(c))).concat(info.blockTable ? [`_chain`, `_scope_from::float8 AS _scope_from`, `_scope_to::float8 AS _scope_to`] : []);
       const limit = options.limit ?? 0;
       const text = `SELECT ${cols.join(", ")} FROM ${q(table)}${options.orderBy ? ` ORDER BY ${q(options.orderBy)}` : ""}${limit > 0 ? ` LIMIT ${Math.trunc(limit)}` : ""}`;
-      const rows = (await this.sql.unsafe(text)) as Record<string, CellValue>[];
+      const rows = await this.run<Record<string, CellValue>[]>(this.sql, text);
       return rows.map((r) => {
         const out: Record<string, CellValue> = { ...r };
         for (const [c, k] of info.columns) {
@@ -244,6 +448,7 @@ export class PostgresTableStore implements TableStore {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     await this.sql.close({ timeout: 5 });
   }
 
@@ -263,14 +468,19 @@ export class PostgresTableStore implements TableStore {
     }
   }
 
-  /** ensureMeta creates the store's own tables once per store (again after a failure). */
+  /** ensureMeta creates the store's own tables once per pool (again after a failure). */
   private ensureMeta(): Promise<void> {
-    this.metaReady ??= this.sql
-      .begin(async (tx) => {
-        await tx.unsafe(`SELECT pg_advisory_xact_lock(hashtextextended('_blockx_meta', 7))`);
-        await tx.unsafe(`CREATE TABLE IF NOT EXISTS _blockx_tables (name TEXT PRIMARY KEY, kinds TEXT NOT NULL, block_table BOOLEAN NOT NULL)`);
-        await tx.unsafe(`CREATE TABLE IF NOT EXISTS _blockx_scope_spans (name TEXT PRIMARY KEY, max_span BIGINT NOT NULL)`);
-      })
+    this.metaReady ??= this.transaction(async (tx) => {
+      await this.run(tx, `SELECT pg_advisory_xact_lock(hashtextextended('_blockx_meta', 7))`);
+      await this.run(tx, `CREATE TABLE IF NOT EXISTS _blockx_tables (name TEXT PRIMARY KEY, kinds TEXT NOT NULL, block_table BOOLEAN NOT NULL)`);
+      await this.run(tx, `CREATE TABLE IF NOT EXISTS _blockx_scope_spans (name TEXT PRIMARY KEY, max_span BIGINT NOT NULL)`);
+      await this.run(
+        tx,
+        `CREATE TABLE IF NOT EXISTS _blockx_runs (task_id TEXT PRIMARY KEY, generation BIGINT NOT NULL, epoch TEXT NOT NULL, worker TEXT NOT NULL, state TEXT NOT NULL, seq BIGINT NOT NULL, updated_ms DOUBLE PRECISION NOT NULL)`,
+      );
+      await this.run(tx, `CREATE TABLE IF NOT EXISTS _blockx_leases (epoch TEXT PRIMARY KEY, worker TEXT NOT NULL, expires_ms DOUBLE PRECISION NOT NULL)`);
+      await this.run(tx, `CREATE SEQUENCE IF NOT EXISTS _blockx_run_seq`);
+    })
       .then(() => {})
       .catch((e: unknown) => {
         this.metaReady = undefined;
@@ -279,29 +489,35 @@ export class PostgresTableStore implements TableStore {
     return this.metaReady;
   }
 
-  private async replace(tx: SQL, table: string, info: TableInfo, scope: BlockScope, rows: BoundCell[][]): Promise<ReplaceOutcome> {
-    const spanRows = (await tx.unsafe(`SELECT max_span::float8 AS s FROM _blockx_scope_spans WHERE name = $1`, [table])) as { s: unknown }[];
+  /**
+   * replace removes the rows of every scope overlapping `scope` and inserts the call's; checkReplaced
+   * throws (the transaction or savepoint then undoes the delete) when a removed scope reaches past
+   * `scope` or, under a fence, was written by a run claimed after this one.
+   */
+  private async replace(tx: SQL, table: string, info: TableInfo, scope: BlockScope, rows: BoundCell[][], fence: CallFence | null): Promise<ReplaceOutcome> {
+    const spanRows = await this.run<{ s: unknown }[]>(tx, `SELECT max_span::float8 AS s FROM _blockx_scope_spans WHERE name = $1`, [table]);
     const span = spanRows[0]?.s;
     if (!Number.isSafeInteger(span) || (span as number) < 0) throw new TableStoreError("CORRUPT_METADATA", `the table store's scope span for ${table} is not valid: ${JSON.stringify(span)}`);
     // Overlap: from <= scope.to and to >= scope.from; a scope starts at most `span` before the range.
-    const removed = (await tx.unsafe(
-      `DELETE FROM ${q(table)} WHERE _chain = $1 AND _scope_from >= $2 AND _scope_from <= $3 AND _scope_to >= $4 RETURNING _scope_from::float8 AS f, _scope_to::float8 AS t`,
+    const removed = await this.run<{ f: number; t: number; s: number | null }[]>(
+      tx,
+      `DELETE FROM ${q(table)} WHERE _chain = $1 AND _scope_from >= $2 AND _scope_from <= $3 AND _scope_to >= $4 RETURNING _scope_from::float8 AS f, _scope_to::float8 AS t, ${RUN_SEQ_COLUMN}::float8 AS s`,
       [scope.chain, scope.fromBlock - (span as number), scope.toBlock, scope.fromBlock],
-    )) as { f: number; t: number }[];
-    const scopes = [...new Map(removed.map((o) => [`${o.f}..${o.t}`, { f: Number(o.f), t: Number(o.t) }])).values()].sort((a, b) => a.f - b.f || a.t - b.t);
-    await this.insert(tx, table, info, rows, [scope.chain, scope.fromBlock, scope.toBlock]);
+    );
+    const outcome = checkReplaced(table, scope, removed, fence);
+    await this.insert(tx, table, info, rows, [scope.chain, scope.fromBlock, scope.toBlock, fence?.seq ?? 0]);
     const width = scope.toBlock - scope.fromBlock;
-    if (width > (span as number)) await tx.unsafe(`UPDATE _blockx_scope_spans SET max_span = $1 WHERE name = $2 AND max_span < $1`, [width, table]);
-    const uncovered = scopes.filter((o) => o.f < scope.fromBlock || o.t > scope.toBlock).map((o) => ({ chain: scope.chain, fromBlock: o.f, toBlock: o.t }));
-    return { replacedScopes: scopes.length, uncovered };
+    if (width > (span as number)) await this.run(tx, `UPDATE _blockx_scope_spans SET max_span = $1 WHERE name = $2 AND max_span < $1`, [width, table]);
+    return outcome;
   }
 
-  /** insert: multi-row INSERTs, as many rows per statement as the parameter limit allows. */
-  private async insert(tx: SQL, table: string, info: TableInfo, rows: BoundCell[][], scopeValues: (string | number)[]): Promise<void> {
+  /** insert: multi-row INSERTs, as many rows per statement as the parameter limit allows; `hiddenValues` fill the hidden columns. */
+  private async insert(tx: SQL, table: string, info: TableInfo, rows: BoundCell[][], hiddenValues: (string | number | null)[]): Promise<void> {
     if (rows.length === 0) return;
-    const cols = [...info.columns.keys(), ...(info.blockTable ? SCOPE_COLUMNS : [])];
+    const hidden = hiddenColumns(info);
+    const cols = [...info.columns.keys(), ...hidden];
     const kinds = [...info.columns.values()];
-    const paramOf = [...kinds.map((k) => PG_PARAM[k]), ...(info.blockTable ? [PG_PARAM.SCOPE_TEXT, PG_PARAM.SCOPE_INT, PG_PARAM.SCOPE_INT] : [])];
+    const paramOf = [...kinds.map((k) => PG_PARAM[k]), ...hidden.map((c) => (c === "_chain" || c === "_task_id" ? PG_PARAM.HIDDEN_TEXT : PG_PARAM.HIDDEN_INT))];
     const perRow = cols.length;
     const chunk = Math.max(1, Math.floor(MAX_PARAMS / perRow));
     for (let start = 0; start < rows.length; start += chunk) {
@@ -310,10 +526,10 @@ export class PostgresTableStore implements TableStore {
       const tuples = part.map((cells) => {
         const base = params.length;
         cells.forEach((c, k) => params.push(bindPg(c, kinds[k]!)));
-        params.push(...scopeValues.map(String));
+        params.push(...hiddenValues.map((v) => (v === null ? null : String(v))));
         return `(${paramOf.map((p, k) => p(base + k + 1)).join(", ")})`;
       });
-      await tx.unsafe(`INSERT INTO ${q(table)} (${cols.map(q).join(", ")}) VALUES ${tuples.join(", ")}`, params);
+      await this.run(tx, `INSERT INTO ${q(table)} (${cols.map(q).join(", ")}) VALUES ${tuples.join(", ")}`, params);
     }
   }
 
@@ -322,18 +538,20 @@ export class PostgresTableStore implements TableStore {
     if (!info) {
       if (rows.length === 0) return undefined; // created by the first call that has rows
       const columns = inferColumns(table, rows);
-      await this.sql.begin(async (tx) => {
-        await tx.unsafe(`SELECT pg_advisory_xact_lock(hashtextextended($1, 7))`, [JSON.stringify(["create", table])]);
-        const exists = (await tx.unsafe(`SELECT 1 FROM _blockx_tables WHERE name = $1`, [table])) as unknown[];
+      await this.transaction(async (tx) => {
+        await this.run(tx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 7))`, [JSON.stringify(["create", table])]);
+        const exists = await this.run<unknown[]>(tx, `SELECT 1 FROM _blockx_tables WHERE name = $1`, [table]);
         if (exists.length > 0) return; // another host created it first, with its kinds
         const defs = [...columns].map(([c, k]) => `${q(c)} ${PG_TYPE[k]}`);
-        const scope = blockTable ? [`_chain TEXT NOT NULL`, `_scope_from BIGINT NOT NULL`, `_scope_to BIGINT NOT NULL`] : [];
-        await tx.unsafe(`CREATE TABLE ${q(table)} (${[...defs, ...scope].join(", ")})`);
+        const hidden = blockTable ? [`_chain TEXT NOT NULL`, `_scope_from BIGINT NOT NULL`, `_scope_to BIGINT NOT NULL`, `${RUN_SEQ_COLUMN} BIGINT NOT NULL DEFAULT 0`] : [`_task_id TEXT`, `_call BIGINT`];
+        await this.run(tx, `CREATE TABLE ${q(table)} (${[...defs, ...hidden].join(", ")})`);
         if (blockTable) {
-          await tx.unsafe(`CREATE INDEX ${q(scopeIndexName(table))} ON ${q(table)} (_chain, _scope_from, _scope_to)`);
-          await tx.unsafe(`INSERT INTO _blockx_scope_spans (name, max_span) VALUES ($1, 0) ON CONFLICT (name) DO NOTHING`, [table]);
+          await this.run(tx, `CREATE INDEX ${q(scopeIndexName(table))} ON ${q(table)} (_chain, _scope_from, _scope_to)`);
+          await this.run(tx, `INSERT INTO _blockx_scope_spans (name, max_span) VALUES ($1, 0) ON CONFLICT (name) DO NOTHING`, [table]);
+        } else {
+          await this.run(tx, `CREATE INDEX ${q(callIndexName(table))} ON ${q(table)} (_task_id, _call)`);
         }
-        await tx.unsafe(`INSERT INTO _blockx_tables (name, kinds, block_table) VALUES ($1, $2, $3)`, [table, kindsText(columns), blockTable]);
+        await this.run(tx, `INSERT INTO _blockx_tables (name, kinds, block_table) VALUES ($1, $2, $3)`, [table, kindsText(columns), blockTable]);
       });
       info = await this.loadTable(table);
       if (!info) throw new TableStoreError("INTERNAL", `table ${table} was created but its metadata is missing`);
@@ -347,10 +565,25 @@ export class PostgresTableStore implements TableStore {
   private async loadTable(table: string): Promise<TableInfo | undefined> {
     const cached = this.tables.get(table);
     if (cached) return cached;
-    const r = (await this.sql.unsafe(`SELECT kinds, block_table FROM _blockx_tables WHERE name = $1`, [table])) as { kinds: unknown; block_table: unknown }[];
+    const r = await this.run<{ kinds: unknown; block_table: unknown }[]>(this.sql, `SELECT kinds, block_table FROM _blockx_tables WHERE name = $1`, [table]);
     if (r.length === 0) return undefined;
     const info = parseTableMeta(table, r[0]!.kinds, r[0]!.block_table);
+    await this.addFenceColumns(table, info);
     this.tables.set(table, info);
     return info;
+  }
+
+  /** addFenceColumns gives a table made before fencing its hidden run columns (looked up first: ALTER TABLE locks the table even when it adds nothing). */
+  private async addFenceColumns(table: string, info: TableInfo): Promise<void> {
+    const want = info.blockTable ? [RUN_SEQ_COLUMN] : [...CALL_COLUMNS];
+    const have = await this.run<{ column_name: string }[]>(this.sql, `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1 AND column_name = ANY($2::text[])`, [table, want]);
+    if (have.length === want.length) return;
+    await this.transaction(async (tx) => {
+      if (info.blockTable) await this.run(tx, `ALTER TABLE ${q(table)} ADD COLUMN IF NOT EXISTS ${RUN_SEQ_COLUMN} BIGINT NOT NULL DEFAULT 0`);
+      else {
+        await this.run(tx, `ALTER TABLE ${q(table)} ADD COLUMN IF NOT EXISTS _task_id TEXT, ADD COLUMN IF NOT EXISTS _call BIGINT`);
+        await this.run(tx, `CREATE INDEX IF NOT EXISTS ${q(callIndexName(table))} ON ${q(table)} (_task_id, _call)`);
+      }
+    });
   }
 }

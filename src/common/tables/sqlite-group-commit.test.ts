@@ -63,8 +63,8 @@ describe("SQLite group commit", () => {
     expect(shared(store)).toBeGreaterThanOrEqual(29);
     const failed = Object.fromEntries(results.flatMap((r, n) => (r.ok ? [] : [[n, r.error.code]])));
     expect(failed).toEqual({ 10: "ROW_MISMATCH", 20: "INVALID_ARGUMENT", 30: "CORRUPT_METADATA" });
-    expect((results[5] as { value: ReplaceOutcome[] }).value).toEqual([{ replacedScopes: 1, uncovered: [] }]);
-    expect((results[6] as { value: ReplaceOutcome[] }).value).toEqual([{ replacedScopes: 0, uncovered: [] }]);
+    expect((results[5] as { value: ReplaceOutcome[] }).value).toEqual([{ replacedScopes: 1 }]);
+    expect((results[6] as { value: ReplaceOutcome[] }).value).toEqual([{ replacedScopes: 0 }]);
     const stats = (await rawRows(path, "stats")).map((r) => Number(r.block)).sort((a, b) => a - b);
     expect(stats).toEqual(blocks.filter((n) => n !== 10 && n !== 20 && n !== 30));
     expect((await rawRows(path, "marks")).map((r) => Number(r.block))).toEqual([0]);
@@ -116,7 +116,7 @@ describe("SQLite group commit", () => {
       if (scope[1] === 20) throw Object.assign(new Error("disk I/O error"), { code: "SQLITE_IOERR_WRITE" });
       insert(table, info, rows, scope);
     };
-    const groups = Array.from({ length: 40 }, (_, i) => [block("stats", i + 1, [{ block: i + 1, gas: i }])]);
+    const groups = Array.from({ length: 40 }, (_, i) => ({ writes: [block("stats", i + 1, [{ block: i + 1, gas: i }])], fence: null }));
     expect(() => tables.commitGroup(groups, (e) => sqliteStoreError(e, "test"))).toThrow("disk I/O error");
     engine.insert = insert;
     expect(tables.read("stats").map((r) => Number(r.block))).toEqual([0]);

@@ -2,8 +2,9 @@ import { existsSync } from "node:fs";
 import { parseExactJson } from "../json/exact-json";
 import { type GroupCommitResult, GroupCommitQueue } from "./group-commit-queue";
 import { SqliteTables } from "./sqlite-tables";
-import { type CellValue, type CommitCounts, type ReadOptions, type ReplaceOutcome, type TableStore, TableStoreError, type TableWrite } from "./table-store";
-import type { SqliteThreadReply, SqliteThreadRequest } from "./sqlite-thread-protocol";
+import { type CellValue, type CommitCounts, type ReadOptions, type ReplaceOutcome, type TableStore, TableStoreError, type TableWrite, type WrittenScope } from "./table-store";
+import type { SqliteThreadMethod, SqliteThreadReply, SqliteThreadRequest } from "./sqlite-thread-protocol";
+import type { CallFence, RunClaim, RunClaimRequest, RunFence, RunState } from "./run-fence";
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
@@ -49,11 +50,11 @@ export class SqliteTableStore implements TableStore {
   /** Sizes in JSON characters of the calls' writes. */
   private readonly groups = new GroupCommitQueue<string>((texts) => this.sendGroup(texts), { maxCalls: 512, maxSize: 32 << 20 });
 
-  constructor(path: string, options: { readonly inline?: boolean; readonly busyTimeoutMs?: number } = {}) {
+  constructor(path: string, options: { readonly inline?: boolean; readonly busyTimeoutMs?: number; readonly nowMs?: () => number } = {}) {
     this.description = `sqlite:${path}`;
     if (options.inline) {
       try {
-        this.inline = new SqliteTables(path, options.busyTimeoutMs);
+        this.inline = new SqliteTables(path, options.busyTimeoutMs, options.nowMs);
       } catch (e) {
         throw sqliteStoreError(e, this.description);
       }
@@ -81,12 +82,42 @@ export class SqliteTableStore implements TableStore {
    * each call in a savepoint of its own). synchronous=FULL costs an fsync per transaction: half of
    * the Worker's CPU per call in a backfill of small rows when each call had its own.
    */
-  async commit(writes: readonly TableWrite[]): Promise<ReplaceOutcome[]> {
-    if (this.inline) return this.run(() => this.inline!.commit(writes));
+  async commit(writes: readonly TableWrite[], fence: CallFence | null = null): Promise<ReplaceOutcome[]> {
+    if (this.inline) return this.run(() => this.inline!.commit(writes, fence));
     if (this.broken) throw this.broken;
     if (this.closed) throw new TableStoreError("STORE_UNAVAILABLE", `table store ${this.description} is closed`);
-    const text = JSON.stringify(writes);
+    const text = JSON.stringify({ writes, fence });
     return this.groups.commit(text, text.length);
+  }
+
+  openEpoch(epoch: string, workerAddr: string, ttlMs: number): Promise<void> {
+    return this.call("openEpoch", [epoch, workerAddr, ttlMs]);
+  }
+
+  renewEpoch(epoch: string, ttlMs: number): Promise<boolean> {
+    return this.call("renewEpoch", [epoch, ttlMs]);
+  }
+
+  claimRun(req: RunClaimRequest): Promise<RunClaim> {
+    return this.call("claimRun", [req]);
+  }
+
+  endRun(fence: RunFence, state: Exclude<RunState, "RUNNING">): Promise<void> {
+    return this.call("endRun", [fence, state]);
+  }
+
+  wideScopes(table: string, chain: string, fromBlock: number, toBlock: number, limit: number): Promise<WrittenScope[]> {
+    return this.call("wideScopes", [table, chain, fromBlock, toBlock, limit]);
+  }
+
+  check(): Promise<void> {
+    return this.call("check", []);
+  }
+
+  /** call runs one of SqliteTables' other methods, inline or on the thread (arguments and answer as JSON). */
+  private async call<T>(method: SqliteThreadMethod, args: unknown[]): Promise<T> {
+    if (this.inline) return this.run(() => (this.inline![method] as (...a: unknown[]) => T).apply(this.inline, args));
+    return JSON.parse(await this.request({ op: "call", method, args })) as T;
   }
 
   /** sendGroup writes one group on the thread: a group of one as a plain commit. */

@@ -1,15 +1,42 @@
 import { Database } from "bun:sqlite";
 import { exactInt } from "../json/exact-json";
 import { parseExactJson } from "../json/exact-json";
-import { type BoundCell, bindRow, checkColumnName, checkOrderColumn, checkScope, checkTableName, type ColumnKind, inferColumns, kindsText, parseTableMeta, SCOPE_COLUMNS, scopeIndexName, type TableInfo } from "./table-schema";
-import { type CellValue, NO_OUTCOME, type ReadOptions, type ReplaceOutcome, type Row, TableStoreError, type TableWrite } from "./table-store";
+import {
+  type BoundCell,
+  bindRow,
+  CALL_COLUMNS,
+  callIndexName,
+  checkColumnName,
+  checkOrderColumn,
+  checkScope,
+  checkTableName,
+  type ColumnKind,
+  inferColumns,
+  kindsText,
+  parseTableMeta,
+  checkReplaced,
+  hiddenColumns,
+  RUN_SEQ_COLUMN,
+  SCOPE_COLUMNS,
+  scopeIndexName,
+  type TableInfo,
+} from "./table-schema";
+import { type CellValue, NO_OUTCOME, type ReadOptions, type ReplaceOutcome, type Row, TableStoreError, type TableWrite, type WrittenScope } from "./table-store";
 import { callResult, type GroupCommitResult } from "./group-commit-queue";
+import { type CallFence, decideClaim, fenceProblem, type RunClaim, type RunClaimRequest, type RunFence, type RunRow, type RunState } from "./run-fence";
 
-/** A call's writes with their tables made and rows bound, ready to apply. */
+/** A call's writes with their tables made and rows bound, ready to apply, and the call's fence. */
 interface Prepared {
   readonly writes: readonly TableWrite[];
   readonly infos: (TableInfo | undefined)[];
   readonly bound: BoundCell[][][];
+  readonly fence: CallFence | null;
+}
+
+/** One call's commit as the group path takes it. */
+export interface FencedWrites {
+  readonly writes: readonly TableWrite[];
+  readonly fence: CallFence | null;
 }
 
 /** SQLite's declared type per kind. INTEGER columns have none (BLOB affinity): see bindCell. */
@@ -36,22 +63,111 @@ function bindCell(c: BoundCell): string | number | null {
 export class SqliteTables {
   private readonly db: Database;
   private readonly tables = new Map<string, TableInfo>();
+  /** The clock leases are kept by (this host's: every process sharing the file shares it). */
+  private readonly nowMs: () => number;
 
-  constructor(path: string, busyTimeoutMs = 10_000) {
+  constructor(path: string, busyTimeoutMs = 10_000, nowMs: () => number = Date.now) {
+    this.nowMs = nowMs;
     this.db = new Database(path, { create: true });
     // busy_timeout first: switching a fresh file to WAL takes a lock that another Worker
     // opening the same file at the same moment may hold (blockx dev starts several at once).
     this.db.exec(`PRAGMA busy_timeout = ${Math.trunc(busyTimeoutMs)}; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;`);
     this.db.exec(`CREATE TABLE IF NOT EXISTS _blockx_scope_spans (name TEXT PRIMARY KEY, max_span INTEGER NOT NULL)`);
     this.db.exec(`CREATE TABLE IF NOT EXISTS _blockx_tables (name TEXT PRIMARY KEY, kinds TEXT NOT NULL, block_table INTEGER NOT NULL)`);
+    this.db.exec(
+      `CREATE TABLE IF NOT EXISTS _blockx_runs (task_id TEXT PRIMARY KEY, generation INTEGER NOT NULL, epoch TEXT NOT NULL, worker TEXT NOT NULL, state TEXT NOT NULL, seq INTEGER NOT NULL, updated_ms INTEGER NOT NULL)`,
+    );
+    this.db.exec(`CREATE TABLE IF NOT EXISTS _blockx_leases (epoch TEXT PRIMARY KEY, worker TEXT NOT NULL, expires_ms INTEGER NOT NULL)`);
+    this.db.exec(`CREATE TABLE IF NOT EXISTS _blockx_counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)`);
   }
 
-  /** commit: every table first exists (own transactions), then all rows in one transaction. */
-  commit(writes: readonly TableWrite[]): ReplaceOutcome[] {
-    const prepared = this.prepare(writes);
+  /** commit: every table first exists (own transactions), then all rows in one transaction, if the fence holds. */
+  commit(writes: readonly TableWrite[], fence: CallFence | null = null): ReplaceOutcome[] {
+    const prepared = this.prepare(writes, fence);
     let outcomes: ReplaceOutcome[] = [];
     this.db.transaction(() => (outcomes = this.apply(prepared))).immediate();
     return outcomes;
+  }
+
+  /** openEpoch starts a Worker incarnation's lease. */
+  openEpoch(epoch: string, workerAddr: string, ttlMs: number): void {
+    this.db.query(`INSERT INTO _blockx_leases (epoch, worker, expires_ms) VALUES (?, ?, ?) ON CONFLICT (epoch) DO UPDATE SET expires_ms = excluded.expires_ms WHERE expires_ms > ?`).run(epoch, workerAddr, this.nowMs() + ttlMs, this.nowMs());
+  }
+
+  /** renewEpoch extends a live lease; false (and no change) when it had expired or never existed. */
+  renewEpoch(epoch: string, ttlMs: number): boolean {
+    const now = this.nowMs();
+    return this.db.query(`UPDATE _blockx_leases SET expires_ms = ? WHERE epoch = ? AND expires_ms > ?`).run(now + ttlMs, epoch, now).changes === 1;
+  }
+
+  /** claimRun decides and records a claim in one immediate transaction (run-fence.ts). */
+  claimRun(req: RunClaimRequest): RunClaim {
+    let out: RunClaim = { kind: "leaseLost" };
+    this.db
+      .transaction(() => {
+        const now = this.nowMs();
+        const own = this.db.query(`SELECT expires_ms FROM _blockx_leases WHERE epoch = ?`).get(req.epoch) as { expires_ms: number } | null;
+        const row = this.runRow(req.taskId);
+        const d = decideClaim(req, row, own !== null && own.expires_ms > now);
+        if (d.kind === "leaseLost") return;
+        if (d.kind === "refuse") {
+          out = { kind: "refused", current: row! };
+          return;
+        }
+        if (d.kind === "mine") {
+          out = { kind: "claimed", fence: d.fence, tookOver: null };
+          return;
+        }
+        const seq = this.nextSeq();
+        const generation = d.kind === "insert" ? 1 : d.generation;
+        this.db
+          .query(
+            `INSERT INTO _blockx_runs (task_id, generation, epoch, worker, state, seq, updated_ms) VALUES (?, ?, ?, ?, 'RUNNING', ?, ?) ` +
+              `ON CONFLICT (task_id) DO UPDATE SET generation = excluded.generation, epoch = excluded.epoch, worker = excluded.worker, state = 'RUNNING', seq = excluded.seq, updated_ms = excluded.updated_ms`,
+          )
+          .run(req.taskId, generation, req.epoch, req.workerAddr, seq, now);
+        out = { kind: "claimed", fence: { taskId: req.taskId, generation, epoch: req.epoch, seq }, tookOver: row };
+      })
+      .immediate();
+    return out;
+  }
+
+  /** endRun records a run's end, if it is still the task's run. */
+  endRun(fence: RunFence, state: Exclude<RunState, "RUNNING">): void {
+    this.db.query(`UPDATE _blockx_runs SET state = ?, updated_ms = ? WHERE task_id = ? AND generation = ? AND epoch = ? AND state = 'RUNNING'`).run(state, this.nowMs(), fence.taskId, fence.generation, fence.epoch);
+  }
+
+  /** wideScopes: scopes wider than one block overlapping from..to (see TableStore.wideScopes). */
+  wideScopes(table: string, chain: string, fromBlock: number, toBlock: number, limit: number): WrittenScope[] {
+    checkTableName(table);
+    const info = this.loadTable(table);
+    if (!info || !info.blockTable) return [];
+    const span = this.maxScopeSpan(table);
+    if (span === 0) return [];
+    const rows = this.db
+      .query(`SELECT DISTINCT _scope_from AS f, _scope_to AS t FROM "${table}" WHERE _chain = ? AND _scope_from >= ? AND _scope_from <= ? AND _scope_to >= ? AND _scope_to > _scope_from ORDER BY _scope_from LIMIT ?`)
+      .all(chain, fromBlock - span, toBlock, fromBlock, limit + 1) as { f: number; t: number }[];
+    if (rows.length > limit) throw new TableStoreError("INVALID_ARGUMENT", `table ${table} holds more than ${limit} multi-block scopes over blocks ${fromBlock}..${toBlock}: rerun a shorter range`);
+    return rows.map((r) => ({ fromBlock: r.f, toBlock: r.t }));
+  }
+
+  /** check: one statement against the file. */
+  check(): void {
+    this.db.query(`SELECT 1`).get();
+  }
+
+  private nextSeq(): number {
+    const r = this.db.query(`INSERT INTO _blockx_counters (name, value) VALUES ('run_seq', 1) ON CONFLICT (name) DO UPDATE SET value = value + 1 RETURNING value`).get() as { value: number };
+    return r.value;
+  }
+
+  /** runRow: the task's run with whether its epoch's lease is live now (null: never claimed). */
+  private runRow(taskId: string): RunRow | null {
+    const r = this.db
+      .query(`SELECT r.generation, r.epoch, r.worker, r.state, r.seq, l.expires_ms FROM _blockx_runs r LEFT JOIN _blockx_leases l ON l.epoch = r.epoch WHERE r.task_id = ?`)
+      .get(taskId) as { generation: number; epoch: string; worker: string; state: RunState; seq: number; expires_ms: number | null } | null;
+    if (!r) return null;
+    return { taskId, generation: r.generation, epoch: r.epoch, workerAddr: r.worker, state: r.state, seq: r.seq, leaseLive: r.expires_ms !== null && r.expires_ms > this.nowMs() };
   }
 
   /**
@@ -63,16 +179,16 @@ export class SqliteTables {
    * disk, a lock held past the busy timeout, the COMMIT itself) fails the whole group and writes
    * nothing of it; each call would have met it alone too.
    */
-  commitGroup(groups: readonly (readonly TableWrite[])[], classify: (e: unknown) => TableStoreError): GroupCommitResult[] {
+  commitGroup(groups: readonly FencedWrites[], classify: (e: unknown) => TableStoreError): GroupCommitResult[] {
     const own = (e: unknown): GroupCommitResult => {
       const err = classify(e);
       if (err.code === "STORE_UNAVAILABLE") throw e;
       return callResult(err);
     };
     const results: GroupCommitResult[] = new Array(groups.length);
-    const prepared: (Prepared | null)[] = groups.map((writes, i) => {
+    const prepared: (Prepared | null)[] = groups.map((g, i) => {
       try {
-        return this.prepare(writes);
+        return this.prepare(g.writes, g.fence);
       } catch (e) {
         results[i] = own(e);
         return null;
@@ -95,26 +211,32 @@ export class SqliteTables {
   }
 
   /** prepare makes every table of one call's writes exist (own transactions) and binds its rows; a misfit throws before anything of the call is written. */
-  private prepare(writes: readonly TableWrite[]): Prepared {
+  private prepare(writes: readonly TableWrite[], fence: CallFence | null): Prepared {
     const infos = writes.map((w) => {
       checkTableName(w.table);
       if (w.kind === "replaceBlock") checkScope(w.scope);
       return this.ensureTable(w.table, w.rows, w.kind === "replaceBlock");
     });
     const bound = writes.map((w, i) => (infos[i] ? w.rows.map((r, j) => bindRow(w.table, infos[i]!.columns, r, j)) : []));
-    return { writes, infos, bound };
+    return { writes, infos, bound, fence };
   }
 
-  /** apply writes one prepared call's rows; inside a transaction. */
-  private apply({ writes, infos, bound }: Prepared): ReplaceOutcome[] {
+  /** apply writes one prepared call's rows, if its fence holds; inside a transaction. */
+  private apply({ writes, infos, bound, fence }: Prepared): ReplaceOutcome[] {
+    if (fence) {
+      const problem = fenceProblem(fence, this.runRow(fence.taskId));
+      if (problem) throw new TableStoreError("STALE_RUN", problem);
+    }
     return writes.map((w, i) => {
       const info = infos[i];
       if (!info) return NO_OUTCOME; // no rows and no table yet: nothing to replace
       if (w.kind === "append") {
-        this.insert(w.table, info, bound[i]!, []);
+        // Under a fence, the rows this call of this task wrote before go first: a call's rows land once.
+        if (fence) this.db.query(`DELETE FROM "${w.table}" WHERE _task_id = ? AND _call = ?`).run(fence.taskId, fence.callIndex);
+        this.insert(w.table, info, bound[i]!, fence ? [fence.taskId, fence.callIndex] : [null, null]);
         return NO_OUTCOME;
       }
-      return this.replace(w.table, info, w.scope, bound[i]!);
+      return this.replace(w.table, info, w.scope, bound[i]!, fence);
     });
   }
 
@@ -142,26 +264,31 @@ export class SqliteTables {
     this.db.close();
   }
 
-  private replace(table: string, info: TableInfo, scope: { chain: string; fromBlock: number; toBlock: number }, rows: BoundCell[][]): ReplaceOutcome {
+  /**
+   * replace removes the rows of every scope overlapping `scope` and inserts the call's. It throws
+   * (the caller's transaction or savepoint then undoes the delete) when a removed scope reaches
+   * past `scope` (SCOPE_CONFLICT: its blocks outside would lose their rows) or, under a fence,
+   * when a removed row was written by a run claimed after this one (STALE_RUN).
+   */
+  private replace(table: string, info: TableInfo, scope: { chain: string; fromBlock: number; toBlock: number }, rows: BoundCell[][], fence: CallFence | null): ReplaceOutcome {
     const span = this.maxScopeSpan(table);
     // Overlap: from <= scope.to and to >= scope.from; a scope is at most `span` wide, so its
     // start lies in [scope.from - span, scope.to] (the index's range).
     const overlap = `_chain = ? AND _scope_from >= ? AND _scope_from <= ? AND _scope_to >= ?`;
     const params = [scope.chain, scope.fromBlock - span, scope.toBlock, scope.fromBlock] as const;
     // One pass: the delete returns the scopes it removed (a row each; distinct below).
-    const removed = this.db.query(`DELETE FROM "${table}" WHERE ${overlap} RETURNING _scope_from AS f, _scope_to AS t`).all(...params) as { f: number; t: number }[];
-    const scopes = [...new Map(removed.map((o) => [`${o.f}..${o.t}`, o])).values()].sort((a, b) => a.f - b.f || a.t - b.t);
-    this.insert(table, info, rows, [scope.chain, scope.fromBlock, scope.toBlock]);
+    const removed = this.db.query(`DELETE FROM "${table}" WHERE ${overlap} RETURNING _scope_from AS f, _scope_to AS t, ${RUN_SEQ_COLUMN} AS s`).all(...params) as { f: number; t: number; s: number | null }[];
+    const outcome = checkReplaced(table, scope, removed, fence);
+    this.insert(table, info, rows, [scope.chain, scope.fromBlock, scope.toBlock, fence?.seq ?? 0]);
     this.db.query(`UPDATE _blockx_scope_spans SET max_span = ? WHERE name = ? AND max_span < ?`).run(scope.toBlock - scope.fromBlock, table, scope.toBlock - scope.fromBlock);
-    const uncovered = scopes.filter((o) => o.f < scope.fromBlock || o.t > scope.toBlock).map((o) => ({ chain: scope.chain, fromBlock: o.f, toBlock: o.t }));
-    return { replacedScopes: scopes.length, uncovered };
+    return outcome;
   }
 
-  private insert(table: string, info: TableInfo, rows: BoundCell[][], scopeValues: (string | number)[]): void {
+  private insert(table: string, info: TableInfo, rows: BoundCell[][], hiddenValues: (string | number | null)[]): void {
     if (rows.length === 0) return;
-    const all = [...info.columns.keys(), ...(info.blockTable ? SCOPE_COLUMNS : [])];
+    const all = [...info.columns.keys(), ...hiddenColumns(info)];
     const stmt = this.db.query(`INSERT INTO "${table}" (${all.map((c) => `"${c}"`).join(", ")}) VALUES (${all.map(() => "?").join(", ")})`);
-    for (const cells of rows) stmt.run(...cells.map(bindCell), ...scopeValues);
+    for (const cells of rows) stmt.run(...cells.map(bindCell), ...hiddenValues);
   }
 
   /** ensureTable: the table's info, creating it from `rows` when it does not exist (undefined: no rows to infer from). */
@@ -172,11 +299,14 @@ export class SqliteTables {
       if (rows.length === 0) return undefined;
       const columns = inferColumns(table, rows);
       const defs = [...columns].map(([c, k]) => `"${c}"${SQLITE_TYPE[k]}`);
-      const scope = blockTable ? [`_chain TEXT NOT NULL`, `_scope_from INTEGER NOT NULL`, `_scope_to INTEGER NOT NULL`] : [];
+      const hidden = blockTable
+        ? [`_chain TEXT NOT NULL`, `_scope_from INTEGER NOT NULL`, `_scope_to INTEGER NOT NULL`, `${RUN_SEQ_COLUMN} INTEGER NOT NULL DEFAULT 0`]
+        : [`_task_id TEXT`, `_call INTEGER`];
       this.db
         .transaction(() => {
-          this.db.exec(`CREATE TABLE IF NOT EXISTS "${table}" (${[...defs, ...scope].join(", ")})`);
+          this.db.exec(`CREATE TABLE IF NOT EXISTS "${table}" (${[...defs, ...hidden].join(", ")})`);
           if (blockTable) this.db.exec(`CREATE INDEX IF NOT EXISTS "${scopeIndexName(table)}" ON "${table}" (_chain, _scope_from, _scope_to)`);
+          else this.db.exec(`CREATE INDEX IF NOT EXISTS "${callIndexName(table)}" ON "${table}" (_task_id, _call)`);
           this.db.query(`INSERT OR IGNORE INTO _blockx_tables (name, kinds, block_table) VALUES (?, ?, ?)`).run(table, kindsText(columns), blockTable ? 1 : 0);
           if (blockTable) this.db.query(`INSERT OR IGNORE INTO _blockx_scope_spans (name, max_span) VALUES (?, 0)`).run(table);
         })
@@ -211,7 +341,22 @@ export class SqliteTables {
     const r = this.db.query(`SELECT kinds, block_table FROM _blockx_tables WHERE name = ?`).get(table) as { kinds: unknown; block_table: unknown } | null;
     if (!r) return undefined;
     const info = parseTableMeta(table, r.kinds, r.block_table);
+    this.addFenceColumns(table, info);
     this.tables.set(table, info);
     return info;
+  }
+
+  /** addFenceColumns gives a table made before fencing its hidden run columns (once; another process may race: IF NOT EXISTS is emulated). */
+  private addFenceColumns(table: string, info: TableInfo): void {
+    const have = new Set((this.db.query(`PRAGMA table_info("${table}")`).all() as { name: string }[]).map((c) => c.name));
+    const missing = info.blockTable ? (have.has(RUN_SEQ_COLUMN) ? [] : [`${RUN_SEQ_COLUMN} INTEGER NOT NULL DEFAULT 0`]) : CALL_COLUMNS.filter((c) => !have.has(c)).map((c) => (c === "_call" ? `_call INTEGER` : `${c} TEXT`));
+    if (missing.length === 0) return;
+    this.db
+      .transaction(() => {
+        const now = new Set((this.db.query(`PRAGMA table_info("${table}")`).all() as { name: string }[]).map((c) => c.name));
+        for (const def of missing) if (!now.has(def.split(" ")[0]!)) this.db.exec(`ALTER TABLE "${table}" ADD COLUMN ${def}`);
+        if (!info.blockTable) this.db.exec(`CREATE INDEX IF NOT EXISTS "${callIndexName(table)}" ON "${table}" (_task_id, _call)`);
+      })
+      .immediate();
   }
 }

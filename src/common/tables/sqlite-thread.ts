@@ -1,9 +1,8 @@
 /// <reference lib="webworker" />
 import { parseExactJson } from "../json/exact-json";
 import { sqliteStoreError } from "./sqlite-table-store";
-import { SqliteTables } from "./sqlite-tables";
-import type { TableWrite } from "./table-store";
-import type { SqliteThreadReply, SqliteThreadRequest } from "./sqlite-thread-protocol";
+import { type FencedWrites, SqliteTables } from "./sqlite-tables";
+import { SQLITE_THREAD_METHODS, type SqliteThreadReply, type SqliteThreadRequest } from "./sqlite-thread-protocol";
 
 // The SQLite table store's thread: one SqliteTables, one request at a time, in order.
 declare const self: Worker;
@@ -30,12 +29,21 @@ self.onmessage = (ev: MessageEvent<SqliteThreadRequest>) => {
       reply = { id: r.id, ok: true, text: "null" };
     } else {
       if (!tables) throw openError ?? new Error("the store is closed");
-      const out =
-        r.op === "commit"
-          ? tables.commit(parseExactJson(r.writes) as TableWrite[])
-          : r.op === "commitGroup"
-            ? tables.commitGroup(r.groups.map((g) => parseExactJson(g) as TableWrite[]), (e) => sqliteStoreError(e, description))
-            : tables.read(r.table, r.options);
+      let out: unknown;
+      if (r.op === "commit") {
+        const { writes, fence } = parseExactJson(r.writes) as unknown as FencedWrites;
+        out = tables.commit(writes, fence);
+      } else if (r.op === "commitGroup") {
+        out = tables.commitGroup(
+          r.groups.map((g) => parseExactJson(g) as unknown as FencedWrites),
+          (e) => sqliteStoreError(e, description),
+        );
+      } else if (r.op === "call") {
+        if (!SQLITE_THREAD_METHODS.includes(r.method)) throw new Error(`no such method: ${r.method}`);
+        out = (tables[r.method] as (...a: unknown[]) => unknown).apply(tables, r.args as unknown[]) ?? null;
+      } else {
+        out = tables.read(r.table, r.options);
+      }
       reply = { id: r.id, ok: true, text: JSON.stringify(out) };
     }
   } catch (e) {

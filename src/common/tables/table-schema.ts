@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { type ExactInt, isExactInt, MAX_EXACT_DIGITS } from "../json/exact-json";
-import { type CellValue, type Row, TableStoreError } from "./table-store";
+import { type CellValue, type ReplaceOutcome, type Row, TableStoreError } from "./table-store";
+import { cutScopeProblem, newerRowsProblem, type RunFence } from "./run-fence";
 
 /**
  * The pure part of every table store: names, column kinds, and whether a row fits its table.
@@ -17,6 +18,10 @@ export const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 export const RESERVED_TABLE_PREFIXES = ["_blockx", "sqlite_", "pg_"] as const;
 /** Hidden columns of block tables: the scope of the call that wrote the row. */
 export const SCOPE_COLUMNS = ["_chain", "_scope_from", "_scope_to"] as const;
+/** Hidden column of block tables: the claim sequence of the run that wrote the row (0: written unfenced). */
+export const RUN_SEQ_COLUMN = "_run_seq";
+/** Hidden columns of normal tables: the task and call that wrote the row (null: written unfenced). */
+export const CALL_COLUMNS = ["_task_id", "_call"] as const;
 
 /** tableNameProblem says why a name cannot be a user table's (undefined: it can). */
 export function tableNameProblem(name: string): string | undefined {
@@ -151,6 +156,11 @@ export function scopeIndexName(table: string): string {
   return `_blockx_scope_${new Bun.CryptoHasher("sha256").update(table).digest("hex").slice(0, 24)}`;
 }
 
+/** callIndexName: the index of a normal table's call columns, in the reserved namespace. */
+export function callIndexName(table: string): string {
+  return `_blockx_call_${new Bun.CryptoHasher("sha256").update(table).digest("hex").slice(0, 24)}`;
+}
+
 /** checkOrderColumn: a reader sorts by one of the table's columns (its scope columns included). */
 export function checkOrderColumn(table: string, info: TableInfo, column: string): void {
   if (info.columns.has(column) || (info.blockTable && (SCOPE_COLUMNS as readonly string[]).includes(column))) return;
@@ -160,4 +170,32 @@ export function checkOrderColumn(table: string, info: TableInfo, column: string)
 /** checkColumnName: a column name a reader may sort by. */
 export function checkColumnName(name: string): void {
   if (!IDENT.test(name)) throw new TableStoreError("INVALID_ARGUMENT", `not a column name: ${JSON.stringify(name.slice(0, 80))}`);
+}
+
+/** hiddenColumns: what a store writes beside a row's own columns: the scope and run of a block table, the task and call of a normal one. */
+export function hiddenColumns(info: TableInfo): readonly string[] {
+  return info.blockTable ? [...SCOPE_COLUMNS, RUN_SEQ_COLUMN] : CALL_COLUMNS;
+}
+
+/**
+ * checkReplaced: what a block-table write removed, checked (both stores): a scope reaching past the
+ * write's own is SCOPE_CONFLICT, a row of a run claimed after the writing one STALE_RUN; else the
+ * outcome. Rows written before fencing (seq null) count as 0.
+ */
+export function checkReplaced(table: string, scope: { fromBlock: number; toBlock: number }, removed: readonly { f: number; t: number; s: number | null }[], fence: RunFence | null): ReplaceOutcome {
+  const distinct = new Map<string, { f: number; t: number; s: number }>();
+  for (const o of removed) {
+    const key = `${o.f}..${o.t}`;
+    const s = Number(o.s ?? 0);
+    const had = distinct.get(key);
+    if (!had || s > had.s) distinct.set(key, { f: Number(o.f), t: Number(o.t), s });
+  }
+  const scopes = [...distinct.values()].sort((a, b) => a.f - b.f || a.t - b.t);
+  const cut = scopes.find((o) => o.f < scope.fromBlock || o.t > scope.toBlock);
+  if (cut) throw new TableStoreError("SCOPE_CONFLICT", cutScopeProblem(table, scope, { from: cut.f, to: cut.t }));
+  if (fence) {
+    const newer = scopes.find((o) => o.s > fence.seq);
+    if (newer) throw new TableStoreError("STALE_RUN", newerRowsProblem(table, fence, { seq: newer.s, from: newer.f, to: newer.t }));
+  }
+  return { replacedScopes: scopes.length };
 }

@@ -36,6 +36,13 @@ export const tableStoreVars = {
     "Postgres: the server ends a Worker's session that sits idle inside a transaction this long (a Worker frozen mid-write), releasing the table locks it held",
     intSchema(100, 86_400_000),
   ),
+  tableStoreDeadlineMarginMs: envVar(
+    "TABLE_STORE_DEADLINE_MARGIN_MS",
+    "2000",
+    "an integer from 100 to 600000",
+    "Postgres: a statement or COMMIT with no answer for TABLE_STORE_STATEMENT_TIMEOUT_MS plus this long (a connection gone silent: the server cannot end it) has its pool's connections closed and replaced, and fails its calls as STORE_UNAVAILABLE (retried)",
+    intSchema(100, 600_000),
+  ),
   tableStoreConnectTimeoutMs: envVar("TABLE_STORE_CONNECT_TIMEOUT_MS", "10000", "an integer from 1000 to 600000", "Postgres: how long opening a connection may take", intSchema(1000, 600_000)),
   tableStoreReconnectMinMs: envVar("TABLE_STORE_RECONNECT_MIN_MS", "100", "an integer from 0 to 600000", "Postgres: first backoff after the database was unreachable (calls fail fast as STORE_UNAVAILABLE meanwhile)", intSchema(0, 600_000)),
   tableStoreReconnectMaxMs: envVar("TABLE_STORE_RECONNECT_MAX_MS", "5000", "an integer from 0 to 600000", "Postgres: the backoff doubles up to this", intSchema(0, 600_000)),
@@ -59,6 +66,7 @@ export interface TableStoreConfig {
   readonly tableStoreConnectTimeoutMs: number;
   readonly tableStoreReconnectMinMs: number;
   readonly tableStoreReconnectMaxMs: number;
+  readonly tableStoreDeadlineMarginMs: number;
   readonly tableStoreTls: string;
   readonly tableStoreTlsCa: string;
 }

@@ -8,6 +8,7 @@ import { exactInt, integerDigits, isExactInt, parseExactJson } from "../json/exa
 import { PostgresTableStore, postgresStoreError } from "./postgres-table-store";
 import { SqliteTableStore } from "./sqlite-table-store";
 import { appendRows, replaceBlockRows, type TableStore, TableStoreError } from "./table-store";
+import type { RunClaim, RunFence } from "./run-fence";
 
 /**
  * One contract, three stores: SQLite on its own thread (the Worker's), SQLite inline (`blockx
@@ -32,7 +33,7 @@ interface Kind {
 }
 
 export function pgOptions(url: string) {
-  return { url, poolSize: 4, statementTimeoutMs: 30_000, idleInTransactionTimeoutMs: 10_000, connectTimeoutMs: 5_000, reconnectMinMs: 100, reconnectMaxMs: 2_000, tls: "", tlsCaFile: "" };
+  return { url, poolSize: 4, statementTimeoutMs: 30_000, idleInTransactionTimeoutMs: 10_000, connectTimeoutMs: 5_000, reconnectMinMs: 100, reconnectMaxMs: 2_000, deadlineMarginMs: 2_000, tls: "", tlsCaFile: "" };
 }
 
 const sqliteFile = async () => {
@@ -100,32 +101,45 @@ for (const kind of KINDS) describe(`table store contract: ${kind.name}`, () => {
     expect(await s.read("transfers")).toEqual([{ block: 8, amount: "5", _chain: "eth", _scope_from: 8, _scope_to: 8 }]);
   });
 
-  test("a rerun with another start or bundle size replaces every overlapping scope: one row per block, never two", async () => {
+  test("a rerun replaces every overlapping scope that lies inside its own; one that would cut an earlier scope is refused (SCOPE_CONFLICT) and changes nothing", async () => {
     const loc = await kind.location();
     const s = store(loc);
     const bundles = async (from: number, to: number, size: number) => {
       for (let f = from; f <= to; f += size) {
         const t = Math.min(to, f + size - 1);
-        await replaceBlockRows(s, "per_block", { chain: "eth", fromBlock: f, toBlock: t }, range(f, t).map((block) => ({ block })));
+        await replaceBlockRows(s, "per_block", { chain: "eth", fromBlock: f, toBlock: t }, range(f, t).map((block) => ({ block, size })));
       }
     };
     const blocks = async () => (await raw(loc, "per_block")).map((r) => Number(r.block)).sort((a, b) => a - b);
     await bundles(500, 574, 10);
-    await bundles(505, 574, 10); // another start: 500..509 overlaps 505..514, so its rows go whole
-    expect(await blocks()).toEqual(range(505, 574));
-    await bundles(500, 574, 15); // another bundle size
+    // Another start: 505..514 would remove 500..509 whole (rows carry no block of their own), and
+    // blocks 500..504 would be left without rows. Refused; the earlier 75 rows stay.
+    const cut = await failure(replaceBlockRows(s, "per_block", { chain: "eth", fromBlock: 505, toBlock: 514 }, range(505, 514).map((block) => ({ block, size: 0 }))));
+    expect([cut.code, cut.message]).toEqual([
+      "SCOPE_CONFLICT",
+      "writing blocks 505..514 of table per_block would remove the rows of earlier scope 500..509 (rows carry no block of their own), leaving blocks outside 505..514 without rows: rerun a range whose bundles cover 500..509 whole",
+    ]);
     expect(await blocks()).toEqual(range(500, 574));
-    const out = await replaceBlockRows(s, "per_block", { chain: "eth", fromBlock: 517, toBlock: 521 }, range(517, 521).map((block) => ({ block })));
-    expect(out).toEqual({ replacedScopes: 1, uncovered: [{ chain: "eth", fromBlock: 515, toBlock: 529 }] });
-    expect(await blocks()).toEqual([...range(500, 514), ...range(517, 521), ...range(530, 574)]);
+    // A wider scope covering earlier ones whole replaces them all: bundles of 20 aligned on 500.
+    await bundles(500, 574, 20);
+    expect(await blocks()).toEqual(range(500, 574));
+    expect(new Set((await raw(loc, "per_block")).map((r) => Number(r.size)))).toEqual(new Set([20]));
+    expect(await replaceBlockRows(s, "per_block", { chain: "eth", fromBlock: 500, toBlock: 539 }, range(500, 539).map((block) => ({ block, size: 40 })))).toEqual({ replacedScopes: 2 });
+    // wideScopes lists what a rerun must align with: the multi-block scopes overlapping a range.
+    expect(await s.wideScopes("per_block", "eth", 545, 562, 100)).toEqual([
+      { fromBlock: 540, toBlock: 559 },
+      { fromBlock: 560, toBlock: 574 },
+    ]);
+    expect(await s.wideScopes("per_block", "base", 545, 562, 100)).toEqual([]);
+    expect(await s.wideScopes("no_such_table", "eth", 0, 10, 100)).toEqual([]);
+    expect((await failure(s.wideScopes("per_block", "eth", 0, 1000, 2))).message).toContain("more than 2 multi-block scopes");
     // Another chain's rows in the same range are not touched.
-    await replaceBlockRows(s, "per_block", { chain: "base", fromBlock: 0, toBlock: 1000 }, [{ block: -1 }]);
-    await bundles(500, 574, 10);
+    await replaceBlockRows(s, "per_block", { chain: "base", fromBlock: 0, toBlock: 1000 }, [{ block: -1, size: 0 }]);
     expect(await blocks()).toEqual([-1, ...range(500, 574)]);
     expect((await failure(replaceBlockRows(s, "per_block", { chain: "eth", fromBlock: 9, toBlock: 8 }, []))).message).toContain("block scope 9..8 is not a range of block numbers");
   });
 
-  test("overlap replacement matches a model written from the rule (400 random scopes, widths 1..40, two connections)", async () => {
+  test("overlap replacement matches a model written from the rule (400 random scopes, widths 1..40, two connections): covered scopes go, a cut is refused", async () => {
     const loc = await kind.location();
     const stores = [store(loc), store(loc)];
     let model: { from: number; to: number; id: number }[] = [];
@@ -134,29 +148,42 @@ for (const kind of KINDS) describe(`table store contract: ${kind.name}`, () => {
       seed = (seed * 1103515245 + 12345) % 2147483648;
       return seed % n;
     };
+    let refused = 0;
     for (let id = 1; id <= 400; id++) {
       const from = rand(300);
       const to = from + rand(rand(4) === 0 ? 40 : 3);
-      await replaceBlockRows(stores[id % 2]!, "m", { chain: "eth", fromBlock: from, toBlock: to }, [{ id }, { id: -id }]);
-      model = model.filter((x) => x.to < from || x.from > to).concat({ from, to, id });
+      const overlapping = model.filter((x) => !(x.to < from || x.from > to));
+      const cuts = overlapping.some((x) => x.from < from || x.to > to);
+      const done = await replaceBlockRows(stores[id % 2]!, "m", { chain: "eth", fromBlock: from, toBlock: to }, [{ id }, { id: -id }]).then(
+        () => null,
+        (e: TableStoreError) => e.code,
+      );
+      expect([id, done]).toEqual([id, cuts ? "SCOPE_CONFLICT" : null]);
+      if (cuts) refused++;
+      else model = model.filter((x) => x.to < from || x.from > to).concat({ from, to, id });
       if (id % 20 === 0 || id < 20) {
         const want = model.flatMap((x) => [x.id, -x.id]).sort((a, b) => a - b);
         expect((await raw(loc, "m")).map((r) => Number(r.id)).sort((a, b) => a - b)).toEqual(want);
       }
     }
+    expect(refused).toBeGreaterThan(20); // the rule was exercised both ways
   });
 
-  test("two stores replacing overlapping scopes at once (as two hosts would) leave one call's rows, never both", async () => {
+  test("two stores replacing overlapping scopes at once (as two hosts would) leave one call's rows, never both; the other is refused as a cut", async () => {
     const loc = await kind.location();
     const [a, b] = [store(loc), store(loc)];
     await replaceBlockRows(a, "race", { chain: "eth", fromBlock: 0, toBlock: 0 }, [{ by: "setup", n: 0 }]);
     for (let round = 1; round <= 20; round++) {
-      await Promise.all([
+      await raw(loc, "race"); // (a round starts from whatever the last one left)
+      const outcomes = await Promise.allSettled([
         replaceBlockRows(a, "race", { chain: "eth", fromBlock: 100, toBlock: 109 }, range(100, 109).map((n) => ({ by: "a", n }))),
         replaceBlockRows(b, "race", { chain: "eth", fromBlock: 105, toBlock: 114 }, range(105, 114).map((n) => ({ by: "b", n }))),
       ]);
       const owners = new Set((await raw(loc, "race")).filter((r) => r.by !== "setup").map((r) => r.by));
       expect(owners.size).toBe(1);
+      // A refusal is only ever the cut rule (the other one's scope, committed first, reaches past it).
+      for (const o of outcomes) if (o.status === "rejected") expect((o.reason as TableStoreError).code).toBe("SCOPE_CONFLICT");
+      expect(outcomes.some((o) => o.status === "fulfilled")).toBe(true);
     }
   });
 
@@ -204,6 +231,83 @@ for (const kind of KINDS) describe(`table store contract: ${kind.name}`, () => {
     await appendRows(s, "events", [{ name: "a" }]);
     await appendRows(s, "events", [{ name: "a" }, { name: "b" }]);
     expect((await s.read("events")).map((r) => r.name).sort()).toEqual(["a", "a", "b"]);
+  });
+
+  test("fencing: a claim per task id, refused while current elsewhere or after SUCCEEDED; a superseded, ended or lease-expired run's commits are STALE_RUN and write nothing", async () => {
+    const loc = await kind.location();
+    const [w1, w2] = [store(loc), store(loc)];
+    await w1.openEpoch("e1", "10.0.0.1:7000", 60_000);
+    await w2.openEpoch("e2", "10.0.0.2:7000", 60_000);
+    const claim = (s: TableStore, epoch: string, taskId: string, supersede = false) => s.claimRun({ taskId, epoch, workerAddr: epoch === "e1" ? "10.0.0.1:7000" : "10.0.0.2:7000", supersede });
+    const fenceOf = (c: RunClaim) => {
+      if (c.kind !== "claimed") throw new Error(`expected a claim, got ${JSON.stringify(c)}`);
+      return c.fence;
+    };
+    const a1 = fenceOf(await claim(w1, "e1", "t"));
+    expect(a1).toMatchObject({ taskId: "t", generation: 1, epoch: "e1" });
+    // The same Worker asking again gets its own run back.
+    expect(fenceOf(await claim(w1, "e1", "t"))).toEqual(a1);
+    // A second Worker is refused, told where the run is.
+    const refused = await claim(w2, "e2", "t");
+    expect(refused).toMatchObject({ kind: "refused", current: { generation: 1, epoch: "e1", workerAddr: "10.0.0.1:7000", state: "RUNNING", leaseLive: true } });
+    const write = (s: TableStore, fence: RunFence, callIndex: number, rows: Record<string, number>[]) =>
+      s.commit([{ kind: "replaceBlock", table: "fenced", scope: { chain: "eth", fromBlock: callIndex, toBlock: callIndex }, rows }, { kind: "append", table: "log", rows }], { ...fence, callIndex });
+    await write(w1, a1, 1, [{ v: 1 }]);
+    // The client gave up on w1 and resubmits: generation 2 on w2 fences generation 1 off.
+    const a2 = fenceOf(await claim(w2, "e2", "t", true));
+    expect(a2).toMatchObject({ generation: 2, epoch: "e2" });
+    expect(a2.seq).toBeGreaterThan(a1.seq);
+    const stale = await failure(write(w1, a1, 2, [{ v: 2 }]));
+    expect([stale.code, stale.message]).toEqual(["STALE_RUN", "task t was resubmitted (run 2 on 10.0.0.2:7000 replaced run 1 on this one): this run's rows are refused"]);
+    // Normal tables: the new run's call 1 replaces the old run's call 1 (a call's rows land once).
+    await write(w2, a2, 1, [{ v: 21 }]);
+    await write(w2, a2, 2, [{ v: 22 }]);
+    expect((await raw(loc, "log")).map((r) => Number(r.v)).sort()).toEqual([21, 22]);
+    expect((await raw(loc, "fenced")).map((r) => Number(r.v)).sort()).toEqual([21, 22]);
+    // Ended: SUCCEEDED refuses a plain claim; a run that ended is not written to any more.
+    await w2.endRun(a2, "SUCCEEDED");
+    expect((await failure(write(w2, a2, 3, [{ v: 23 }]))).message).toContain("already ended (SUCCEEDED)");
+    expect(await claim(w1, "e1", "t")).toMatchObject({ kind: "refused", current: { state: "SUCCEEDED" } });
+    // A run that FAILED may be run again without asking.
+    const b1 = fenceOf(await claim(w1, "e1", "u"));
+    await w1.endRun(b1, "FAILED");
+    expect(fenceOf(await claim(w2, "e2", "u"))).toMatchObject({ generation: 2, epoch: "e2" });
+    expect((await raw(loc, "fenced")).map((r) => Number(r.v)).sort()).toEqual([21, 22]);
+  });
+
+  test("fencing: a Worker whose lease expired (paused past it) cannot renew it, claim, or commit; its runs may be taken over without asking", async () => {
+    const loc = await kind.location();
+    const [w1, w2] = [store(loc), store(loc)];
+    await w1.openEpoch("short", "10.0.0.1:7000", 300);
+    await w2.openEpoch("long", "10.0.0.2:7000", 60_000);
+    const c = await w1.claimRun({ taskId: "p", epoch: "short", workerAddr: "10.0.0.1:7000", supersede: false });
+    if (c.kind !== "claimed") throw new Error("expected a claim");
+    expect(await w1.renewEpoch("short", 300)).toBe(true);
+    await Bun.sleep(700);
+    expect(await w1.renewEpoch("short", 60_000)).toBe(false); // an expired lease stays expired
+    expect(await w1.claimRun({ taskId: "q", epoch: "short", workerAddr: "10.0.0.1:7000", supersede: false })).toEqual({ kind: "leaseLost" });
+    const e = await failure(w1.commit([{ kind: "append", table: "late", rows: [{ v: 1 }] }], { ...c.fence, callIndex: 0 }));
+    expect([e.code, e.message]).toEqual(["STALE_RUN", "this Worker's lease in the table store expired (paused or cut off from the store for longer than its lease): run 1 of task p is no longer current and its rows are refused"]);
+    expect(await w2.claimRun({ taskId: "p", epoch: "long", workerAddr: "10.0.0.2:7000", supersede: false })).toMatchObject({ kind: "claimed", fence: { generation: 2 }, tookOver: { epoch: "short", leaseLive: false } });
+  });
+
+  test("fencing: rows of a block written by a run claimed later are never replaced by an earlier run's write (the later submission wins, whatever order the commits come in)", async () => {
+    const loc = await kind.location();
+    const s = store(loc);
+    await s.openEpoch("e", "w", 60_000);
+    const early = await s.claimRun({ taskId: "v1", epoch: "e", workerAddr: "w", supersede: false });
+    const late = await s.claimRun({ taskId: "v2", epoch: "e", workerAddr: "w", supersede: false });
+    if (early.kind !== "claimed" || late.kind !== "claimed") throw new Error("expected claims");
+    const block = (n: number, by: string) => [{ kind: "replaceBlock" as const, table: "b", scope: { chain: "eth", fromBlock: n, toBlock: n }, rows: [{ n, by }] }];
+    await s.commit(block(1, "v1"), { ...early.fence, callIndex: 0 });
+    await s.commit(block(1, "v2"), { ...late.fence, callIndex: 0 }); // later run over earlier rows: fine
+    await s.commit(block(2, "v2"), { ...late.fence, callIndex: 1 });
+    const e = await failure(s.commit(block(2, "v1"), { ...early.fence, callIndex: 1 }));
+    expect([e.code, e.message]).toEqual(["STALE_RUN", "blocks 2..2 of table b were written by a run submitted after this one (run 1 of task v1): its rows there are refused, the later task's stay"]);
+    expect((await raw(loc, "b")).map((r) => [Number(r.n), r.by]).sort()).toEqual([
+      [1, "v2"],
+      [2, "v2"],
+    ]);
   });
 
   test("a row that does not fit the table fails with ROW_MISMATCH naming table, column and kinds, and writes nothing", async () => {

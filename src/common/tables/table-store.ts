@@ -1,4 +1,5 @@
 import type { ExactInt } from "../json/exact-json";
+import type { CallFence, RunClaim, RunClaimRequest, RunFence, RunState } from "./run-fence";
 
 /** A cell of a row: JSON values, with integers beyond 2^53 as ExactInt (see exact-json.ts). */
 export type CellValue = null | boolean | number | string | ExactInt | CellValue[] | { [key: string]: CellValue };
@@ -12,18 +13,25 @@ export interface BlockScope {
 }
 
 /**
- * What a block-table write replaced. `uncovered` lists the earlier scopes that reached past the
- * new call's range: their rows were removed whole (rows carry no block of their own), so the
- * blocks of those scopes outside the new range have no rows until a call covers them again.
+ * What a block-table write replaced: how many earlier scopes (each wholly inside the write's own:
+ * a write that would cut one is refused with SCOPE_CONFLICT, since rows carry no block of their
+ * own and the blocks outside it would be left without rows).
  */
 export interface ReplaceOutcome {
   readonly replacedScopes: number;
-  readonly uncovered: readonly BlockScope[];
+}
+
+/** A block table's scope written earlier (its rows' hidden columns), as `wideScopes` lists them. */
+export interface WrittenScope {
+  readonly fromBlock: number;
+  readonly toBlock: number;
 }
 
 /**
  * TableWrite: one table's part of a call's output. A block table's write replaces every row of its
- * chain whose recorded scope overlaps the scope's block range; a normal table's write appends.
+ * chain whose recorded scope overlaps the scope's block range (each such scope must lie inside
+ * it); a normal table's write appends, and under a fence first removes the rows the same call of
+ * the same task wrote before (a retry, a resubmission: a call's rows land once).
  */
 export type TableWrite =
   | { readonly kind: "replaceBlock"; readonly table: string; readonly scope: BlockScope; readonly rows: readonly Row[] }
@@ -47,13 +55,34 @@ export interface ReadOptions {
  *   78 digits), REAL, TEXT or JSON; a row that does not fit fails with ROW_MISMATCH naming the
  *   table, the column and both kinds, and nothing of the call is written;
  * - a store that cannot be reached fails with STORE_UNAVAILABLE (retryable), never as the user's
- *   error; no call ever blocks the event loop.
+ *   error; no call ever blocks the event loop;
+ * - fencing (src/common/tables/run-fence.ts): runs are claimed, Worker epochs hold leases, and a
+ *   commit under a fence whose run is no longer current is refused with STALE_RUN in the commit's
+ *   own transaction, as is a block-table write over rows of a run claimed after its own.
  */
 export interface TableStore {
   /** What the store is, for messages: `sqlite:/path` or the Postgres URL without its password. */
   readonly description: string;
-  /** commit writes one call's tables in one transaction; outcomes in the order of `writes`. */
-  commit(writes: readonly TableWrite[]): Promise<ReplaceOutcome[]>;
+  /**
+   * commit writes one call's tables in one transaction; outcomes in the order of `writes`. Under a
+   * fence, the call's run must be current when the transaction runs (else STALE_RUN, nothing written).
+   */
+  commit(writes: readonly TableWrite[], fence?: CallFence | null): Promise<ReplaceOutcome[]>;
+  /** openEpoch starts a Worker incarnation's lease (`ttlMs` from now, by the store's clock). */
+  openEpoch(epoch: string, workerAddr: string, ttlMs: number): Promise<void>;
+  /** renewEpoch extends a live lease by `ttlMs` from now; false when it had expired (it stays expired). */
+  renewEpoch(epoch: string, ttlMs: number): Promise<boolean>;
+  /** claimRun: a run of a task for this epoch, or the refusal naming the current one (run-fence.ts decideClaim). */
+  claimRun(req: RunClaimRequest): Promise<RunClaim>;
+  /** endRun records how a run ended (a later claim may then take the id over unless it SUCCEEDED); a superseded run changes nothing. */
+  endRun(fence: RunFence, state: Exclude<RunState, "RUNNING">): Promise<void>;
+  /**
+   * wideScopes: the scopes wider than one block of a block table on `chain` that overlap
+   * from..to, in order (none for a table that does not exist); more than `limit`: INVALID_ARGUMENT.
+   */
+  wideScopes(table: string, chain: string, fromBlock: number, toBlock: number, limit: number): Promise<WrittenScope[]>;
+  /** check reaches the store with one round trip (a role's start-up check); STORE_UNAVAILABLE when it cannot. */
+  check(): Promise<void>;
   /** read returns a table's rows: user columns, then the hidden scope columns of a block table. */
   read(table: string, options?: ReadOptions): Promise<Record<string, CellValue>[]>;
   close(): Promise<void>;
@@ -80,10 +109,12 @@ export async function appendRows(store: TableStore, table: string, rows: readonl
 /**
  * TableStoreErrorCode: ROW_MISMATCH and INVALID_ARGUMENT are the caller's fault (a row that does
  * not fit, a reserved table name); STORE_UNAVAILABLE is retryable (down, unreachable, timed out,
- * locked past the statement timeout); NO_SUCH_TABLE answers a read; CORRUPT_METADATA and INTERNAL
- * are the store's own faults.
+ * locked past the statement timeout); NO_SUCH_TABLE answers a read; STALE_RUN refuses a commit of
+ * a run that is no longer current (or over a later run's rows) and SCOPE_CONFLICT a block write
+ * that would cut an earlier scope, neither retryable; CORRUPT_METADATA and INTERNAL are the
+ * store's own faults.
  */
-export type TableStoreErrorCode = "ROW_MISMATCH" | "INVALID_ARGUMENT" | "STORE_UNAVAILABLE" | "NO_SUCH_TABLE" | "CORRUPT_METADATA" | "INTERNAL";
+export type TableStoreErrorCode = "ROW_MISMATCH" | "INVALID_ARGUMENT" | "STORE_UNAVAILABLE" | "NO_SUCH_TABLE" | "CORRUPT_METADATA" | "STALE_RUN" | "SCOPE_CONFLICT" | "INTERNAL";
 
 /** TableStoreError: the table stores' one error type; the code says whose fault it is. */
 export class TableStoreError extends Error {
@@ -96,4 +127,4 @@ export class TableStoreError extends Error {
   }
 }
 
-export const NO_OUTCOME: ReplaceOutcome = Object.freeze({ replacedScopes: 0, uncovered: [] });
+export const NO_OUTCOME: ReplaceOutcome = Object.freeze({ replacedScopes: 0 });

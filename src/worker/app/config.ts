@@ -1,5 +1,6 @@
 import { tableStoreProblems, tableStoreVars, type TableStoreConfig } from "../../common/tables/table-store-config";
 import type { ChainsConfig } from "../../common/config/chains-config";
+import type { LocalTestChainSettings } from "../../runtime/chains/localtestservice/local-test-chain";
 import { clockVars } from "../../common/clock/clock-vars";
 import { compileTlsInto, type TlsSetting } from "../../common/tls/tls-setting";
 import { compileEtcdAccessInto, type EtcdAccess } from "../../common/etcd/etcd-access";
@@ -82,7 +83,6 @@ export function workerVars(profile: WorkerProfile) {
     taskMaxInflightCalls: envVar("TASK_MAX_INFLIGHT_CALLS", "1024", "an integer from 1 to 1000000", "calls of one task in flight at once", intSchema(1, 1_000_000)),
     functionsDir: envVar("FUNCTIONS_DIR", "", "a directory path, or empty", "functions by name: <name>.py files, re-read every second (empty: inline sources only)", stringSchema()),
     ...tableStoreVars,
-    localTestChainHead: envVar("LOCALTESTSERVICE_HEAD", "20000000", "an integer from 0 to 1000000000", "highest block of the synthetic local test chain", intSchema(0, 1_000_000_000)),
     localTestBlockStore: envVar(
       "LOCALTESTSERVICE_BLOCK_STORE",
       "",
@@ -157,8 +157,11 @@ export interface WorkerRuntimeConfig extends TableStoreConfig {
   readonly taskIoPrefetch: boolean;
   readonly taskLogCaps: TaskLogCaps;
   readonly functionsDir: string;
-  readonly localTestChainHead: number;
   readonly chains: ChainsConfig;
+  /** LOCALTESTSERVICE_ENABLED (or CHAINS_CONFIG naming it), LOCALTESTSERVICE_HEAD and LOCALTESTSERVICE_MAX_LOG_BLOCKS. */
+  readonly localTestChain: LocalTestChainSettings;
+  /** RPC_MAX_ANSWER_BYTES. */
+  readonly rpcMaxAnswerBytes: number;
   /** Empty: every block is generated on demand. */
   readonly localTestBlockStore: string;
   /** EXECUTOR_BLOCK_HANDOFF: final blocks of the store by offset into the executors' inherited file, or as bytes. */
@@ -203,6 +206,9 @@ export function loadWorkerRuntimeConfigFromEnv(
     if (!(e instanceof ConfigError)) throw e;
     problems.push(...e.problems);
   }
+  if (io !== null && v.localTestBlockStore.trim() !== "" && !io.localTestChain.enabled) {
+    problems.push(`LOCALTESTSERVICE_BLOCK_STORE: the store serves the local test chain, which is off: set LOCALTESTSERVICE_ENABLED=true too`);
+  }
   const tls = compileTlsInto(v, problems);
   const etcd = compileEtcdAccessInto(v, v.etcdEndpoints, problems);
   if (problems.length > 0 || io === null || tls === null || etcd === null) throw new ConfigError(problems);
@@ -238,9 +244,9 @@ export function loadWorkerRuntimeConfigFromEnv(
     tableStoreConnectTimeoutMs: v.tableStoreConnectTimeoutMs,
     tableStoreReconnectMinMs: v.tableStoreReconnectMinMs,
     tableStoreReconnectMaxMs: v.tableStoreReconnectMaxMs,
+    tableStoreDeadlineMarginMs: v.tableStoreDeadlineMarginMs,
     tableStoreTls: v.tableStoreTls,
     tableStoreTlsCa: v.tableStoreTlsCa,
-    localTestChainHead: v.localTestChainHead,
     localTestBlockStore: v.localTestBlockStore,
     blockHandoff: v.blockHandoff,
     ...io,

@@ -8,7 +8,9 @@ import type { WrittenCall, Writer } from "./writer";
 /**
  * BlockTableWriter (block_table_write): each call's rows replace, in its call's transaction, every
  * row of its chain whose scope overlaps the call's block or bundle, so a retried, resubmitted or
- * rerun call never leaves a block's rows twice. Commits as each call finishes.
+ * rerun call never leaves a block's rows twice. An earlier scope reaching past the call's is never
+ * cut (the store refuses it: SCOPE_CONFLICT); a rerun's bundles are aligned with the scopes written
+ * before it when it is submitted (src/worker/core/scope-alignment.ts). Commits as each call finishes.
  */
 export class BlockTableWriter implements Writer {
   private rows = 0;
@@ -25,17 +27,7 @@ export class BlockTableWriter implements Writer {
     return [{ kind: "replaceBlock", table: this.table, scope: this.scopeOf(call.input), rows: rowsOf(call.value) }];
   }
 
-  committed(call: WrittenCall, [replaced]: readonly ReplaceOutcome[]): void {
-    const scope = this.scopeOf(call.input);
-    if (replaced && replaced.uncovered.length > 0) {
-      // An earlier call's scope reached past this one: its rows went whole, so those blocks
-      // outside this call's range have none now. Said once per write, with the blocks.
-      const blocks = replaced.uncovered.map((u) => `${u.fromBlock}..${u.toBlock}`).join(", ");
-      this.log.warn(
-        { taskId: this.taskId, table: this.table, chain: scope.chain, scope: `${scope.fromBlock}..${scope.toBlock}`, replacedScopes: blocks },
-        `block table ${this.table}: rows of earlier scopes ${blocks} were replaced by scope ${scope.fromBlock}..${scope.toBlock}; blocks of those scopes outside it have no rows until a task covers them again`,
-      );
-    }
+  committed(call: WrittenCall, _outcomes: readonly ReplaceOutcome[]): void {
     this.rows += (call.value as unknown[]).length;
     this.calls++;
   }
