@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # compile.sh OUTFILE [TARGET RUNTIME]: compiles the blockx binary (src/main.ts, the executor's
-# .py files embedded; src/common/tables/sqlite-thread.ts is a second entry: the SQLite table
-# store's Worker thread, which Bun can only start from an entry of the binary) to OUTFILE. TARGET (linux-x64, linux-arm64) cross-compiles with RUNTIME, the
+# .py files embedded; src/common/tables/sqlite-thread.ts and
+# src/runtime/chains/localtestservice/synthetic-chain-thread.ts are more entries: the SQLite table
+# store's and the synthetic chain's Worker threads, which Bun can only start from an entry of the
+# binary; src/common/threads/thread-entry.ts finds them) to OUTFILE. TARGET (linux-x64, linux-arm64) cross-compiles with RUNTIME, the
 # target's Bun executable (`make dist` fetches it from the npm registry), instead of letting Bun
 # download it. Reads BLOCKX_COMMIT and BLOCKX_SOURCE_DIGEST; BLOCKX_BUILD_DATE defaults to now.
 # The output is a pure function of the sources, these values and OUTFILE's base name (Bun embeds
@@ -22,4 +24,4 @@ bun build --compile --minify --bytecode --format=esm \
   --define "BLOCKX_SOURCE_DIGEST=\"$BLOCKX_SOURCE_DIGEST\"" \
   --define "BLOCKX_BUILD_DATE=\"$date\"" \
   --asset executor-py/blockx_executor \
-  src/main.ts src/common/tables/sqlite-thread.ts --outfile "$out"
+  src/main.ts src/common/tables/sqlite-thread.ts src/runtime/chains/localtestservice/synthetic-chain-thread.ts --outfile "$out"

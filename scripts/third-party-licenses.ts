@@ -1,7 +1,7 @@
 /**
  * third-party-licenses.ts [--check]: writes THIRD-PARTY-LICENSES.md, the software of others inside
  * the `blockx` binary with each package's licence text. The list is not kept by hand: the script
- * bundles the binary's two entries (src/main.ts, src/common/tables/sqlite-thread.ts) as
+ * bundles the binary's entries (src/main.ts and the two threads' modules) as
  * scripts/compile.sh does and reads the npm packages the bundle's source map names, with the
  * version and licence each package's own package.json gives and the licence file it ships.
  * `--check` writes nothing and exits 1 when the committed file differs from what it would write
@@ -13,7 +13,7 @@ import { join, relative, resolve } from "node:path";
 
 const REPO = resolve(import.meta.dir, "..");
 const OUT = join(REPO, "THIRD-PARTY-LICENSES.md");
-const ENTRIES = ["src/main.ts", "src/common/tables/sqlite-thread.ts"];
+const ENTRIES = ["src/main.ts", "src/common/tables/sqlite-thread.ts", "src/runtime/chains/localtestservice/synthetic-chain-thread.ts"];
 
 interface Pkg {
   readonly name: string;

@@ -27,7 +27,7 @@ const BLOCKS = Number(values.blocks);
 
 const settings = ioSettingsFrom(loadEnvConfig(ioVars, {}));
 const faults = new FaultInjector(settings.localTestFaults, settings.localTestFaultsFile, silentLogger()).start();
-const { registry: backends } = buildBackendSet({ chains: settings.chains, localTestChainHead: 10_000_000, faults, functions: () => null });
+const { registry: backends } = buildBackendSet({ chains: settings.chains, localTestChain: { ...settings.localTestChain, enabled: true, head: 10_000_000 }, faults, functions: () => null });
 const io = buildIoSubsystem(backends, settings.io, new MetricsRegistry());
 
 const INC = "def main(ctx, x):\n    return x + 1\n";

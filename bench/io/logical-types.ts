@@ -68,7 +68,7 @@ const v = loadEnvConfig({ ...executorPoolVars, ...ioVars }, { EXECUTOR_COUNT: va
 const settings = ioSettingsFrom(v);
 const log = createLogger("warn", { role: "bench" }, 2);
 const faults = new FaultInjector(settings.localTestFaults, settings.localTestFaultsFile, log).start();
-const { registry } = buildBackendSet({ chains: settings.chains, localTestChainHead: 20_000_000, faults, functions: () => null });
+const { registry } = buildBackendSet({ chains: settings.chains, localTestChain: { ...settings.localTestChain, enabled: true, head: 20_000_000 }, faults, functions: () => null });
 const io = buildIoSubsystem(registry, { ...settings.io, readOnly: true }, new MetricsRegistry());
 const taskIo = io.forTask("bench");
 const owner: CallOwner = {

@@ -2,7 +2,7 @@ import { parseExactJson } from "../common/json/exact-json";
 import { existsSync, readFileSync } from "node:fs";
 import { basename, dirname, resolve } from "node:path";
 import { commonVars } from "../common/config/common-vars";
-import { envVar, intSchema, loadEnvConfig } from "../common/config/env-config";
+import { loadEnvConfig } from "../common/config/env-config";
 import { createLogger } from "../common/logging/logger";
 import { MetricsRegistry } from "../common/metrics/metrics";
 import type { CallOutcome } from "../runtime/calls/call";
@@ -10,7 +10,7 @@ import { createCallOwner, runOnce } from "../runtime/calls/call-owner";
 import { siblingFunctions } from "../runtime/functions/functions-dir";
 import { executorPoolConfigFrom, executorPoolVars } from "../runtime/executor/executor-pool-config";
 import type { JsonValue } from "../runtime/executor/protocol";
-import { ioSettingsFrom, ioVars } from "../runtime/io/io-config";
+import { ioSettingsFrom, ioVars, localTestChainEnabledVar } from "../runtime/io/io-config";
 import { flagValue } from "./args";
 import type { Command } from "./command";
 import { UsageError } from "./usage-error";
@@ -18,7 +18,8 @@ import { UsageError } from "./usage-error";
 const vars = {
   ...executorPoolVars,
   ...ioVars,
-  localTestChainHead: envVar("LOCALTESTSERVICE_HEAD", "20000000", "an integer from 0 to 1000000000", "highest block of the synthetic local test chain", intSchema(0, 1_000_000_000)),
+  // A function tried on this machine reads the synthetic chain unless told otherwise.
+  localTestChainEnabled: localTestChainEnabledVar("true"),
   logLevel: commonVars.logLevel,
 };
 
@@ -70,7 +71,7 @@ export const execCommand: Command = {
       import("../runtime/io/io-assembly"),
     ]);
     const faults = new FaultInjector(settings.localTestFaults, settings.localTestFaultsFile, log.child({ component: "localtestservice" })).start();
-    const { registry: backends } = buildBackendSet({ chains: settings.chains, localTestChainHead: v.localTestChainHead, faults, functions: () => null });
+    const { registry: backends, localTestChain } = buildBackendSet({ ...settings, faults, functions: () => null });
     const io = buildIoSubsystem(backends, { ...settings.io, readOnly: true }, new MetricsRegistry());
     const taskIo = io.forTask("exec");
     const pool = await ExecutorPool.start(executorPoolConfigFrom({ ...v, executorCount: Math.min(v.executorCount, 2) }), log);
@@ -88,6 +89,7 @@ export const execCommand: Command = {
     } finally {
       taskIo.end();
       faults.stop();
+      localTestChain?.close();
       await pool.close();
     }
     console.log(JSON.stringify(outcome, null, 2));

@@ -20,6 +20,8 @@ export interface DoctorContext {
   /** Roles that run executors. */
   readonly pool: ExecutorPoolConfig | null;
   readonly chains: ChainsConfig | null;
+  /** Whether the role serves the synthetic local test chain (LOCALTESTSERVICE_ENABLED, or CHAINS_CONFIG naming it). */
+  readonly localTestChain: boolean;
   readonly tableStorePath: string | null;
   readonly clock: { readonly maxOffsetMs: number; readonly testOffsetMs: number };
 }

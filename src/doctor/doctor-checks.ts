@@ -204,7 +204,13 @@ const chains: DoctorCheck = {
   appliesTo: (ctx) => ctx.pool !== null,
   async run(ctx) {
     const all = ctx.chains?.chains;
-    if (!all) return pass("CHAINS_CONFIG is empty: every chain is the synthetic local test chain");
+    if (!all) {
+      return pass(
+        ctx.localTestChain
+          ? "CHAINS_CONFIG is empty: every chain is the synthetic local test chain (LOCALTESTSERVICE_ENABLED=true)"
+          : "CHAINS_CONFIG is empty and the synthetic local test chain is off: functions read no chain",
+      );
+    }
     const found: string[] = [];
     const problems: string[] = [];
     for (const [name, chain] of Object.entries(all)) {

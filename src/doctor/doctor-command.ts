@@ -41,7 +41,7 @@ export async function doctorContext(role: DoctorRole, env: Env): Promise<DoctorC
   const c = loadEnvConfig(clockVars, env);
   const clock = { maxOffsetMs: c.clockMaxOffsetMs, testOffsetMs: c.clockTestOffsetMs };
   const prometheus = (addr: string) => (addr ? [{ variable: "BLOCKX_PROMETHEUS_LISTEN_ADDR", addr }] : []);
-  const none = { etcdEndpoints: [], etcd: ETCD_PLAINTEXT, listenAddrs: [], socketPath: null, pool: null, chains: null, tableStorePath: null };
+  const none = { etcdEndpoints: [], etcd: ETCD_PLAINTEXT, listenAddrs: [], socketPath: null, pool: null, chains: null, localTestChain: false, tableStorePath: null };
   if (role === "worker" || role === "bundle-worker") {
     const [{ loadWorkerRuntimeConfigFromEnv }, { blockWorkerProfile, bundleWorkerProfile }] = await Promise.all([import("../worker/app/config"), import("../worker/app/profile")]);
     const w = loadWorkerRuntimeConfigFromEnv(role === "worker" ? blockWorkerProfile : bundleWorkerProfile, env);
@@ -54,6 +54,7 @@ export async function doctorContext(role: DoctorRole, env: Env): Promise<DoctorC
       listenAddrs: [{ variable: "WORKER_LISTEN", addr: w.listenAddr }, ...prometheus(w.prometheusListenAddr)],
       pool: w.pool,
       chains: w.chains,
+      localTestChain: w.localTestChain.enabled,
       tableStorePath: w.tableStorePath,
     };
   }
@@ -65,7 +66,7 @@ export async function doctorContext(role: DoctorRole, env: Env): Promise<DoctorC
   if (role === "syncinvoker") {
     const { loadSyncInvokerConfig } = await import("../syncinvoker/app/config");
     const s = loadSyncInvokerConfig(env);
-    return { ...none, role, clock, listenAddrs: [{ variable: "SYNCINVOKER_LISTEN", addr: s.listenAddr }, ...prometheus(s.prometheusListenAddr)], pool: s.pool, chains: s.chains };
+    return { ...none, role, clock, listenAddrs: [{ variable: "SYNCINVOKER_LISTEN", addr: s.listenAddr }, ...prometheus(s.prometheusListenAddr)], pool: s.pool, chains: s.chains, localTestChain: s.localTestChain.enabled };
   }
   const { loadProxyConfig } = await import("../proxy/app/config");
   const p = loadProxyConfig(env, []);

@@ -88,12 +88,16 @@ describe("deploy/systemd environment files", () => {
     });
   }
 
-  test("Workers and the Sync Invoker read real chains from the installed chains.json, not the synthetic chain", () => {
+  test("Workers and the Sync Invoker read real chains from the installed chains.json, not the synthetic chain (off unless configured)", () => {
     for (const role of ["worker", "bundle-worker", "syncinvoker"]) {
       const { active } = readEnvFile(role);
       expect(active.CHAINS_CONFIG).toBe(`${DEPLOY}/chains.json`);
-      const config = loaders[role]!(active) as { chains: { chains: Record<string, { source: string }> } };
+      const config = loaders[role]!(active) as { chains: { chains: Record<string, { source: string }> }; localTestChain: { enabled: boolean } };
       expect(config.chains.chains.ethereum!.source).toBe("rpc");
+      expect({ role, localTestChain: config.localTestChain.enabled }).toEqual({ role, localTestChain: false });
+      // Without CHAINS_CONFIG too: a production role never serves the synthetic chain by omission.
+      const { CHAINS_CONFIG: _, ...bare } = active;
+      expect({ role, bare: (loaders[role]!(bare) as { localTestChain: { enabled: boolean } }).localTestChain.enabled }).toEqual({ role, bare: false });
     }
   });
 

@@ -10,6 +10,7 @@ import type { JsonValue } from "../../src/runtime/executor/protocol";
 import { RawJson } from "../../src/runtime/executor/protocol";
 import { FunctionCodeView } from "../../src/runtime/functions/function-code-view";
 import { ChainRouter } from "../../src/runtime/chains/router/chain-router";
+import { LocalTestChain } from "../../src/runtime/chains/localtestservice/local-test-chain";
 import { BackendRegistry, type Backend } from "../../src/runtime/io/backends/backend-registry";
 import { blockdbBackend } from "../../src/runtime/io/backends/blockdb-backend";
 import { metaBackend } from "../../src/runtime/io/backends/meta-backend";
@@ -31,7 +32,7 @@ function registry(router: ChainRouter, functions = new FunctionCodeView()): Back
 }
 
 function mixedRouter(): ChainRouter {
-  return new ChainRouter(parseChainsConfig({ chains: { dev: { source: "rpc", endpoints: [node.url], finalityDepth: 3 }, ethereum: { source: "localtestservice" } } }), 1_000);
+  return new ChainRouter(parseChainsConfig({ chains: { dev: { source: "rpc", endpoints: [node.url], finalityDepth: 3 }, ethereum: { source: "localtestservice" } } }), { localTestChain: new LocalTestChain({ head: 1_000 }) });
 }
 
 /** value unwraps a registry answer (RawJson parsed) or throws with the error. */
@@ -137,7 +138,7 @@ describe("rpc", () => {
       type: "PermissionDenied",
       message: 'rpc.send: send: chain dev does not allow rpc.send (eth_sendRawTransaction); set "allowSend": true for it in CHAINS_CONFIG',
     });
-    const open = registry(new ChainRouter(parseChainsConfig({ chains: { dev: { source: "rpc", endpoints: [node.url], allowSend: true } } }), 1_000));
+    const open = registry(new ChainRouter(parseChainsConfig({ chains: { dev: { source: "rpc", endpoints: [node.url], allowSend: true } } }), { localTestChain: new LocalTestChain({ head: 1_000 }) }));
     // The node itself answers now (and refuses the malformed transaction).
     expect(await error(open, "rpc", "send", { chain: "dev", method: "eth_sendRawTransaction", params: ["0x00"] })).toMatchObject({ type: "JsonRpcError" });
   });
@@ -154,7 +155,7 @@ describe("router", () => {
   });
 
   test("with no config every chain is the local test chain (so a Worker with nothing configured keeps working)", async () => {
-    const r = registry(new ChainRouter(DEFAULT_CHAINS_CONFIG, 500));
+    const r = registry(new ChainRouter(DEFAULT_CHAINS_CONFIG, { localTestChain: new LocalTestChain({ head: 500 }) }));
     const b = (await value(r, "blockdb", "block", { chain: "base", number: 7 })) as { number: string };
     expect(b.number).toBe("0x7");
     expect(await value(r, "blockdb", "head", { chain: "base" })).toBe(500);

@@ -50,7 +50,7 @@ function task(taskId: string, source: string, inputs: unknown[]): Task {
 test("a task that kills its executors fails after CALL_MAX_ATTEMPTS naming the cause; its neighbour completes; the error rate stays 0", async () => {
   const settings = ioSettingsFrom(loadEnvConfig(ioVars, {}));
   faults = new FaultInjector(settings.localTestFaults, settings.localTestFaultsFile, silentLogger()).start();
-  const { registry: backends } = buildBackendSet({ chains: settings.chains, localTestChainHead: 1000, faults, functions: () => null });
+  const { registry: backends } = buildBackendSet({ chains: settings.chains, localTestChain: { ...settings.localTestChain, enabled: true, head: 1000 }, faults, functions: () => null });
   const io = buildIoSubsystem(backends, settings.io, new MetricsRegistry());
   const runner = new TaskRunner({
     pool,

@@ -72,7 +72,7 @@ export class BlockxProcess {
     const proc = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", binary, ...args], {
       cwd,
       // `blockx dev` chooses for its children and its client (secure unless told otherwise).
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", TMPDIR: tmp, ...(args[0] === "dev" ? {} : transportEnv(env, roleOfCommand(args[0]))), ...env },
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", TMPDIR: tmp, ...(args[0] === "dev" ? {} : transportEnv(env, roleOfCommand(args[0]))), ...localTestChainEnv(args[0]), ...env },
       stdout: "pipe",
       stderr: "pipe",
     });
@@ -139,6 +139,15 @@ export class BlockxProcess {
     BlockxProcess.unstopped.delete(this);
     return code;
   }
+}
+
+/**
+ * localTestChainEnv: the suite's Workers and Sync Invokers serve the synthetic chain (most tests
+ * read it), which production roles leave off unless configured: it is set here, explicitly, for
+ * each. A test of the off case sets LOCALTESTSERVICE_ENABLED=false in its env (which wins).
+ */
+export function localTestChainEnv(command: string | undefined): Record<string, string> {
+  return command === "worker" || command === "bundle-worker" || command === "syncinvoker" ? { LOCALTESTSERVICE_ENABLED: "true" } : {};
 }
 
 /**

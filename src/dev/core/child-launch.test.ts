@@ -44,7 +44,7 @@ describe("transport security of the children", () => {
 });
 
 describe("child launches", () => {
-  test("Workers share the dev dir's table store and FUNCTIONS_DIR, bind loopback port 0, drain briefly, serve /metrics on the port chosen for them", () => {
+  test("Workers share the dev dir's table store and FUNCTIONS_DIR, bind loopback port 0, drain briefly, serve /metrics on the port chosen for them, serve the synthetic chain", () => {
     const l = launchFor({ id: "worker-1", role: "worker", stage: 1 }, ctx({}));
     expect(l.argv).toEqual(["/b/blockx", "worker"]);
     expect(l.env).toMatchObject({
@@ -55,6 +55,7 @@ describe("child launches", () => {
       EXECUTOR_COUNT: "3",
       BLOCKX_PROMETHEUS_LISTEN_ADDR: "127.0.0.1:9101",
       TMPDIR: "/d/tmp",
+      LOCALTESTSERVICE_ENABLED: "true",
     });
     expect(l.readiness).toEqual({ kind: "grpcLog" });
   });
@@ -81,7 +82,7 @@ describe("child launches", () => {
   test("roles from other branches get the client variables and loopback port 0 for each listen variable they declare", () => {
     const e = { coordinator: "127.0.0.1:1", "bundle-coordinator": "127.0.0.1:2" };
     const si = launchFor({ id: "syncinvoker", role: "syncinvoker", stage: 2 }, ctx(e, ["SYNCINVOKER_LISTEN", "BLOCKX_PROMETHEUS_LISTEN_ADDR"]));
-    expect(si.env).toMatchObject({ SYNCINVOKER_LISTEN: "127.0.0.1:0", BLOCKX_COORDINATOR_ADDRS: "127.0.0.1:1", BLOCKX_PROMETHEUS_LISTEN_ADDR: "127.0.0.1:9102" });
+    expect(si.env).toMatchObject({ SYNCINVOKER_LISTEN: "127.0.0.1:0", BLOCKX_COORDINATOR_ADDRS: "127.0.0.1:1", BLOCKX_PROMETHEUS_LISTEN_ADDR: "127.0.0.1:9102", LOCALTESTSERVICE_ENABLED: "true" });
     const proxy = launchFor({ id: "proxy", role: "proxy", stage: 2 }, ctx(e));
     expect(proxy.env).toMatchObject({ PROXY_SOCKET_PATH: "/d/proxy.sock", BLOCKX_BUNDLE_COORDINATOR_ADDRS: "127.0.0.1:2" });
     expect(proxy.readiness).toEqual({ kind: "socketFile", path: "/d/proxy.sock" });

@@ -63,6 +63,12 @@ export interface LaunchContext {
 
 const LOOPBACK_ANY_PORT = "127.0.0.1:0";
 
+/**
+ * The synthetic chain, which production roles serve only when configured, is on for dev's Workers
+ * and Sync Invoker: a function tried on one machine reads it (and any chain CHAINS_CONFIG names).
+ */
+const LOCAL_TEST_CHAIN_ON = { LOCALTESTSERVICE_ENABLED: "true" } as const;
+
 /** The identities `blockx dev` issues certificates for (the proxy holds the client's). */
 export type DevIdentity = "coordinator" | "worker" | "syncinvoker" | "client";
 
@@ -206,6 +212,7 @@ export function launchFor(child: ChildSpec, ctx: LaunchContext): ChildLaunch {
           FUNCTIONS_DIR: layout.functionsDir,
           EXECUTOR_COUNT: String(ctx.executorsPerWorker),
           WORKER_DRAIN_TIMEOUT_MS: "5000",
+          ...LOCAL_TEST_CHAIN_ON,
         },
         readiness: { kind: "grpcLog" },
       };
@@ -222,6 +229,7 @@ export function launchFor(child: ChildSpec, ctx: LaunchContext): ChildLaunch {
         return { argv: [...ctx.self, child.role], env, readiness: { kind: "socketFile", path: layout.proxySocketPath } };
       }
       delete env.BLOCKX_SYNCINVOKER_ADDR;
+      Object.assign(env, LOCAL_TEST_CHAIN_ON);
       return { argv: [...ctx.self, child.role], env, readiness: { kind: "grpcLog" } };
     }
   }

@@ -1,6 +1,7 @@
 import type { ChainsConfig } from "../../common/config/chains-config";
 import type { MetricsRegistry } from "../../common/metrics/metrics";
 import type { BlockTextStore } from "../chains/localtestservice/block-text-store";
+import { LocalTestChain, type LocalTestChainSettings } from "../chains/localtestservice/local-test-chain";
 import { ChainRouter } from "../chains/router/chain-router";
 import type { FunctionSnapshot } from "../functions/function-code-view";
 import { BackendRegistry } from "./backends/backend-registry";
@@ -8,7 +9,7 @@ import { blockdbBackend } from "./backends/blockdb-backend";
 import type { FaultInjector } from "./fault-injection";
 import { registerIoMetrics } from "./io-metrics";
 import { IoSubsystem, type IoConfig } from "./io-subsystem";
-import { localtestserviceBackend } from "./backends/localtestservice-backend";
+import { localtestserviceBackend, localtestserviceOffBackend } from "./backends/localtestservice-backend";
 import { logicalTypesBackend } from "./backends/logical-types-backend";
 import { metaBackend } from "./backends/meta-backend";
 import { routerBackend } from "./backends/router-backend";
@@ -16,7 +17,10 @@ import { rpcBackend } from "./backends/rpc-backend";
 
 export interface BackendSetOptions {
   readonly chains: ChainsConfig;
-  readonly localTestChainHead: number;
+  /** Whether the synthetic chain is served, its head and its bounds (IoSettings.localTestChain). */
+  readonly localTestChain: LocalTestChainSettings;
+  /** RPC_MAX_ANSWER_BYTES (the client's default when absent). */
+  readonly rpcMaxAnswerBytes?: number;
   /** Full blocks of the local test chain served as stored text (LOCALTESTSERVICE_BLOCK_STORE). */
   readonly blockStore?: BlockTextStore;
   /** Faults injected into the local test chain (tests, drills). */
@@ -27,19 +31,22 @@ export interface BackendSetOptions {
 
 /**
  * buildBackendSet assembles the backends user functions reach through `ctx.io`, the same in
- * every process that runs them (Worker, Sync Invoker): localtestservice (behind the fault
- * injector), router, rpc, blockdb and logicalTypes over the chains config, and meta.
+ * every process that runs them (Worker, Sync Invoker, blockx exec): localtestservice (behind the
+ * fault injector; where the local test chain is off, a stand-in that says so), router, rpc,
+ * blockdb and logicalTypes over the chains config, and meta. One LocalTestChain (one generator
+ * thread) serves the backend and every chain routed to the local test chain.
  */
-export function buildBackendSet(o: BackendSetOptions): { registry: BackendRegistry; router: ChainRouter } {
-  const router = new ChainRouter(o.chains, o.localTestChainHead);
+export function buildBackendSet(o: BackendSetOptions): { registry: BackendRegistry; router: ChainRouter; localTestChain: LocalTestChain | null } {
+  const local = o.localTestChain.enabled ? new LocalTestChain(o.localTestChain) : null;
+  const router = new ChainRouter(o.chains, { localTestChain: local, ...(o.rpcMaxAnswerBytes === undefined ? {} : { rpcMaxAnswerBytes: o.rpcMaxAnswerBytes }) });
   const registry = new BackendRegistry()
-    .register(o.faults.wrap(localtestserviceBackend({ head: o.localTestChainHead, ...(o.blockStore ? { store: o.blockStore } : {}) })))
+    .register(local ? o.faults.wrap(localtestserviceBackend({ chain: local, ...(o.blockStore ? { store: o.blockStore } : {}) })) : localtestserviceOffBackend())
     .register(routerBackend(router))
     .register(rpcBackend(router))
     .register(blockdbBackend(router))
     .register(logicalTypesBackend(router))
     .register(metaBackend(o.functions));
-  return { registry, router };
+  return { registry, router, localTestChain: local };
 }
 
 /** buildIoSubsystem puts the IO subsystem over the backends, with its metrics and each chain's own finality depth. */

@@ -1,5 +1,7 @@
 import { ConfigError, envVar, enumSchema, fractionSchema, intSchema, stringSchema, type EnvValues } from "../../common/config/env-config";
 import { loadChainsConfig, type ChainsConfig } from "../../common/config/chains-config";
+import { DEFAULT_MAX_LOG_BLOCKS, MAX_LOG_BLOCKS_LIMIT, type LocalTestChainSettings } from "../chains/localtestservice/local-test-chain";
+import { DEFAULT_RPC_MAX_ANSWER_BYTES } from "../chains/rpc/json-rpc-client";
 import type { Faults } from "./fault-injection";
 import type { IoConfig } from "./io-subsystem";
 
@@ -9,8 +11,26 @@ export const ioVars = {
     "CHAINS_CONFIG",
     "",
     "inline JSON starting with {, a JSON file path, or empty",
-    "chains and their sources (rpc endpoints or localtestservice), see README; empty: every chain is the local test chain",
+    "chains and their sources (rpc endpoints or localtestservice), see README; empty: every chain is the local test chain when LOCALTESTSERVICE_ENABLED=true, else none",
     stringSchema(),
+  ),
+  rpcMaxAnswerBytes: envVar(
+    "RPC_MAX_ANSWER_BYTES",
+    String(DEFAULT_RPC_MAX_ANSWER_BYTES),
+    "an integer from 1024 to 67108864",
+    "the most bytes one JSON-RPC answer of a node may have (read as a stream and stopped there): a request whose answer is longer fails with a " +
+      "BackendError AnswerTooLarge naming its method (a batch over it is split and sent again)",
+    intSchema(1024, 64 * 1024 * 1024),
+  ),
+  localTestChainEnabled: localTestChainEnabledVar("false"),
+  localTestChainHead: envVar("LOCALTESTSERVICE_HEAD", "20000000", "an integer from 0 to 1000000000", "highest block of the synthetic local test chain", intSchema(0, 1_000_000_000)),
+  localTestMaxLogBlocks: envVar(
+    "LOCALTESTSERVICE_MAX_LOG_BLOCKS",
+    String(DEFAULT_MAX_LOG_BLOCKS),
+    `an integer from 1 to ${MAX_LOG_BLOCKS_LIMIT}`,
+    "blocks one eth_getLogs (or blockdb.logs) of the local test chain may span; a longer range fails with InvalidParams naming this variable " +
+      "(100 blocks: about 0.5 s of the generator thread and 5 MB of logs)",
+    intSchema(1, MAX_LOG_BLOCKS_LIMIT),
   ),
   ioCacheMaxBytes: envVar(
     "IO_CACHE_MAX_BYTES",
@@ -56,6 +76,22 @@ export const ioVars = {
   ),
 };
 
+/**
+ * localTestChainEnabledVar: LOCALTESTSERVICE_ENABLED with a role's default: off in the
+ * production roles (Worker, Sync Invoker), on in `blockx exec`; `blockx dev` sets it for its
+ * children.
+ */
+export function localTestChainEnabledVar(defaultRaw: "true" | "false") {
+  return envVar(
+    "LOCALTESTSERVICE_ENABLED",
+    defaultRaw,
+    "true or false",
+    "serve the synthetic local test chain (the localtestservice backend, and every chain when CHAINS_CONFIG is empty); " +
+      'a chain with "source": "localtestservice" in CHAINS_CONFIG turns it on too. Off, a function reaching it fails with BackendDisabled / UnknownChain saying so',
+    enumSchema(["true", "false"] as const),
+  );
+}
+
 export type IoVars = EnvValues<typeof ioVars>;
 
 /** ioConfigFrom compiles the variables into the subsystem's frozen config and the local test chain's faults. */
@@ -80,7 +116,18 @@ export function ioConfigFrom(v: IoVars): { io: IoConfig; localTestFaults: Faults
 }
 
 /** IoSettings: everything a process needs to build its backend set and IO subsystem. */
-export type IoSettings = ReturnType<typeof ioConfigFrom> & { readonly chains: ChainsConfig };
+export type IoSettings = ReturnType<typeof ioConfigFrom> & {
+  readonly chains: ChainsConfig;
+  readonly localTestChain: LocalTestChainSettings;
+  /** RPC_MAX_ANSWER_BYTES. */
+  readonly rpcMaxAnswerBytes: number;
+};
+
+/** localTestChainSettingsFrom: on when LOCALTESTSERVICE_ENABLED=true or CHAINS_CONFIG gives a chain to the local test chain. */
+export function localTestChainSettingsFrom(v: Pick<IoVars, "localTestChainEnabled" | "localTestChainHead" | "localTestMaxLogBlocks">, chains: ChainsConfig): LocalTestChainSettings {
+  const named = Object.values(chains.chains ?? {}).some((c) => c.source === "localtestservice");
+  return Object.freeze({ enabled: v.localTestChainEnabled === "true" || named, head: v.localTestChainHead, maxLogBlocks: v.localTestMaxLogBlocks });
+}
 
 /** ioSettingsFrom reads CHAINS_CONFIG and compiles the IO variables; one ConfigError lists the problems of both. */
 export function ioSettingsFrom(v: IoVars): IoSettings {
@@ -100,5 +147,5 @@ export function ioSettingsFrom(v: IoVars): IoSettings {
     problems.push(...e.problems);
   }
   if (problems.length > 0 || chains === null || io === null) throw new ConfigError(problems);
-  return { chains, ...io };
+  return { chains, ...io, localTestChain: localTestChainSettingsFrom(v, chains), rpcMaxAnswerBytes: v.rpcMaxAnswerBytes };
 }

@@ -2,6 +2,7 @@ import { compileTlsSetting, type TlsSetting } from "../../common/tls/tls-setting
 import { commonVars } from "../../common/config/common-vars";
 import { envVar, intSchema, listenAddrSchema, loadEnvConfig, stringSchema, type EnvValues } from "../../common/config/env-config";
 import type { ChainsConfig } from "../../common/config/chains-config";
+import type { LocalTestChainSettings } from "../../runtime/chains/localtestservice/local-test-chain";
 import { executorPoolConfigFrom, executorPoolVars, type ExecutorPoolConfig } from "../../runtime/executor/executor-pool-config";
 import type { Faults } from "../../runtime/io/fault-injection";
 import { ioSettingsFrom, ioVars } from "../../runtime/io/io-config";
@@ -42,7 +43,6 @@ export const syncInvokerVars = {
     intSchema(1, MAX_TIMEOUT_MS),
   ),
   functionsDir: envVar("FUNCTIONS_DIR", "", "a directory path, or empty", "functions by name: <name>.py files, re-read every second (empty: inline sources only)", stringSchema()),
-  localTestChainHead: envVar("LOCALTESTSERVICE_HEAD", "20000000", "an integer from 0 to 1000000000", "highest block of the synthetic local test chain", intSchema(0, 1_000_000_000)),
   shutdownGraceMs: envVar(
     "SYNCINVOKER_SHUTDOWN_GRACE_MS",
     "10000",
@@ -62,8 +62,11 @@ export interface SyncInvokerConfig {
   readonly maxRunning: number;
   readonly defaultTimeoutMs: number;
   readonly functionsDir: string;
-  readonly localTestChainHead: number;
   readonly chains: ChainsConfig;
+  /** LOCALTESTSERVICE_ENABLED (or CHAINS_CONFIG naming it), LOCALTESTSERVICE_HEAD and LOCALTESTSERVICE_MAX_LOG_BLOCKS. */
+  readonly localTestChain: LocalTestChainSettings;
+  /** RPC_MAX_ANSWER_BYTES. */
+  readonly rpcMaxAnswerBytes: number;
   /** Always read-only: a write op is refused before it reaches a backend. */
   readonly io: IoConfig;
   readonly localTestFaults: Faults;
@@ -89,7 +92,6 @@ export function loadSyncInvokerConfig(env: Readonly<Record<string, string | unde
     maxRunning: v.executorCount * v.callsPerExecutor,
     defaultTimeoutMs: v.defaultTimeoutMs,
     functionsDir: v.functionsDir.trim(),
-    localTestChainHead: v.localTestChainHead,
     ...chainsAndFaults,
     io: Object.freeze({ ...io, readOnly: true }),
     shutdownGraceMs: v.shutdownGraceMs,

@@ -39,9 +39,10 @@ export async function runSyncInvoker(config: SyncInvokerConfig): Promise<void> {
   const pool = await ExecutorPool.start(config.pool, log.child({ component: "executor-pool" }));
   const functions = functionsFromDir(config.functionsDir, log);
   const faults = new FaultInjector(config.localTestFaults, config.localTestFaultsFile, log.child({ component: "localtestservice" })).start();
-  const { registry: backends, router } = buildBackendSet({
+  const { registry: backends, router, localTestChain } = buildBackendSet({
     chains: config.chains,
-    localTestChainHead: config.localTestChainHead,
+    localTestChain: config.localTestChain,
+    rpcMaxAnswerBytes: config.rpcMaxAnswerBytes,
     faults,
     functions: () => functions.current(),
   });
@@ -83,6 +84,7 @@ export async function runSyncInvoker(config: SyncInvokerConfig): Promise<void> {
     await pool.close();
     functions.stop();
     faults.stop();
+    localTestChain?.close();
     metricsServer?.stop();
   });
 

@@ -100,9 +100,10 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   const errors = new ErrorRateWindow();
   const functions = functionsFromDir(config.functionsDir, log);
   const faults = new FaultInjector(config.localTestFaults, config.localTestFaultsFile, log.child({ component: "localtestservice" })).start();
-  const { registry: backends, router } = buildBackendSet({
+  const { registry: backends, router, localTestChain } = buildBackendSet({
     chains: config.chains,
-    localTestChainHead: config.localTestChainHead,
+    localTestChain: config.localTestChain,
+    rpcMaxAnswerBytes: config.rpcMaxAnswerBytes,
     ...(blockStore ? { blockStore } : {}),
     faults,
     functions: () => functions.current(),
@@ -201,6 +202,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     faults.stop();
     await tableStore.close();
     blockStore?.close();
+    localTestChain?.close();
     etcd.close();
     metricsServer?.stop();
     lifecycle = "stopped";

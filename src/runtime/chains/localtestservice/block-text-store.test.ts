@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { fstatSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { RawJson } from "../../executor/protocol";
+import { RawJson, type JsonValue } from "../../executor/protocol";
 import { localtestserviceBackend } from "../../io/backends/localtestservice-backend";
 import { BackendRegistry } from "../../io/backends/backend-registry";
 import { IoSubsystem } from "../../io/io-subsystem";
@@ -51,12 +51,13 @@ describe("BlockTextStore", () => {
     const stored = await op.handle({ chain: "ethereum", number: 1010 });
     expect(stored).toBeInstanceOf(RawJson);
     expect((stored as RawJson).parse()).toEqual(chain.block(1010, true) as never);
-    // Outside the range, another chain, or hashes only: generated as before.
-    expect(await op.handle({ chain: "ethereum", number: 2000 })).toEqual(chain.block(2000, true) as never);
-    expect(await op.handle({ chain: "base", number: 1010 })).toEqual(new SyntheticChain("base").block(1010, true) as never);
-    expect(await op.handle({ chain: "ethereum", number: 1010, full: false })).toEqual(chain.block(1010, false) as never);
+    // Outside the range, another chain, or hashes only: generated as before (on the generator thread, as JSON).
+    const generated = async (params: JsonValue) => ((await op.handle(params)) as RawJson).parse();
+    expect(await generated({ chain: "ethereum", number: 2000 })).toEqual(chain.block(2000, true) as never);
+    expect(await generated({ chain: "base", number: 1010 })).toEqual(new SyntheticChain("base").block(1010, true) as never);
+    expect(await generated({ chain: "ethereum", number: 1010, full: false })).toEqual(chain.block(1010, false) as never);
     // A head below the stored range still hides the blocks above it.
-    expect(await localtestserviceBackend({ store, head: 1005 }).ops.eth_getBlockByNumber!.handle({ chain: "ethereum", number: 1010 })).toBeNull();
+    expect(((await localtestserviceBackend({ store, head: 1005 }).ops.eth_getBlockByNumber!.handle({ chain: "ethereum", number: 1010 })) as RawJson).parse()).toBeNull();
     store.close();
   });
 

@@ -1,6 +1,7 @@
 import type { ChainsConfig } from "../../../common/config/chains-config";
 import { BackendError } from "../../io/backends/backend-registry";
 import { LocalChainSource } from "../localtestservice/local-chain-source";
+import { LOCAL_TEST_CHAIN_OFF, type LocalTestChain } from "../localtestservice/local-test-chain";
 import { JsonRpcClient } from "../rpc/json-rpc-client";
 import type { ChainSource } from "./chain-source";
 
@@ -13,20 +14,31 @@ export interface ChainRoute {
   readonly allowSend: boolean;
 }
 
+export interface ChainRouterOptions {
+  /** The process's synthetic chain, or null where it is off (production roles unless configured). */
+  readonly localTestChain: LocalTestChain | null;
+  /** RPC_MAX_ANSWER_BYTES: the most bytes one JSON-RPC answer of a node may have (the client's default when absent). */
+  readonly rpcMaxAnswerBytes?: number;
+}
+
 /**
  * ChainRouter says which source serves which chain, from the chains config. With no config
- * every chain name is served by the local test chain (the synthetic chain accepts any name);
- * with one, only the configured chains exist and another name is an UnknownChain error.
+ * every chain name is served by the local test chain (the synthetic chain accepts any name)
+ * when it is on, and no chain exists when it is off; with a config, only the configured chains
+ * exist. Another name is an UnknownChain error saying what to configure.
  */
 export class ChainRouter {
   private readonly routes = new Map<string, ChainRoute>();
+  private readonly localTestChain: LocalTestChain | null;
 
   constructor(
     private readonly config: ChainsConfig,
-    private readonly localTestChainHead?: number,
+    opts: ChainRouterOptions,
   ) {
+    this.localTestChain = opts.localTestChain;
     for (const [chain, c] of Object.entries(config.chains ?? {})) {
-      const source = c.source === "rpc" ? new JsonRpcClient(chain, c) : this.local(chain);
+      const source =
+        c.source === "rpc" ? new JsonRpcClient(chain, { ...c, ...(opts.rpcMaxAnswerBytes === undefined ? {} : { maxAnswerBytes: opts.rpcMaxAnswerBytes }) }) : this.local(chain);
       this.routes.set(chain, { chain, source, finalityDepth: c.finalityDepth, allowSend: c.allowSend === true });
     }
   }
@@ -36,6 +48,9 @@ export class ChainRouter {
     if (r) return r;
     if (this.config.chains !== null) {
       throw new BackendError("UnknownChain", `no chain ${JSON.stringify(chain)} in CHAINS_CONFIG (have: ${[...this.routes.keys()].join(", ") || "none"})`);
+    }
+    if (this.localTestChain === null) {
+      throw new BackendError("UnknownChain", `no chain ${JSON.stringify(chain)}: CHAINS_CONFIG is empty (name the chain's node there), and ${LOCAL_TEST_CHAIN_OFF}`);
     }
     const created: ChainRoute = { chain, source: this.local(chain), finalityDepth: undefined, allowSend: false };
     this.routes.set(chain, created);
@@ -54,10 +69,13 @@ export class ChainRouter {
   /** summary is what a process logs at start: each chain's source, or that every chain is the local test chain. */
   summary(): { chains: string[]; unconfigured?: string } {
     const chains = this.chains().map((r) => `${r.chain}=${r.source.kind}`);
-    return this.config.chains === null ? { chains, unconfigured: "every chain is the local test chain" } : { chains };
+    if (this.config.chains !== null) return { chains };
+    return { chains, unconfigured: this.localTestChain ? "every chain is the local test chain" : "no chain: CHAINS_CONFIG is empty and the local test chain is off" };
   }
 
   private local(chain: string): LocalChainSource {
-    return new LocalChainSource(chain, this.localTestChainHead === undefined ? {} : { head: this.localTestChainHead });
+    // ioSettingsFrom turns the local test chain on when CHAINS_CONFIG names it: only a caller that skipped it gets here.
+    if (this.localTestChain === null) throw new Error(`chain ${chain}: CHAINS_CONFIG names the local test chain, which this process did not start`);
+    return new LocalChainSource(chain, this.localTestChain);
   }
 }

@@ -4,7 +4,17 @@ import { BackendError } from "../../io/backends/backend-registry";
 import type { ChainSource } from "../router/chain-source";
 import { JsonRpcError } from "./json-rpc-error";
 
-export type JsonRpcClientOptions = Pick<RpcChainConfig, "endpoints" | "maxBatchSize" | "timeoutMs" | "maxAttempts" | "retryBackoffMs" | "requestBudgetMs">;
+export type JsonRpcClientOptions = Pick<RpcChainConfig, "endpoints" | "maxBatchSize" | "timeoutMs" | "maxAttempts" | "retryBackoffMs" | "requestBudgetMs"> & {
+  /** RPC_MAX_ANSWER_BYTES: the most bytes one HTTP answer may have; default DEFAULT_RPC_MAX_ANSWER_BYTES. */
+  readonly maxAnswerBytes?: number;
+};
+
+/**
+ * DEFAULT_RPC_MAX_ANSWER_BYTES (RPC_MAX_ANSWER_BYTES): 16 MiB. An answer is parsed on the
+ * process's main thread: 16 MiB of logs parse in about 40 ms here, and half the 64 MiB executor
+ * frame is left for the call's input. A node's full block is 0.1-2 MB, its receipts a few MB.
+ */
+export const DEFAULT_RPC_MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 
 interface Pending {
   readonly id: number;
@@ -14,7 +24,34 @@ interface Pending {
   reject(error: Error): void;
 }
 
-type Attempt = { kind: "answer"; body: unknown } | { kind: "transient"; why: string } | { kind: "fatal"; error: BackendError };
+type Attempt = { kind: "answer"; body: unknown } | { kind: "transient"; why: string } | { kind: "fatal"; error: BackendError } | { kind: "tooLarge" };
+
+/**
+ * readBounded reads a response body up to `maxBytes`: the text, or null once it is known to be
+ * longer (from Content-Length, or as soon as the chunks read pass it; the rest is never read).
+ */
+export async function readBounded(res: Response, maxBytes: number): Promise<string | null> {
+  const declared = Number(res.headers.get("content-length") ?? NaN);
+  if (declared > maxBytes) {
+    await res.body?.cancel().catch(() => {});
+    return null;
+  }
+  if (res.body === null) return "";
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > maxBytes) {
+      await reader.cancel().catch(() => {});
+      return null;
+    }
+    chunks.push(value);
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks, total));
+}
 
 const RESPONSE_ITEM = (v: unknown): v is { id?: unknown; result?: JsonValue; error?: { code?: unknown; message?: unknown } } => typeof v === "object" && v !== null && !Array.isArray(v);
 
@@ -56,12 +93,14 @@ export class JsonRpcClient implements ChainSource {
   private flushScheduled = false;
   private nextId = 1;
   private preferred = 0;
+  private readonly maxAnswerBytes: number;
 
   constructor(
     readonly chain: string,
     private readonly opts: JsonRpcClientOptions,
   ) {
     if (opts.endpoints.length === 0) throw new Error(`chain ${chain}: no endpoints`);
+    this.maxAnswerBytes = opts.maxAnswerBytes ?? DEFAULT_RPC_MAX_ANSWER_BYTES;
   }
 
   request(method: string, params: readonly JsonValue[]): Promise<JsonValue> {
@@ -92,6 +131,7 @@ export class JsonRpcClient implements ChainSource {
       const outcome = await this.post(url, body, timeoutMs);
       if (outcome.kind === "answer") return this.dispatch(batch, outcome.body, url);
       if (outcome.kind === "fatal") return batch.forEach((p) => p.reject(outcome.error));
+      if (outcome.kind === "tooLarge") return this.tooLarge(batch, url, started);
       failures.push(`${redactEndpoint(url)}: ${outcome.why}`);
       if (this.preferred % this.opts.endpoints.length === index) this.preferred = index + 1; // fail over
       const backoff = Math.min(this.opts.retryBackoffMs * 2 ** (attempt - 1), this.opts.retryBackoffMs * 8);
@@ -109,18 +149,43 @@ export class JsonRpcClient implements ChainSource {
     }
   }
 
+  /**
+   * tooLarge: the answer to `batch` passed RPC_MAX_ANSWER_BYTES. A batch is sent again as two
+   * halves (each within the request's budget), so that the requests whose answers fit get them
+   * and the one that does not is named; a single request fails with AnswerTooLarge (never
+   * retried: the node would answer the same).
+   */
+  private tooLarge(batch: Pending[], url: string, started: number): void {
+    if (batch.length > 1) {
+      const half = Math.ceil(batch.length / 2);
+      void this.send(batch.slice(0, half), started);
+      void this.send(batch.slice(half), started);
+      return;
+    }
+    const p = batch[0]!;
+    p.reject(
+      new BackendError(
+        "AnswerTooLarge",
+        `chain ${this.chain}: the answer to ${p.method} from ${redactEndpoint(url)} is over the limit of ${this.maxAnswerBytes} bytes (RPC_MAX_ANSWER_BYTES); ` +
+          `ask for less (a narrower eth_getLogs range, an address or topic filter) or raise the limit`,
+      ),
+    );
+  }
+
   private async post(url: string, body: string, timeoutMs: number): Promise<Attempt> {
     this.stats.httpRequests++;
     let res: Response;
-    let text: string;
+    let text: string | null;
     try {
       res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body, signal: AbortSignal.timeout(timeoutMs) });
-      text = await res.text();
+      // Read as a stream and stopped past the bound: an answer of any size costs at most the bound in memory and parsing.
+      text = await readBounded(res, this.maxAnswerBytes);
     } catch (e) {
       return { kind: "transient", why: describeFetchError(e, timeoutMs) };
     }
     if (res.status === 429 || res.status >= 500) return { kind: "transient", why: `HTTP ${res.status}` };
-    if (!res.ok) return { kind: "fatal", error: new BackendError("BackendRejected", `chain ${this.chain}: ${redactEndpoint(url)} answered HTTP ${res.status}: ${text.slice(0, 200)}`) };
+    if (!res.ok) return { kind: "fatal", error: new BackendError("BackendRejected", `chain ${this.chain}: ${redactEndpoint(url)} answered HTTP ${res.status}: ${(text ?? "(an answer over RPC_MAX_ANSWER_BYTES)").slice(0, 200)}`) };
+    if (text === null) return { kind: "tooLarge" };
     try {
       return { kind: "answer", body: JSON.parse(text) };
     } catch {

@@ -1,7 +1,8 @@
 import type { JsonValue } from "../../executor/protocol";
 import type { BlockTextStore } from "../../chains/localtestservice/block-text-store";
-import { SyntheticChain } from "../../chains/localtestservice/synthetic-chain";
-import { BackendError, type Backend } from "./backend-registry";
+import type { EthLogFilter } from "../../chains/localtestservice/eth-types";
+import { LOCAL_TEST_CHAIN_OFF, LocalTestChain } from "../../chains/localtestservice/local-test-chain";
+import { BackendError, type Backend, type BackendOp } from "./backend-registry";
 import { blockNumberParam, chainParam as chainName, paramsObject as obj } from "./backend-params";
 
 /** cacheBlock reads a request's block for the cache declaration; null when the params are bad (the handler reports them). */
@@ -19,20 +20,17 @@ function cacheBlock(params: JsonValue, op: string): { chain: string; block: numb
  * names as ops: eth_getBlockByNumber {chain, number, full}, eth_getBlockReceipts {chain,
  * number}, eth_getLogs {chain, fromBlock, toBlock, address, topics}, eth_blockNumber {chain};
  * eth_sendRawTransaction (a write: always refused). Blocks, receipts and logs by number declare
- * themselves cacheable (final below head - depth). With a block text store, full blocks in its
- * range are served as their stored text (RawJson) instead of being generated.
+ * themselves cacheable (final below head - depth). Generation runs on the LocalTestChain's thread
+ * (never on the caller's), and an eth_getLogs range is bounded (LOCALTESTSERVICE_MAX_LOG_BLOCKS).
+ * With a block text store, full blocks in its range are served as their stored text (RawJson)
+ * instead of being generated. Without `chain`, it makes its own from `head` (tests, tools).
  */
-export function localtestserviceBackend(opts: { head?: number; store?: BlockTextStore } = {}): Backend {
+export function localtestserviceBackend(opts: { chain?: LocalTestChain; head?: number; store?: BlockTextStore } = {}): Backend {
   const { store } = opts;
-  const chains = new Map<string, SyntheticChain>();
-  const chainOf = (name: string) => {
-    let c = chains.get(name);
-    if (!c) chains.set(name, (c = new SyntheticChain(name, opts.head === undefined ? {} : { head: opts.head })));
-    return c;
-  };
+  const local = opts.chain ?? new LocalTestChain(opts.head === undefined ? {} : { head: opts.head });
   return {
     name: "localtestservice",
-    head: async (chain) => chainOf(chain).head(),
+    head: async () => local.head,
     ops: {
       eth_getBlockByNumber: {
         kind: "read",
@@ -40,8 +38,8 @@ export function localtestserviceBackend(opts: { head?: number; store?: BlockText
           const p = obj(params, "eth_getBlockByNumber");
           const chain = chainName(p, "eth_getBlockByNumber");
           const n = blockNumberParam(p, "number", "eth_getBlockByNumber");
-          if (store && p.full !== false && store.has(chain, n) && n <= chainOf(chain).head()) return store.read(n);
-          return chainOf(chain).block(n, p.full !== false) as unknown as JsonValue;
+          if (store && p.full !== false && store.has(chain, n) && n <= local.head) return store.read(n);
+          return local.block(chain, n, p.full !== false);
         },
         cache: (params) => {
           const c = cacheBlock(params, "eth_getBlockByNumber");
@@ -52,7 +50,7 @@ export function localtestserviceBackend(opts: { head?: number; store?: BlockText
         kind: "read",
         handle: (params) => {
           const p = obj(params, "eth_getBlockReceipts");
-          return chainOf(chainName(p, "eth_getBlockReceipts")).blockReceipts(blockNumberParam(p, "number", "eth_getBlockReceipts")) as unknown as JsonValue;
+          return local.receipts(chainName(p, "eth_getBlockReceipts"), blockNumberParam(p, "number", "eth_getBlockReceipts"));
         },
         cache: (params) => {
           const c = cacheBlock(params, "eth_getBlockReceipts");
@@ -63,11 +61,9 @@ export function localtestserviceBackend(opts: { head?: number; store?: BlockText
         kind: "read",
         handle: (params) => {
           const p = obj(params, "eth_getLogs");
-          try {
-            return chainOf(chainName(p, "eth_getLogs")).logs(p as never) as unknown as JsonValue;
-          } catch (e) {
-            throw new BackendError("InvalidParams", (e as Error).message);
-          }
+          const filter = { ...p, fromBlock: blockNumberParam(p, "fromBlock", "eth_getLogs"), toBlock: blockNumberParam(p, "toBlock", "eth_getLogs") };
+          delete (filter as { chain?: unknown }).chain;
+          return local.logs(chainName(p, "eth_getLogs"), filter as unknown as EthLogFilter);
         },
         cache: (params) => {
           if (params === null || typeof params !== "object" || Array.isArray(params)) return null;
@@ -78,7 +74,10 @@ export function localtestserviceBackend(opts: { head?: number; store?: BlockText
       },
       eth_blockNumber: {
         kind: "read",
-        handle: (params) => "0x" + chainOf(chainName(obj(params, "eth_blockNumber"), "eth_blockNumber")).head().toString(16),
+        handle: (params) => {
+          chainName(obj(params, "eth_blockNumber"), "eth_blockNumber");
+          return "0x" + local.head.toString(16);
+        },
       },
       // The one write of the JSON-RPC surface. The synthetic chain is immutable, so it always
       // fails; it exists so that read-only IO (the Sync Invoker) has a write op to refuse.
@@ -90,4 +89,22 @@ export function localtestserviceBackend(opts: { head?: number; store?: BlockText
       },
     },
   };
+}
+
+/**
+ * localtestserviceOffBackend stands in for the synthetic chain where it is off (production roles
+ * unless configured): the same ops, each failing with a BackendDisabled that says how to turn it
+ * on, so a function that reaches it is told why instead of "no backend".
+ */
+export function localtestserviceOffBackend(): Backend {
+  const ops: Record<string, BackendOp> = {};
+  for (const [name, op] of Object.entries(localtestserviceBackend().ops)) {
+    ops[name] = {
+      kind: op.kind,
+      handle: () => {
+        throw new BackendError("BackendDisabled", LOCAL_TEST_CHAIN_OFF);
+      },
+    };
+  }
+  return { name: "localtestservice", ops };
 }

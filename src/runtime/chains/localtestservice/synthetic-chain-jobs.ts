@@ -1,0 +1,59 @@
+import type { EthLog, EthLogFilter } from "./eth-types";
+import { SyntheticChain } from "./synthetic-chain";
+
+/**
+ * SyntheticRequest: one piece of work for the synthetic chain's generator, numbers already
+ * checked by the caller (LocalTestChain): a block, its receipts, the logs of a block range, or
+ * the chain's id.
+ */
+export type SyntheticRequest =
+  | { readonly op: "block"; readonly chain: string; readonly number: number; readonly full: boolean }
+  | { readonly op: "receipts"; readonly chain: string; readonly number: number }
+  | { readonly op: "logs"; readonly chain: string; readonly filter: EthLogFilter }
+  | { readonly op: "chainId"; readonly chain: string };
+
+/**
+ * SyntheticChains keeps one SyntheticChain per chain name, all with the same head, so that the
+ * block hashes each remembers serve every request of its chain.
+ */
+export class SyntheticChains {
+  private readonly chains = new Map<string, SyntheticChain>();
+
+  constructor(readonly head: number) {}
+
+  of(name: string): SyntheticChain {
+    let c = this.chains.get(name);
+    if (!c) this.chains.set(name, (c = new SyntheticChain(name, { head: this.head })));
+    return c;
+  }
+}
+
+/**
+ * answerSteps does a request as a sequence of steps, each generating at most one block (a few
+ * ms; the first block of a cold run of parent links up to about 30 ms), and returns the answer's
+ * JSON text. Whoever runs the steps decides what happens between them: the generator thread takes
+ * one step of each request in turn, so a request for one block waits for one step of each other
+ * request, never for a whole range. A request the chain refuses throws (the message says why).
+ */
+export function* answerSteps(chains: SyntheticChains, req: SyntheticRequest): Generator<void, string> {
+  const chain = chains.of(req.chain);
+  switch (req.op) {
+    case "block":
+      return JSON.stringify(chain.block(req.number, req.full));
+    case "receipts":
+      return JSON.stringify(chain.blockReceipts(req.number));
+    case "chainId":
+      return JSON.stringify(chain.chainId);
+    case "logs": {
+      const { fromBlock, toBlock } = req.filter;
+      const out: EthLog[] = [];
+      const last = Math.min(toBlock, chain.head());
+      for (let n = fromBlock; n <= last; n++) {
+        if (n > fromBlock) yield;
+        for (const log of chain.logs({ ...req.filter, fromBlock: n, toBlock: n })) out.push(log);
+      }
+      yield;
+      return JSON.stringify(out);
+    }
+  }
+}

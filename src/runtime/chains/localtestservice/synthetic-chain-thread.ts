@@ -1,0 +1,57 @@
+/// <reference lib="webworker" />
+import { answerSteps, SyntheticChains } from "./synthetic-chain-jobs";
+import type { SyntheticThreadMessage, SyntheticThreadReply } from "./synthetic-chain-thread-protocol";
+
+// The synthetic chain's thread: generates blocks, receipts and logs off the main thread of the
+// process that asked (LocalTestChain). Requests take turns, one step (at most one block) each, so
+// a request for one block is never queued behind a whole eth_getLogs range.
+declare const self: Worker;
+
+interface Job {
+  readonly id: number;
+  readonly steps: Generator<void, string>;
+}
+
+let chains: SyntheticChains | undefined;
+const turns: Job[] = [];
+let scheduled = false;
+const encoder = new TextEncoder();
+
+function reply(r: SyntheticThreadReply): void {
+  if (r.ok) self.postMessage(r, [r.bytes.buffer as ArrayBuffer]);
+  else self.postMessage(r);
+}
+
+/** takeTurn runs one step of the job whose turn it is; a job not done goes to the back of the line. */
+function takeTurn(): void {
+  scheduled = false;
+  const job = turns.shift();
+  if (job === undefined) return;
+  try {
+    const step = job.steps.next();
+    if (step.done) reply({ id: job.id, ok: true, bytes: encoder.encode(step.value) });
+    else turns.push(job);
+  } catch (e) {
+    reply({ id: job.id, ok: false, message: (e as Error)?.message ?? String(e) });
+  }
+  schedule();
+}
+
+// setImmediate runs after the messages that arrived meanwhile, so a new request joins the turns
+// after at most one step of each request ahead of it.
+function schedule(): void {
+  if (scheduled || turns.length === 0) return;
+  scheduled = true;
+  setImmediate(takeTurn);
+}
+
+self.onmessage = (ev: MessageEvent<SyntheticThreadMessage>) => {
+  const m = ev.data;
+  if (m.kind === "init") {
+    chains = new SyntheticChains(m.head);
+    return;
+  }
+  if (chains === undefined) return reply({ id: m.id, ok: false, message: "the synthetic chain's thread got a request before its head" });
+  turns.push({ id: m.id, steps: answerSteps(chains, m.request) });
+  schedule();
+};
