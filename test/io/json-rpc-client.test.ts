@@ -167,3 +167,68 @@ describe("several endpoints per chain", () => {
     expect(e.message).not.toContain("SECRETKEY");
   });
 });
+
+describe("an answer's size is bounded (RPC_MAX_ANSWER_BYTES): read as a stream, stopped past the bound", () => {
+  /** endless: a 200 answer that never ends (chunks of 64 KiB while the reader pulls), as a node streaming a huge log range would. */
+  const endless = (served: { bytes: number }) => {
+    const chunk = new TextEncoder().encode(`{"jsonrpc":"2.0","id":1,"result":["${"0".repeat(64 * 1024)}`);
+    return new Response(
+      new ReadableStream({
+        pull(c) {
+          served.bytes += chunk.byteLength;
+          c.enqueue(chunk);
+        },
+      }),
+      { headers: { "content-type": "application/json" } },
+    );
+  };
+
+  test("an answer that never ends fails its request with AnswerTooLarge naming the method, the bound and the variable; it is not retried", async () => {
+    const served = { bytes: 0 };
+    const n = node(() => endless(served));
+    const e = await failure(client([n.url], { maxAnswerBytes: 1 << 20 }).request("eth_getLogs", [{ fromBlock: "0x0", toBlock: "0x2710" }]));
+    expect(e.type).toBe("AnswerTooLarge");
+    expect(e.retryable).toBe(false);
+    expect(e.message).toContain(`chain testchain: the answer to eth_getLogs from ${n.url} is over the limit of 1048576 bytes (RPC_MAX_ANSWER_BYTES)`);
+    expect(n.bodies.length).toBe(1);
+    // The client stopped reading: what the server got to write is the bound plus what was in flight, not the stream.
+    expect(served.bytes).toBeLessThan(64 << 20);
+  });
+
+  test("a Content-Length over the bound fails at once, before the body is read", async () => {
+    const big = JSON.stringify({ jsonrpc: "2.0", id: 1, result: "x".repeat(300_000) });
+    const n = node(() => new Response(big, { headers: { "content-type": "application/json", "content-length": String(big.length) } }));
+    const e = await failure(client([n.url], { maxAnswerBytes: 100_000 }).request("eth_getBlockReceipts", ["0x1"]));
+    expect(e.type).toBe("AnswerTooLarge");
+    expect(e.message).toContain("the answer to eth_getBlockReceipts");
+    expect(e.message).toContain("100000 bytes (RPC_MAX_ANSWER_BYTES)");
+  });
+
+  test("a batch whose answer is over the bound is sent again in halves: the requests that fit are answered, the one that does not is named", async () => {
+    // Each request's answer: 10 KB, except eth_getLogs's 300 KB; the bound (100 KB) fits any answer but the big one.
+    const answer = (q: Req) => ({ jsonrpc: "2.0", id: q.id, result: q.method === "eth_getLogs" ? "L".repeat(300_000) : `${q.method}:${"s".repeat(10_000)}` });
+    const n = node((body) => Response.json(Array.isArray(body) ? body.map(answer) : answer(body)));
+    const c = client([n.url], { maxAnswerBytes: 100_000 });
+    const [a, logs, b, d] = await Promise.allSettled([c.request("eth_getBlockByNumber", ["0x1", true]), c.request("eth_getLogs", [{}]), c.request("eth_chainId", []), c.request("eth_blockNumber", [])]);
+    expect(a).toMatchObject({ status: "fulfilled", value: expect.stringMatching(/^eth_getBlockByNumber:/) });
+    expect(b).toMatchObject({ status: "fulfilled", value: expect.stringMatching(/^eth_chainId:/) });
+    expect(d).toMatchObject({ status: "fulfilled", value: expect.stringMatching(/^eth_blockNumber:/) });
+    expect(logs.status).toBe("rejected");
+    const e = (logs as PromiseRejectedResult).reason as BackendError;
+    expect([e.type, e.message]).toEqual(["AnswerTooLarge", expect.stringContaining("the answer to eth_getLogs from")]);
+    // The batch of 4, then its halves (2 + 2), then the half holding eth_getLogs in halves again (1 + 1).
+    expect(n.bodies.map((x) => (Array.isArray(x) ? x.map((q) => q.method) : [x.method]))).toEqual([
+      ["eth_getBlockByNumber", "eth_getLogs", "eth_chainId", "eth_blockNumber"],
+      ["eth_getBlockByNumber", "eth_getLogs"],
+      ["eth_chainId", "eth_blockNumber"],
+      ["eth_getBlockByNumber"],
+      ["eth_getLogs"],
+    ]);
+  });
+
+  test("an answer within the bound is read whole, whatever its chunks", async () => {
+    const result = "r".repeat(90_000);
+    const n = node(() => Response.json({ jsonrpc: "2.0", id: 1, result }));
+    expect(await client([n.url], { maxAnswerBytes: 100_000 }).request("eth_getBlockByNumber", ["0x1", true])).toBe(result);
+  });
+});
