@@ -6,7 +6,7 @@ const REPO = join(import.meta.dir, "..", "..");
 
 /**
  * sourceDigest is the Makefile's SOURCE_DIGEST of the tree: `sha256sum` over the binary's sources
- * (src/**\/*.ts but tests, executor-py/blockx_executor/**\/*.py, deploy/systemd/* (embedded for
+ * (src/**\/*.ts but tests, src's embedded pages src/**\/*.html, executor-py/blockx_executor/**\/*.py, deploy/systemd/* (embedded for
  * `blockx install`), package.json) in byte order,
  * hashed again, first 16 hex digits. The same files as the Makefile's SOURCES.
  */
@@ -14,7 +14,7 @@ export function sourceDigest(repo = REPO): string {
   const under = (dir: string, keep: (f: string) => boolean) =>
     (readdirSync(join(repo, dir), { recursive: true }) as string[]).map((f) => `${dir}/${f}`).filter(keep);
   const files = [
-    ...under("src", (f) => f.endsWith(".ts") && !f.endsWith(".test.ts")),
+    ...under("src", (f) => (f.endsWith(".ts") && !f.endsWith(".test.ts")) || f.endsWith(".html")),
     ...under("executor-py/blockx_executor", (f) => f.endsWith(".py")),
     ...under("deploy/systemd", () => true),
     "package.json",
