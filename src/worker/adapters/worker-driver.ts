@@ -8,6 +8,7 @@ import type { WorkerCore } from "../core/worker-core";
 import type { Requester, WorkerEvent } from "../core/worker-core-events";
 import type { SnapshotReply, WorkerDecision } from "../core/worker-core-instructions";
 import type { TaskInfo, TaskOutput, TaskRunner } from "./task-runner";
+import type { CallTimes } from "./task-call-times";
 
 /**
  * WorkerDriver runs WorkerCore: it feeds the core one event at a time (client requests, the task
@@ -33,6 +34,8 @@ export class WorkerDriver {
   onLogLines: (taskId: string, lines: readonly TaskLogEntry[]) => void = () => {};
   /** Called once per task that reaches a terminal state (metrics). */
   onTaskEnded: (state: TaskState, snapshot: TaskSnapshot) => void = () => {};
+  /** A task's calls timed in the executor pool (TaskCallTimes), for listTasks; none by default. */
+  callTimesOf: (taskId: string) => CallTimes | undefined = () => undefined;
 
   constructor(
     private readonly core: WorkerCore,
@@ -101,12 +104,15 @@ export class WorkerDriver {
    * listTasks: every task of `requester` this Worker knows as of now (an admin: every task), newest
    * first, with what the runner knows of it.
    */
-  listTasks(limit: number, requester: Requester): { tasks: { snapshot: TaskSnapshot; info: TaskInfo | undefined }[]; truncated: boolean } {
+  listTasks(limit: number, requester: Requester): { tasks: { snapshot: TaskSnapshot; info: TaskInfo | undefined; times: CallTimes | undefined }[]; truncated: boolean } {
     this.advance();
     const all = this.core
       .snapshots()
       .filter((s) => requester.admin || this.core.ownerOf(s.taskId) === requester.identity).sort((a, b) => b.allocatedAtMs - a.allocatedAtMs || b.acceptedAtMs - a.acceptedAtMs || (a.taskId < b.taskId ? -1 : 1));
-    return { tasks: all.slice(0, limit).map((snapshot) => ({ snapshot, info: this.runner.info(snapshot.taskId) })), truncated: all.length > limit };
+    return {
+      tasks: all.slice(0, limit).map((snapshot) => ({ snapshot, info: this.runner.info(snapshot.taskId), times: this.callTimesOf(snapshot.taskId) })),
+      truncated: all.length > limit,
+    };
   }
 
   /**

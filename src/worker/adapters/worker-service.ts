@@ -197,7 +197,14 @@ export class WorkerService {
         callback(
           null,
           ListTasksResponse.create({
-            tasks: tasks.map((t) => ({ snapshot: t.snapshot, owner: t.info?.owner ?? "", function: t.info?.function ?? "", logLinesDropped: t.info?.logLinesDropped ?? 0 })),
+            tasks: tasks.map((t) => ({
+              snapshot: t.snapshot,
+              owner: t.info?.owner ?? "",
+              function: t.info?.function ?? "",
+              logLinesDropped: t.info?.logLinesDropped ?? 0,
+              callsTimed: t.times?.calls ?? 0,
+              callSeconds: t.times?.seconds ?? 0,
+            })),
             truncated,
           }),
         );

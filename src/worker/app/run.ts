@@ -32,6 +32,7 @@ import { functionsFromDir } from "../../runtime/functions/functions-dir";
 import { FaultInjector } from "../../runtime/io/fault-injection";
 import { buildBackendSet, buildIoSubsystem } from "../../runtime/io/io-assembly";
 import { openTableStore } from "../../common/tables/open-table-store";
+import { TaskCallTimes } from "../adapters/task-call-times";
 import type { WorkerRuntimeConfig } from "./config";
 
 export type WorkerLifecycle = "starting" | "serving" | "draining" | "stopped";
@@ -110,8 +111,10 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   });
   const io = buildIoSubsystem(backends, config.io, registry);
   const tableStore = openTableStore(config);
+  // Each task's calls timed in the pool, for ListTasks (the dashboard's latency chart).
+  const callTimes = new TaskCallTimes();
   const runner = new TaskRunner({
-    pool,
+    pool: callTimes.wrap(pool),
     dispatcher: {
       taskMaxInflightCalls: config.taskMaxInflightCalls,
       maxInflightCalls: config.pool.executorCount * 256,
@@ -132,6 +135,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   const planLimits = { maxInputs: config.taskMaxInputs, maxSourceBytes: config.pool.maxSourceBytes };
   const plan = (task: Task | undefined) => planTask(task, config.profile, functions.current(task?.functionCallConfig?.function?.name || undefined), planLimits);
   const driver = new WorkerDriver(core, runner, plan, log.child({ component: "worker-driver" }), monotonicNowMs);
+  driver.callTimesOf = (taskId) => callTimes.of(taskId);
   const svc = new WorkerService(driver, log.child({ component: "worker-service" }), config.tls);
   const metrics = registerWorkerMetrics(registry, {
     slotCounts: () => core.slotCounts(),

@@ -405,6 +405,15 @@ export interface TaskListEntry {
   function: string;
   /** Log lines of the task dropped so far (over the per-task cap). */
   logLinesDropped: number;
+  /**
+   * The task's calls that have ended in this Worker's executor pool (every attempt; sub-calls not
+   * counted), and the seconds they took there from the pool taking them to their outcome (waiting
+   * for an executor's turn included), summed. Between two answers, the change of call_seconds over
+   * the change of calls_timed is the mean call latency meanwhile (the dashboard's chart). 0 from
+   * Workers older than these fields.
+   */
+  callsTimed: number;
+  callSeconds: number;
 }
 
 export interface GetTaskStoryRequest {
@@ -3928,7 +3937,7 @@ export const ListTasksResponse: MessageFns<ListTasksResponse> = {
 };
 
 function createBaseTaskListEntry(): TaskListEntry {
-  return { snapshot: undefined, owner: "", function: "", logLinesDropped: 0 };
+  return { snapshot: undefined, owner: "", function: "", logLinesDropped: 0, callsTimed: 0, callSeconds: 0 };
 }
 
 export const TaskListEntry: MessageFns<TaskListEntry> = {
@@ -3944,6 +3953,12 @@ export const TaskListEntry: MessageFns<TaskListEntry> = {
     }
     if (message.logLinesDropped !== 0) {
       writer.uint32(32).uint64(message.logLinesDropped);
+    }
+    if (message.callsTimed !== 0) {
+      writer.uint32(40).uint64(message.callsTimed);
+    }
+    if (message.callSeconds !== 0) {
+      writer.uint32(49).double(message.callSeconds);
     }
     return writer;
   },
@@ -3993,6 +4008,22 @@ export const TaskListEntry: MessageFns<TaskListEntry> = {
             message.logLinesDropped = longToNumber(reader.uint64());
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.callsTimed = longToNumber(reader.uint64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 49) {
+              break;
+            }
+
+            message.callSeconds = reader.double();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4015,6 +4046,16 @@ export const TaskListEntry: MessageFns<TaskListEntry> = {
         : isSet(object.log_lines_dropped)
         ? globalThis.Number(object.log_lines_dropped)
         : 0,
+      callsTimed: isSet(object.callsTimed)
+        ? globalThis.Number(object.callsTimed)
+        : isSet(object.calls_timed)
+        ? globalThis.Number(object.calls_timed)
+        : 0,
+      callSeconds: isSet(object.callSeconds)
+        ? globalThis.Number(object.callSeconds)
+        : isSet(object.call_seconds)
+        ? globalThis.Number(object.call_seconds)
+        : 0,
     };
   },
 
@@ -4032,6 +4073,12 @@ export const TaskListEntry: MessageFns<TaskListEntry> = {
     if (message.logLinesDropped !== 0) {
       obj.logLinesDropped = Math.round(message.logLinesDropped);
     }
+    if (message.callsTimed !== 0) {
+      obj.callsTimed = Math.round(message.callsTimed);
+    }
+    if (message.callSeconds !== 0) {
+      obj.callSeconds = floatToJson(message.callSeconds);
+    }
     return obj;
   },
 
@@ -4046,6 +4093,8 @@ export const TaskListEntry: MessageFns<TaskListEntry> = {
     message.owner = object.owner ?? "";
     message.function = object.function ?? "";
     message.logLinesDropped = object.logLinesDropped ?? 0;
+    message.callsTimed = object.callsTimed ?? 0;
+    message.callSeconds = object.callSeconds ?? 0;
     return message;
   },
 };
@@ -4680,6 +4729,10 @@ function bytesFromBase64(b64: string): Uint8Array {
 
 function base64FromBytes(arr: Uint8Array): string {
   return globalThis.Buffer.from(arr).toString("base64");
+}
+
+function floatToJson(value: number | null | undefined): number | string | null | undefined {
+  return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;
 }
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;

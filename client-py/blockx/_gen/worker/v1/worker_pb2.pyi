@@ -242,16 +242,20 @@ class TaskError(_message.Message):
     def __init__(self, code: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
 
 class TaskListEntry(_message.Message):
-    __slots__ = ["function", "log_lines_dropped", "owner", "snapshot"]
+    __slots__ = ["call_seconds", "calls_timed", "function", "log_lines_dropped", "owner", "snapshot"]
+    CALLS_TIMED_FIELD_NUMBER: _ClassVar[int]
+    CALL_SECONDS_FIELD_NUMBER: _ClassVar[int]
     FUNCTION_FIELD_NUMBER: _ClassVar[int]
     LOG_LINES_DROPPED_FIELD_NUMBER: _ClassVar[int]
     OWNER_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    call_seconds: float
+    calls_timed: int
     function: str
     log_lines_dropped: int
     owner: str
     snapshot: TaskSnapshot
-    def __init__(self, snapshot: _Optional[_Union[TaskSnapshot, _Mapping]] = ..., owner: _Optional[str] = ..., function: _Optional[str] = ..., log_lines_dropped: _Optional[int] = ...) -> None: ...
+    def __init__(self, snapshot: _Optional[_Union[TaskSnapshot, _Mapping]] = ..., owner: _Optional[str] = ..., function: _Optional[str] = ..., log_lines_dropped: _Optional[int] = ..., calls_timed: _Optional[int] = ..., call_seconds: _Optional[float] = ...) -> None: ...
 
 class TaskLogLine(_message.Message):
     __slots__ = ["attempt", "call_index", "dropped_before", "input", "level", "seq", "stream", "text", "time_ms"]
