@@ -2,7 +2,8 @@ import type { Logger } from "../common/logging/logger";
 import { splitListenAddr } from "../common/net/listen-addr";
 import type { BlockxClient } from "../sdk/blockx-client";
 import { readRegisteredWorkers } from "../sdk/worker-registry";
-import { coordinatorRow, taskRow, workerRow, type Overview } from "./core/dashboard-view";
+import { DashboardHistory } from "./core/dashboard-history";
+import { coordinatorRow, taskRow, taskSample, workerRow, workerSample, type Overview } from "./core/dashboard-view";
 // Embedded as text in the binary: one page, its style and script inline, nothing fetched from elsewhere.
 import pageText from "./assets/dashboard.html" with { type: "text" };
 
@@ -13,6 +14,8 @@ const TASK_ID = /^[A-Za-z0-9._:\-]{1,200}$/;
 const LOG_TAIL = 200;
 /** Recent reservations shown per Coordinator. */
 const RECENT_RESERVATIONS = 10;
+/** How often the charts' history is sampled while no page is open (an etcd read and a ListTasks per Worker). */
+export const DEFAULT_SAMPLE_MS = 5_000;
 
 export interface UiServerOptions {
   /** host:port; port 0 picks a free one. */
@@ -21,6 +24,8 @@ export interface UiServerOptions {
   readonly refreshMs: number;
   /** Open event streams at most (each polls etcd and every Worker). */
   readonly maxStreams: number;
+  /** How often the charts' history is sampled when no page asks (DEFAULT_SAMPLE_MS). */
+  readonly sampleMs?: number;
 }
 
 export interface UiServer {
@@ -32,14 +37,17 @@ export interface UiServer {
 /**
  * startUiServer serves the read-only dashboard: the page itself, `/api/overview` (Workers from
  * their etcd heartbeats, tasks from every Worker's ListTasks, every Coordinator's reservation
- * outcomes from GetReservationOutcomes), `/api/task?id=` (the task's
- * snapshot, first error with traceback, and story, from GetTaskResult and GetTaskStory), and two
+ * outcomes from GetReservationOutcomes, each Worker's busy executors over the last minutes),
+ * `/api/task?id=` (the task's snapshot, first error with traceback, and story, from GetTaskResult
+ * and GetTaskStory, and its calls per second and call latency over its life), and two
  * server-sent event streams: `/api/events` (the overview every `refreshMs`) and `/api/logs?id=`
  * (the task's log tail, then each new line until the task ends). Nothing here changes a task.
  */
 export function startUiServer(client: BlockxClient, o: UiServerOptions, log: Logger): UiServer {
   const { host, port } = splitListenAddr(o.listenAddr);
   let streams = 0;
+  // What the charts draw: every overview feeds it, and a sampler keeps it going while no page is open.
+  const history = new DashboardHistory();
   const overview = async (): Promise<Overview> => {
     const now = Date.now();
     const [registered, everywhere, coordinators] = await Promise.all([
@@ -47,12 +55,17 @@ export function startUiServer(client: BlockxClient, o: UiServerOptions, log: Log
       client.tasksEverywhere(200),
       client.reservationOutcomes(RECENT_RESERVATIONS),
     ]);
+    const workers = registered.map(workerRow);
+    const tasks = everywhere.tasks.map((t) => taskRow(t, now));
+    history.observeTasks(tasks.map(taskSample), now);
+    history.observeWorkers(workers.flatMap((w) => workerSample(w) ?? []), now);
     return {
       atMs: now,
-      workers: registered.map(workerRow),
-      tasks: everywhere.tasks.map((t) => taskRow(t, now)),
+      workers,
+      tasks,
       coordinators: coordinators.map(coordinatorRow),
       unreachable: everywhere.unreachable,
+      busyExecutors: Object.fromEntries(workers.map((w) => [w.addr, history.workerBusy(w.addr)])),
     };
   };
   // One overview per refresh period, shared by every open page: each costs an etcd read and an
@@ -63,6 +76,7 @@ export function startUiServer(client: BlockxClient, o: UiServerOptions, log: Log
     if (latest === null || now - latest.atMs >= o.refreshMs) latest = { atMs: now, overview: overview() };
     return latest.overview;
   };
+  const sampler = setInterval(() => void sharedOverview().catch((e) => log.debug({ component: "ui", err: (e as Error).message }, "history sample failed")), o.sampleMs ?? DEFAULT_SAMPLE_MS);
   const json = (v: unknown, status = 200) => new Response(JSON.stringify(v), { status, headers: { "content-type": "application/json", "cache-control": "no-store" } });
   const fail = (e: unknown, status = 502) => json({ error: (e as Error).message }, status);
 
@@ -126,11 +140,26 @@ export function startUiServer(client: BlockxClient, o: UiServerOptions, log: Log
             const ref = await client.locate(id);
             const [result, story] = await Promise.all([client.result(ref), client.story(ref).catch(() => ({ entries: [] }))]);
             const entry = (await client.listTasks(ref.workerAddr, 10_000)).tasks.find((t) => t.snapshot?.taskId === id);
+            const now = Date.now();
+            const task = taskRow(
+              {
+                snapshot: result.snapshot,
+                owner: entry?.owner ?? "",
+                function: entry?.function ?? "",
+                logLinesDropped: entry?.logLinesDropped ?? 0,
+                callsTimed: entry?.callsTimed ?? 0,
+                callSeconds: entry?.callSeconds ?? 0,
+                workerAddr: ref.workerAddr,
+              },
+              now,
+            );
+            history.observeTasks([taskSample(task)], now);
             return json({
-              task: taskRow({ snapshot: result.snapshot, owner: entry?.owner ?? "", function: entry?.function ?? "", logLinesDropped: entry?.logLinesDropped ?? 0, workerAddr: ref.workerAddr }, Date.now()),
+              task,
               firstError: result.firstError ?? null,
               writes: result.writes,
               story: story.entries,
+              charts: history.taskCharts(ref.workerAddr, id),
             });
           } catch (e) {
             return fail(e, /NOT_FOUND/.test((e as Error).message) ? 404 : 502);
@@ -154,5 +183,11 @@ export function startUiServer(client: BlockxClient, o: UiServerOptions, log: Log
   });
   const url = `http://${host}:${server.port}/`;
   log.info({ component: "ui", url }, "dashboard listening");
-  return { url, stop: () => server.stop(true) };
+  return {
+    url,
+    stop: () => {
+      clearInterval(sampler);
+      server.stop(true);
+    },
+  };
 }

@@ -1,10 +1,15 @@
 /**
  * One `blockx dev` cluster (the compiled binary, 2 block Workers and a bundle Worker) seen the way an
- * operator sees it. A 20,000-block backfill runs while a second task fails on block 7.
- * - The dashboard (`blockx ui` inside dev, its URL in blockx-dev.env) opened in Debian's headless
- *   chromium: the workers view lists every Worker; the backfill's progress rises between two page
- *   loads; the failing task's page shows its story and its traceback. Screenshots go to
- *   test-output/dashboard/.
+ * operator sees it. A 60,000-block backfill runs while a second task fails on block 7 (the block
+ * cluster's work) and three bundle tasks run on the bundle cluster.
+ * - The dashboard (`blockx ui` inside dev, its URL in blockx-dev.env, and a `blockx ui` started the
+ *   README's way, from blockx-dev.env: through the proxy) opened in Debian's headless chromium at
+ *   1400 px: the workers view lists every Worker; the backfill's progress rises between two page
+ *   loads; each Coordinator shows its own reservations (the block one the block tasks, the bundle
+ *   one the bundle tasks), on both dashboards; the backfill's page charts its calls per second and
+ *   call latency and the Workers view each Worker's busy executors, with data points; times read
+ *   as times; no page scrolls sideways; the failing task's page shows its story and its
+ *   traceback. Screenshots go to test-output/dashboard/.
  * - Every role's /metrics (addresses in the dev-ready line) is scraped: names, types, samples of
  *   the calls that ran; every query of deploy/prometheus/grafana-dashboard.json names a metric
  *   some role exports.
@@ -34,14 +39,29 @@ let dev: BlockxProcess;
 let ready: DevReady;
 let client: BlockxClient;
 let browser: HeadlessChromium | null = null;
-const backfillId = `ui-backfill-${Date.now()}`;
-const failingId = `ui-failing-${Date.now()}`;
+let ui: BlockxProcess;
+let uiUrl = "";
+// Ids without a raw epoch in them: the page must show none (times are shown as times).
+const RUN = Date.now().toString(36);
+const backfillId = `ui-backfill-${RUN}`;
+const failingId = `ui-failing-${RUN}`;
+// A long id among them: the tables must still fit the window.
+const bundleIds = [`ui-bundle-a-${RUN}`, `ui-bundle-b-${RUN}`, `ui-bundle-with-a-long-task-id-so-that-the-tables-must-fit-it-${RUN}-${"x".repeat(40)}`];
 
 /** backfill: one call per block from..to of the local test chain, by the FUNCTIONS_DIR function `name`, rows to `table`. */
 function backfill(taskId: string, name: string, from: number, to: number, table: string): Task {
   return Task.fromPartial({
     taskId,
     functionCallConfig: FunctionCallConfig.fromPartial({ function: { name, entry: "main" }, config: { $case: "blockTable", blockTable: { chain: "ethereum", fromBlock: from, toBlock: to } } }),
+    outputs: [{ handler: { $case: "blockTableWrite", blockTableWrite: { table } } }],
+  });
+}
+
+/** bundles: calls of `size` blocks over from..to on the bundle cluster, by the FUNCTIONS_DIR function `name`, rows to `table`. */
+function bundles(taskId: string, name: string, from: number, to: number, size: number, table: string): Task {
+  return Task.fromPartial({
+    taskId,
+    functionCallConfig: FunctionCallConfig.fromPartial({ function: { name, entry: "main" }, config: { $case: "blockBundle", blockBundle: { chain: "ethereum", fromBlock: from, toBlock: to, bundleSize: size } } }),
     outputs: [{ handler: { $case: "blockTableWrite", blockTableWrite: { table } } }],
   });
 }
@@ -55,8 +75,10 @@ function envFile(path: string): Record<string, string> {
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "blockx-uitest-"));
   mkdirSync(join(dir, "functions"), { recursive: true });
-  // Slow enough (2 ms a block) that 20,000 blocks are still running across two page loads.
+  // Slow enough (2 ms a block, at most about 1,000 blocks a second on 2 executors) that 60,000 blocks are
+  // still running through every test below (afterAll cancels it).
   writeFileSync(join(dir, "functions", "slow_rows.py"), 'import time\n\ndef main(ctx, input):\n    ctx.log("block %d" % input["blockNumber"])\n    time.sleep(0.002)\n    return [{"block": input["blockNumber"]}]\n');
+  writeFileSync(join(dir, "functions", "bundle_rows.py"), 'def main(ctx, input):\n    return [{"block": b} for b in range(input["fromBlock"], input["toBlock"] + 1)]\n');
   writeFileSync(join(dir, "functions", "fails_at_7.py"), 'def main(ctx, input):\n    ctx.log("checking block %d" % input["blockNumber"])\n    if input["blockNumber"] == 7:\n        raise ValueError("boom at block 7")\n    return [{"block": input["blockNumber"]}]\n');
   dev = BlockxProcess.spawn(["dev"], {
     ETCD_BIN: process.env.BLOCKX_ETCD_BIN!,
@@ -69,14 +91,20 @@ beforeAll(async () => {
   ready = (await dev.waitForLog((l) => l.msg === "dev ready", 120_000)) as unknown as DevReady;
   const env = envFile(ready.envFile);
   client = new BlockxClient(loadClientConfig({ ...env, PROXY_SOCKET_PATH: "" }));
-  await client.submit(backfill(backfillId, "slow_rows", 1, 20_000, "ui_backfill"));
+  await client.submit(backfill(backfillId, "slow_rows", 1, 60_000, "ui_backfill"));
   const failing = await client.submit(backfill(failingId, "fails_at_7", 1, 50, "ui_failing"));
   await client.watch(failing).catch(() => {}); // ends FAILED
+  // The bundle cluster's own work: three tasks, reserved through the bundle Coordinator alone.
+  for (const [i, id] of bundleIds.entries()) await client.watch(await client.submit(bundles(id, "bundle_rows", 100 * i + 1, 100 * i + 100, 10, "ui_bundles")));
+  // `blockx ui` as the README starts it: the client variables of blockx-dev.env (TLS, the proxy's socket), its own port.
+  ui = BlockxProcess.spawn(["ui"], { ...env, UI_LISTEN: "127.0.0.1:0" });
+  uiUrl = String((await ui.waitForLog((l) => l.msg === "dashboard listening", 30_000)).url);
   mkdirSync(SHOTS, { recursive: true });
 }, 180_000);
 
 afterAll(async () => {
   await browser?.close();
+  await ui?.stop("SIGINT");
   await client?.cancel({ taskId: backfillId, workerAddr: (await client.locate(backfillId)).workerAddr }).catch(() => {});
   client?.close();
   await dev?.stop("SIGINT");
@@ -100,7 +128,7 @@ describe("the dashboard in headless chromium", () => {
     const listed = await browser.evaluate<string[]>(`[...document.querySelectorAll('#workers tr[data-worker]')].map((r) => r.dataset.worker).sort()`);
     expect(listed).toEqual(workerAddrs);
     await browser.screenshot(join(SHOTS, "overview-1.png"));
-    expect(first).toBeLessThan(20_000);
+    expect(first).toBeLessThan(60_000);
 
     await browser.navigate("about:blank");
     await browser.navigate(ready.ui);
@@ -129,10 +157,95 @@ describe("the dashboard in headless chromium", () => {
     const block = rows.find((r) => r.addr === ready.endpoints.coordinator)!;
     expect(Number(block.reserved.split(" ")[0])).toBeGreaterThanOrEqual(2);
     const recent = await browser.evaluate<string[][]>(`[...document.querySelectorAll('#reservations tbody tr')].map((tr) => [...tr.children].map((td) => td.textContent))`);
-    const backfillRow = recent.find((cells) => cells[2] === backfillId);
-    expect(backfillRow?.[3]).toBe("reserved");
-    expect(backfillRow?.[4]).toBe((await client.locate(backfillId)).workerAddr);
+    const backfillRow = recent.find((cells) => cells[3] === backfillId);
+    expect(backfillRow?.[4]).toBe("reserved");
+    expect(backfillRow?.[5]).toBe((await client.locate(backfillId)).workerAddr);
     await browser.screenshot(join(SHOTS, "coordinators.png"));
+  }, 90_000);
+
+  // The block cluster reserved the backfill and the failing task, the bundle cluster the three
+  // bundle tasks: each Coordinator's row and recent reservations must be its own. Through the
+  // proxy both Coordinators are one socket, which once gave the bundle row the block one's numbers.
+  for (const which of ["dev's own dashboard (each Coordinator dialled directly)", "blockx ui started from blockx-dev.env (through the proxy)"]) {
+    test(`each Coordinator shows its own reservations: ${which}`, async () => {
+      browser ??= await HeadlessChromium.start();
+      await browser.navigate("about:blank");
+      await browser.navigate(which.startsWith("dev") ? ready.ui : uiUrl);
+      type Row = { cluster: string; total: number; started: number; reserved: string };
+      const rows = await browser.waitUntil<Row[]>(
+        `(() => { const r = [...document.querySelectorAll('#coordinators tr[data-coordinator]')].map((tr) => ({ cluster: tr.dataset.cluster, total: Number(tr.dataset.total), started: Number(tr.dataset.started), reserved: tr.querySelector('td[data-outcome="reserved"]')?.textContent ?? '' })); return r.length === 2 && r.every((x) => x.started > 0) ? r : null; })()`,
+        30_000,
+      );
+      const block = rows.find((r) => r.cluster === "block")!;
+      const bundle = rows.find((r) => r.cluster === "bundle")!;
+      expect(Number(block.reserved.split(" ")[0])).toBeGreaterThanOrEqual(2);
+      expect(Number(bundle.reserved.split(" ")[0])).toBeGreaterThanOrEqual(3);
+      const recent = await browser.evaluate<{ cluster: string; task: string }[]>(`[...document.querySelectorAll('#reservations tbody tr')].map((tr) => ({ cluster: tr.dataset.cluster, task: tr.dataset.task }))`);
+      const tasksOf = (cluster: string) => recent.filter((r) => r.cluster === cluster).map((r) => r.task);
+      expect(tasksOf("block")).toEqual(expect.arrayContaining([backfillId, failingId]));
+      expect(tasksOf("bundle")).toEqual(expect.arrayContaining(bundleIds));
+      expect(tasksOf("block").filter((t) => bundleIds.includes(t))).toEqual([]);
+      expect(tasksOf("bundle").filter((t) => t === backfillId || t === failingId)).toEqual([]);
+      // What the Coordinators themselves say, asked directly: the page shows each one's count.
+      const direct = await client.reservationOutcomes(10);
+      for (const r of [block, bundle]) expect(r.total).toBe(direct.find((d) => d.cluster === r.cluster)!.outcomes!.total);
+      await browser.screenshot(join(SHOTS, which.startsWith("dev") ? "coordinators-dev.png" : "coordinators-ui-proxy.png"));
+    }, 60_000);
+  }
+
+  test("the running backfill's page charts its calls per second and call latency, and the Workers view each Worker's busy executors, with data points", async () => {
+    browser ??= await HeadlessChromium.start();
+    await browser.navigate("about:blank");
+    await browser.navigate(`${ready.ui}#/task/${backfillId}`);
+    // The page redraws every 2 s while the task runs; each redraw may add a point.
+    const points = await browser.waitUntil<{ rate: number; latency: number }>(
+      `(() => { const n = (c) => Number(document.querySelector('svg[data-chart="' + c + '"]')?.dataset.points ?? 0); return n('rate') >= 3 && n('latency') >= 3 && document.querySelector('#task-state')?.textContent === 'RUNNING' ? { rate: n('rate'), latency: n('latency') } : null; })()`,
+      60_000,
+    );
+    expect(points.rate).toBeGreaterThanOrEqual(3);
+    // Drawn: a line through the points, and the values behind it make sense (slow_rows sleeps 2 ms a block).
+    expect(await browser.evaluate<number>(`document.querySelector('svg[data-chart="rate"] polyline').getAttribute('points').trim().split(' ').length`)).toBeGreaterThanOrEqual(3);
+    const charts = await browser.evaluate<{ rate: [number, number][]; latencyMs: [number, number][] }>(`fetch('/api/task?id=${backfillId}').then((r) => r.json()).then((d) => d.charts)`);
+    expect(charts.rate.some(([, v]) => v > 0)).toBe(true);
+    expect(charts.latencyMs.every(([, v]) => v >= 2)).toBe(true);
+    expect(await browser.evaluate<boolean>(`document.documentElement.scrollWidth <= document.documentElement.clientWidth`)).toBe(true);
+    await browser.screenshot(join(SHOTS, "task-running-charts.png"));
+
+    // The Worker running the backfill: busy executors at several heartbeats, some of them busy.
+    const worker = (await client.locate(backfillId)).workerAddr;
+    await browser.navigate("about:blank");
+    await browser.navigate(ready.ui);
+    const busyPoints = await browser.waitUntil<number>(`(() => { const n = Number(document.querySelector('#workers tr[data-worker="${worker}"] svg[data-chart="busy"]')?.dataset.points ?? 0); return n >= 2 ? n : 0; })()`, 60_000);
+    expect(busyPoints).toBeGreaterThanOrEqual(2);
+    const busy = await browser.evaluate<[number, number][]>(`fetch('/api/overview').then((r) => r.json()).then((o) => o.busyExecutors['${worker}'].busy)`);
+    expect(busy.some(([, n]) => n > 0)).toBe(true);
+  }, 150_000);
+
+  test("at 1400 px no view scrolls sideways, and times read as times (no epoch milliseconds)", async () => {
+    browser ??= await HeadlessChromium.start();
+    const fits = `document.documentElement.scrollWidth <= document.documentElement.clientWidth && [...document.querySelectorAll('table')].every((t) => t.getBoundingClientRect().right <= document.documentElement.clientWidth)`;
+    expect(await browser.evaluate<number>(`window.innerWidth`)).toBe(1400);
+    for (const url of [ready.ui, uiUrl]) {
+      await browser.navigate("about:blank");
+      await browser.navigate(url);
+      await browser.waitUntil<boolean>(`document.querySelectorAll('#tasks tr[data-task]').length >= 5 && document.querySelectorAll('#coordinators tr[data-coordinator]').length === 2`, 30_000);
+      if (!(await browser.evaluate<boolean>(fits))) {
+        await browser.screenshot(join(SHOTS, "overview-too-wide.png"));
+        const widths = await browser.evaluate<string>(`JSON.stringify({ page: document.documentElement.scrollWidth, window: document.documentElement.clientWidth, tables: [...document.querySelectorAll('table')].map((t) => [t.id, Math.round(t.getBoundingClientRect().right)]) })`);
+        throw new Error(`${url} scrolls sideways at 1400 px: ${widths}`);
+      }
+      expect(await browser.evaluate<string>(`document.querySelector('#view').textContent`)).not.toMatch(/\b1\d{12}\b/);
+    }
+    await browser.screenshot(join(SHOTS, "overview-fits.png"));
+    await browser.navigate(`${ready.ui}#/task/${failingId}`);
+    await browser.waitUntil<boolean>(`document.querySelectorAll('#story tbody tr').length > 0`, 30_000);
+    expect(await browser.evaluate<boolean>(fits)).toBe(true);
+    const story = await browser.evaluate<string>(`document.querySelector('#story').textContent`);
+    // "slot ... allocated until <a time> (+<how long>)", never the raw number.
+    expect(story).not.toMatch(/\b1\d{12}\b/);
+    expect(story).toMatch(/allocated until \d\d:\d\d:\d\d \(\+[\d.]+ (ms|s|min)\)/);
+    expect(story).toMatch(/\d\d:\d\d:\d\d\.\d{3} \([\d.]+ (ms|s|min) ago\)/);
+    expect(await browser.evaluate<string>(`document.querySelector('.meta').textContent`)).toMatch(/accepted \d\d:\d\d:\d\d \([\d.]+ (ms|s|min) ago\)/);
   }, 90_000);
 
   test("the failing task's page shows its story and the failing call's input and traceback", async () => {

@@ -75,9 +75,9 @@ export class HeadlessChromium {
     await this.send("Page.navigate", { url });
   }
 
-  /** evaluate returns the JSON value of `expression` in the page (exceptions become errors). */
+  /** evaluate returns the JSON value of `expression` in the page, awaited when it is a promise (exceptions become errors). */
   async evaluate<T>(expression: string): Promise<T> {
-    const r = (await this.send("Runtime.evaluate", { expression, returnByValue: true })) as { result?: { value?: T }; exceptionDetails?: { text: string } };
+    const r = (await this.send("Runtime.evaluate", { expression, returnByValue: true, awaitPromise: true })) as { result?: { value?: T }; exceptionDetails?: { text: string } };
     if (r.exceptionDetails) throw new Error(`${expression}: ${r.exceptionDetails.text}`);
     return r.result?.value as T;
   }

@@ -50,7 +50,8 @@ function channelOptions(keepaliveTimeMs: number): grpc.ChannelOptions {
 const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 const LEAN_CHANNEL_OPTIONS = { ...DEFAULT_UNARY_CHANNEL_OPTIONS, maxResponseBytes: MAX_MESSAGE_BYTES };
 
-type Ctor<C> = new (address: string, credentials: grpc.ChannelCredentials, options?: Partial<grpc.ClientOptions>) => C;
+/** A generated client class; `serviceName` (set by grpc-js's makeGenericClientConstructor) tells two services' clients apart. */
+type Ctor<C> = (new (address: string, credentials: grpc.ChannelCredentials, options?: Partial<grpc.ClientOptions>) => C) & { readonly serviceName: string };
 
 /** Reserver: ReserveWorkerSlot of either cluster's Coordinator. */
 export interface Reserver {
@@ -86,9 +87,14 @@ export class GrpcTransport {
     return this.proxySocketPath !== "";
   }
 
+  /**
+   * client returns the one client of `ctor`'s service at `addr`. The key names the service: through
+   * the proxy every service dials the same socket, and a block Coordinator's client handed out for
+   * the bundle service would send its calls to the block Coordinator (the proxy routes by service).
+   */
   private client<C extends grpc.Client>(kind: PeerRole, ctor: Ctor<C>, addr: string): C {
     const target = this.viaProxy ? `unix:${this.proxySocketPath}` : addr;
-    const key = `${kind} ${target}`;
+    const key = `${kind} ${ctor.serviceName} ${target}`;
     let c = this.clients.get(key);
     if (!c) {
       // The proxy's socket is a local hop (its file mode decides who may use it); the proxy

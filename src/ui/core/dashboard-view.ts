@@ -1,6 +1,7 @@
 import { TaskPhase, TaskState, type TaskListEntry } from "../../gen/worker/v1/worker";
 import type { CoordinatorOutcomes } from "../../sdk/blockx-client";
 import type { RegisteredWorker } from "../../sdk/worker-registry";
+import type { Point, TaskSample, WorkerSample } from "./dashboard-history";
 
 /** WorkerRow: one Worker as the dashboard shows it (from its etcd heartbeat). */
 export interface WorkerRow {
@@ -17,6 +18,8 @@ export interface WorkerRow {
   readonly errorRate: number;
   readonly rssBytes: number;
   readonly heartbeatAgeMs: number;
+  /** When the Worker put its heartbeat (its clock, ms since the epoch). */
+  readonly heartbeatAtMs: number;
   /** From the heartbeat; null for a Worker that does not send it. */
   readonly executors: { total: number; ready: number; busy: number; queuedCalls: number; restarts: number } | null;
 }
@@ -40,6 +43,11 @@ export interface TaskRow {
   readonly etaSeconds: number | null;
   readonly acceptedAtMs: number;
   readonly finishedAtMs: number;
+  /** When the Worker last changed the task's snapshot (its clock). */
+  readonly updatedAtMs: number;
+  /** Calls (every attempt) ended in the Worker's pool and the seconds they took there (ListTasks). */
+  readonly callsTimed: number;
+  readonly callSeconds: number;
   readonly error: string;
 }
 
@@ -64,6 +72,8 @@ export interface Overview {
   readonly coordinators: readonly CoordinatorRow[];
   /** Workers registered in etcd that did not answer ListTasks. */
   readonly unreachable: readonly { addr: string; message: string }[];
+  /** Each Worker's busy executors at its heartbeats over the last minutes, by address, with its pool's size. */
+  readonly busyExecutors: Readonly<Record<string, { readonly busy: readonly Point[]; readonly total: number }>>;
 }
 
 function enumName(e: Record<number, string>, v: number | undefined, prefix: string): string {
@@ -86,6 +96,7 @@ export function workerRow(w: RegisteredWorker): WorkerRow {
     errorRate: h.errorRate,
     rssBytes: h.processRssBytes,
     heartbeatAgeMs: w.heartbeatAgeMs,
+    heartbeatAtMs: h.lastHeartbeatMs,
     executors: h.executors ?? null,
   };
 }
@@ -138,6 +149,19 @@ export function taskRow(t: TaskListEntry & { workerAddr: string }, nowMs: number
     etaSeconds: running && rate !== null ? Math.max(0, total - done) / rate : null,
     acceptedAtMs: accepted,
     finishedAtMs: s?.finishedAtMs ?? 0,
+    updatedAtMs: s?.updatedAtMs ?? 0,
+    callsTimed: t.callsTimed,
+    callSeconds: t.callSeconds,
     error: s?.error?.message ?? "",
   };
+}
+
+/** taskSample: what DashboardHistory keeps of a task row. */
+export function taskSample(t: TaskRow): TaskSample {
+  return { workerAddr: t.workerAddr, taskId: t.taskId, acceptedAtMs: t.acceptedAtMs, updatedAtMs: t.updatedAtMs, finishedAtMs: t.finishedAtMs, callsDone: t.callsDone, callsTimed: t.callsTimed, callSeconds: t.callSeconds };
+}
+
+/** workerSample: what DashboardHistory keeps of a Worker row (nothing for a Worker whose heartbeat carries no executors). */
+export function workerSample(w: WorkerRow): WorkerSample | null {
+  return w.executors === null ? null : { addr: w.addr, heartbeatAtMs: w.heartbeatAtMs, busy: w.executors.busy, total: w.executors.total };
 }
