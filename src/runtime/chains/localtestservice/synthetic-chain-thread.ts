@@ -1,4 +1,5 @@
 /// <reference lib="webworker" />
+import { setPriority } from "node:os";
 import { answerSteps, SyntheticChains } from "./synthetic-chain-jobs";
 import type { SyntheticThreadMessage, SyntheticThreadReply } from "./synthetic-chain-thread-protocol";
 
@@ -6,6 +7,16 @@ import type { SyntheticThreadMessage, SyntheticThreadReply } from "./synthetic-c
 // process that asked (LocalTestChain). Requests take turns, one step (at most one block) each, so
 // a request for one block is never queued behind a whole eth_getLogs range.
 declare const self: Worker;
+
+// Generation is bulk work: on a busy host it yields the CPU to the process's main thread (gRPC,
+// heartbeats, executor pings) and its executors. Linux keeps nice per thread, and setPriority()
+// without a pid sets the calling thread's; raising it needs no privilege.
+const GENERATOR_NICE = 10;
+try {
+  setPriority(GENERATOR_NICE);
+} catch {
+  // A host that refuses (none known) keeps the default priority.
+}
 
 interface Job {
   readonly id: number;
