@@ -75,7 +75,7 @@ function unary<T>(fn: (cb: Cb<T>) => unknown): Promise<T> {
 
 const reserve = (taskId: string) => unary<ReserveWorkerSlotResponse>((cb) => coord.reserveWorkerSlot({ taskId }, cb));
 const requestSlot = (w: WorkerServiceClient, taskId: string) => unary<TaskSnapshot>((cb) => w.requestTaskSlot({ taskId, ttlMs: 5000 }, cb));
-const submit = (w: WorkerServiceClient, task: Task, slotId: string, waitMs = 0) => unary<TaskSnapshot>((cb) => w.submitTask({ task, slotId, waitMs }, cb));
+const submit = (w: WorkerServiceClient, task: Task, slotId: string, waitMs = 0) => unary<TaskSnapshot>((cb) => w.submitTask({ task, slotId, waitMs, resubmit: false }, cb));
 /** SubmitTask's wait_ms, as the SDK's runTask asks it (0: answered at once, a watch follows every task). */
 const SUBMIT_WAIT_MS = Number(values["submit-wait-ms"]);
 const cancel = (w: WorkerServiceClient, taskId: string) => unary<TaskSnapshot>((cb) => w.cancelTask({ taskId, reason: "bench" }, cb));

@@ -26,6 +26,8 @@ export function errorCodeToGRPC(code: ErrorCode): grpc.status {
       return grpc.status.FAILED_PRECONDITION;
     case ErrorCode.ErrPermissionDenied:
       return grpc.status.PERMISSION_DENIED;
+    case ErrorCode.ErrTaskRunElsewhere:
+      return grpc.status.ALREADY_EXISTS;
     case ErrorCode.ErrInternal:
       return grpc.status.INTERNAL;
   }

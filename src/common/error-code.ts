@@ -25,6 +25,12 @@ export const ErrorCode = {
    * certificate's role may not call the method. Not retryable.
    */
   ErrPermissionDenied: "PERMISSION_DENIED",
+  /**
+   * SubmitTask: a run of this task id is current on another Worker (or the task already
+   * SUCCEEDED there): the task is not run twice. The message names that Worker
+   * (runElsewhereMessage); follow it there, or resubmit to replace that run. Not retryable as is.
+   */
+  ErrTaskRunElsewhere: "TASK_RUN_ELSEWHERE",
   /** A bug or an unexpected failure inside the component. */
   ErrInternal: "INTERNAL",
 } as const;

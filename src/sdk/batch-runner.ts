@@ -14,9 +14,11 @@ import {
   retryableFailure,
   stateName,
   statusError,
+  submitMayHaveLanded,
   toBlockxError,
   validateTask,
 } from "./blockx-client";
+import { parseRunElsewhere } from "../common/run-elsewhere";
 import { clusterFor, type Cluster } from "./core/cluster-selection";
 import { ProgressMeter } from "./core/progress";
 import { BlockxError } from "./sdk-error";
@@ -209,13 +211,20 @@ export class BatchRunner {
     const deadline = Math.min(...list.map((p) => p.item.deadlineMs));
     let outcomes;
     try {
-      outcomes = (await w.submitTasks({ tasks: list.map((p) => ({ task: p.item.task, slotId: p.slotId, waitMs: 0 })) }, w.metadata(), this.rpcDeadline(deadline))).outcomes;
+      outcomes = (await w.submitTasks({ tasks: list.map((p) => ({ task: p.item.task, slotId: p.slotId, waitMs: 0, resubmit: false })) }, w.metadata(), this.rpcDeadline(deadline))).outcomes;
     } catch (e) {
-      // Unanswered (the Worker may have started some): like a lost SubmitTask answer, each task goes on alone.
       const code = isServiceError(e) ? (grpc.status[e.code] ?? String(e.code)) : "UNKNOWN";
+      const details = isServiceError(e) ? e.details : String(e);
       for (const p of list) {
-        p.item.emit({ kind: "submitRefused", code, workerAddr: addr, details: isServiceError(e) ? e.details : String(e) });
-        void alone(p.item);
+        if (isServiceError(e) && submitMayHaveLanded(e)) {
+          // Unanswered once it may have reached the Worker (which may have started some): like a
+          // lost SubmitTask answer, each task is followed there first, never submitted elsewhere as new.
+          p.item.emit({ kind: "submitUncertain", attempt: 1, taskId: p.item.task.taskId, workerAddr: addr, code, details });
+          void alone(p.item, { handle: { taskId: p.item.task.taskId, workerAddr: addr, uncertain: true }, attempt: 1, workers: [addr] });
+        } else {
+          p.item.emit({ kind: "submitRefused", code, workerAddr: addr, details });
+          void alone(p.item);
+        }
       }
       return;
     }
@@ -227,6 +236,12 @@ export class BatchRunner {
         p.item.emit({ kind: "submitted", attempt: 1, taskId: p.item.task.taskId, workerAddr: addr, slotId: p.slotId, coordinator: p.coordinator, state: stateName(o.snapshot?.state) });
         running.set(p.item.task.taskId, { placed: p, meter: new ProgressMeter() });
         return;
+      }
+      const elsewhere = o.status === grpc.status.ALREADY_EXISTS ? parseRunElsewhere(o.message) : null;
+      if (elsewhere) {
+        // The task id's run is current on another Worker: followed there, not run twice.
+        p.item.emit({ kind: "attached", attempt: 1, taskId: p.item.task.taskId, refusedBy: addr, runningOn: elsewhere.workerAddr, state: elsewhere.state });
+        return void alone(p.item, { handle: { taskId: p.item.task.taskId, workerAddr: elsewhere.workerAddr }, attempt: 1, workers: [elsewhere.workerAddr] });
       }
       p.item.emit({ kind: "submitRefused", code: grpc.status[o.status] ?? String(o.status), workerAddr: addr, details: o.message });
       // Slot expired or from an earlier incarnation, or a retryable refusal: the single path reserves afresh.

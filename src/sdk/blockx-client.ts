@@ -25,11 +25,18 @@ import { DEFAULT_RETRY_POLICY, ReservePolicy, type RetryableFailure } from "./co
 import { BlockxError, type BlockxErrorCode } from "./sdk-error";
 import { readRegisteredWorkers, type RegisteredWorker } from "./worker-registry";
 import { BatchRunner } from "./batch-runner";
+import { parseRunElsewhere } from "../common/run-elsewhere";
 
 /** TaskRef names a task on the Worker that holds it. */
 export interface TaskRef {
   readonly taskId: string;
   readonly workerAddr: string;
+  /**
+   * The SubmitTask that named this Worker failed after it may have reached it: the task may be
+   * running there, or may never have arrived. Following it tells which; a Worker that does not know
+   * the task is then not a lost Worker but a submission that did not land (submitted again plainly).
+   */
+  readonly uncertain?: boolean;
 }
 
 /** TaskHandle: a submitted task, returned by `submit` before it finishes. */
@@ -49,8 +56,12 @@ export type ClientEvent =
   | { readonly kind: "submitting"; readonly attempt: number; readonly taskId: string; readonly workerAddr: string; readonly slotId: string; readonly coordinator: string }
   /** `state`: what SubmitTask answered (a terminal state when the Worker answered at the task's end). */
   | { readonly kind: "submitted"; readonly attempt: number; readonly taskId: string; readonly workerAddr: string; readonly slotId: string; readonly coordinator: string; readonly state: TaskStateName }
-  /** A SubmitTask that waited for the task's end failed after it may have reached the Worker: the task is followed there, not resubmitted. */
+  /** A SubmitTask failed after it may have reached the Worker: the task is followed there first, not submitted elsewhere. */
   | { readonly kind: "submitUncertain"; readonly attempt: number; readonly taskId: string; readonly workerAddr: string; readonly code: string; readonly details: string }
+  /** The Worker refused the task because its run is current (or SUCCEEDED) on `runningOn`: followed there instead of run twice. */
+  | { readonly kind: "attached"; readonly attempt: number; readonly taskId: string; readonly refusedBy: string; readonly runningOn: string; readonly state: string }
+  /** An uncertain SubmitTask had not landed (its Worker does not know the task): submitted again, plainly. */
+  | { readonly kind: "submitNotLanded"; readonly attempt: number; readonly taskId: string; readonly workerAddr: string }
   | { readonly kind: "watchFailed"; readonly workerAddr: string; readonly code: string; readonly details: string }
   | { readonly kind: "workerLost"; readonly attempt: number; readonly workerAddr: string; readonly reason: string; readonly resubmit: boolean };
 
@@ -136,7 +147,17 @@ function neverSent(e: grpc.ServiceError): boolean {
   return e instanceof UnaryCallError && e.neverSent;
 }
 
-type FollowOutcome = { kind: "terminal"; result: TaskResult } | { kind: "lost"; reason: string };
+/**
+ * submitMayHaveLanded: a SubmitTask (or SubmitTasks) failed in a way that says nothing of whether
+ * the Worker took it: the connection dropped or the deadline passed after the request went out.
+ * Such a task is followed on that Worker, never submitted elsewhere as if new. @internal
+ */
+export function submitMayHaveLanded(e: grpc.ServiceError): boolean {
+  return (e.code === grpc.status.UNAVAILABLE || e.code === grpc.status.DEADLINE_EXCEEDED || e.code === grpc.status.CANCELLED || e.code === grpc.status.UNKNOWN || e.code === grpc.status.INTERNAL) && !neverSent(e);
+}
+
+/** How following a task ended: its result, or its Worker lost (`notFound`: the Worker answered that it does not know the task). */
+type FollowOutcome = { kind: "terminal"; result: TaskResult } | { kind: "lost"; reason: string; notFound: boolean };
 
 /**
  * BlockxClient is the TypeScript client of a BlockX cluster. `runTask` = reserve a slot through
@@ -187,13 +208,16 @@ export class BlockxClient {
     };
     const workers: string[] = start.workers ?? [];
     let handed = start.handle;
+    // Set once a Worker running the task was lost and the caller allows a rerun: the next submission
+    // asks for a new run (SubmitTaskRequest.resubmit), fencing the lost one off.
+    let resubmitting = false;
     for (let attempt = start.attempt ?? 1; ; attempt++) {
       let handle: TaskRef;
       if (handed) {
         handle = handed;
         handed = undefined;
       } else {
-        const submitted = await this.reserveAndSubmit(task, cluster, deadlineMs, emit, attempt, opts.onProgress ? 0 : SUBMIT_WAIT_MS);
+        const submitted = await this.reserveAndSubmit(task, cluster, deadlineMs, emit, attempt, opts.onProgress ? 0 : SUBMIT_WAIT_MS, resubmitting);
         workers.push(submitted.workerAddr);
         // The Worker answered at the task's end, with its outputs: nothing to follow.
         const answered = resultOf(submitted.snapshot);
@@ -202,7 +226,14 @@ export class BlockxClient {
       }
       const outcome = await this.follow(handle, deadlineMs, opts.onProgress, emit);
       if (outcome.kind === "terminal") return finishedRun(task, cluster, outcome.result, attempt, workers, events);
+      if (handle.uncertain && outcome.notFound && attempt < maxAttempts && this.clock.now() < deadlineMs) {
+        // The submission never landed there: nothing of it runs anywhere but what the cluster's
+        // claim of the task id would refuse, so a plain submission is safe (not a rerun).
+        emit({ kind: "submitNotLanded", attempt, taskId: task.taskId, workerAddr: handle.workerAddr });
+        continue;
+      }
       const again = resubmit && attempt < maxAttempts && this.clock.now() < deadlineMs;
+      resubmitting = again;
       emit({ kind: "workerLost", attempt, workerAddr: handle.workerAddr, reason: outcome.reason, resubmit: again });
       if (!again) {
         const why = !resubmit
@@ -386,12 +417,15 @@ export class BlockxClient {
   /**
    * reserveAndSubmit loops reserve -> submit under the retry rules until submitted or the deadline.
    * With `waitMs`, SubmitTask waits up to that long for the task's end (its answer is then the
-   * terminal snapshot with the outputs); a waiting SubmitTask that fails once it may have reached
-   * the Worker (the connection dropped, the deadline passed) is taken as submitted: the task may be
-   * running there, and following it applies the lost-Worker rules (resubmit only when allowed),
-   * where reserving afresh could run it twice.
+   * terminal snapshot with the outputs). A SubmitTask that fails once it may have reached the Worker
+   * (the connection dropped, the deadline passed), waiting or not, is taken as submitted there,
+   * uncertainly: the task may be running there, and following it first applies the lost-Worker
+   * rules (resubmit only when allowed), where reserving afresh could run it twice. A Worker that
+   * refuses the task because its run is current on another Worker (TASK_RUN_ELSEWHERE) hands back a
+   * handle on that Worker: the task is followed there. `resubmit`: ask for a new run, fencing off
+   * the earlier ones (after the Worker running it was lost).
    */
-  private async reserveAndSubmit(task: Task, cluster: Cluster, deadlineMs: number, emit: (e: ClientEvent) => void, attempt: number, waitMs = 0): Promise<TaskHandle> {
+  private async reserveAndSubmit(task: Task, cluster: Cluster, deadlineMs: number, emit: (e: ClientEvent) => void, attempt: number, waitMs = 0, resubmit = false): Promise<TaskHandle> {
     const addrs = cluster === "block" ? this.config.coordinatorAddrs : this.config.bundleCoordinatorAddrs;
     const reservers = this.transport.reservers(cluster, addrs);
     const policy = new ReservePolicy({ ...DEFAULT_RETRY_POLICY, slotTtlMs: this.config.slotTtlMs }, reservers.length);
@@ -426,15 +460,23 @@ export class BlockxClient {
       const w = this.transport.worker(slot.workerAddr);
       emit({ kind: "submitting", attempt, taskId: task.taskId, workerAddr: slot.workerAddr, slotId: slot.slotId, coordinator: reserver.label });
       try {
-        const snapshot = await w.submitTask({ task, slotId: slot.slotId, waitMs }, w.metadata(), this.rpcDeadline(deadlineMs));
+        const snapshot = await w.submitTask({ task, slotId: slot.slotId, waitMs, resubmit }, w.metadata(), this.rpcDeadline(deadlineMs));
         emit({ kind: "submitted", attempt, taskId: task.taskId, workerAddr: slot.workerAddr, slotId: slot.slotId, coordinator: reserver.label, state: stateName(snapshot.state) });
         return { taskId: task.taskId, workerAddr: slot.workerAddr, slotId: slot.slotId, cluster, coordinator: reserver.label, snapshot };
       } catch (e) {
         if (!isServiceError(e)) throw e;
-        if (waitMs > 0 && (e.code === grpc.status.UNAVAILABLE || e.code === grpc.status.DEADLINE_EXCEEDED) && !neverSent(e)) {
+        const unknownAt = (workerAddr: string, uncertain: boolean): TaskHandle => {
+          const unknown = TaskSnapshot.create({ taskId: task.taskId, slotId: slot.slotId, workerAddr, state: TaskState.TASK_STATE_UNSPECIFIED });
+          return { taskId: task.taskId, workerAddr, slotId: slot.slotId, cluster, coordinator: reserver.label, snapshot: unknown, ...(uncertain ? { uncertain } : {}) };
+        };
+        if (submitMayHaveLanded(e)) {
           emit({ kind: "submitUncertain", attempt, taskId: task.taskId, workerAddr: slot.workerAddr, code: grpc.status[e.code] ?? String(e.code), details: e.details });
-          const unknown = TaskSnapshot.create({ taskId: task.taskId, slotId: slot.slotId, workerAddr: slot.workerAddr, state: TaskState.TASK_STATE_UNSPECIFIED });
-          return { taskId: task.taskId, workerAddr: slot.workerAddr, slotId: slot.slotId, cluster, coordinator: reserver.label, snapshot: unknown };
+          return unknownAt(slot.workerAddr, true);
+        }
+        const elsewhere = e.code === grpc.status.ALREADY_EXISTS ? parseRunElsewhere(e.details) : null;
+        if (elsewhere) {
+          emit({ kind: "attached", attempt, taskId: task.taskId, refusedBy: slot.workerAddr, runningOn: elsewhere.workerAddr, state: elsewhere.state });
+          return unknownAt(elsewhere.workerAddr, false);
         }
         emit({ kind: "submitRefused", code: grpc.status[e.code] ?? String(e.code), workerAddr: slot.workerAddr, details: e.details });
         // The slot expired, or belonged to an earlier incarnation of the Worker: reserve a fresh one.
@@ -482,7 +524,7 @@ export class BlockxClient {
           if (err.code === grpc.status.UNIMPLEMENTED) streaming = false;
         }
         if (silentSinceMs !== undefined && this.clock.now() - silentSinceMs >= this.config.workerLostAfterMs) {
-          return { kind: "lost", reason: `no answer for ${this.clock.now() - silentSinceMs} ms (hung?): ${err?.details ?? ""}` };
+          return { kind: "lost", reason: `no answer for ${this.clock.now() - silentSinceMs} ms (hung?): ${err?.details ?? ""}`, notFound: false };
         }
       }
       try {
@@ -495,11 +537,11 @@ export class BlockxClient {
         if (result.snapshot) seen(result.snapshot);
       } catch (e) {
         if (!isServiceError(e)) throw e;
-        if (e.code === grpc.status.NOT_FOUND) return { kind: "lost", reason: `the Worker no longer knows the task: ${e.details}` };
+        if (e.code === grpc.status.NOT_FOUND) return { kind: "lost", reason: `the Worker no longer knows the task: ${e.details}`, notFound: true };
         if (!retryableFailure(e)) throw toBlockxError(e, `GetTaskResult ${ref.taskId} on ${ref.workerAddr}`);
         unreachableSinceMs ??= this.clock.now();
         if (this.clock.now() - unreachableSinceMs >= this.config.workerLostAfterMs) {
-          return { kind: "lost", reason: `unreachable for ${this.config.workerLostAfterMs} ms: ${e.details}` };
+          return { kind: "lost", reason: `unreachable for ${this.config.workerLostAfterMs} ms: ${e.details}`, notFound: false };
         }
       }
       await this.clock.sleep(unreachableSinceMs === undefined ? POLL_INTERVAL_MS : POLL_INTERVAL_MS / 2);

@@ -59,7 +59,7 @@ function reserveMany(addr: string, taskIds: string[]): Promise<{ ok: true; res: 
 
 function submitMany(w: WorkerClient, tasks: { task: Task | undefined; slotId: string }[]): Promise<{ ok: true; res: SubmitTasksResponse } | { ok: false; code: grpc.status; details: string }> {
   return new Promise((resolve) =>
-    w.client.submitTasks({ tasks: tasks.map((t) => ({ ...t, waitMs: 0 })) }, new grpc.Metadata(), { deadline: Date.now() + 20_000 }, (e, res) =>
+    w.client.submitTasks({ tasks: tasks.map((t) => ({ ...t, waitMs: 0, resubmit: false })) }, new grpc.Metadata(), { deadline: Date.now() + 20_000 }, (e, res) =>
       resolve(e ? { ok: false, code: e.code, details: e.details } : { ok: true, res: res! }),
     ),
   );

@@ -54,9 +54,9 @@ export class WorkerClient {
   requestTaskSlot(taskId: string, ttlMs = 5000): Promise<Rpc<TaskSnapshot>> {
     return this.unary(this.slotClient.requestTaskSlot as never, { taskId, ttlMs }, this.slotClient, this.slotMetadata);
   }
-  /** submitTask; with `waitMs`, the Worker answers at the task's end if that comes first (wait_ms). */
-  submitTask(task: Task, slotId = "", o: { waitMs?: number; deadlineMs?: number } = {}): Promise<Rpc<TaskSnapshot>> {
-    return this.unary(this.client.submitTask as never, { task, slotId, waitMs: o.waitMs ?? 0 }, this.client, this.metadata, o.deadlineMs);
+  /** submitTask; with `waitMs`, the Worker answers at the task's end if that comes first (wait_ms); `resubmit`: replace the task id's earlier runs. */
+  submitTask(task: Task, slotId = "", o: { waitMs?: number; deadlineMs?: number; resubmit?: boolean } = {}): Promise<Rpc<TaskSnapshot>> {
+    return this.unary(this.client.submitTask as never, { task, slotId, waitMs: o.waitMs ?? 0, resubmit: o.resubmit ?? false }, this.client, this.metadata, o.deadlineMs);
   }
   cancelTask(taskId: string, reason = "test"): Promise<Rpc<TaskSnapshot>> {
     return this.unary(this.client.cancelTask as never, { taskId, reason });

@@ -106,7 +106,7 @@ describe("a backfill over the local test chain", () => {
     expect(rows).toEqual(expected(500, 574));
   }, 90_000);
 
-  test("reruns with another start, another bundle size, and over part of one bundle: the whole table is one row per block, as the chain gives", async () => {
+  test("reruns never lose rows: another start, another bundle size and part of one bundle are aligned with the bundles written before (75 rows for 75 blocks every time), and a cut the store would make is refused", async () => {
     const fnDir = mkdtempSync(join(tmpdir(), "blockx-fns-"));
     cleanups.push(() => rmSync(fnDir, { recursive: true, force: true }));
     writeFileSync(join(fnDir, "bundle_stats.py"), BUNDLE_STATS);
@@ -116,31 +116,37 @@ describe("a backfill over the local test chain", () => {
     const run = async (from: number, to: number, size: number) => {
       const last = await runTask(s, blockTask(`realign-${++n}`, { name: "bundle_stats" }, from, to, "realigned", size));
       expect(last.state).toBe(TaskState.SUCCEEDED);
+      return last;
     };
     // Every row of the table, read with plain SQL: nothing outside the blocks expected, nothing twice.
-    const table = () => {
+    const read = <T>(f: (store: RawTableReader) => T) => {
       const store = new RawTableReader(dbFile);
       try {
-        return store.query("realigned", "ORDER BY block, rowid").map(({ block, tx_count, gas_used }) => ({ block, tx_count, gas_used }));
+        return f(store);
       } finally {
         store.close();
       }
     };
-    const blocks = (...ranges: [number, number][]) => ranges.flatMap(([a, b]) => expected(a, b));
+    const table = () => read((t) => t.query("realigned", "ORDER BY block, rowid").map(({ block, tx_count, gas_used }) => ({ block, tx_count, gas_used })));
+    const scopes = () => read((t) => [...new Set(t.query("realigned", "ORDER BY _scope_from").map((r) => `${r._scope_from}..${r._scope_to}`))]);
+    const all = expected(500, 574);
     await run(500, 574, 10);
-    expect(table()).toEqual(blocks([500, 574]));
-    await run(505, 574, 10); // another start: the first bundle 500..509 is replaced whole
-    expect(table()).toEqual(blocks([505, 574]));
-    // Bundle 500..509 can only have been replaced by 505..514 (510..519 by it or by 515..524: calls run at once).
-    const warned = await s.worker.waitForLog((l) => l.msg.includes("were replaced by scope 505..514"));
-    expect(warned).toMatchObject({ level: "warn", taskId: "realign-2", table: "realigned" });
-    expect(String(warned.replacedScopes)).toStartWith("500..509");
-    await run(500, 574, 15); // another bundle size
-    expect(table()).toEqual(blocks([500, 574]));
-    await run(517, 521, 10); // part of the earlier bundle 515..529: its other blocks lose their rows
-    expect(table()).toEqual(blocks([500, 514], [517, 521], [530, 574]));
-    await run(500, 574, 10);
-    expect(table()).toEqual(blocks([500, 574]));
+    expect(table()).toEqual(all);
+    // The issue's rerun: bundles of 10 from 505 would cut 500..509 (rows carry no block of their
+    // own): it is widened to 500..574 on the earlier bundles, so blocks 500..504 keep their rows.
+    expect((await run(505, 574, 10)).callsTotal).toBe(8);
+    expect(table()).toEqual(all);
+    expect(scopes()).toEqual(["500..509", "510..519", "520..529", "530..539", "540..549", "550..559", "560..569", "570..574"]);
+    const widened = await s.worker.waitForLog((l) => l.msg.startsWith("bundles aligned") && l.taskId === "realign-2");
+    expect(widened).toMatchObject({ from: 505, to: 574, alignedFrom: 500, alignedTo: 574, calls: 8 });
+    // Another bundle size: a bundle reaching into an earlier one takes it whole.
+    await run(500, 574, 15);
+    expect(table()).toEqual(all);
+    expect(scopes()).toEqual(["500..519", "520..539", "540..559", "560..574"]);
+    // Part of one bundle: that whole bundle (and its neighbour the range reaches into) is recomputed.
+    expect((await run(517, 521, 10)).callsTotal).toBe(2);
+    expect(table()).toEqual(all);
+    expect(scopes()).toEqual(["500..519", "520..539", "540..559", "560..574"]);
   }, 90_000);
 
   test("a row that does not fit the table fails the task with a clear error", async () => {

@@ -86,7 +86,7 @@ describe("SubmitTask with wait_ms (compiled Worker)", () => {
     if (!r.ok) expect([r.code, r.details]).toEqual([grpc.status.INVALID_ARGUMENT, "wait_ms: at most 10000, got 10001"]);
     const many = await new Promise<{ outcomes: { taskId: string; status: number; message: string }[] }>((resolve, reject) =>
       client.client.submitTasks(
-        { tasks: [{ task: inputsTask("b-wait", ECHO, [1]), slotId: "", waitMs: 100 }, { task: inputsTask("b-plain", ECHO, [1]), slotId: "", waitMs: 0 }] },
+        { tasks: [{ task: inputsTask("b-wait", ECHO, [1]), slotId: "", waitMs: 100, resubmit: false }, { task: inputsTask("b-plain", ECHO, [1]), slotId: "", waitMs: 0, resubmit: false }] },
         (e, res) => (e ? reject(e) : resolve(res!)),
       ),
     );

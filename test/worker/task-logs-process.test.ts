@@ -81,7 +81,7 @@ describe("task logs (compiled Worker)", () => {
     const md = new grpc.Metadata();
     md.set("x-blockx-owner", "alice@laptop");
     await new Promise((resolve, reject) =>
-      client.client.submitTask({ task: inputsTask("first", "def main(ctx, x):\n    return x\n", [1, 2]), slotId: "", waitMs: 0 }, md, (e, r) => (e ? reject(e) : resolve(r))),
+      client.client.submitTask({ task: inputsTask("first", "def main(ctx, x):\n    return x\n", [1, 2]), slotId: "", waitMs: 0, resubmit: false }, md, (e, r) => (e ? reject(e) : resolve(r))),
     );
     expect((await client.watch(["first"])).snapshots.at(-1)!.state).toBe(TaskState.SUCCEEDED);
     await client.submitTask(inputsTask("second", "import time\ndef main(ctx, x):\n    time.sleep(30)\n", [1]));

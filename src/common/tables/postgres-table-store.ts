@@ -131,8 +131,14 @@ function bindPg(c: BoundCell, kind: ColumnKind): string | number | null {
 
 /** The store's clock, in ms since the epoch: every host writing one database shares it. */
 const NOW_MS = `(extract(epoch from clock_timestamp()) * 1000)::float8`;
-/** A run row with whether its epoch's lease is live (by the store's clock). */
-const RUN_ROW = `SELECT r.task_id, r.generation::float8 AS generation, r.epoch, r.worker, r.state, r.seq::float8 AS seq, COALESCE(l.expires_ms > ${NOW_MS}, false) AS live FROM _blockx_runs r LEFT JOIN _blockx_leases l ON l.epoch = r.epoch`;
+/** The start of the current transaction (of a lone statement: when it was sent), in ms since the epoch. */
+const TX_START_MS = `(extract(epoch from now()) * 1000)::float8`;
+/**
+ * A run row with whether its epoch's lease is live `at` (by the store's clock): claims ask now; a
+ * commit asks as of its transaction's start (one that waited on a lock is not late; a run taken over
+ * since is caught by its generation, rows of a later run by their sequence).
+ */
+const runRowSql = (at: string) => `SELECT r.task_id, r.generation::float8 AS generation, r.epoch, r.worker, r.state, r.seq::float8 AS seq, COALESCE(l.expires_ms > ${at}, false) AS live FROM _blockx_runs r LEFT JOIN _blockx_leases l ON l.epoch = r.epoch`;
 
 interface RunRowSql {
   task_id: string;
@@ -283,7 +289,8 @@ export class PostgresTableStore implements TableStore {
   }
 
   async renewEpoch(epoch: string, ttlMs: number): Promise<boolean> {
-    const rows = await this.guarded(() => this.run<unknown[]>(this.sql, `UPDATE _blockx_leases SET expires_ms = ${NOW_MS} + $2::float8 WHERE epoch = $1 AND expires_ms > ${NOW_MS} RETURNING 1`, [epoch, ttlMs]));
+    // Live when the renewal was sent (a renewal waiting on a lock is not late), extended from when it is written.
+    const rows = await this.guarded(() => this.run<unknown[]>(this.sql, `UPDATE _blockx_leases SET expires_ms = ${NOW_MS} + $2::float8 WHERE epoch = $1 AND expires_ms > ${TX_START_MS} RETURNING 1`, [epoch, ttlMs]));
     return rows.length === 1;
   }
 
@@ -293,7 +300,7 @@ export class PostgresTableStore implements TableStore {
       this.transaction(async (tx) => {
         await this.run(tx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 7))`, [JSON.stringify(["run", req.taskId])]);
         const own = await this.run<{ live: boolean }[]>(tx, `SELECT expires_ms > ${NOW_MS} AS live FROM _blockx_leases WHERE epoch = $1`, [req.epoch]);
-        const found = await this.run<RunRowSql[]>(tx, `${RUN_ROW} WHERE r.task_id = $1 FOR UPDATE OF r`, [req.taskId]);
+        const found = await this.run<RunRowSql[]>(tx, `${runRowSql(NOW_MS)} WHERE r.task_id = $1 FOR UPDATE OF r`, [req.taskId]);
         const row = found[0] ? runRowOf(found[0]) : null;
         const d = decideClaim(req, row, own[0]?.live === true);
         if (d.kind === "leaseLost") return { kind: "leaseLost" } as const;
@@ -372,7 +379,7 @@ export class PostgresTableStore implements TableStore {
         for (const key of lockKeys) await this.run(tx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 7))`, [key]);
         const runs = new Map<string, RunRow>();
         if (fenced.length > 0) {
-          for (const r of await this.run<RunRowSql[]>(tx, `${RUN_ROW} WHERE r.task_id = ANY($1::text[]) FOR SHARE OF r`, [fenced])) runs.set(r.task_id, runRowOf(r));
+          for (const r of await this.run<RunRowSql[]>(tx, `${runRowSql(TX_START_MS)} WHERE r.task_id = ANY($1::text[]) FOR SHARE OF r`, [fenced])) runs.set(r.task_id, runRowOf(r));
         }
         for (let i = 0; i < prepared.length; i++) {
           const p = prepared[i];

@@ -86,7 +86,7 @@ export class SqliteTableStore implements TableStore {
     if (this.inline) return this.run(() => this.inline!.commit(writes, fence));
     if (this.broken) throw this.broken;
     if (this.closed) throw new TableStoreError("STORE_UNAVAILABLE", `table store ${this.description} is closed`);
-    const text = JSON.stringify({ writes, fence });
+    const text = JSON.stringify({ writes, fence, issuedMs: Date.now() });
     return this.groups.commit(text, text.length);
   }
 
@@ -95,7 +95,7 @@ export class SqliteTableStore implements TableStore {
   }
 
   renewEpoch(epoch: string, ttlMs: number): Promise<boolean> {
-    return this.call("renewEpoch", [epoch, ttlMs]);
+    return this.call("renewEpoch", this.inline ? [epoch, ttlMs] : [epoch, ttlMs, Date.now()]);
   }
 
   claimRun(req: RunClaimRequest): Promise<RunClaim> {

@@ -31,12 +31,14 @@ interface Prepared {
   readonly infos: (TableInfo | undefined)[];
   readonly bound: BoundCell[][][];
   readonly fence: CallFence | null;
+  readonly issuedMs: number | undefined;
 }
 
-/** One call's commit as the group path takes it. */
+/** One call's commit as the group path takes it; `issuedMs`: when the Worker sent it (the lease is judged then). */
 export interface FencedWrites {
   readonly writes: readonly TableWrite[];
   readonly fence: CallFence | null;
+  readonly issuedMs?: number;
 }
 
 /** SQLite's declared type per kind. INTEGER columns have none (BLOB affinity): see bindCell. */
@@ -81,9 +83,14 @@ export class SqliteTables {
     this.db.exec(`CREATE TABLE IF NOT EXISTS _blockx_counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)`);
   }
 
-  /** commit: every table first exists (own transactions), then all rows in one transaction, if the fence holds. */
-  commit(writes: readonly TableWrite[], fence: CallFence | null = null): ReplaceOutcome[] {
-    const prepared = this.prepare(writes, fence);
+  /**
+   * commit: every table first exists (own transactions), then all rows in one transaction, if the
+   * fence holds: the run is current, its lease live when the commit was sent (`issuedMs`, as for
+   * renewals: a commit that waited on a lock is not late; any run that took over since is caught by
+   * its generation, and rows of a later run by their sequence).
+   */
+  commit(writes: readonly TableWrite[], fence: CallFence | null = null, issuedMs?: number): ReplaceOutcome[] {
+    const prepared = this.prepare(writes, fence, issuedMs);
     let outcomes: ReplaceOutcome[] = [];
     this.db.transaction(() => (outcomes = this.apply(prepared))).immediate();
     return outcomes;
@@ -94,10 +101,20 @@ export class SqliteTables {
     this.db.query(`INSERT INTO _blockx_leases (epoch, worker, expires_ms) VALUES (?, ?, ?) ON CONFLICT (epoch) DO UPDATE SET expires_ms = excluded.expires_ms WHERE expires_ms > ?`).run(epoch, workerAddr, this.nowMs() + ttlMs, this.nowMs());
   }
 
-  /** renewEpoch extends a live lease; false (and no change) when it had expired or never existed. */
-  renewEpoch(epoch: string, ttlMs: number): boolean {
-    const now = this.nowMs();
-    return this.db.query(`UPDATE _blockx_leases SET expires_ms = ? WHERE epoch = ? AND expires_ms > ?`).run(now + ttlMs, epoch, now).changes === 1;
+  /**
+   * renewEpoch extends a lease that was live when the renewal was sent (`issuedMs`: a renewal that
+   * waited on another process's lock is not late for it; a Worker that was paused sends it late),
+   * by `ttlMs` from when it is written; false (and no change) when it had expired or never existed.
+   */
+  renewEpoch(epoch: string, ttlMs: number, issuedMs?: number): boolean {
+    let renewed = false;
+    this.db
+      .transaction(() => {
+        const now = this.nowMs();
+        renewed = this.db.query(`UPDATE _blockx_leases SET expires_ms = ? WHERE epoch = ? AND expires_ms > ?`).run(now + ttlMs, epoch, issuedMs ?? now).changes === 1;
+      })
+      .immediate();
+    return renewed;
   }
 
   /** claimRun decides and records a claim in one immediate transaction (run-fence.ts). */
@@ -161,13 +178,13 @@ export class SqliteTables {
     return r.value;
   }
 
-  /** runRow: the task's run with whether its epoch's lease is live now (null: never claimed). */
-  private runRow(taskId: string): RunRow | null {
+  /** runRow: the task's run with whether its epoch's lease is live at `atMs` (default now; null: never claimed). */
+  private runRow(taskId: string, atMs?: number): RunRow | null {
     const r = this.db
       .query(`SELECT r.generation, r.epoch, r.worker, r.state, r.seq, l.expires_ms FROM _blockx_runs r LEFT JOIN _blockx_leases l ON l.epoch = r.epoch WHERE r.task_id = ?`)
       .get(taskId) as { generation: number; epoch: string; worker: string; state: RunState; seq: number; expires_ms: number | null } | null;
     if (!r) return null;
-    return { taskId, generation: r.generation, epoch: r.epoch, workerAddr: r.worker, state: r.state, seq: r.seq, leaseLive: r.expires_ms !== null && r.expires_ms > this.nowMs() };
+    return { taskId, generation: r.generation, epoch: r.epoch, workerAddr: r.worker, state: r.state, seq: r.seq, leaseLive: r.expires_ms !== null && r.expires_ms > (atMs ?? this.nowMs()) };
   }
 
   /**
@@ -188,7 +205,7 @@ export class SqliteTables {
     const results: GroupCommitResult[] = new Array(groups.length);
     const prepared: (Prepared | null)[] = groups.map((g, i) => {
       try {
-        return this.prepare(g.writes, g.fence);
+        return this.prepare(g.writes, g.fence, g.issuedMs);
       } catch (e) {
         results[i] = own(e);
         return null;
@@ -211,20 +228,20 @@ export class SqliteTables {
   }
 
   /** prepare makes every table of one call's writes exist (own transactions) and binds its rows; a misfit throws before anything of the call is written. */
-  private prepare(writes: readonly TableWrite[], fence: CallFence | null): Prepared {
+  private prepare(writes: readonly TableWrite[], fence: CallFence | null, issuedMs?: number): Prepared {
     const infos = writes.map((w) => {
       checkTableName(w.table);
       if (w.kind === "replaceBlock") checkScope(w.scope);
       return this.ensureTable(w.table, w.rows, w.kind === "replaceBlock");
     });
     const bound = writes.map((w, i) => (infos[i] ? w.rows.map((r, j) => bindRow(w.table, infos[i]!.columns, r, j)) : []));
-    return { writes, infos, bound, fence };
+    return { writes, infos, bound, fence, issuedMs };
   }
 
   /** apply writes one prepared call's rows, if its fence holds; inside a transaction. */
-  private apply({ writes, infos, bound, fence }: Prepared): ReplaceOutcome[] {
+  private apply({ writes, infos, bound, fence, issuedMs }: Prepared): ReplaceOutcome[] {
     if (fence) {
-      const problem = fenceProblem(fence, this.runRow(fence.taskId));
+      const problem = fenceProblem(fence, this.runRow(fence.taskId, issuedMs));
       if (problem) throw new TableStoreError("STALE_RUN", problem);
     }
     return writes.map((w, i) => {

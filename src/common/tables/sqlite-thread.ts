@@ -31,8 +31,8 @@ self.onmessage = (ev: MessageEvent<SqliteThreadRequest>) => {
       if (!tables) throw openError ?? new Error("the store is closed");
       let out: unknown;
       if (r.op === "commit") {
-        const { writes, fence } = parseExactJson(r.writes) as unknown as FencedWrites;
-        out = tables.commit(writes, fence);
+        const { writes, fence, issuedMs } = parseExactJson(r.writes) as unknown as FencedWrites;
+        out = tables.commit(writes, fence, issuedMs);
       } else if (r.op === "commitGroup") {
         out = tables.commitGroup(
           r.groups.map((g) => parseExactJson(g) as unknown as FencedWrites),

@@ -31,6 +31,14 @@ export const CallErrorCode = {
   RowMismatch: "ROW_MISMATCH",
   /** The table store could not be reached (down, timed out, locked too long): retry the call later. */
   StoreUnavailable: "STORE_UNAVAILABLE",
+  /**
+   * The call's run is no longer its task's current run (resubmitted elsewhere, ended, or its Worker's
+   * lease in the table store expired), or its block rows would replace a later task's: the store
+   * refused the commit and nothing of it was written. Never retried: the run is over.
+   */
+  StaleRun: "STALE_RUN",
+  /** A block-table write would have cut a scope written before (its other blocks would lose their rows). Not retried. */
+  ScopeConflict: "SCOPE_CONFLICT",
   Internal: "INTERNAL",
 } as const;
 export type CallErrorCode = (typeof CallErrorCode)[keyof typeof CallErrorCode];

@@ -12,6 +12,7 @@ import { TaskLogBook, type TaskLogCaps, type TaskLogEntry } from "../core/task-l
 import type { TaskPlan } from "../core/task-plan";
 import type { WorkerEvent } from "../core/worker-core-events";
 import type { TableStore } from "../../common/tables/table-store";
+import type { RunFence } from "../../common/tables/run-fence";
 import { commitRejection } from "../writers/table-write-checks";
 import type { Writer } from "../writers/writer";
 import { createWriters, WriterSetupError } from "../writers/writers";
@@ -51,6 +52,8 @@ export interface TaskRunnerDeps {
   readonly progressIntervalMs?: number;
   /** TASK_IO_PREFETCH: fetch a call's predicted first IO request before it starts (IoPrefetchPlan); default true. */
   readonly ioPrefetch?: boolean;
+  /** Every commit's outcome as far as the store's reachability goes (RunFencing's health: the heartbeat's error rate). */
+  readonly onStoreReached?: (reached: boolean, why: string) => void;
 }
 
 /** What ListTasks shows of a task besides its snapshot. */
@@ -127,8 +130,11 @@ export const MAX_PREFETCH_FAILURES_IN_A_ROW = 3;
  */
 export class TaskRunner {
   private readonly dispatcher: DispatcherCore<JsonValue>;
-  /** Plans accepted and not yet forgotten (a task is started from its plan), with their owner label. */
-  private readonly plans = new Map<string, { readonly plan: TaskPlan; readonly owner: string; readonly identity: string }>();
+  /**
+   * Plans accepted and not yet forgotten (a task is started from its plan), with their owner label
+   * and the run they were claimed as (a task writing tables; every commit carries it), or null.
+   */
+  private readonly plans = new Map<string, { readonly plan: TaskPlan; readonly owner: string; readonly identity: string; readonly fence: RunFence | null }>();
   /** What each task's calls logged and printed, bounded, until the task is forgotten. */
   private readonly logs: TaskLogBook;
   private readonly tasks = new Map<string, RunningTask>();
@@ -159,11 +165,35 @@ export class TaskRunner {
     this.logs = new TaskLogBook(deps.logCaps);
   }
 
-  /** accept keeps a validated plan until WorkerCore starts the task; false if the id is known already. */
-  accept(plan: TaskPlan, owner = "", identity = ""): boolean {
+  /** accept keeps a validated plan (and its run's fence) until WorkerCore starts the task; false if the id is known already. */
+  accept(plan: TaskPlan, owner = "", identity = "", fence: RunFence | null = null): boolean {
     if (this.plans.has(plan.taskId)) return false;
-    this.plans.set(plan.taskId, { plan, owner, identity });
+    this.plans.set(plan.taskId, { plan, owner, identity, fence });
     return true;
+  }
+
+  /** knows: the task id was accepted here and not yet forgotten (a second submission of it is answered from here). */
+  knows(taskId: string): boolean {
+    return this.plans.has(taskId);
+  }
+
+  /** fenceOf: the run a task was claimed as (null: it writes no table, or it is unknown). */
+  fenceOf(taskId: string): RunFence | null {
+    return this.plans.get(taskId)?.fence ?? null;
+  }
+
+  /**
+   * failRunsOf fails every running task claimed under `epoch` (its lease in the table store is
+   * gone: none of their commits would be taken any more) with STALE_RUN and `message`.
+   */
+  failRunsOf(epoch: string, message: string): void {
+    for (const t of [...this.tasks.values()]) {
+      if (this.plans.get(t.plan.taskId)?.fence?.epoch !== epoch) continue;
+      this.flushCounts(t);
+      this.release(t);
+      this.end(t.plan.taskId, { returnValues: [], firstError: undefined, writes: summaries(t) }, { type: "taskFailed", taskId: t.plan.taskId, error: { code: CallErrorCode.StaleRun, message } });
+    }
+    this.pump();
   }
 
   /** readLogs: the task's kept lines after `afterSeq`, or its last `tail`; null when it has none. */
@@ -519,10 +549,12 @@ export class TaskRunner {
    */
   private async write(t: RunningTask, d: DispatchedCall<JsonValue>, outcome: Extract<CallOutcome, { ok: true }>): Promise<CallOutcome> {
     const call = { index: d.index, input: d.call, value: outcome.value };
+    const fence = this.plans.get(t.plan.taskId)?.fence ?? null;
     try {
       const staged = t.writers.map((w) => w.stage(call));
       const all = staged.flat();
-      const outcomes = all.length > 0 ? await this.deps.tables!.commit(all) : [];
+      const outcomes = all.length > 0 ? await this.deps.tables!.commit(all, fence ? { ...fence, callIndex: d.index } : null) : [];
+      if (all.length > 0) this.deps.onStoreReached?.(true, "");
       let at = 0;
       t.writers.forEach((w, i) => {
         w.committed(call, outcomes.slice(at, at + staged[i]!.length));
@@ -530,6 +562,7 @@ export class TaskRunner {
       });
     } catch (e) {
       const r = commitRejection(e);
+      if (r.code === CallErrorCode.StoreUnavailable) this.deps.onStoreReached?.(false, r.message);
       return { ...outcome, ok: false, error: { code: r.code, message: r.message, traceback: "", line: 0, column: 0, retryable: r.retryable } };
     }
     return outcome;

@@ -1,14 +1,25 @@
 import type { Logger } from "../../common/logging/logger";
 import type { NowMs } from "../../common/clock/monotonic-clock";
 import { TERMINAL_TASK_STATES } from "../../common/terminal-task-states";
-import type { Task, TaskSnapshot, TaskState } from "../../gen/worker/v1/worker";
+import { type Task, type TaskSnapshot, TaskState } from "../../gen/worker/v1/worker";
 import type { TaskLogEntry } from "../core/task-log-book";
-import type { TaskPlan } from "../core/task-plan";
+import { writesTables, type TaskPlan } from "../core/task-plan";
+import type { RunFence } from "../../common/tables/run-fence";
 import type { WorkerCore } from "../core/worker-core";
 import type { Requester, WorkerEvent } from "../core/worker-core-events";
 import type { SnapshotReply, WorkerDecision } from "../core/worker-core-instructions";
 import type { TaskInfo, TaskOutput, TaskRunner } from "./task-runner";
 import type { CallTimes } from "./task-call-times";
+
+/**
+ * RunClaims: how a task that writes tables gets its run (run-fencing.ts over the table store): its
+ * plan aligned with the scopes its block tables hold, and the run claimed cluster-wide. `prepare`
+ * throws a WorkerError (the task runs elsewhere, the store is unreachable); `end` records a run's end.
+ */
+export interface RunClaims {
+  prepare(plan: TaskPlan, resubmit: boolean): Promise<{ plan: TaskPlan; fence: RunFence }>;
+  end(fence: RunFence, state: TaskState): void;
+}
 
 /**
  * WorkerDriver runs WorkerCore: it feeds the core one event at a time (client requests, the task
@@ -44,6 +55,8 @@ export class WorkerDriver {
     private readonly plan: (task: Task | undefined) => TaskPlan,
     private readonly log: Logger,
     private readonly nowMs: NowMs,
+    /** Claims the runs of tasks writing tables (null: no table store, nothing is fenced: unit tests). */
+    private readonly claims: RunClaims | null = null,
   ) {
     runner.onEvent = (e) => this.enqueue(e);
     runner.onLogLines = (taskId, lines) => this.onLogLines(taskId, lines);
@@ -54,19 +67,30 @@ export class WorkerDriver {
   }
 
   /**
-   * submitTask plans the task (a bad task throws WorkerError before the core hears of it), lets the
-   * core decide, hands the reply to `respond` and only then starts the task, so the client hears
-   * RUNNING before the task's first calls are dispatched. This is the one per-task doorway of a
-   * submission (a batch submits task by task through it): the core refuses a task or slot of
-   * another identity than `requester` (PERMISSION_DENIED) before anything starts. `owner` is the
-   * label ListTasks shows.
+   * submitTask plans the task (a bad task throws WorkerError before the core hears of it), claims
+   * its run when it writes tables and the core would start it (RunClaims: a task id whose run is
+   * current elsewhere is refused here, TASK_RUN_ELSEWHERE), lets the core decide, hands the reply to
+   * `respond` and only then starts the task, so the client hears RUNNING before the task's first
+   * calls are dispatched. This is the one per-task doorway of a submission (a batch submits task by
+   * task through it): the core refuses a task or slot of another identity than `requester`
+   * (PERMISSION_DENIED) before anything starts. `owner` is the label ListTasks shows; `resubmit`:
+   * the client gave up on the task's earlier runs (SubmitTaskRequest.resubmit).
    */
-  submitTask(task: Task | undefined, slotId: string, owner: string, requester: Requester, respond: (reply: SnapshotReply) => void): void {
-    const plan = this.plan(task);
+  async submitTask(task: Task | undefined, slotId: string, owner: string, requester: Requester, respond: (reply: SnapshotReply) => void, resubmit = false): Promise<void> {
+    let plan = this.plan(task);
+    let fence: RunFence | null = null;
+    if (this.claims && writesTables(plan) && !this.runner.knows(plan.taskId)) {
+      this.advance(); // due expiries first: a slot that just expired must not be claimed for
+      if (this.core.wouldStart(plan.taskId, slotId, requester)) ({ plan, fence } = await this.claims.prepare(plan, resubmit));
+    }
     // Kept before the core decides, so that startTask finds it; dropped again if nothing starts.
-    const fresh = this.runner.accept(plan, owner, requester.identity);
+    const fresh = this.runner.accept(plan, owner, requester.identity, fence);
     const decision = this.core.handle({ type: "taskSubmitted", task: { taskId: plan.taskId, timeoutMs: plan.timeoutMs }, slotId, requester }, this.nowMs());
-    if (fresh && !decision.instructions.some((i) => i.type === "startTask")) this.runner.forget(plan.taskId);
+    if (fresh && !decision.instructions.some((i) => i.type === "startTask")) {
+      this.runner.forget(plan.taskId);
+      // Claimed, then not started (the slot went while the claim was made): give the id back.
+      if (fence) this.claims!.end(fence, TaskState.CANCELLED);
+    }
     respond(decision.reply);
     this.apply(decision);
   }
@@ -172,6 +196,7 @@ export class WorkerDriver {
           if (TERMINAL_TASK_STATES.has(ins.snapshot.state) && !this.ended.has(ins.snapshot.taskId)) {
             this.ended.add(ins.snapshot.taskId);
             this.onTaskEnded(ins.snapshot.state, ins.snapshot);
+            this.endRun(ins.snapshot);
           }
           this.publish(ins.snapshot);
           break;
@@ -193,6 +218,18 @@ export class WorkerDriver {
           break;
       }
     }
+  }
+
+  /**
+   * endRun records a table task's end in the store once its last commit settled (cancelled, timed
+   * out or failed while one was in flight: that commit was still the run's). A later claim of the
+   * id may then take it over, unless it SUCCEEDED.
+   */
+  private endRun(snapshot: TaskSnapshot): void {
+    const fence = this.runner.fenceOf(snapshot.taskId);
+    if (!fence || !this.claims) return;
+    const claims = this.claims;
+    void this.runner.writesSettled(snapshot.taskId).then(() => claims.end(fence, snapshot.state));
   }
 
   /**

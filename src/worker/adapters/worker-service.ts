@@ -151,10 +151,11 @@ export class WorkerService {
         if (!who.ok) return callback(who.error);
         const { waitMs } = call.request;
         if (waitMs > MAX_SUBMIT_WAIT_MS) return callback(grpcError(grpc.status.INVALID_ARGUMENT, `wait_ms: at most ${MAX_SUBMIT_WAIT_MS}, got ${waitMs}`));
-        const outcome = this.submitOne(call.request, who);
-        if (outcome.status !== grpc.status.OK) return callback(grpcError(outcome.status, outcome.message));
-        if (waitMs === 0) return callback(null, outcome.snapshot!);
-        this.answerAtEnd(call, callback, outcome.snapshot!, who.requester, waitMs);
+        void this.submitOne(call.request, who).then((outcome) => {
+          if (outcome.status !== grpc.status.OK) return callback(grpcError(outcome.status, outcome.message));
+          if (waitMs === 0) return callback(null, outcome.snapshot!);
+          this.answerAtEnd(call, callback, outcome.snapshot!, who.requester, waitMs);
+        });
       },
       submitTasks: (call, callback) => {
         const requests = call.request.tasks;
@@ -163,7 +164,7 @@ export class WorkerService {
         const who = this.taskRequester(call, "SubmitTasks");
         if (!who.ok) return callback(who.error);
         const seen = new Set<string>();
-        const outcomes = requests.map((r) => {
+        const outcomes = requests.map((r): SubmitTaskOutcome | Promise<SubmitTaskOutcome> => {
           const taskId = r.task?.taskId ?? "";
           if (r.waitMs !== 0) return { taskId, snapshot: undefined, status: grpc.status.INVALID_ARGUMENT, message: "wait_ms: SubmitTask only (SubmitTasks answers at once; follow the tasks with WatchTasks)" };
           // A repeated id would be an idempotent hit anyway; refusing it keeps one answer per task.
@@ -171,7 +172,8 @@ export class WorkerService {
           seen.add(taskId);
           return this.submitOne(r, who);
         });
-        callback(null, SubmitTasksResponse.create({ outcomes }));
+        // Tasks writing tables claim their runs in the table store; the rest are answered at once.
+        void Promise.all(outcomes).then((all) => callback(null, SubmitTasksResponse.create({ outcomes: all })));
       },
       cancelTask: (call, callback) => {
         const who = this.taskRequester(call, "CancelTask");
@@ -437,14 +439,15 @@ export class WorkerService {
   }
 
   /**
-   * submitOne is the one per-task submit path (SubmitTask and each task of SubmitTasks): plan,
-   * WorkerCore's decision, start. Its outcome carries the gRPC status SubmitTask answers with.
+   * submitOne is the one per-task submit path (SubmitTask and each task of SubmitTasks): plan, the
+   * run's claim for a task writing tables, WorkerCore's decision, start. Its outcome carries the gRPC
+   * status SubmitTask answers with.
    */
-  private submitOne(request: SubmitTaskRequest, who: { requester: Requester; label: string }): SubmitTaskOutcome {
+  private async submitOne(request: SubmitTaskRequest, who: { requester: Requester; label: string }): Promise<SubmitTaskOutcome> {
     const taskId = request.task?.taskId ?? "";
     let reply: SnapshotReply | undefined;
     try {
-      this.driver.submitTask(request.task, request.slotId, who.label, who.requester, (r) => (reply = r));
+      await this.driver.submitTask(request.task, request.slotId, who.label, who.requester, (r) => (reply = r), request.resubmit);
     } catch (e) {
       return { taskId, snapshot: undefined, ...this.statusOf(e) };
     }

@@ -33,6 +33,8 @@ import { FaultInjector } from "../../runtime/io/fault-injection";
 import { buildBackendSet, buildIoSubsystem } from "../../runtime/io/io-assembly";
 import { openTableStore } from "../../common/tables/open-table-store";
 import { TaskCallTimes } from "../adapters/task-call-times";
+import { redactUrl } from "../../common/tables/postgres-table-store";
+import { RunFencing } from "../adapters/run-fencing";
 import type { WorkerRuntimeConfig } from "./config";
 
 export type WorkerLifecycle = "starting" | "serving" | "draining" | "stopped";
@@ -111,9 +113,40 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   });
   const io = buildIoSubsystem(backends, config.io, registry);
   const tableStore = openTableStore(config);
+  // The table store is checked before the Worker registers: a wrong URL, a refused login or an
+  // unwritable file stops it here, naming the variable (never the password), instead of a Worker
+  // that takes tasks and fails every write. Opening its epoch is that check (fencing's lease).
+  let storeHealthy = true;
+  let runner: TaskRunner | null = null;
+  const fencing = new RunFencing(
+    tableStore,
+    {
+      workerAddr,
+      leaseTtlMs: config.leaseTtlSeconds * 1000,
+      onEpochLost: (epoch, why) => runner?.failRunsOf(epoch, `${why}: this run is no longer current and nothing more of it is written`),
+      onStoreHealth: (healthy) => (storeHealthy = healthy),
+    },
+    log.child({ component: "run-fencing" }),
+  );
+  const postgresStore = config.tableStoreUrl.trim() !== "";
+  let unusable: string | null = null;
+  try {
+    await fencing.start();
+    // A Postgres that does not answer may come back (the Worker starts without it, unhealthy); a
+    // file of this host that cannot be opened will not.
+    if (!postgresStore && !fencing.storeHealthy) unusable = fencing.unhealthyReason;
+  } catch (e) {
+    unusable = (e as Error).message;
+  }
+  if (unusable !== null) {
+    await pool.close();
+    grpcServer.forceShutdown();
+    const which = postgresStore ? `TABLE_STORE_URL (${redactUrl(config.tableStoreUrl.trim())})` : `TABLE_STORE_PATH (${config.tableStorePath})`;
+    throw new ConfigError([`${which}: the table store cannot be used: ${unusable}`]);
+  }
   // Each task's calls timed in the pool, for ListTasks (the dashboard's latency chart).
   const callTimes = new TaskCallTimes();
-  const runner = new TaskRunner({
+  runner = new TaskRunner({
     pool: callTimes.wrap(pool),
     dispatcher: {
       taskMaxInflightCalls: config.taskMaxInflightCalls,
@@ -130,18 +163,19 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     ownerWithoutIdentity: config.pool.ownerWithoutIdentity,
     maxResultBytes: config.taskMaxResultBytes,
     ioPrefetch: config.taskIoPrefetch,
+    onStoreReached: (reached, why) => fencing.observe(reached, why),
   });
   // A task by name pins the function snapshot current at its submission; a miss re-reads FUNCTIONS_DIR.
   const planLimits = { maxInputs: config.taskMaxInputs, maxSourceBytes: config.pool.maxSourceBytes };
   const plan = (task: Task | undefined) => planTask(task, config.profile, functions.current(task?.functionCallConfig?.function?.name || undefined), planLimits);
-  const driver = new WorkerDriver(core, runner, plan, log.child({ component: "worker-driver" }), monotonicNowMs);
+  const driver = new WorkerDriver(core, runner, plan, log.child({ component: "worker-driver" }), monotonicNowMs, fencing.claims());
   driver.callTimesOf = (taskId) => callTimes.of(taskId);
   const svc = new WorkerService(driver, log.child({ component: "worker-service" }), config.tls);
   const metrics = registerWorkerMetrics(registry, {
     slotCounts: () => core.slotCounts(),
-    inflightCalls: () => runner.inflightCalls,
+    inflightCalls: () => runner!.inflightCalls,
     poolStats: () => pool.stats(),
-    writesOf: (taskId) => runner.result(taskId)?.writes ?? [],
+    writesOf: (taskId) => runner!.result(taskId)?.writes ?? [],
     commitCounts: () => tableStore.commitCounts(),
   });
   driver.onTaskEnded = (state, snapshot) => metrics.taskEnded(state, snapshot);
@@ -177,7 +211,10 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
         reservedSlots: lifecycle === "serving" ? c.reservedSlots : c.taskSlots,
         runningTasks: lifecycle === "serving" ? c.runningTasks : 0,
         ...host.sample(),
-        errorRate: errors.rate(now),
+        // A Worker that cannot write fails every table task fast (retryably, not its own fault), which
+        // would leave it the most free slots of all: report it at the worst error rate instead, so
+        // that Coordinators send work elsewhere until its store answers again.
+        errorRate: storeHealthy ? errors.rate(now) : 1,
         lastHeartbeatMs: now,
         executors: executorSummary(pool.stats()),
       };
@@ -202,6 +239,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     svc.endWatches();
     await shutdownGrpcServer(grpcServer, 2_000);
     await pool.close();
+    fencing.stop();
     functions.stop();
     faults.stop();
     await tableStore.close();

@@ -12,6 +12,7 @@ import type { JsonValue } from "../../runtime/executor/protocol";
 import type { WorkerProfile } from "../app/profile";
 import { WorkerError } from "./worker-error";
 import { MAX_TASK_TIMEOUT_MS } from "./config";
+import { alignBundles, type ExistingScope } from "./scope-alignment";
 
 /** TaskPlan is a validated Task: what the runner needs, nothing from the wire. */
 export interface TaskPlan {
@@ -28,6 +29,48 @@ export interface TaskPlan {
   readonly functions: FunctionSnapshot | null;
   /** A call's input as people name it in logs: `block 1234`, `blocks 100..199`, `input 3`. */
   readonly inputLabel: (input: JsonValue, index: number) => string;
+  /** The task's blocks and how they are cut into calls (block_table: one per block); null for inputs. */
+  readonly blocks: BlockRange | null;
+}
+
+/** BlockRange: a block task's range; `bundleSize` 1 for block_table. */
+export interface BlockRange {
+  readonly kind: "block" | "bundle";
+  readonly chain: string;
+  readonly fromBlock: number;
+  readonly toBlock: number;
+  readonly bundleSize: number;
+}
+
+/** blockTablesOf: the tables a plan's block_table_write outputs write (a rerun aligns with what they hold). */
+export function blockTablesOf(plan: TaskPlan): string[] {
+  return plan.outputs.flatMap((o) => (o.kind === "blockTableWrite" ? [o.table] : []));
+}
+
+/** tableOutputsOf: whether the plan writes any table (then its run is claimed and fenced). */
+export function writesTables(plan: TaskPlan): boolean {
+  return plan.outputs.some((o) => o.kind !== "returnValue");
+}
+
+/**
+ * alignedPlan: the plan of a rerun over block tables that hold scopes wider than one block over
+ * its range (`scopes`): a bundle task's bundles aligned so that none cuts them (scope-alignment.ts;
+ * the range may widen to whole earlier scopes); a block task, whose calls are single blocks, is
+ * refused naming the range to rerun on the bundle cluster. No scopes: the plan as it is.
+ */
+export function alignedPlan(plan: TaskPlan, scopes: readonly ExistingScope[]): TaskPlan {
+  const b = plan.blocks;
+  if (!b || scopes.length === 0) return plan;
+  if (b.kind === "block") {
+    const s = scopes[0]!;
+    throw new WorkerError(
+      ErrorCode.ErrInvalidArgument,
+      `task.function_call_config.block_table: ${blockTablesOf(plan).join(", ")} on ${b.chain} holds rows written in bundles over these blocks (${scopes.length} of them, the first ${s.fromBlock}..${s.toBlock}); ` +
+        "a block task writes block by block and would remove the rows of a bundle's other blocks with each one: rerun these blocks with a block_bundle task (its bundles align with the earlier ones), or write another table",
+    );
+  }
+  const a = alignBundles(b.chain, b.fromBlock, b.toBlock, b.bundleSize, scopes);
+  return { ...plan, calls: a.calls as unknown as CallPlan<JsonValue>, blocks: { ...b, fromBlock: a.fromBlock, toBlock: a.toBlock } };
 }
 
 /** Block ranges at most this long per task (10 million blocks: a full backfill of a chain segment). */
@@ -82,6 +125,7 @@ export function planTask(task: Task | undefined, profile: WorkerProfile, functio
   let calls: CallPlan<JsonValue>;
   let scopeOf: TaskPlan["scopeOf"] = null;
   let inputLabel: TaskPlan["inputLabel"] = (_input, index) => `input ${index}`;
+  let blocks: BlockRange | null = null;
   switch (config.$case) {
     case "inputs":
       // Checked before any is parsed: each input becomes a value held until the task ends.
@@ -102,6 +146,7 @@ export function planTask(task: Task | undefined, profile: WorkerProfile, functio
       const { chain, fromBlock, toBlock } = config.blockTable;
       checkRange("block_table", chain, fromBlock, toBlock);
       calls = blockTableCalls(chain, fromBlock, toBlock) as unknown as CallPlan<JsonValue>;
+      blocks = { kind: "block", chain, fromBlock, toBlock, bundleSize: 1 };
       scopeOf = (input) => {
         const i = input as unknown as BlockCallInput;
         return { chain: i.chain, fromBlock: i.blockNumber, toBlock: i.blockNumber };
@@ -114,6 +159,7 @@ export function planTask(task: Task | undefined, profile: WorkerProfile, functio
       checkRange("block_bundle", chain, fromBlock, toBlock);
       if (bundleSize < 1 || bundleSize > 1_000_000) throw invalid(`task.function_call_config.block_bundle.bundle_size: from 1 to 1000000, got ${bundleSize}`);
       calls = blockBundleCalls(chain, fromBlock, toBlock, bundleSize) as unknown as CallPlan<JsonValue>;
+      blocks = { kind: "bundle", chain, fromBlock, toBlock, bundleSize };
       scopeOf = (input) => input as unknown as BundleCallInput;
       inputLabel = (input) => {
         const b = input as unknown as BundleCallInput;
@@ -135,7 +181,7 @@ export function planTask(task: Task | undefined, profile: WorkerProfile, functio
     if (h.$case === "blockTableWrite" && !scopeOf) throw invalid(`task.outputs[${i}].block_table_write: needs a block_table or block_bundle call config (inputs have no block)`);
     return { kind: h.$case, table };
   });
-  return { taskId: task.taskId, timeoutMs: task.taskTimeoutMs, fn, calls, scopeOf, outputs, functions, inputLabel };
+  return { taskId: task.taskId, timeoutMs: task.taskTimeoutMs, fn, calls, scopeOf, outputs, functions, inputLabel, blocks };
 }
 
 function checkRange(field: string, chain: string, fromBlock: number, toBlock: number): void {

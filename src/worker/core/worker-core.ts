@@ -278,6 +278,20 @@ export class WorkerCore {
     return this.handle({ type: "taskSubmitted", task, slotId } as TaskSubmitted, nowMs);
   }
 
+  /**
+   * wouldStart says, without changing anything, whether a SubmitTask of `taskId` into `slotId` by
+   * `requester` would start a task now (the checks of taskSubmitted but the id's and timeout's):
+   * false when it would be an idempotent hit, a refusal, or a slot-less submit with no slot free.
+   * The driver asks before it claims a table task's run in the table store, so that a submission
+   * the core will refuse never claims (or takes over) a run. Apply due expiries first.
+   */
+  wouldStart(taskId: string, slotId: string, requester: Requester): boolean {
+    const rec = this.tasks.get(taskId);
+    if (rec !== undefined && (rec.owner !== requester.identity || rec.state !== "ALLOCATED")) return false;
+    if (slotId === "") return rec !== undefined || (!this.draining && this.slots.size < this.config.taskSlots);
+    return this.slots.get(slotId)?.taskId === taskId;
+  }
+
   /** ownerOf: the identity key that owns the task ("" = anonymous), undefined for a task not known here. */
   ownerOf(taskId: string): string | undefined {
     return this.tasks.get(taskId)?.owner;

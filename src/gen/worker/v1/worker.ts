@@ -309,6 +309,14 @@ export interface SubmitTaskRequest {
    * with GetTaskResult or a with_results watch). SubmitTasks refuses it (per task).
    */
   waitMs: number;
+  /**
+   * The client gave up on every earlier run of this task id (its Worker stopped answering) and
+   * asks for a new one: the earlier run is fenced off (its commits are refused from now on) and
+   * this Worker runs the task. Without it, a task id whose run is current on another Worker, or
+   * that already SUCCEEDED there, is refused with ALREADY_EXISTS naming that Worker: a task id
+   * runs once in the cluster (a SubmitTask whose answer was lost is not run a second time).
+   */
+  resubmit: boolean;
 }
 
 export interface SubmitTasksRequest {
@@ -2824,7 +2832,7 @@ export const RequestTaskSlotsResponse: MessageFns<RequestTaskSlotsResponse> = {
 };
 
 function createBaseSubmitTaskRequest(): SubmitTaskRequest {
-  return { task: undefined, slotId: "", waitMs: 0 };
+  return { task: undefined, slotId: "", waitMs: 0, resubmit: false };
 }
 
 export const SubmitTaskRequest: MessageFns<SubmitTaskRequest> = {
@@ -2837,6 +2845,9 @@ export const SubmitTaskRequest: MessageFns<SubmitTaskRequest> = {
     }
     if (message.waitMs !== 0) {
       writer.uint32(24).uint32(message.waitMs);
+    }
+    if (message.resubmit !== false) {
+      writer.uint32(32).bool(message.resubmit);
     }
     return writer;
   },
@@ -2878,6 +2889,14 @@ export const SubmitTaskRequest: MessageFns<SubmitTaskRequest> = {
             message.waitMs = reader.uint32();
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.resubmit = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2903,6 +2922,7 @@ export const SubmitTaskRequest: MessageFns<SubmitTaskRequest> = {
         : isSet(object.wait_ms)
         ? globalThis.Number(object.wait_ms)
         : 0,
+      resubmit: isSet(object.resubmit) ? globalThis.Boolean(object.resubmit) : false,
     };
   },
 
@@ -2917,6 +2937,9 @@ export const SubmitTaskRequest: MessageFns<SubmitTaskRequest> = {
     if (message.waitMs !== 0) {
       obj.waitMs = Math.round(message.waitMs);
     }
+    if (message.resubmit !== false) {
+      obj.resubmit = message.resubmit;
+    }
     return obj;
   },
 
@@ -2928,6 +2951,7 @@ export const SubmitTaskRequest: MessageFns<SubmitTaskRequest> = {
     message.task = (object.task !== undefined && object.task !== null) ? Task.fromPartial(object.task) : undefined;
     message.slotId = object.slotId ?? "";
     message.waitMs = object.waitMs ?? 0;
+    message.resubmit = object.resubmit ?? false;
     return message;
   },
 };

@@ -188,14 +188,16 @@ class SubmitTaskOutcome(_message.Message):
     def __init__(self, task_id: _Optional[str] = ..., snapshot: _Optional[_Union[TaskSnapshot, _Mapping]] = ..., status: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
 
 class SubmitTaskRequest(_message.Message):
-    __slots__ = ["slot_id", "task", "wait_ms"]
+    __slots__ = ["resubmit", "slot_id", "task", "wait_ms"]
+    RESUBMIT_FIELD_NUMBER: _ClassVar[int]
     SLOT_ID_FIELD_NUMBER: _ClassVar[int]
     TASK_FIELD_NUMBER: _ClassVar[int]
     WAIT_MS_FIELD_NUMBER: _ClassVar[int]
+    resubmit: bool
     slot_id: str
     task: Task
     wait_ms: int
-    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ..., slot_id: _Optional[str] = ..., wait_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ..., slot_id: _Optional[str] = ..., wait_ms: _Optional[int] = ..., resubmit: bool = ...) -> None: ...
 
 class SubmitTasksRequest(_message.Message):
     __slots__ = ["tasks"]
