@@ -74,7 +74,7 @@ export interface RunTaskOptions {
   readonly deadlineMs?: number;
   /** Relative alternative to deadlineMs; default the task's timeout (or 300000) + 60000. */
   readonly timeoutMs?: number;
-  /** Rerun the task when its Worker is lost; default true unless it appends to a normal table. */
+  /** Rerun the task when its Worker is lost (a new run that fences the lost one off); default true. */
   readonly resubmit?: boolean;
   /** Runs at most (default BLOCKX_MAX_ATTEMPTS). */
   readonly maxAttempts?: number;
@@ -237,7 +237,7 @@ export class BlockxClient {
       emit({ kind: "workerLost", attempt, workerAddr: handle.workerAddr, reason: outcome.reason, resubmit: again });
       if (!again) {
         const why = !resubmit
-          ? "not resubmitted: its normal_table_write could append rows twice (pass resubmit: true to allow)"
+          ? "not resubmitted (resubmit: false)"
           : attempt >= maxAttempts
             ? `gave up after ${attempt} attempts`
             : "the deadline has passed";

@@ -76,13 +76,16 @@ describe("resubmission after a lost Worker", () => {
     expect(rows).toEqual(Array.from({ length: 60 }, (_, i) => ({ block: 100 + i, double: 2 * (100 + i) })));
   }, 90_000);
 
-  test("normal_table_write is not resubmitted by default (appends could duplicate): WORKER_LOST names the reason", async () => {
-    const { workers, client } = await twoWorkers();
+  test("normal_table_write is resubmitted too: each call's rows replace what the same call of the lost run appended, so every call's rows land once", async () => {
+    const { cluster, workers, client } = await twoWorkers();
     const killer = killWhenHalfway(workers, 5);
-    const err = await client.runTask(task("append-1", "normalTableWrite", 0, 59), killer).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(BlockxError);
-    expect((err as BlockxError).code).toBe("WORKER_LOST");
-    expect((err as BlockxError).message).toContain("normal_table_write could append rows twice");
+    const run = await client.runTask(task("append-1", "normalTableWrite", 0, 59), killer);
+    expect({ state: run.state, attempts: run.attempts }).toEqual({ state: "SUCCEEDED", attempts: 2 });
+    expect(run.workers[0]).toBe(killer.killed());
+    const store = new RawTableReader(cluster.tableStorePath);
+    const rows = store.query("appended", "ORDER BY block").map(({ block, double }) => ({ block, double }));
+    store.close();
+    expect(rows).toEqual(Array.from({ length: 60 }, (_, i) => ({ block: i, double: 2 * i })));
   }, 90_000);
 
   test("a Worker restarted on the same address answers NotFound for the task; runTask reruns it there", async () => {

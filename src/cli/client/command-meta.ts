@@ -39,7 +39,7 @@ export const submitMeta: ClientCommandMeta = {
     TASK_FLAGS_HELP,
     "  --cluster block|bundle override the cluster (default: block tables and return values -> block, bundles and inputs -> bundle)",
     "  --watch                wait for the end with a live progress bar (plain lines when not a terminal); resubmits if the Worker is lost",
-    "  --resubmit             with --watch: also resubmit a task that appends to a normal table (could duplicate rows)",
+    "  --resubmit             with --watch: resubmit when the Worker is lost (the default; the lost run is fenced off and each call's rows land once)",
     "  --no-resubmit          with --watch: never resubmit",
     "  --deadline-ms N        give up after N ms (default: the task timeout + 60 s)",
     "  --json                 one JSON object on stdout (the handle, or with --watch the result; with --many one per task)",
