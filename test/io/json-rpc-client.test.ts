@@ -216,14 +216,11 @@ describe("an answer's size is bounded (RPC_MAX_ANSWER_BYTES): read as a stream, 
     expect(logs.status).toBe("rejected");
     const e = (logs as PromiseRejectedResult).reason as BackendError;
     expect([e.type, e.message]).toEqual(["AnswerTooLarge", expect.stringContaining("the answer to eth_getLogs from")]);
-    // The batch of 4, then its halves (2 + 2), then the half holding eth_getLogs in halves again (1 + 1).
-    expect(n.bodies.map((x) => (Array.isArray(x) ? x.map((q) => q.method) : [x.method]))).toEqual([
-      ["eth_getBlockByNumber", "eth_getLogs", "eth_chainId", "eth_blockNumber"],
-      ["eth_getBlockByNumber", "eth_getLogs"],
-      ["eth_chainId", "eth_blockNumber"],
-      ["eth_getBlockByNumber"],
-      ["eth_getLogs"],
-    ]);
+    // The batch of 4, then its halves (2 + 2), then the half holding eth_getLogs in halves again (1 + 1);
+    // halves go out together, so they may arrive in either order.
+    const sent = n.bodies.map((x) => (Array.isArray(x) ? x.map((q) => q.method) : [x.method]).join(" "));
+    expect(sent[0]).toBe("eth_getBlockByNumber eth_getLogs eth_chainId eth_blockNumber");
+    expect(sent.slice(1).sort()).toEqual(["eth_chainId eth_blockNumber", "eth_getBlockByNumber", "eth_getBlockByNumber eth_getLogs", "eth_getLogs"]);
   });
 
   test("an answer within the bound is read whole, whatever its chunks", async () => {

@@ -180,7 +180,7 @@ describe("one task's largest requests stall no one else", () => {
 
     console.log(
       `largest requests: ${HAMMER_CALLS} calls x ${ROUNDS} rounds of 3 eth_getLogs + 1 blockdb.logs of ${DEFAULT_MAX_LOG_BLOCKS} blocks and 1 node answer of ` +
-        `${(DEFAULT_RPC_MAX_ANSWER_BYTES / 2 ** 20).toFixed(0)} MiB less 64 KiB; Worker RPC ${summary(rpcMs)}; neighbour task (4 calls, a block each) ${summary(neighbourMs)}; blockx tasks ${summary(cliMs)}`,
+        `${(DEFAULT_RPC_MAX_ANSWER_BYTES / 2 ** 20).toFixed(0)} MiB less 64 KiB; Worker RPC ${summary(rpcMs)}; neighbour task (4 calls, a block each) ${summary(neighbourMs)} [${neighbourMs.map(Math.round).join(" ")}]; blockx tasks ${summary(cliMs)}`,
     );
     // Everyone else kept being answered, each answer within the lost-after time.
     expect(rpcMs.length).toBeGreaterThan(10);

@@ -10,7 +10,7 @@ import { localtestserviceOffBackend } from "../../io/backends/localtestservice-b
 import { ioSettingsFrom, ioVars, localTestChainEnabledVar } from "../../io/io-config";
 import { ChainRouter } from "../router/chain-router";
 import { LocalTestChain } from "./local-test-chain";
-import { answerSteps, SyntheticChains } from "./synthetic-chain-jobs";
+import { answerSteps, GeneratorTurns, SyntheticChains } from "./synthetic-chain-jobs";
 import { SyntheticChain, TRANSFER_TOPIC } from "./synthetic-chain";
 
 const chains: LocalTestChain[] = [];
@@ -42,6 +42,64 @@ describe("answerSteps: a request as steps of one block", () => {
     expect(JSON.parse(answerSteps(c, { op: "block", chain: "ethereum", number: 12_345, full: false }).next().value as string)).toEqual(reference.block(12_345, false));
     expect(JSON.parse(answerSteps(c, { op: "receipts", chain: "ethereum", number: 7 }).next().value as string)).toEqual(reference.blockReceipts(7));
     expect(JSON.parse(answerSteps(c, { op: "chainId", chain: "base" }).next().value as string)).toBe(8_453);
+  });
+});
+
+describe("GeneratorTurns: whose step comes next", () => {
+  /** run takes `n` turns; a job named r* has `steps` steps, any other one step. Gives the order of the steps taken. */
+  function run(turns: GeneratorTurns<string>, n: number, left: Map<string, number>): string[] {
+    const order: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const job = turns.next();
+      if (job === undefined) break;
+      order.push(job);
+      const rest = (left.get(job) ?? 1) - 1;
+      left.set(job, rest);
+      if (rest > 0) turns.stepped(job);
+    }
+    return order;
+  }
+
+  test("eight ranges under way: a one-block request arriving now is answered at the first or second turn, not after a step of each", () => {
+    const turns = new GeneratorTurns<string>();
+    const left = new Map<string, number>();
+    for (let r = 0; r < 8; r++) {
+      turns.add(`r${r}`);
+      left.set(`r${r}`, 100);
+    }
+    // Fresh and under way alternate: all eight have started within 16 steps.
+    expect(new Set(run(turns, 16, left))).toEqual(new Set(["r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"]));
+    run(turns, 3, left); // under way, taking turns
+    turns.add("block");
+    expect(run(turns, 2, left)).toContain("block");
+  });
+
+  test("ranges under way get every other step however many one-block requests keep arriving", () => {
+    const turns = new GeneratorTurns<string>();
+    const left = new Map<string, number>([
+      ["rA", 3],
+      ["rB", 3],
+    ]);
+    turns.add("rA");
+    turns.add("rB");
+    const order: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      turns.add(`b${i}`);
+      turns.add(`c${i}`);
+      order.push(...run(turns, 2, left));
+    }
+    // Fresh (first steps) and under way alternate; the ranges take turns and are done in 8 steps
+    // although two fresh requests arrive every two steps; then the fresh ones go in order.
+    expect(order.slice(0, 12)).toEqual(["rA", "rA", "rB", "rA", "b0", "rB", "c0", "rB", "b1", "c1", "b2", "c2"]);
+  });
+
+  test("alone, a range takes every step; with nothing to do, next() is undefined", () => {
+    const turns = new GeneratorTurns<string>();
+    const left = new Map([["r", 5]]);
+    turns.add("r");
+    expect(run(turns, 10, left)).toEqual(["r", "r", "r", "r", "r"]);
+    expect(turns.next()).toBeUndefined();
+    expect(turns.size).toBe(0);
   });
 });
 

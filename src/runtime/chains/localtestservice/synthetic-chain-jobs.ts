@@ -57,3 +57,38 @@ export function* answerSteps(chains: SyntheticChains, req: SyntheticRequest): Ge
     }
   }
 }
+
+/**
+ * GeneratorTurns decides whose step the generator takes next. Requests that have not had a step
+ * yet (fresh) and requests under way (started) alternate: a fresh request waits for the fresh ones
+ * ahead of it and at most one step of a started one, however many long ranges are under way; a
+ * request under way gets at least every other step, however many fresh requests keep arriving;
+ * started requests take turns round-robin. A request for one block is one step, so it is answered
+ * at its first turn; a range goes back to the started line after each step.
+ */
+export class GeneratorTurns<J> {
+  private readonly fresh: J[] = [];
+  private readonly started: J[] = [];
+  private lastWasFresh = false;
+
+  get size(): number {
+    return this.fresh.length + this.started.length;
+  }
+
+  /** add: a request arrived. */
+  add(job: J): void {
+    this.fresh.push(job);
+  }
+
+  /** next: the request whose step comes now (taken out: give it back with `stepped` unless it is done). */
+  next(): J | undefined {
+    const fromFresh = this.fresh.length > 0 && (!this.lastWasFresh || this.started.length === 0);
+    this.lastWasFresh = fromFresh;
+    return fromFresh ? this.fresh.shift() : this.started.shift();
+  }
+
+  /** stepped: a request had its step and is not done; it waits for its next turn behind the others under way. */
+  stepped(job: J): void {
+    this.started.push(job);
+  }
+}

@@ -1,11 +1,11 @@
 /// <reference lib="webworker" />
 import { setPriority } from "node:os";
-import { answerSteps, SyntheticChains } from "./synthetic-chain-jobs";
+import { answerSteps, GeneratorTurns, SyntheticChains } from "./synthetic-chain-jobs";
 import type { SyntheticThreadMessage, SyntheticThreadReply } from "./synthetic-chain-thread-protocol";
 
 // The synthetic chain's thread: generates blocks, receipts and logs off the main thread of the
-// process that asked (LocalTestChain). Requests take turns, one step (at most one block) each, so
-// a request for one block is never queued behind a whole eth_getLogs range.
+// process that asked (LocalTestChain). Requests take turns, one step (at most one block) each
+// (GeneratorTurns), so a request for one block is never queued behind a whole eth_getLogs range.
 declare const self: Worker;
 
 // Generation is bulk work: on a busy host it yields the CPU to the process's main thread (gRPC,
@@ -24,7 +24,7 @@ interface Job {
 }
 
 let chains: SyntheticChains | undefined;
-const turns: Job[] = [];
+const turns = new GeneratorTurns<Job>();
 let scheduled = false;
 const encoder = new TextEncoder();
 
@@ -33,25 +33,25 @@ function reply(r: SyntheticThreadReply): void {
   else self.postMessage(r);
 }
 
-/** takeTurn runs one step of the job whose turn it is; a job not done goes to the back of the line. */
+/** takeTurn runs one step of the job whose turn it is; a job not done waits for its next turn. */
 function takeTurn(): void {
   scheduled = false;
-  const job = turns.shift();
+  const job = turns.next();
   if (job === undefined) return;
   try {
     const step = job.steps.next();
     if (step.done) reply({ id: job.id, ok: true, bytes: encoder.encode(step.value) });
-    else turns.push(job);
+    else turns.stepped(job);
   } catch (e) {
     reply({ id: job.id, ok: false, message: (e as Error)?.message ?? String(e) });
   }
   schedule();
 }
 
-// setImmediate runs after the messages that arrived meanwhile, so a new request joins the turns
-// after at most one step of each request ahead of it.
+// setImmediate runs after the messages that arrived meanwhile: a new request joins the turns
+// before the next step.
 function schedule(): void {
-  if (scheduled || turns.length === 0) return;
+  if (scheduled || turns.size === 0) return;
   scheduled = true;
   setImmediate(takeTurn);
 }
@@ -63,6 +63,6 @@ self.onmessage = (ev: MessageEvent<SyntheticThreadMessage>) => {
     return;
   }
   if (chains === undefined) return reply({ id: m.id, ok: false, message: "the synthetic chain's thread got a request before its head" });
-  turns.push({ id: m.id, steps: answerSteps(chains, m.request) });
+  turns.add({ id: m.id, steps: answerSteps(chains, m.request) });
   schedule();
 };
