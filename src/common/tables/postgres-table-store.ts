@@ -178,6 +178,8 @@ export class PostgresTableStore implements TableStore {
   private metaReady: Promise<void> | undefined;
   /** Pools replaced after a missed deadline (metrics, tests). */
   private replaced = 0;
+  /** What still waits on each pool's answers (bounded): given up on when that pool is replaced. */
+  private readonly waiting = new Map<SQL, Set<(e: TableStoreError) => void>>();
   private closed = false;
   /** Sizes in rows. A group's rows go in one transaction: bounded well below what the statement timeout can write. */
   private readonly groups = new GroupCommitQueue<FencedWrites>((groups) => this.commitGroup(groups), { maxCalls: 256, maxSize: 50_000 });
@@ -217,26 +219,43 @@ export class PostgresTableStore implements TableStore {
    * one cannot be told apart) and a new pool takes the next calls; `work` fails STORE_UNAVAILABLE.
    */
   private async bounded<T>(work: Promise<T>, what: string): Promise<T> {
+    const pool = this.sql;
     let timer: ReturnType<typeof setTimeout> | undefined;
+    let giveUp!: (e: TableStoreError) => void;
     const missed = new Promise<never>((_, reject) => {
+      giveUp = reject;
       timer = setTimeout(() => {
-        this.replacePool();
+        // Rejected first: closing the pool rejects `work` too, with the client's own "Connection closed".
         reject(new TableStoreError("STORE_UNAVAILABLE", `table store ${this.description} unavailable: ${what} had no answer within ${this.deadlineMs} ms (statement timeout + margin); its connections were closed and replaced`));
+        // Only the pool it ran on: a statement of a pool replaced already says nothing of the new one.
+        if (this.sql === pool) this.replacePool();
       }, this.deadlineMs);
     });
+    const waiting = this.waiting.get(pool) ?? new Set<(e: TableStoreError) => void>();
+    this.waiting.set(pool, waiting.add(giveUp));
     try {
       return await Promise.race([work, missed]);
     } finally {
       clearTimeout(timer);
+      waiting.delete(giveUp);
+      if (waiting.size === 0 && this.waiting.get(pool) === waiting) this.waiting.delete(pool);
     }
   }
 
+  /**
+   * replacePool swaps in a new pool and gives up at once on everything still waiting on the old
+   * one (its other connections may be silent too: the client cannot tell which), rather than
+   * leaving each to its own deadline.
+   */
   private replacePool(): void {
     if (this.closed) return;
     const old = this.sql;
     this.replaced++;
     this.sql = this.openPool();
     this.metaReady = undefined;
+    const given = new TableStoreError("STORE_UNAVAILABLE", `table store ${this.description} unavailable: another statement had no answer in time, so the connections this one waited on were closed and replaced`);
+    for (const giveUp of this.waiting.get(old) ?? []) giveUp(given);
+    this.waiting.delete(old);
     void old.close({ timeout: 0 }).catch(() => {});
   }
 
@@ -245,18 +264,28 @@ export class PostgresTableStore implements TableStore {
     return this.bounded(on.unsafe(text, params) as Promise<T>, "a statement");
   }
 
-  /** transaction: `fn` in a transaction on the current pool; each statement bounded (through `run`), and so is the COMMIT once `fn` is done. */
+  /**
+   * transaction: `fn` in a transaction on the current pool, every step bounded: getting a connection
+   * and its BEGIN, each statement of `fn` (through `run`), and the COMMIT once `fn` is done.
+   */
   private async transaction<T>(fn: (tx: TransactionSQL) => Promise<T>): Promise<T> {
+    let bodyStarted!: () => void;
     let bodyDone!: () => void;
+    const started = new Promise<void>((r) => (bodyStarted = r));
     const body = new Promise<void>((r) => (bodyDone = r));
     const tx = this.sql.begin(async (t) => {
+      bodyStarted();
       const out = await fn(t);
       bodyDone();
       return out;
     });
-    // Until the body is done, its statements bound themselves; from then on the COMMIT is bounded.
-    const settled = Promise.race([tx.then(() => {}, () => {}), body]);
-    await settled;
+    const ended = tx.then(
+      () => {},
+      () => {},
+    );
+    await this.bounded(Promise.race([ended, started]), "a BEGIN");
+    // While the body runs, its statements bound themselves; from then on the COMMIT is bounded.
+    await Promise.race([ended, body]);
     return this.bounded(tx as Promise<T>, "a COMMIT");
   }
 

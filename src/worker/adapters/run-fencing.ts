@@ -11,6 +11,9 @@ import { alignedPlan, blockTablesOf, type TaskPlan } from "../core/task-plan";
 import { WorkerError } from "../core/worker-error";
 import type { RunClaims } from "./worker-driver";
 
+/** While the table store does not answer, the lease renewal (the health probe) runs at least this often. */
+export const UNHEALTHY_PROBE_MS = 500;
+
 /** A rerun aligns with at most this many earlier multi-block scopes per table (more: refused, naming the bound). */
 export const MAX_ALIGNED_SCOPES = 100_000;
 
@@ -170,7 +173,9 @@ export class RunFencing {
 
   private arm(): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => void this.renew(), Math.max(50, Math.floor(this.opts.leaseTtlMs / 3)));
+    // While the store does not answer, it is asked more often: writing resumes soon after it is back.
+    const everyMs = Math.floor(this.opts.leaseTtlMs / 3);
+    this.timer = setTimeout(() => void this.renew(), Math.max(50, this.healthy ? everyMs : Math.min(everyMs, UNHEALTHY_PROBE_MS)));
   }
 
   private async renew(): Promise<void> {

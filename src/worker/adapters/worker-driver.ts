@@ -11,6 +11,9 @@ import type { SnapshotReply, WorkerDecision } from "../core/worker-core-instruct
 import type { TaskInfo, TaskOutput, TaskRunner } from "./task-runner";
 import type { CallTimes } from "./task-call-times";
 
+/** How long CancelTask waits for the task's table commits in flight before it answers anyway (a silent store). */
+export const CANCEL_SETTLE_WAIT_MS = 3_000;
+
 /**
  * RunClaims: how a task that writes tables gets its run (run-fencing.ts over the table store): its
  * plan aligned with the scopes its block tables hold, and the run claimed cluster-wide. `prepare`
@@ -98,11 +101,21 @@ export class WorkerDriver {
   /**
    * cancelTask stops the task and resolves with the core's reply once none of its table commits is
    * in flight: a commit sent before the cancel cannot be recalled, and no row may land after the
-   * client heard CANCELLED.
+   * client heard CANCELLED. A commit the table store does not answer (a connection gone silent) is
+   * waited for CANCEL_SETTLE_WAIT_MS at most: the cancel is answered within its deadline anyway,
+   * and that commit, the run's last, ends at its own deadline (TABLE_STORE_STATEMENT_TIMEOUT_MS +
+   * margin), rolled back unless the store had already received its COMMIT. Watchers hear the task's
+   * end only once it settled.
    */
   async cancelTask(taskId: string, reason: string, requester: Requester): Promise<SnapshotReply> {
     const reply = this.apply(this.core.handle({ type: "taskCancelRequested", taskId, reason, requester }, this.nowMs()));
-    await this.runner.writesSettled(taskId);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const settled = await Promise.race([
+      this.runner.writesSettled(taskId).then(() => true),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), CANCEL_SETTLE_WAIT_MS))),
+    ]);
+    clearTimeout(timer);
+    if (!settled) this.log.warn({ taskId, waitedMs: CANCEL_SETTLE_WAIT_MS }, "cancel answered while a table commit of the task is still unanswered by the store (it ends at its own deadline)");
     return reply;
   }
 
