@@ -129,6 +129,12 @@ class Context(Protocol):
         """meta: functions by name."""
         ...
 
+    @property
+    def run(self) -> Optional[Dict[str, JSON]]:
+        """run: ``{"task_id", "generation"}`` of the run this call is part of (a task writing tables;
+        a resubmission runs as a new generation), or None: stamp a row with it to say which run computed it."""
+        ...
+
     def io(self, backend: str, op: str, params: Optional[Mapping[str, JSON]] = None) -> JSON:
         """io: one IO request (e.g. ``ctx.io("localtestservice", "eth_getBlockByNumber",
         {"chain": "ethereum", "number": 5, "full": False})``), one suspension."""

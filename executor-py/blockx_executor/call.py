@@ -35,6 +35,7 @@ class Call:
         "prefetched",
         "prefetch_used",
         "prefetch_io_ms",
+        "run",
     )
 
     def __init__(self, call_id: str, budget_ms: float) -> None:
@@ -58,6 +59,8 @@ class Call:
         # The answer the Worker fetched before the call started, for the request it expects first:
         # (that request list's JSON, its result, its IO ms), or None. Dropped at the first suspension.
         self.prefetched = None
+        # The run of its task the call belongs to ({"task_id", "generation"}), or None (ctx.run).
+        self.run = None
         self.prefetch_used = False
         self.prefetch_io_ms = 0.0
 

@@ -171,6 +171,14 @@ class _BaseContext:
         return LogicalTypes(self, self._chain)
 
     @property
+    def run(self):
+        """run: the run of its task this call is part of, {"task_id": str, "generation": int}, for a
+        task writing tables (a resubmitted task runs again as a new generation); None otherwise.
+        A row stamped with it says which run computed it."""
+        r = self._call.run
+        return None if r is None else dict(r)
+
+    @property
     def meta(self) -> Meta:
         """meta: functions by name from the Worker's Function Code View (see chain_api.Meta)."""
         return Meta(self)

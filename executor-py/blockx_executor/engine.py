@@ -664,6 +664,9 @@ class Engine:
         prefetched = msg.get("prefetched")
         if prefetched is not None:
             call.prefetched = _prefetched_of(prefetched)
+        run = msg.get("run")
+        if type(run) is dict and type(run.get("taskId")) is str and type(run.get("generation")) is int:
+            call.run = {"task_id": run["taskId"], "generation": run["generation"]}
         try:
             self._start(w, call, msg)
         except Exception:

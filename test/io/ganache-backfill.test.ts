@@ -141,7 +141,7 @@ function rowsOf(dir: string): Facts[] {
   const store = new RawTableReader(join(dir, "tables.sqlite"));
   try {
     return store.query("facts", "ORDER BY block").map((r) => {
-      const { _chain, _scope_from, _scope_to, ...facts } = r;
+      const { _chain, _scope_from, _scope_to, _run_seq, ...facts } = r;
       return facts as Facts;
     });
   } catch {

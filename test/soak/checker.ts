@@ -157,7 +157,7 @@ async function readEveryPostgresTable(url: string): Promise<TablesRead> {
 function sortRows(rows: readonly RawRow[]): { byBlock: Map<number, RawRow[]>; stray: string[] } {
   const t = { byBlock: new Map<number, RawRow[]>(), stray: [] as string[] };
   for (const row of rows) {
-    const { _chain, _scope_from, _scope_to, ...user } = row;
+    const { _chain, _scope_from, _scope_to, _run_seq, ...user } = row;
     if (_chain !== SOAK_CHAIN || typeof _scope_from !== "number" || _scope_from !== _scope_to) {
       t.stray.push(`chain ${String(_chain)}, scope ${String(_scope_from)}..${String(_scope_to)}: ${JSON.stringify(user).slice(0, 120)}`);
       continue;

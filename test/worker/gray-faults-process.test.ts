@@ -44,9 +44,9 @@ function blockTask(taskId: string, source: string, from: number, to: number, tab
   });
 }
 
-/** A function whose rows say which version of it computed them. */
+/** A function whose rows say which version of it computed them, and in which run of its task (ctx.run). */
 const versioned = (version: string, sleepS: number) =>
-  `import time\ndef main(ctx, input):\n    time.sleep(${sleepS})\n    return [{'block': input['blockNumber'], 'version': '${version}'}]\n`;
+  `import time\ndef main(ctx, input):\n    time.sleep(${sleepS})\n    return [{'block': input['blockNumber'], 'version': '${version}', 'run': ctx.run['generation']}]\n`;
 
 /** pgEnv: a Worker host writing the Postgres at `url` (its own folders, as a separate host would have). */
 function hostEnv(cluster: TestCluster, i: number, url: string, extra: Record<string, string> = {}): Record<string, string> {
@@ -90,8 +90,8 @@ describe("exactly once under gray faults", () => {
     const result = JSON.parse(stdout.trim().split("\n").at(-1)!) as { state: string; attempts: number; workers: string[] };
     expect({ state: result.state, attempts: result.attempts, workers: result.workers }).toEqual({ state: "SUCCEEDED", attempts: 1, workers: [w1.addr] });
     // 30 rows for 30 blocks: the task ran once.
-    const rows = (await rawRows(cluster.tableStorePath, "appended")).map((r) => Number(r.block)).sort((a, b) => a - b);
-    expect(rows).toEqual(Array.from({ length: 30 }, (_, i) => 100 + i));
+    const rows = (await rawRows(cluster.tableStorePath, "appended")).map((r) => [Number(r.block), Number(r.run)]).sort((a, b) => a[0]! - b[0]!);
+    expect(rows).toEqual(Array.from({ length: 30 }, (_, i) => [100 + i, 1]));
     const runs = await rawRows(cluster.tableStorePath, "_blockx_runs");
     expect(runs.map((r) => [r.task_id, Number(r.generation), r.worker, r.state])).toEqual([["case-1", 1, w1.addr, "SUCCEEDED"]]);
     // The other Worker never ran it.
@@ -160,8 +160,9 @@ describe("exactly once under gray faults", () => {
     // Refused either at its first commit or, when it was stopped past its lease, as soon as its lease renewal was.
     expect({ state: ended.value.snapshot?.state, code: ended.value.snapshot?.error?.code }).toEqual({ state: TaskState.FAILED, code: "STALE_RUN" });
     console.log(`case 2: the stopped Worker's run of v1 ended FAILED: ${ended.value.snapshot?.error?.message}`);
-    const rows = (await rawRows(url, "versions")).map((r) => [Number(r.block), r.version]).sort((a, b) => (a[0] as number) - (b[0] as number));
-    expect(rows).toEqual(Array.from({ length: 400 }, (_, i) => [1000 + i, "v2"]));
+    // Every block: v2's rows, of its first and only run; none of v1's two runs.
+    const rows = (await rawRows(url, "versions")).map((r) => [Number(r.block), r.version, Number(r.run)]).sort((a, b) => (a[0] as number) - (b[0] as number));
+    expect(rows).toEqual(Array.from({ length: 400 }, (_, i) => [1000 + i, "v2", 1]));
   }, 180_000);
 
   test("case 3: the Worker's Postgres connection goes silent and heals a second later: cancel answers within its deadline, the Worker reports it cannot write meanwhile, and writes again (a fresh task SUCCEEDS) within the statement timeout and margin", async () => {

@@ -93,6 +93,17 @@ export interface CallRequest {
    * (the Worker's IoPrefetchPlan): taken without a round trip if the function asks exactly that.
    */
   readonly prefetched?: PrefetchedAnswer;
+  /**
+   * The run the call belongs to (a task writing tables: its id and run generation, fencing's
+   * src/common/tables/run-fence.ts); the function reads it as `ctx.run`. Absent otherwise.
+   */
+  readonly run?: CallRun;
+}
+
+/** CallRun: which run of which task a call is part of (ctx.run). */
+export interface CallRun {
+  readonly taskId: string;
+  readonly generation: number;
 }
 
 /** An IO request and its answer, fetched ahead of the call that is expected to ask for it. */

@@ -646,6 +646,7 @@ export class ExecutorPool {
       budgetMs: call.req.budgetMs ?? this.config.callBudgetMs,
       // A lone call's caller sends the next request only after this answer: the executor may spin for it.
       ...((this.config.hotSpinUs ?? 0) > 0 && this.lone() ? { lone: true as const } : {}),
+      ...(call.req.run ? { run: { taskId: call.req.run.taskId, generation: call.req.run.generation } } : {}),
     };
     const prefetched = call.req.prefetched ? this.prefetchedWire(call.req.prefetched, e) : null;
     let sent = this.send(e, prefetched ? { ...message, prefetched: prefetched.wire } : message);

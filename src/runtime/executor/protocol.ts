@@ -160,6 +160,8 @@ export type PoolMessage =
       prefetched?: PrefetchedWire;
       /** The pool's only call when sent (sent only when the pool's executors spin: hotSpinUs > 0); the executor spins after answering only such a call. */
       lone?: true;
+      /** The run the call belongs to (ctx.run), when its task's run is fenced. */
+      run?: { taskId: string; generation: number };
     }
   | { type: "ResumeCall"; callId: string; results: WireResult[]; ioMs: number }
   | { type: "CancelCall"; callId: string; reason: string };

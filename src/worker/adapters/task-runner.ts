@@ -378,7 +378,9 @@ export class TaskRunner {
 
   private execute(t: RunningTask, callId: string, d: DispatchedCall<JsonValue>, startedMs: number, prefetched: PrefetchedAnswer | undefined, observeFirstIo = true): void {
     if (!prefetched && observeFirstIo && t.prefetch.state !== "off") t.firstIoOf.set(callId, d.call);
-    const req = { callId, fn: t.plan.fn, args: d.call, ownerKey: this.executorOwnerKey(t), ...this.budget(), ...(prefetched ? { prefetched } : {}) };
+    const fence = this.plans.get(t.plan.taskId)?.fence;
+    const run = fence ? { run: { taskId: fence.taskId, generation: fence.generation } } : {};
+    const req = { callId, fn: t.plan.fn, args: d.call, ownerKey: this.executorOwnerKey(t), ...this.budget(), ...(prefetched ? { prefetched } : {}), ...run };
     void this.deps.pool.execute(req, t.owner).then((outcome) => this.onCallDone(t, callId, d, outcome, startedMs));
   }
 
