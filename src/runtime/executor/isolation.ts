@@ -152,10 +152,11 @@ function lookUpUser(name: string): { uid: number; gid: number; name: string } | 
 
 /**
  * resolvePython turns EXECUTOR_PYTHON into the interpreter's real path (a pyenv shim costs
- * about 500 ms per spawn) and checks its version.
+ * about 500 ms per spawn; a link is followed to its file) and checks its version.
  */
 export function resolvePython(python: string): string {
-  const r = run([python, "-c", "import sys; print(sys.executable); print('%d.%d' % sys.version_info[:2])"]);
+  // The real file (a link's folder, e.g. a PATH of links, is not mounted in the sandbox); executors need no venv.
+  const r = run([python, "-c", "import os, sys; print(os.path.realpath(sys.executable)); print('%d.%d' % sys.version_info[:2])"]);
   if (!r.ok) throw new Error(`EXECUTOR_PYTHON ${JSON.stringify(python)} cannot be run: ${r.out}`);
   const [path, version] = r.out.split("\n");
   const [major, minor] = (version ?? "0.0").split(".").map(Number);
