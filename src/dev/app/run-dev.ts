@@ -129,6 +129,8 @@ async function checkExecutorSandbox(): Promise<void> {
   try {
     await probeExecutorSandbox(config);
   } catch (e) {
+    // Not the sandbox (the executor code cannot be unpacked, the interpreter is missing): its own words.
+    if ((e as { code?: string }).code !== "EXECUTOR_SANDBOX_UNAVAILABLE") throw new DevError("EXECUTORS_UNAVAILABLE", `executors cannot start here: ${(e as Error).message}`);
     const bwrap = locateBwrap(config.bwrap);
     const problem = bwrap.includes("/")
       ? (e as Error).message.replace(/^.*?cannot start an executor's sandbox on this host: /, "").replace(/\. Install bubblewrap.*$/, "")

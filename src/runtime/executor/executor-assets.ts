@@ -45,7 +45,8 @@ async function packageFiles(): Promise<PackageFile[]> {
  *
  * The home is BLOCKX_CACHE_DIR when set; it must be reachable by `runAs`, else an
  * ExecutorStartError names the folder that blocks it. Unset, it is `<tmpdir>/blockx-cache`, or
- * `/tmp/blockx-cache` when TMPDIR itself is out of `runAs`'s reach.
+ * `/tmp/blockx-cache` when TMPDIR itself is out of `runAs`'s reach, or `/tmp/blockx-cache-<uid>`
+ * when another user made the shared one and this one cannot write into it.
  */
 export async function executorPythonPath(cacheDir: string, runAs: Identity | null = null): Promise<string> {
   const files = (await packageFiles()).sort((a, b) => (a.name < b.name ? -1 : 1));
@@ -53,13 +54,23 @@ export async function executorPythonPath(cacheDir: string, runAs: Identity | nul
   for (const f of files) hash.update(f.name).update("\0").update(f.content).update("\0");
   const leaf = `executor-${hash.digest("hex").slice(0, 16)}`;
 
+  // Unset: the shared default, then one of this user's own (on a machine shared by several users, the
+  // first to run made the shared one, and the others cannot write into it).
+  const uid = process.getuid?.() ?? 0;
   const homes = cacheDir
     ? [{ root: resolve(cacheDir), what: `BLOCKX_CACHE_DIR ${resolve(cacheDir)}` }]
-    : [...new Set([join(tmpdir(), "blockx-cache"), join(SYSTEM_TMP, "blockx-cache")])].map((root) => ({ root: resolve(root), what: `the executor code folder ${resolve(root)}` }));
+    : [...new Set([join(tmpdir(), "blockx-cache"), join(SYSTEM_TMP, "blockx-cache"), join(SYSTEM_TMP, `blockx-cache-${uid}`)])].map((root) => ({ root: resolve(root), what: `the executor code folder ${resolve(root)}` }));
   let lastProblem = "";
   for (const { root, what } of homes) {
     let target = join(root, leaf);
-    unpack(files, root, target, !cacheDir);
+    try {
+      unpack(files, root, target, !cacheDir);
+    } catch (e) {
+      const code = (e as { code?: string }).code ?? "";
+      if (cacheDir || !["EACCES", "EPERM", "EROFS"].includes(code)) throw e;
+      lastProblem = `${what} cannot be written by this user: ${(e as Error).message}`;
+      continue;
+    }
     // A copy someone else could have made or can change (another user in a shared /tmp) is never
     // imported: the executors would run their code. Unpack into a fresh folder of our own instead.
     const distrust = untrustedCopy(target, files);
@@ -77,8 +88,10 @@ export async function executorPythonPath(cacheDir: string, runAs: Identity | nul
   }
   throw new ExecutorStartError(
     "EXECUTOR_CODE_UNREADABLE",
-    `${lastProblem}. Executors run as ${runAs!.name} and import their code from there: set BLOCKX_CACHE_DIR to a folder ` +
-      `${runAs!.name} can read (e.g. /var/cache/blockx), or EXECUTOR_USER= to run executors as this user`,
+    runAs
+      ? `${lastProblem}. Executors run as ${runAs.name} and import their code from there: set BLOCKX_CACHE_DIR to a folder ` +
+          `${runAs.name} can read (e.g. /var/cache/blockx), or EXECUTOR_USER= to run executors as this user`
+      : `${lastProblem}. Set BLOCKX_CACHE_DIR to a folder this user can write`,
   );
 }
 
