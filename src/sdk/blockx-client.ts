@@ -148,6 +148,18 @@ function neverSent(e: grpc.ServiceError): boolean {
 }
 
 /**
+ * olderRun notes a snapshot's run generation in `newest` and says whether it is of a run older than
+ * the newest one heard of (0: a task that writes no table, or a Worker that predates the field).
+ */
+function olderRun(s: TaskSnapshot, newest: { generation: number }): boolean {
+  const g = Number(s.runGeneration ?? 0);
+  if (g === 0) return false;
+  if (g < newest.generation) return true;
+  newest.generation = g;
+  return false;
+}
+
+/**
  * submitMayHaveLanded: a SubmitTask (or SubmitTasks) failed in a way that says nothing of whether
  * the Worker took it: the connection dropped or the deadline passed after the request went out.
  * Such a task is followed on that Worker, never submitted elsewhere as if new. @internal
@@ -211,6 +223,10 @@ export class BlockxClient {
     // Set once a Worker running the task was lost and the caller allows a rerun: the next submission
     // asks for a new run (SubmitTaskRequest.resubmit), fencing the lost one off.
     let resubmitting = false;
+    // The newest run of the task this client has heard of (TaskSnapshot.run_generation): once it asked
+    // for a new run, the end of an older one (a Worker that finished it unheard, then answered late)
+    // is not its result: that run was superseded, and its rows may be partly replaced.
+    const newest = { generation: 0 };
     for (let attempt = start.attempt ?? 1; ; attempt++) {
       let handle: TaskRef;
       if (handed) {
@@ -219,12 +235,13 @@ export class BlockxClient {
       } else {
         const submitted = await this.reserveAndSubmit(task, cluster, deadlineMs, emit, attempt, opts.onProgress ? 0 : SUBMIT_WAIT_MS, resubmitting);
         workers.push(submitted.workerAddr);
+        const superseded = olderRun(submitted.snapshot, newest);
         // The Worker answered at the task's end, with its outputs: nothing to follow.
         const answered = resultOf(submitted.snapshot);
-        if (answered) return finishedRun(task, cluster, answered, attempt, workers, events);
+        if (answered && !superseded) return finishedRun(task, cluster, answered, attempt, workers, events);
         handle = submitted;
       }
-      const outcome = await this.follow(handle, deadlineMs, opts.onProgress, emit);
+      const outcome = await this.follow(handle, deadlineMs, opts.onProgress, emit, newest);
       if (outcome.kind === "terminal") return finishedRun(task, cluster, outcome.result, attempt, workers, events);
       if (handle.uncertain && outcome.notFound && attempt < maxAttempts && this.clock.now() < deadlineMs) {
         // The submission never landed there: nothing of it runs anywhere but what the cluster's
@@ -496,9 +513,17 @@ export class BlockxClient {
    * when the stream breaks. The Worker counts as lost when it stays unreachable for
    * workerLostAfterMs, or answers NotFound (it restarted and forgot the task).
    */
-  private async follow(ref: TaskRef, deadlineMs: number, onProgress: RunTaskOptions["onProgress"], emit: (e: ClientEvent) => void): Promise<FollowOutcome> {
+  private async follow(ref: TaskRef, deadlineMs: number, onProgress: RunTaskOptions["onProgress"], emit: (e: ClientEvent) => void, newest = { generation: 0 }): Promise<FollowOutcome> {
     const meter = new ProgressMeter();
-    const seen = (s: TaskSnapshot) => onProgress?.(meter.update(s, this.clock.now()), s);
+    const seen = (s: TaskSnapshot) => {
+      olderRun(s, newest);
+      onProgress?.(meter.update(s, this.clock.now()), s);
+    };
+    // The end of a run older than one this client has heard of: not the task's result (superseded).
+    const superseded = (r: TaskResult): FollowOutcome | null =>
+      r.snapshot && olderRun(r.snapshot, newest)
+        ? { kind: "lost", reason: `${ref.workerAddr} ended run ${r.snapshot.runGeneration} of the task, which a newer run (${newest.generation}) had replaced`, notFound: false }
+        : null;
     const w = this.transport.worker(ref.workerAddr);
     let streaming = true;
     let unreachableSinceMs: number | undefined;
@@ -518,7 +543,7 @@ export class BlockxClient {
           streamed ??= resultOf(s);
         });
         // The terminal snapshot carried the outputs (a Worker that knows with_results): no GetTaskResult.
-        if (streamed) return { kind: "terminal", result: streamed };
+        if (streamed) return superseded(streamed) ?? { kind: "terminal", result: streamed };
         if (err) {
           emit({ kind: "watchFailed", workerAddr: ref.workerAddr, code: grpc.status[err.code] ?? String(err.code), details: err.details });
           if (err.code === grpc.status.UNIMPLEMENTED) streaming = false;
@@ -532,7 +557,7 @@ export class BlockxClient {
         unreachableSinceMs = undefined;
         if (result.snapshot && TERMINAL_TASK_STATES.has(result.snapshot.state)) {
           if (!terminalSeen) seen(result.snapshot);
-          return { kind: "terminal", result };
+          return superseded(result) ?? { kind: "terminal", result };
         }
         if (result.snapshot) seen(result.snapshot);
       } catch (e) {

@@ -147,7 +147,7 @@ export class WorkerDriver {
       .snapshots()
       .filter((s) => requester.admin || this.core.ownerOf(s.taskId) === requester.identity).sort((a, b) => b.allocatedAtMs - a.allocatedAtMs || b.acceptedAtMs - a.acceptedAtMs || (a.taskId < b.taskId ? -1 : 1));
     return {
-      tasks: all.slice(0, limit).map((snapshot) => ({ snapshot, info: this.runner.info(snapshot.taskId), times: this.callTimesOf(snapshot.taskId) })),
+      tasks: all.slice(0, limit).map((snapshot) => ({ snapshot: this.withRun(snapshot), info: this.runner.info(snapshot.taskId), times: this.callTimesOf(snapshot.taskId) })),
       truncated: all.length > limit,
     };
   }
@@ -198,7 +198,21 @@ export class WorkerDriver {
         this.armTimer();
       }
     }
-    return decision?.reply as R;
+    return this.withRunOf(decision?.reply) as R;
+  }
+
+  /**
+   * withRun: the snapshot with the generation of the task's run here (a task writing tables), so a
+   * client that asked for a newer run can tell an older run's end from its own. The core knows no runs.
+   */
+  private withRun(snapshot: TaskSnapshot): TaskSnapshot {
+    const fence = this.runner.fenceOf(snapshot.taskId);
+    return fence ? { ...snapshot, runGeneration: fence.generation } : snapshot;
+  }
+
+  private withRunOf(reply: unknown): unknown {
+    const r = reply as SnapshotReply | undefined;
+    return r?.snapshot ? { ...r, snapshot: this.withRun(r.snapshot) } : reply;
   }
 
   private carryOut(decision: WorkerDecision<unknown>): void {
@@ -250,7 +264,8 @@ export class WorkerDriver {
    * in flight have settled (a task cancelled, timed out or failed while another call's rows were
    * being committed), so that a watcher that hears the end finds every row the task will write.
    */
-  private publish(snapshot: TaskSnapshot): void {
+  private publish(raw: TaskSnapshot): void {
+    const snapshot = this.withRun(raw);
     if (!TERMINAL_TASK_STATES.has(snapshot.state) || !this.runner.hasPendingWrites(snapshot.taskId)) return this.onSnapshot(snapshot);
     void this.runner.writesSettled(snapshot.taskId).then(() => this.onSnapshot(snapshot));
   }

@@ -79,6 +79,7 @@ describe("RequestTaskSlot", () => {
       callsRetried: 0,
       deadlineMs: T0 + 5_000,
       outputs: undefined,
+      runGeneration: 0,
     };
     expect(ok(d)).toEqual(expected);
     expect(d.instructions).toEqual([{ type: "publishSnapshot", snapshot: expected }]);
@@ -255,6 +256,7 @@ describe("SubmitTask", () => {
       callsRetried: 0,
       deadlineMs: T0 + 61_000,
       outputs: undefined,
+      runGeneration: 0,
     });
     expect(d.instructions).toEqual([
       { type: "publishSnapshot", snapshot: snap },

@@ -870,6 +870,8 @@ export class WorkerCore {
       deadlineMs: rec.deadlineMs,
       // A task's outputs are the runner's, added by the service to a watch that asks for them.
       outputs: undefined,
+      // The run's generation is the runner's (fencing), added by the driver.
+      runGeneration: 0,
     };
   }
 

@@ -234,7 +234,15 @@ export interface TaskSnapshot {
    * Only on a task's terminal snapshot in a WatchTasks stream that asked for it (with_results):
    * what GetTaskResult answers besides the snapshot, so a watcher needs no GetTaskResult per task.
    */
-  outputs: TaskOutputs | undefined;
+  outputs:
+    | TaskOutputs
+    | undefined;
+  /**
+   * The run of the task this Worker holds (a task writing tables: its generation in the cluster,
+   * 1 for its first run, one more for each resubmission); 0 for a task that writes no table. A
+   * client that asked for a new run ignores the end of an older one (it was superseded).
+   */
+  runGeneration: number;
 }
 
 /** TaskOutputs: a finished task's return values, table writes and first error (as in TaskResult). */
@@ -1583,6 +1591,7 @@ function createBaseTaskSnapshot(): TaskSnapshot {
     callsRetried: 0,
     deadlineMs: 0,
     outputs: undefined,
+    runGeneration: 0,
   };
 }
 
@@ -1635,6 +1644,9 @@ export const TaskSnapshot: MessageFns<TaskSnapshot> = {
     }
     if (message.outputs !== undefined) {
       TaskOutputs.encode(message.outputs, writer.uint32(130).fork()).join();
+    }
+    if (message.runGeneration !== 0) {
+      writer.uint32(136).uint64(message.runGeneration);
     }
     return writer;
   },
@@ -1780,6 +1792,14 @@ export const TaskSnapshot: MessageFns<TaskSnapshot> = {
             message.outputs = TaskOutputs.decode(reader, reader.uint32());
             continue;
           }
+          case 17: {
+            if (tag !== 136) {
+              break;
+            }
+
+            message.runGeneration = longToNumber(reader.uint64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1858,6 +1878,11 @@ export const TaskSnapshot: MessageFns<TaskSnapshot> = {
         ? globalThis.Number(object.deadline_ms)
         : 0,
       outputs: isSet(object.outputs) ? TaskOutputs.fromJSON(object.outputs) : undefined,
+      runGeneration: isSet(object.runGeneration)
+        ? globalThis.Number(object.runGeneration)
+        : isSet(object.run_generation)
+        ? globalThis.Number(object.run_generation)
+        : 0,
     };
   },
 
@@ -1911,6 +1936,9 @@ export const TaskSnapshot: MessageFns<TaskSnapshot> = {
     if (message.outputs !== undefined) {
       obj.outputs = TaskOutputs.toJSON(message.outputs);
     }
+    if (message.runGeneration !== 0) {
+      obj.runGeneration = Math.round(message.runGeneration);
+    }
     return obj;
   },
 
@@ -1939,6 +1967,7 @@ export const TaskSnapshot: MessageFns<TaskSnapshot> = {
     message.outputs = (object.outputs !== undefined && object.outputs !== null)
       ? TaskOutputs.fromPartial(object.outputs)
       : undefined;
+    message.runGeneration = object.runGeneration ?? 0;
     return message;
   },
 };

@@ -316,7 +316,7 @@ class TaskSlotOutcome(_message.Message):
     def __init__(self, task_id: _Optional[str] = ..., snapshot: _Optional[_Union[TaskSnapshot, _Mapping]] = ..., status: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
 
 class TaskSnapshot(_message.Message):
-    __slots__ = ["accepted_at_ms", "allocated_at_ms", "calls_failed", "calls_retried", "calls_succeeded", "calls_total", "deadline_ms", "error", "finished_at_ms", "outputs", "phase", "slot_id", "state", "task_id", "updated_at_ms", "worker_addr"]
+    __slots__ = ["accepted_at_ms", "allocated_at_ms", "calls_failed", "calls_retried", "calls_succeeded", "calls_total", "deadline_ms", "error", "finished_at_ms", "outputs", "phase", "run_generation", "slot_id", "state", "task_id", "updated_at_ms", "worker_addr"]
     ACCEPTED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     ALLOCATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     CALLS_FAILED_FIELD_NUMBER: _ClassVar[int]
@@ -328,6 +328,7 @@ class TaskSnapshot(_message.Message):
     FINISHED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     OUTPUTS_FIELD_NUMBER: _ClassVar[int]
     PHASE_FIELD_NUMBER: _ClassVar[int]
+    RUN_GENERATION_FIELD_NUMBER: _ClassVar[int]
     SLOT_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
@@ -344,12 +345,13 @@ class TaskSnapshot(_message.Message):
     finished_at_ms: int
     outputs: TaskOutputs
     phase: TaskPhase
+    run_generation: int
     slot_id: str
     state: TaskState
     task_id: str
     updated_at_ms: int
     worker_addr: str
-    def __init__(self, task_id: _Optional[str] = ..., slot_id: _Optional[str] = ..., worker_addr: _Optional[str] = ..., state: _Optional[_Union[TaskState, str]] = ..., phase: _Optional[_Union[TaskPhase, str]] = ..., calls_total: _Optional[int] = ..., calls_succeeded: _Optional[int] = ..., calls_failed: _Optional[int] = ..., error: _Optional[_Union[TaskError, _Mapping]] = ..., allocated_at_ms: _Optional[int] = ..., accepted_at_ms: _Optional[int] = ..., finished_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., calls_retried: _Optional[int] = ..., deadline_ms: _Optional[int] = ..., outputs: _Optional[_Union[TaskOutputs, _Mapping]] = ...) -> None: ...
+    def __init__(self, task_id: _Optional[str] = ..., slot_id: _Optional[str] = ..., worker_addr: _Optional[str] = ..., state: _Optional[_Union[TaskState, str]] = ..., phase: _Optional[_Union[TaskPhase, str]] = ..., calls_total: _Optional[int] = ..., calls_succeeded: _Optional[int] = ..., calls_failed: _Optional[int] = ..., error: _Optional[_Union[TaskError, _Mapping]] = ..., allocated_at_ms: _Optional[int] = ..., accepted_at_ms: _Optional[int] = ..., finished_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., calls_retried: _Optional[int] = ..., deadline_ms: _Optional[int] = ..., outputs: _Optional[_Union[TaskOutputs, _Mapping]] = ..., run_generation: _Optional[int] = ...) -> None: ...
 
 class TaskStory(_message.Message):
     __slots__ = ["entries"]
