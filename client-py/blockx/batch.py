@@ -17,12 +17,15 @@ import grpc
 from ._gen.bundlecoordinator.v1 import bundle_coordinator_pb2 as bpb
 from ._gen.coordinator.v1 import coordinator_pb2 as cpb
 from ._gen.worker.v1 import worker_pb2 as w
+from ._run_elsewhere import parse_run_elsewhere
 from .client import (Client, ClientEvent, RunResult, Snapshot, TaskHandle, TaskOutcome, _details, _now_ms, _result_of, _retryable, _status,
+                     _submit_may_have_landed,
                      state_name)
 from .errors import BlockxError
 from .policy import Progress, ProgressMeter, cluster_for, resubmit_by_default
 
 _INVALID_ARGUMENT = grpc.StatusCode.INVALID_ARGUMENT.value[0]
+_ALREADY_EXISTS = grpc.StatusCode.ALREADY_EXISTS.value[0]
 _NOT_FOUND = grpc.StatusCode.NOT_FOUND.value[0]
 _FAILED_PRECONDITION = grpc.StatusCode.FAILED_PRECONDITION.value[0]
 _STATUS_NAME = {s.value[0]: s.name for s in grpc.StatusCode}
@@ -259,10 +262,17 @@ class BatchRunner:
             outcomes = stub.SubmitTasks(w.SubmitTasksRequest(tasks=[w.SubmitTaskRequest(task=p.item.task, slot_id=p.slot_id) for p in placed]),
                                         metadata=md, timeout=self._client._rpc_timeout(deadline)).outcomes
         except grpc.RpcError as e:
-            # Unanswered (the Worker may have started some): as after a lost SubmitTask answer, each goes alone.
             for p in placed:
-                self._emit(p.item)({"kind": "submitRefused", "code": _status(e), "worker_addr": addr, "details": _details(e)})
-                self._alone(p.item)
+                if _submit_may_have_landed(e):
+                    # Unanswered once it may have reached the Worker (which may have started some): as
+                    # after a lost SubmitTask answer, each is followed there first, never submitted elsewhere as new.
+                    self._emit(p.item)({"kind": "submitUncertain", "attempt": 1, "worker_addr": addr, "code": _status(e), "details": _details(e)})
+                    h = TaskHandle(self._client, p.item.task.task_id, addr, p.slot_id, cluster, p.coordinator)
+                    h._uncertain = True
+                    self._alone(p.item, h)
+                else:
+                    self._emit(p.item)({"kind": "submitRefused", "code": _status(e), "worker_addr": addr, "details": _details(e)})
+                    self._alone(p.item)
             return
         running: Dict[str, Tuple[_Placed, ProgressMeter]] = {}
         for k, p in enumerate(placed):
@@ -275,6 +285,12 @@ class BatchRunner:
                                     "state": state_name(o.snapshot.state)})
                 running[p.item.task.task_id] = (p, ProgressMeter())
                 submitted[p.item.task.task_id] = p
+                continue
+            elsewhere = parse_run_elsewhere(o.message) if o.status == _ALREADY_EXISTS else None
+            if elsewhere is not None:
+                # The task id's run is current on another Worker: followed there, not run twice.
+                self._emit(p.item)({"kind": "attached", "attempt": 1, "refused_by": addr, "running_on": elsewhere.worker_addr, "state": elsewhere.state})
+                self._alone(p.item, TaskHandle(self._client, p.item.task.task_id, elsewhere.worker_addr, p.slot_id, cluster, p.coordinator))
                 continue
             code = _STATUS_NAME.get(o.status, str(o.status))
             self._emit(p.item)({"kind": "submitRefused", "code": code, "worker_addr": addr, "details": o.message})

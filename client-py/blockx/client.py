@@ -27,6 +27,7 @@ from ._gen.worker.v1 import worker_pb2 as w
 from ._gen.worker.v1 import worker_pb2_grpc as wg
 from .config import ClientConfig
 from .errors import BlockxError, CallFailed
+from ._run_elsewhere import parse_run_elsewhere
 from .policy import GiveUp, Progress, ProgressMeter, ReservePolicy, RetryPolicyConfig, cluster_for, resubmit_by_default
 from .progress import ProgressDisplay
 from .tasks import build_task, function_ref, task_from_dict, validate_task
@@ -70,6 +71,25 @@ def _now_ms() -> float:
 SUBMIT_WAIT_MS = 1000
 #: grpcio's wording for a call that never left (no connection could be made: it reached no Worker).
 _NEVER_SENT = re.compile(r"failed to connect to all addresses|Connection refused|DNS resolution failed|No route to host|Network is unreachable")
+
+
+def _submit_may_have_landed(e: grpc.RpcError) -> bool:
+    """_submit_may_have_landed: a SubmitTask(s) failed in a way that says nothing of whether the
+    Worker took it (the connection dropped or the deadline passed after the request went out)."""
+    may = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED, grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL)
+    return e.code() in may and not _NEVER_SENT.search(_details(e))  # type: ignore[attr-defined]
+
+
+def _older_run(snapshot: Any, newest: List[int]) -> bool:
+    """_older_run notes a snapshot's run generation in ``newest`` and says whether it is of a run
+    older than the newest heard of (0: a task that writes no table, or an older Worker)."""
+    g = int(getattr(snapshot, "run_generation", 0) or 0)
+    if g == 0:
+        return False
+    if g < newest[0]:
+        return True
+    newest[0] = g
+    return False
 
 
 def _retryable(e: BaseException) -> Optional[str]:
@@ -125,6 +145,8 @@ class Snapshot:
     calls_retried: int
     error_code: str
     error_message: str
+    #: The run of the task on that Worker (its generation; 0: the task writes no table).
+    run_generation: int = 0
 
     @property
     def done(self) -> int:
@@ -137,7 +159,7 @@ class Snapshot:
     @staticmethod
     def of(s: w.TaskSnapshot) -> "Snapshot":
         return Snapshot(s.task_id, s.worker_addr, state_name(s.state), w.TaskPhase.Name(s.phase), s.calls_total,
-                        s.calls_succeeded, s.calls_failed, s.calls_retried, s.error.code, s.error.message)
+                        s.calls_succeeded, s.calls_failed, s.calls_retried, s.error.code, s.error.message, s.run_generation)
 
 
 #: ClientEvent: what the client did on the way (for logs, progress displays and tests), a dict with
@@ -301,6 +323,9 @@ class TaskHandle:
         self.snapshot = snapshot
         #: The result SubmitTask answered with (it waited for the task's end), if it did.
         self._answered: Optional[w.TaskResult] = None
+        #: The SubmitTask that named this Worker failed after it may have reached it: the task may
+        #: run there, or never have arrived (a Worker that then does not know it: submitted again).
+        self._uncertain = False
 
     def __repr__(self) -> str:
         return f"<TaskHandle {self.task_id} on {self.worker_addr}>"
@@ -313,7 +338,7 @@ class TaskHandle:
         for kind, value in self._client._follow(self.task_id, self.worker_addr, deadline, lambda e: None):
             if kind == "snapshot":
                 yield Snapshot.of(value)
-            elif kind == "lost":
+            elif kind in ("lost", "notfound"):
                 raise BlockxError("WORKER_LOST", f"task {self.task_id}: Worker {self.worker_addr} was lost ({value})")
 
     def wait(self, timeout: Optional[float] = None, progress: Union[bool, str] = False) -> RunResult:
@@ -468,16 +493,21 @@ class Client:
         workers: List[str] = []
         attempt = 1
         wait_ms = 0 if progress or on_progress else SUBMIT_WAIT_MS
+        # After a lost Worker the next submission asks for a new run (fencing the lost one off); the
+        # newest run generation heard of: the end of an older run is not this task's result.
+        resubmitting = False
+        newest = [0]
         while True:
             if handle is None:
-                handle = self._reserve_and_submit(t, cl, deadline, emit, attempt, wait_ms)
+                handle = self._reserve_and_submit(t, cl, deadline, emit, attempt, wait_ms, resubmitting)
             workers.append(handle.worker_addr)
-            if handle._answered is not None:
+            superseded = handle.snapshot is not None and _older_run(handle.snapshot, newest)
+            if handle._answered is not None and not superseded:
                 # The Worker answered at the task's end, with its outputs: nothing to follow.
                 return RunResult(t.task_id, cl, state_name(handle._answered.snapshot.state), handle._answered, attempt, workers, events)
             display = ProgressDisplay(t.task_id, "auto" if progress is True else progress) if progress else None
             try:
-                outcome = self._consume(self._follow(t.task_id, handle.worker_addr, deadline, emit), display, on_progress)
+                outcome = self._consume(self._follow(t.task_id, handle.worker_addr, deadline, emit, newest), display, on_progress)
             except KeyboardInterrupt:
                 if display:
                     display.close()
@@ -490,10 +520,17 @@ class Client:
             kind, value = outcome
             if kind == "terminal":
                 return RunResult(t.task_id, cl, state_name(value.snapshot.state), value, attempt, workers, events)
+            if kind == "notfound" and handle._uncertain and attempt < attempts_max and _now_ms() < deadline:
+                # The uncertain submission never landed there: a plain submission is safe (not a rerun).
+                emit({"kind": "submitNotLanded", "attempt": attempt, "worker_addr": handle.worker_addr})
+                attempt += 1
+                handle = None
+                continue
             again = resub and attempt < attempts_max and _now_ms() < deadline
+            resubmitting = again
             emit({"kind": "workerLost", "attempt": attempt, "worker_addr": handle.worker_addr, "reason": value, "resubmit": again})
             if not again:
-                why = ("not resubmitted: its normal_table_write could append rows twice (pass resubmit=True to allow)" if not resub
+                why = ("not resubmitted (resubmit=False)" if not resub
                        else f"gave up after {attempt} attempts" if attempt >= attempts_max else "the deadline has passed")
                 raise BlockxError("WORKER_LOST", f"task {t.task_id}: Worker {handle.worker_addr} was lost ({value}); {why}")
             attempt += 1
@@ -598,12 +635,14 @@ class Client:
         return max(0.001, min(self.config.rpc_timeout_ms, deadline - _now_ms()) / 1000)
 
     def _reserve_and_submit(self, task: w.Task, cluster: str, deadline: float, emit: Callable[[ClientEvent], None], attempt: int,
-                            wait_ms: int = 0) -> TaskHandle:
+                            wait_ms: int = 0, resubmit: bool = False) -> TaskHandle:
         """_reserve_and_submit loops reserve -> submit under the retry rules. With ``wait_ms``,
-        SubmitTask waits that long for the task's end (the handle then carries the result); a
-        waiting SubmitTask that fails once it may have reached the Worker is taken as submitted
-        (the task may be running there: following it applies the lost-Worker rules, where
-        reserving afresh could run it twice)."""
+        SubmitTask waits that long for the task's end (the handle then carries the result). A
+        SubmitTask that fails once it may have reached the Worker, waiting or not, is taken as
+        submitted there, uncertainly (the task may be running there: following it applies the
+        lost-Worker rules, where reserving afresh could run it twice). A refusal naming the Worker
+        whose run of the task id is current (TASK_RUN_ELSEWHERE) hands back a handle on that
+        Worker. ``resubmit``: ask for a new run, fencing off the earlier ones."""
         reservers = self._transport.reservers(cluster)
         policy = ReservePolicy(RetryPolicyConfig(slot_ttl_ms=self.config.slot_ttl_ms), len(reservers))
         index = 0
@@ -638,12 +677,20 @@ class Client:
             wstub, md = self._transport.worker(slot.worker_addr)
             emit({"kind": "submitting", "attempt": attempt, "worker_addr": slot.worker_addr, "slot_id": slot.slot_id, "coordinator": label})
             try:
-                snap = wstub.SubmitTask(w.SubmitTaskRequest(task=task, slot_id=slot.slot_id, wait_ms=wait_ms), metadata=md, timeout=self._rpc_timeout(deadline))
+                snap = wstub.SubmitTask(w.SubmitTaskRequest(task=task, slot_id=slot.slot_id, wait_ms=wait_ms, resubmit=resubmit), metadata=md,
+                                        timeout=self._rpc_timeout(deadline))
             except grpc.RpcError as e:
-                if wait_ms > 0 and _retryable(e) == "UNAVAILABLE" and not _NEVER_SENT.search(_details(e)):
+                if _submit_may_have_landed(e):
                     emit({"kind": "submitUncertain", "attempt": attempt, "worker_addr": slot.worker_addr, "code": _status(e), "details": _details(e)})
                     unknown = w.TaskSnapshot(task_id=task.task_id, slot_id=slot.slot_id, worker_addr=slot.worker_addr)
-                    return TaskHandle(self, task.task_id, slot.worker_addr, slot.slot_id, cluster, label, Snapshot.of(unknown))
+                    h = TaskHandle(self, task.task_id, slot.worker_addr, slot.slot_id, cluster, label, Snapshot.of(unknown))
+                    h._uncertain = True
+                    return h
+                elsewhere = parse_run_elsewhere(_details(e)) if e.code() == grpc.StatusCode.ALREADY_EXISTS else None  # type: ignore[attr-defined]
+                if elsewhere is not None:
+                    emit({"kind": "attached", "attempt": attempt, "refused_by": slot.worker_addr, "running_on": elsewhere.worker_addr, "state": elsewhere.state})
+                    unknown = w.TaskSnapshot(task_id=task.task_id, slot_id=slot.slot_id, worker_addr=elsewhere.worker_addr)
+                    return TaskHandle(self, task.task_id, elsewhere.worker_addr, slot.slot_id, cluster, label, Snapshot.of(unknown))
                 emit({"kind": "submitRefused", "code": _status(e), "worker_addr": slot.worker_addr, "details": _details(e)})
                 # The slot expired, or belonged to an earlier incarnation of the Worker: reserve a fresh one.
                 if e.code() in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.FAILED_PRECONDITION):  # type: ignore[attr-defined]
@@ -668,7 +715,7 @@ class Client:
         finally:
             if display:
                 display.close()
-        if kind == "lost":
+        if kind in ("lost", "notfound"):
             raise BlockxError("WORKER_LOST", f"task {task_id}: Worker {worker_addr} was lost ({value})")
         return RunResult(task_id, cluster, state_name(value.snapshot.state), value, 1, [worker_addr], [])
 
@@ -686,11 +733,15 @@ class Client:
                 on_progress(p, snap)
         raise AssertionError("follow ended without an outcome")
 
-    def _follow(self, task_id: str, worker_addr: str, deadline: float, emit: Callable[[ClientEvent], None]) -> Iterator[Tuple[str, Any]]:
-        """_follow yields ("snapshot", TaskSnapshot) items, then ("terminal", TaskResult) or
-        ("lost", reason). It streams WatchTasks, falling back to GetTaskResult polling when the
-        stream breaks; the Worker counts as lost when it stays unreachable for
-        worker_lost_after_ms, or answers NotFound (it restarted and forgot the task)."""
+    def _follow(self, task_id: str, worker_addr: str, deadline: float, emit: Callable[[ClientEvent], None],
+                newest: Optional[List[int]] = None) -> Iterator[Tuple[str, Any]]:
+        """_follow yields ("snapshot", TaskSnapshot) items, then ("terminal", TaskResult), ("lost",
+        reason) or ("notfound", reason). It streams WatchTasks, falling back to GetTaskResult
+        polling when the stream breaks; the Worker counts as lost when it stays unreachable for
+        worker_lost_after_ms, or answers NotFound (it restarted and forgot the task, or the
+        submission never landed there). ``newest``: the newest run generation heard of; the end
+        of an older run is not the task's result (that run was superseded): lost."""
+        newest = newest if newest is not None else [0]
         stub, md = self._transport.worker(worker_addr)
         lost_after = self.config.worker_lost_after_ms
         streaming = True
@@ -710,7 +761,10 @@ class Client:
                     yield "snapshot", s
                 # The terminal snapshot carried the outputs (a Worker that knows with_results): no GetTaskResult.
                 if streamed is not None:
-                    yield "terminal", streamed
+                    if _older_run(streamed.snapshot, newest):
+                        yield "lost", f"{worker_addr} ended run {streamed.snapshot.run_generation} of the task, which a newer run ({newest[0]}) had replaced"
+                    else:
+                        yield "terminal", streamed
                     return
                 err = outcome.get("err")
                 if err is not None:
@@ -727,13 +781,16 @@ class Client:
                 if r.snapshot.state in (w.SUCCEEDED, w.FAILED, w.TIMED_OUT, w.CANCELLED):
                     if not terminal_seen:
                         yield "snapshot", r.snapshot
-                    yield "terminal", r
+                    if _older_run(r.snapshot, newest):
+                        yield "lost", f"{worker_addr} ended run {r.snapshot.run_generation} of the task, which a newer run ({newest[0]}) had replaced"
+                    else:
+                        yield "terminal", r
                     return
                 if r.HasField("snapshot"):
                     yield "snapshot", r.snapshot
             except grpc.RpcError as e:
                 if e.code() == grpc.StatusCode.NOT_FOUND:  # type: ignore[attr-defined]
-                    yield "lost", f"the Worker no longer knows the task: {e.details()}"  # type: ignore[attr-defined]
+                    yield "notfound", f"the Worker no longer knows the task: {e.details()}"  # type: ignore[attr-defined]
                     return
                 if _retryable(e) is None:
                     raise to_error(e, f"GetTaskResult {task_id} on {worker_addr}") from None

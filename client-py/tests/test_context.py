@@ -32,7 +32,7 @@ def prop_or_fn(cls, name):
 
 def test_context_has_the_same_methods_and_signatures_as_the_executors_ctx():
     protocol = {n for n in public_methods(typed.Context)}
-    assert protocol == {"io", "io_many", "call", "call_many", "log", "blockdb", "rpc", "logical_types", "meta"}
+    assert protocol == {"io", "io_many", "call", "call_many", "log", "blockdb", "rpc", "logical_types", "meta", "run"}
     for impl in (real.SyncContext, real.AsyncContext):
         assert public_methods(impl) == protocol, impl
         for name in protocol:
@@ -52,12 +52,14 @@ def test_chain_helpers_match():
 def test_a_real_ctx_is_a_context_at_runtime():
     class FakeCall:
         id = "c1"
+        run = {"task_id": "t", "generation": 2}
 
     sync = real.SyncContext(FakeCall(), lambda call, reqs: [], chain="ethereum")
     assert isinstance(sync, blockx.Context)
     assert isinstance(sync.blockdb, blockx.BlockDb) and isinstance(sync.rpc, blockx.Rpc) and isinstance(sync.meta, blockx.Meta)
     assert isinstance(sync.logical_types, blockx.LogicalTypes)
     assert isinstance(real.AsyncContext(FakeCall()), blockx.Context)
+    assert sync.run == {"task_id": "t", "generation": 2}
 
 
 def test_py_typed_ships():

@@ -43,9 +43,10 @@ def test_cluster_choice_and_resubmission_default():
     inputs_tab = build_task(source=SRC, inputs=[1], table="t")
     assert [cluster_for(t) for t in (blocks, bundle, inputs_ret, inputs_tab)] == ["block", "bundle", "block", "bundle"]
     assert cluster_for(inputs_tab, "block") == "block"
-    assert [resubmit_by_default(t) for t in (blocks, bundle, inputs_ret, inputs_tab)] == [True, True, True, False]
+    # Every output reruns safely now (a normal table's call replaces what the same call of the lost run wrote).
+    assert [resubmit_by_default(t) for t in (blocks, bundle, inputs_ret, inputs_tab)] == [True, True, True, True]
     appended = build_task(source=SRC, blocks=range(0, 10), table="t", append=True)
-    assert appended.outputs[0].WhichOneof("handler") == "normal_table_write" and not resubmit_by_default(appended)
+    assert appended.outputs[0].WhichOneof("handler") == "normal_table_write" and resubmit_by_default(appended)
     assert blocks.function_call_config.block_table.to_block == 9  # range end is exclusive, to_block inclusive
 
 
@@ -60,3 +61,13 @@ def test_progress_meter_rate_and_eta():
     m.update(100, 0, 0, 0)
     p = m.update(100, 40, 10, 1000)
     assert p.done == 50 and p.failed == 10 and p.rate_per_s == 50 and p.eta_ms == 1000 and p.fraction == 0.5
+
+
+def test_a_run_elsewhere_refusal_reads_back_to_where_the_run_is():
+    # The Worker's words (src/common/run-elsewhere.ts writes them; both clients read them the same way).
+    from blockx._run_elsewhere import parse_run_elsewhere
+    running = "[TASK_RUN_ELSEWHERE] task backfill-1 is running on 10.0.0.7:7000 (run 3): a task id runs once in the cluster; follow it there, or resubmit it to replace that run"
+    assert parse_run_elsewhere(running) == ("backfill-1", "10.0.0.7:7000", 3, "RUNNING")
+    done = "task t already SUCCEEDED on [::1]:50051 (run 1): its result is there; resubmit it to run it again"
+    assert parse_run_elsewhere(done) == ("t", "[::1]:50051", 1, "SUCCEEDED")
+    assert parse_run_elsewhere("no slot") is None

@@ -138,14 +138,13 @@ def test_worker_sigkilled_mid_task_is_survived_with_exactly_once_rows(lane, mode
     assert all(r[1] == r[0] * 2 for r in got)
 
 
-def test_append_task_is_not_resubmitted_by_default(lane):
+def test_append_task_is_resubmitted_and_each_call_lands_once(lane):
     workers = [lane.worker(), lane.worker()]
     coord = lane.coordinator()
     with client_for(lane, [coord.addr], BLOCKX_WORKER_LOST_AFTER_MS="1500") as client:
         state, on_event, on_progress = _kill_when(lane, workers, 10)
-        with pytest.raises(BlockxError) as ei:
-            client.run_task(source=SLOW_ROWS, blocks=range(0, 120), table="appended", append=True,
-                            on_event=on_event, on_progress=on_progress)
+        run = client.run_task(source=SLOW_ROWS, blocks=range(0, 120), table="appended", append=True, on_event=on_event, on_progress=on_progress)
     assert state["killed"]
-    assert ei.value.code == "WORKER_LOST"
-    assert "not resubmitted: its normal_table_write could append rows twice (pass resubmit=True to allow)" in str(ei.value)
+    assert (run.state, run.attempts, run.workers[0]) == ("SUCCEEDED", 2, state["killed"])
+    got = rows(lane.table_store, "appended", "block")
+    assert [r[0] for r in got] == list(range(0, 120))  # the lost run's appends were replaced call by call: every block once
