@@ -87,6 +87,8 @@ describe("exactly once under gray faults", () => {
     await dropped;
     expect(w1.relay.dropped).toBe(1);
     if (code !== 0) throw new Error(`blockx submit exited ${code}\n${stdout}\n${stderr}`);
+    // The CLI followed the Worker it had sent the task to, instead of reserving again.
+    expect(stderr).toContain(`task case-1: ${w1.addr} did not answer once it may have taken the task (UNAVAILABLE); following it there, not submitting it elsewhere`);
     const result = JSON.parse(stdout.trim().split("\n").at(-1)!) as { state: string; attempts: number; workers: string[] };
     expect({ state: result.state, attempts: result.attempts, workers: result.workers }).toEqual({ state: "SUCCEEDED", attempts: 1, workers: [w1.addr] });
     // 30 rows for 30 blocks: the task ran once.

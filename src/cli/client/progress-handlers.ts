@@ -24,6 +24,15 @@ export function progressHandlers(initial: TaskRef | null = null) {
         current = { taskId: e.taskId, workerAddr: e.workerAddr };
         process.stderr.write(attempt === 1 ? `task ${e.taskId} on ${e.workerAddr}\n` : `task ${e.taskId} resubmitted to ${e.workerAddr} (attempt ${attempt})\n`);
       }
+      if (e.kind === "submitUncertain") {
+        current = { taskId: e.taskId, workerAddr: e.workerAddr };
+        process.stderr.write(`task ${e.taskId}: ${e.workerAddr} did not answer once it may have taken the task (${e.code}); following it there, not submitting it elsewhere\n`);
+      }
+      if (e.kind === "attached") {
+        current = { taskId: e.taskId, workerAddr: e.runningOn };
+        process.stderr.write(`task ${e.taskId} is ${e.state === "RUNNING" ? "running" : e.state} on ${e.runningOn} already; following it there\n`);
+      }
+      if (e.kind === "submitNotLanded") process.stderr.write(`task ${e.taskId} never reached ${e.workerAddr}; submitting it again\n`);
       if (e.kind === "workerLost") {
         display.finish();
         process.stderr.write(`worker ${e.workerAddr} lost (${e.reason})${e.resubmit ? "; resubmitting" : ""}\n`);
