@@ -54,6 +54,8 @@ export interface PostgresStoreOptions {
 
 /** Postgres type per column kind: integers exact to 78 digits (2^256 − 1), JSON as jsonb. */
 const PG_TYPE: Record<ColumnKind, string> = { INTEGER: "NUMERIC(78,0)", REAL: "DOUBLE PRECISION", TEXT: "TEXT", JSON: "JSONB" };
+/** The server's TCP keepalive on a store connection: probe after 10 s idle, every 5 s, give up after 3 unanswered. */
+export const TCP_KEEPALIVE = { idleS: 10, intervalS: 5, count: 3 } as const;
 /** Postgres takes at most 65535 parameters per statement. */
 const MAX_PARAMS = 60_000;
 /** SQLSTATE classes that mean "not now": connection (08), resources (53), operator intervention and statement timeout (57), system (58), rollback (40: serialization, deadlock). */
@@ -198,7 +200,17 @@ export class PostgresTableStore implements TableStore {
       max: o.poolSize,
       connectionTimeout: Math.max(1, Math.ceil(o.connectTimeoutMs / 1000)),
       idleTimeout: 60,
-      connection: { statement_timeout: o.statementTimeoutMs, idle_in_transaction_session_timeout: o.idleInTransactionTimeoutMs, application_name: "blockx" },
+      // TCP keepalive on the server's side of each connection (Bun's client exposes no socket option):
+      // a Worker that vanished (a dead host, a cut link) has its session ended and its locks freed
+      // within about 25 s; a connection silent towards the Worker is ended by the Worker's deadline.
+      connection: {
+        statement_timeout: o.statementTimeoutMs,
+        idle_in_transaction_session_timeout: o.idleInTransactionTimeoutMs,
+        application_name: "blockx",
+        tcp_keepalives_idle: TCP_KEEPALIVE.idleS,
+        tcp_keepalives_interval: TCP_KEEPALIVE.intervalS,
+        tcp_keepalives_count: TCP_KEEPALIVE.count,
+      },
       ...(tls ? { tls } : o.tls ? { tls: o.tls as "disable" | "prefer" | "require" | "verify-ca" | "verify-full" } : {}),
     });
   }

@@ -361,6 +361,18 @@ for (const kind of KINDS) describe(`table store contract: ${kind.name}`, () => {
   });
 });
 
+describe("Postgres: connections", () => {
+  test("TCP keepalive is on for every connection of the store (the server probes a silent Worker and ends its session)", async () => {
+    const url = await freshDatabase();
+    const s = new PostgresTableStore(pgOptions(url));
+    open.push(s);
+    await s.check();
+    const sql = (s as unknown as { sql: import("bun").SQL }).sql;
+    const got = (await sql.unsafe(`SELECT current_setting('tcp_keepalives_idle') AS idle, current_setting('tcp_keepalives_interval') AS every, current_setting('tcp_keepalives_count') AS count`)) as { idle: string; every: string; count: string }[];
+    expect(got[0]).toEqual({ idle: "10", every: "5", count: "3" });
+  });
+});
+
 describe("Postgres: a Worker frozen inside a write transaction", () => {
   test("the server ends its session after the idle-in-transaction timeout, so another host's write to that table waits for it, then lands (not a STORE_UNAVAILABLE at the statement timeout)", async () => {
     const url = await freshDatabase();
