@@ -1,6 +1,9 @@
-import type { FaultEvent, FaultKind } from "./fault-schedule";
+import { Database } from "bun:sqlite";
+import { readRegisteredWorkers } from "../../src/sdk/worker-registry";
+import type { FaultEvent, FaultKind, Thresholds } from "./fault-schedule";
 import { childPids } from "../support/proc-scan";
 import type { Member, SoakCluster } from "./soak-cluster";
+import type { SdkEvents } from "./sdk-events";
 
 /** What one injection did: `effective` is false when it hit nothing (no executor to kill, a process already gone). */
 export interface FaultEffect {
@@ -63,12 +66,19 @@ class ExecutorKill implements Fault {
   }
 }
 
-/** A Worker stops answering (SIGSTOP: a hung process that keeps its sockets), then resumes (SIGCONT). */
-class WorkerHang implements Fault {
-  readonly kind = "workerHang";
+/**
+ * A Worker stops (SIGSTOP: a hung process, or a paused VM, that keeps its sockets), then resumes
+ * (SIGCONT). `workerHang` for 2-8 s; `pauseLease` past its lease (etcd's and the table store's: it
+ * comes back with its runs over, STALE_RUN); `pauseStatement` past the store's statement timeout
+ * but within the lease (a transaction it held open is ended by the server; its own store calls
+ * meet their deadlines the moment it resumes).
+ */
+class WorkerPause implements Fault {
   constructor(
+    readonly kind: "workerHang" | "pauseLease" | "pauseStatement",
     private readonly c: SoakCluster,
     private readonly target: WorkerTarget,
+    private readonly t: Thresholds,
   ) {}
   async inject(e: FaultEvent): Promise<FaultEffect> {
     const w = this.c.workers[this.target(e.target)]!;
@@ -80,7 +90,178 @@ class WorkerHang implements Fault {
     } finally {
       process.kill(pid, "SIGCONT");
     }
-    return { what: `${w.name} hung for ${e.durationMs} ms`, effective: true };
+    const past = this.kind === "pauseLease" ? ` (lease ${this.t.leaseMs} ms)` : this.kind === "pauseStatement" ? ` (statement timeout ${this.t.statementMs} ms, lease ${this.t.leaseMs} ms)` : "";
+    return { what: `${w.name} ${this.kind === "workerHang" ? "hung" : "paused"} for ${e.durationMs} ms${past}`, effective: true };
+  }
+}
+
+/**
+ * A Worker's link is partitioned (nothing passes either way; TCP delivers it all at the heal):
+ * `etcdPartition` from etcd past its lease, while it still reaches its clients and the store (its
+ * registration expires and the Coordinators drop it, its runs go on); `clientPartition` from its
+ * clients and the Coordinators past the SDK's lost-after time (they resubmit its tasks elsewhere
+ * while it goes on writing: its late commits must be refused).
+ */
+class LinkPartition implements Fault {
+  constructor(
+    readonly kind: "etcdPartition" | "clientPartition",
+    private readonly c: SoakCluster,
+    private readonly target: WorkerTarget,
+    private readonly sdk: SdkEvents,
+    private readonly t: Thresholds,
+  ) {}
+  async inject(e: FaultEvent): Promise<FaultEffect> {
+    const w = this.c.workers[this.target(e.target)]!;
+    if (w.pid === undefined || !w.links) return { what: `${w.name} not running`, effective: false };
+    const relay = this.kind === "etcdPartition" ? w.links.etcd : w.links.clients;
+    const since = performance.now();
+    relay.partition();
+    let evidence = "";
+    try {
+      if (this.kind === "etcdPartition") {
+        // Past the lease, the Coordinators must no longer see it.
+        await Bun.sleep(Math.min(e.durationMs - 200, this.t.leaseMs + 700));
+        const registered = await readRegisteredWorkers(this.c.clientConfig()).then((ws) => ws.some((r) => r.addr === w.addr), () => undefined);
+        evidence = registered === undefined ? ", registry not read" : registered ? ", still registered past its lease" : ", its registration expired";
+        await Bun.sleep(Math.max(0, e.durationMs - (performance.now() - since)));
+      } else {
+        await Bun.sleep(e.durationMs);
+        evidence = `, ${this.sdk.count("workerLost", { addr: w.addr, sinceMs: since })} runs of it given up by the SDK`;
+      }
+    } finally {
+      relay.heal();
+    }
+    const what = this.kind === "etcdPartition" ? `cut off from etcd for ${e.durationMs} ms (lease ${this.t.leaseMs} ms)` : `cut off from its clients for ${e.durationMs} ms (lost after ${this.t.lostAfterMs} ms)`;
+    return { what: `${w.name} ${what}${evidence}`, effective: true };
+  }
+}
+
+/**
+ * The table store stops answering. Postgres: one Worker's connections go silent (the relay closes
+ * the server side and leaves the Worker's open, hearing nothing: a hard primary loss), and new ones
+ * are accepted and never answered, for the duration; then new connections pass again (the silent
+ * ones stay silent: the Worker's own deadlines must give up on them). SQLite: the shared file's
+ * write lock is held by another process for the duration (every Worker's writes and lease renewals
+ * wait, then fail after the busy timeout).
+ */
+class StoreSilent implements Fault {
+  readonly kind = "storeSilent";
+  constructor(
+    private readonly c: SoakCluster,
+    private readonly t: Thresholds,
+  ) {}
+  async inject(e: FaultEvent): Promise<FaultEffect> {
+    const w = this.c.workers[e.target]!;
+    const relay = w.links?.store;
+    if (relay) {
+      if (w.pid === undefined) return { what: `${w.name} not running`, effective: false };
+      relay.blackhole();
+      await Bun.sleep(e.durationMs);
+      relay.heal();
+      return { what: `${w.name}'s Postgres connections silent for ${e.durationMs} ms (it gives up on a call after ${this.t.deadlineMs} ms)`, effective: true };
+    }
+    const held = await holdWriteLock(this.c.tableStore, e.durationMs);
+    return { what: held ? `the SQLite file's write lock held by another process for ${e.durationMs} ms (busy timeout ${this.t.statementMs} ms)` : "the SQLite file's write lock could not be taken", effective: held };
+  }
+}
+
+/** holdWriteLock takes the SQLite file's write lock (tried for 2 s) and holds it for `ms`. */
+async function holdWriteLock(path: string, ms: number): Promise<boolean> {
+  const db = new Database(path);
+  try {
+    db.exec("PRAGMA busy_timeout = 0");
+    const until = performance.now() + 2_000;
+    for (;;) {
+      try {
+        db.exec("BEGIN IMMEDIATE");
+        break;
+      } catch {
+        if (performance.now() > until) return false;
+        await Bun.sleep(10);
+      }
+    }
+    await Bun.sleep(ms);
+    db.exec("ROLLBACK");
+    return true;
+  } finally {
+    db.close();
+  }
+}
+
+/** One Worker's Postgres connections are reset, and new ones refused, for the duration (a severed link). */
+class StoreSevered implements Fault {
+  readonly kind = "storeSevered";
+  constructor(private readonly c: SoakCluster) {}
+  async inject(e: FaultEvent): Promise<FaultEffect> {
+    const w = this.c.workers[e.target]!;
+    const relay = w.links?.store;
+    if (!relay || w.pid === undefined) return { what: `${w.name} ${relay ? "not running" : "has no store connection (SQLite)"}`, effective: false };
+    const open = relay.connections;
+    relay.refuse();
+    relay.cut();
+    await Bun.sleep(e.durationMs);
+    relay.heal();
+    return { what: `${w.name}'s ${open} Postgres connections reset, new ones refused for ${e.durationMs} ms`, effective: open > 0 };
+  }
+}
+
+/**
+ * The answer to the next SubmitTask (or SubmitTasks) a Worker receives is lost after the request
+ * arrived whole, and the connection is reset: the Worker accepted the task, the client does not
+ * know. Every Worker's client relay is armed; the first matching request fires one and the others
+ * are disarmed. The relays see sizes only (TLS): the soak pads its single submissions and its
+ * batches to sizes no other request reaches (see SUBMIT_BYTES).
+ */
+class SubmitAnswerLost implements Fault {
+  constructor(
+    readonly kind: "submitAnswerLost" | "submitTasksAnswerLost",
+    private readonly c: SoakCluster,
+    private readonly sdk: SdkEvents,
+  ) {}
+  async inject(e: FaultEvent): Promise<FaultEffect> {
+    const relays = this.c.workers.flatMap((w) => (w.links ? [{ w, r: w.links.clients }] : []));
+    const size = this.kind === "submitAnswerLost" ? { minBytes: SUBMIT_BYTES.single, maxBytes: SUBMIT_BYTES.batchFrom } : { minBytes: SUBMIT_BYTES.batchFrom };
+    const since = performance.now();
+    const fired = relays.map(({ w, r }) => r.dropAnswerAfterRequest({ ...size, resetAfterMs: 500 }).then((f) => (f ? w : undefined)));
+    const timer = setTimeout(() => relays.forEach(({ r }) => r.disarm()), e.durationMs);
+    const hit = await Promise.race([Promise.all(fired).then(() => undefined), ...fired.map((p) => p.then((w) => w ?? new Promise<never>(() => {})))]);
+    clearTimeout(timer);
+    relays.forEach(({ r }) => r.disarm());
+    if (!hit) return { what: `no ${this.kind === "submitAnswerLost" ? "SubmitTask" : "SubmitTasks"} within ${e.durationMs} ms`, effective: false };
+    await Bun.sleep(1_000); // the client hears the reset, and says what it made of it
+    const path = this.kind === "submitAnswerLost" ? "single" : "batch";
+    const uncertain = this.sdk.count("submitUncertain", { addr: hit.addr, sinceMs: since, path });
+    return { what: `${this.kind === "submitAnswerLost" ? "a SubmitTask" : "a SubmitTasks"} answer of ${hit.name} lost after ${Math.round(performance.now() - since - 1_000)} ms; the SDK followed ${uncertain} tasks there as uncertain`, effective: true };
+  }
+}
+
+/**
+ * SUBMIT_BYTES: request sizes the lost-answer faults aim at. The soak pads a single task's source
+ * so that a SubmitTask is `single`..`batchFrom` bytes, and a batch's so that a SubmitTasks of two
+ * or more tasks is at least `batchFrom` (a batch task submitted alone later stays below it... unless
+ * its own padding reaches it: see soak-run's BATCH_PAD_BYTES). No other request of the soak comes
+ * near either.
+ */
+export const SUBMIT_BYTES = { single: 5_000, batchFrom: 20_000 } as const;
+
+/**
+ * Two faults at once (from PAIRABLE_KINDS), started together; effective when both were. The first
+ * hits the Worker a Worker fault would; the second another one (two faults on one process would
+ * mostly hide each other: a paused Worker cannot also be killed).
+ */
+class TwoAtOnce implements Fault {
+  readonly kind = "twoAtOnce";
+  constructor(
+    private readonly workers: number,
+    private readonly target: WorkerTarget,
+    private readonly faultsWith: (target: WorkerTarget) => Record<FaultKind, Fault>,
+  ) {}
+  async inject(e: FaultEvent): Promise<FaultEffect> {
+    const [a, b] = e.pair!;
+    const first = this.target(a.target);
+    const second = b.target === first ? (b.target + 1) % this.workers : b.target;
+    const [ra, rb] = await Promise.all([this.faultsWith(() => first)[a.kind].inject(a), this.faultsWith(() => second)[b.kind].inject(b)]);
+    return { what: `${a.kind}: ${ra.what} + ${b.kind}: ${rb.what}`, effective: ra.effective && rb.effective };
   }
 }
 
@@ -113,13 +294,22 @@ class BackendDegrade implements Fault {
   }
 }
 
-export function faultsFor(c: SoakCluster, workerTarget: WorkerTarget): Record<FaultKind, Fault> {
+export function faultsFor(c: SoakCluster, workerTarget: WorkerTarget, sdk: SdkEvents, t: Thresholds): Record<FaultKind, Fault> {
   return {
     workerKill: new ProcessCrash("workerKill", c.workers, workerTarget),
     executorKill: new ExecutorKill(c, workerTarget),
-    workerHang: new WorkerHang(c, workerTarget),
+    workerHang: new WorkerPause("workerHang", c, workerTarget, t),
     etcdRestart: new EtcdRestart(c),
     coordinatorRestart: new ProcessCrash("coordinatorRestart", c.coordinators),
     backendDegrade: new BackendDegrade(c),
+    etcdPartition: new LinkPartition("etcdPartition", c, workerTarget, sdk, t),
+    clientPartition: new LinkPartition("clientPartition", c, workerTarget, sdk, t),
+    storeSilent: new StoreSilent(c, t),
+    storeSevered: new StoreSevered(c),
+    submitAnswerLost: new SubmitAnswerLost("submitAnswerLost", c, sdk),
+    submitTasksAnswerLost: new SubmitAnswerLost("submitTasksAnswerLost", c, sdk),
+    pauseLease: new WorkerPause("pauseLease", c, workerTarget, t),
+    pauseStatement: new WorkerPause("pauseStatement", c, workerTarget, t),
+    twoAtOnce: new TwoAtOnce(c.workers.length, workerTarget, (target) => faultsFor(c, target, sdk, t)),
   };
 }

@@ -1,9 +1,10 @@
 /**
  * `make soak SEED=n MINUTES=m [BASELINE_SECONDS=60] [STORE=sqlite|postgres]`: the long soak, after
- * a fault-free baseline on the same cluster. STORE=postgres runs every Worker as a host of its own
- * writing one Postgres (a private server started for the soak). Prints the fault log as it goes, then the
- * report; writes every task's outcome to soak-report-<seed>.json; exits 1 on any missing or
- * duplicated row or any task that never succeeded.
+ * a fault-free baseline on the same cluster. Every Worker is a host of its own on the network (TCP
+ * fault relays to its clients, etcd and, with STORE=postgres, Postgres: a private server started for
+ * the soak). Prints the fault log as it goes, then the report; writes every task's outcome to
+ * soak-report-<store>-<seed>.json; exits 1 on any missing, duplicated or stale row or any task that
+ * never succeeded.
  */
 import { writeFileSync } from "node:fs";
 import { formatReport, runSoak } from "./soak-run";

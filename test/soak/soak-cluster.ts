@@ -3,30 +3,70 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadClientConfig, type ClientConfig } from "../../src/sdk/client-config";
 import type { PrivatePostgres } from "../../src/common/tables/private-postgres";
-import { BlockxProcess } from "../support/blockx-process";
+import { BlockxProcess, type LogLine } from "../support/blockx-process";
 import { EtcdProcess } from "../support/etcd";
+import { FaultRelay } from "../support/fault-relay";
+import type { Thresholds } from "./fault-schedule";
 import { freshDatabase, startPostgres } from "../support/postgres";
 import { freePort } from "../support/ports";
 import { randomLanePrefix } from "../support/worker-double";
 import { suiteEnv } from "../support/suite-tls";
 
 /**
+ * The soak cluster's thresholds, low so that short faults cross them: a Worker's lease (its etcd
+ * registration and its table-store epoch, HEARTBEAT_LEASE_TTL_S) 4 s; the SDK gives up on a silent
+ * Worker after 3 s; the store's statement timeout 2 s, and a Worker gives up on a silent store call
+ * 1 s after that (TABLE_STORE_DEADLINE_MARGIN_MS).
+ */
+export const SOAK_THRESHOLDS: Thresholds = { leaseMs: 4_000, lostAfterMs: 3_000, statementMs: 2_000, deadlineMs: 3_000 };
+
+/** The Worker variables that set SOAK_THRESHOLDS (and the idle-in-transaction bound below the statement timeout). */
+const THRESHOLD_ENV: Record<string, string> = {
+  HEARTBEAT_LEASE_TTL_S: String(SOAK_THRESHOLDS.leaseMs / 1000),
+  TABLE_STORE_STATEMENT_TIMEOUT_MS: String(SOAK_THRESHOLDS.statementMs),
+  TABLE_STORE_IDLE_IN_TRANSACTION_TIMEOUT_MS: String(SOAK_THRESHOLDS.statementMs - 500),
+  TABLE_STORE_DEADLINE_MARGIN_MS: String(SOAK_THRESHOLDS.deadlineMs - SOAK_THRESHOLDS.statementMs),
+  TABLE_STORE_RECONNECT_MAX_MS: "1000",
+};
+
+/**
+ * Links: how a Worker host reaches the rest, each a TCP fault relay (test/support/fault-relay.ts)
+ * the fault driver can partition, blackhole, sever or make lose an answer: `clients` carries its
+ * clients' and the Coordinators' calls (the Worker advertises the relay's address), `etcd` its
+ * registry, `store` its Postgres connections (none with SQLite: a file on its own host).
+ */
+export interface Links {
+  readonly clients: FaultRelay;
+  readonly etcd: FaultRelay;
+  readonly store: FaultRelay | undefined;
+}
+
+/**
  * Member: one restartable process of the cluster. It keeps its address (the same port after a
- * restart) and remembers every pid it had, so the RSS sampler can report each incarnation.
+ * restart) and remembers every pid it had, so the RSS sampler can report each incarnation. A
+ * Worker is reached through its links (`addr` is its client relay's).
  */
 export class Member {
   proc: BlockxProcess | undefined;
   restarts = 0;
+  /** Log lines of the incarnations killed so far (the soak's report counts what every incarnation logged). */
+  readonly earlierLines: LogLine[][] = [];
 
   constructor(
     readonly name: string,
     readonly role: string,
     readonly port: number,
     private readonly env: Record<string, string>,
+    readonly links?: Links,
   ) {}
 
   get addr(): string {
-    return `127.0.0.1:${this.port}`;
+    return this.links ? this.links.clients.addr : `127.0.0.1:${this.port}`;
+  }
+
+  /** Every log line of every incarnation, oldest first. */
+  allLines(): LogLine[] {
+    return [...this.earlierLines.flat(), ...(this.proc?.lines ?? [])];
   }
 
   get pid(): number | undefined {
@@ -44,7 +84,10 @@ export class Member {
   async kill(): Promise<void> {
     const p = this.proc;
     this.proc = undefined;
-    if (p) await p.stop("SIGKILL");
+    if (p) {
+      await p.stop("SIGKILL");
+      this.earlierLines.push(p.lines);
+    }
   }
 
   async restart(): Promise<void> {
@@ -86,6 +129,8 @@ export class SoakCluster {
   readonly prefix = randomLanePrefix("block");
   readonly workers: Member[] = [];
   readonly coordinators: Member[] = [];
+  /** Every Worker's links, closed with the cluster. */
+  private readonly relays: FaultRelay[] = [];
 
   private constructor(readonly etcd: EtcdProcess) {
     Bun.spawnSync(["chmod", "755", this.dir]);
@@ -99,21 +144,32 @@ export class SoakCluster {
       const common = { ETCD_ENDPOINTS: c.etcd.endpoint, BLOCKX_LOG_LEVEL: "info" };
       for (let i = 0; i < o.workers; i++) {
         const port = await freePort();
-        const store = o.store === "postgres" ? c.hostFolders(`host-${i + 1}`) : { TABLE_STORE_PATH: c.tableStore };
+        // Every Worker a host of its own on the network: its clients, etcd and Postgres reached through relays.
+        const links = await c.linksFor(port, o.store);
+        const store = o.store === "postgres" ? c.hostFolders(`host-${i + 1}`, links.store!) : { TABLE_STORE_PATH: c.tableStore };
         c.workers.push(
-          new Member(`worker-${i + 1}`, "worker", port, {
-            ...common,
-            WORKER_LISTEN: `127.0.0.1:${port}`,
-            WORKER_REGISTRY_PREFIX: c.prefix,
-            EXECUTOR_COUNT: String(o.executorsPerWorker),
-            TASK_SLOTS: String(o.taskSlots),
-            ...store,
-            LOCALTESTSERVICE_FAULTS_FILE: c.faultsPath,
-            // Backend errors and killed executors are retried by the Worker; a few more tries than
-            // the default ride out a degraded backend without failing the whole task.
-            CALL_MAX_ATTEMPTS: "8",
-            ...o.workerEnv,
-          }),
+          new Member(
+            `worker-${i + 1}`,
+            "worker",
+            port,
+            {
+              ...common,
+              ETCD_ENDPOINTS: links.etcd.addr,
+              WORKER_LISTEN: `127.0.0.1:${port}`,
+              WORKER_ADVERTISE_ADDR: links.clients.addr,
+              WORKER_REGISTRY_PREFIX: c.prefix,
+              EXECUTOR_COUNT: String(o.executorsPerWorker),
+              TASK_SLOTS: String(o.taskSlots),
+              ...store,
+              ...THRESHOLD_ENV,
+              LOCALTESTSERVICE_FAULTS_FILE: c.faultsPath,
+              // Backend errors and killed executors are retried by the Worker; a few more tries than
+              // the default ride out a degraded backend without failing the whole task.
+              CALL_MAX_ATTEMPTS: "8",
+              ...o.workerEnv,
+            },
+            links,
+          ),
         );
       }
       for (let i = 0; i < o.coordinators; i++) {
@@ -145,17 +201,30 @@ export class SoakCluster {
     return this.postgres.createDatabase("soak");
   }
 
+  /** linksFor: a Worker's relays (to it, from it to etcd, and to Postgres), kept across its restarts. */
+  private async linksFor(port: number, store: SoakStore): Promise<Links> {
+    const pg = store === "postgres" ? new URL(this.tableStore) : undefined;
+    const links: Links = {
+      clients: await FaultRelay.start(`127.0.0.1:${port}`),
+      etcd: await FaultRelay.start(this.etcd.endpoint),
+      store: pg ? await FaultRelay.start(`${pg.hostname}:${pg.port}`) : undefined,
+    };
+    this.relays.push(...[links.clients, links.etcd, links.store].filter((r): r is FaultRelay => r !== undefined));
+    return links;
+  }
+
   /**
    * hostFolders: a Worker's environment as if it ran on a host of its own: its state (an unused
    * SQLite path), cache, functions and temporary folders under <dir>/<host>, and the shared
-   * Postgres as its table store. The soak's functions are inline: they travel with each task.
+   * Postgres as its table store, reached through the host's store relay. The soak's functions are
+   * inline: they travel with each task.
    */
-  private hostFolders(host: string): Record<string, string> {
+  private hostFolders(host: string, storeRelay: FaultRelay): Record<string, string> {
     const home = join(this.dir, host);
     for (const d of ["state", "cache", "functions", "tmp"]) mkdirSync(join(home, d), { recursive: true, mode: 0o755 });
     Bun.spawnSync(["chmod", "-R", "755", home]); // executors may run as another user
     return {
-      TABLE_STORE_URL: this.tableStore,
+      TABLE_STORE_URL: viaRelay(this.tableStore, storeRelay),
       TABLE_STORE_PATH: join(home, "state", "unused.sqlite"),
       BLOCKX_CACHE_DIR: join(home, "cache"),
       FUNCTIONS_DIR: join(home, "functions"),
@@ -177,7 +246,7 @@ export class SoakCluster {
       BLOCKX_COORDINATOR_ADDRS: this.coordinators.map((m) => m.addr).join(","),
       ETCD_ENDPOINTS: this.etcd.endpoint,
       ...(this.tableStore.startsWith("postgres") ? { TABLE_STORE_URL: this.tableStore } : { TABLE_STORE_PATH: this.tableStore }),
-      BLOCKX_WORKER_LOST_AFTER_MS: "3000",
+      BLOCKX_WORKER_LOST_AFTER_MS: String(SOAK_THRESHOLDS.lostAfterMs),
       BLOCKX_RPC_TIMEOUT_MS: "5000",
       BLOCKX_MAX_ATTEMPTS: "20",
     });
@@ -185,8 +254,17 @@ export class SoakCluster {
 
   async stop(): Promise<void> {
     await Promise.all([...this.workers, ...this.coordinators].map((m) => m.kill()));
+    await Promise.all(this.relays.map((r) => r.close()));
     await this.etcd.destroy();
     await this.postgres?.destroy();
     rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/** viaRelay: a Postgres URL with its host and port replaced by the relay's. */
+function viaRelay(url: string, relay: FaultRelay): string {
+  const u = new URL(url);
+  u.hostname = "127.0.0.1";
+  u.port = String(relay.port);
+  return u.toString();
 }

@@ -1,13 +1,14 @@
 import { FunctionCallConfig, Task } from "../../src/gen/worker/v1/worker";
-import { BlockxClient, type RunResult } from "../../src/sdk/blockx-client";
+import { BlockxClient, type ClientEvent, type RunResult } from "../../src/sdk/blockx-client";
 import { BlockxError } from "../../src/sdk/sdk-error";
 import { checkPassed, checkTables, SOAK_CHAIN, type CheckResult } from "./checker";
-import { countByKind, faultSchedule, type FaultEvent, type FaultKind } from "./fault-schedule";
+import { countByKind, faultSchedule, kindsFor, type FaultEvent, type FaultKind, type Thresholds } from "./fault-schedule";
 import { faultsFor } from "./faults";
 import { RssSampler } from "./rss-sampler";
 import { childPids } from "../support/proc-scan";
-import { SoakCluster, type SoakStore } from "./soak-cluster";
-import { BLOCK_STATS, ERC20_TRANSFERS, type SoakTable } from "./soak-functions";
+import { SdkEvents } from "./sdk-events";
+import { SOAK_THRESHOLDS, SoakCluster, type SoakStore } from "./soak-cluster";
+import { BLOCK_STATS, BUNDLE_STATS, ERC20_TRANSFERS, NORMAL_STATS, padded, tableNamed, type SoakTable } from "./soak-functions";
 
 export interface SoakOptions {
   readonly seed: number;
@@ -33,12 +34,16 @@ export interface SoakOptions {
   readonly log?: (line: string) => void;
 }
 
-/** TaskOutcome: how one task of the backfill ended and what it took. */
+/** TaskOutcome: how one range of the backfill ended and what it took. */
 export interface TaskOutcome {
   readonly taskId: string;
   readonly table: string;
   readonly fromBlock: number;
   readonly toBlock: number;
+  /** Every task id the harness ran this range under, in order (a rerun after FAILED takes a new id). */
+  readonly taskIds: string[];
+  /** Submitted first in a batch (runTasks: ReserveWorkerSlots, SubmitTasks), not by runTask. */
+  readonly batched: boolean;
   succeeded: boolean;
   /** Runs started by the harness (1 + reruns after FAILED or an SDK error). */
   runs: number;
@@ -57,19 +62,30 @@ export interface TaskOutcome {
  * The failures a rerun may follow: what the injected faults can cause once the Worker's own retries
  * and the SDK's resubmissions are used up. Anything else (a user error, a row mismatch, INTERNAL, a
  * TIMED_OUT or CANCELLED task, the harness's own deadline) is a bug, and fails the soak.
+ * STORE_UNAVAILABLE: the store faults outlasting a call's retries. STALE_RUN: the run the client
+ * followed was fenced off (its Worker was paused or cut off from the store past its lease).
  */
 export const RERUN_MAY_FOLLOW = {
   /** A FAILED task's first failing call. */
-  callCodes: new Set(["EXECUTOR_CRASHED", "EXECUTOR_HUNG", "OOM_KILLED", "POOL_CLOSED", "BACKEND_RETRYABLE"]),
+  callCodes: new Set(["EXECUTOR_CRASHED", "EXECUTOR_HUNG", "OOM_KILLED", "POOL_CLOSED", "BACKEND_RETRYABLE", "STORE_UNAVAILABLE", "STALE_RUN"]),
   /** BlockxError codes from the SDK. */
   sdkCodes: new Set(["UNREACHABLE", "NO_CAPACITY", "WORKER_LOST"]),
 } as const;
 
-function newOutcome(taskId: string, table: string, fromBlock: number, toBlock: number): TaskOutcome {
-  return { taskId, table, fromBlock, toBlock, succeeded: false, runs: 0, resubmissions: 0, workers: [], failures: [], disallowed: [] };
-}
+/**
+ * Source sizes (the function padded with a comment): a SubmitTask of one soak task is between
+ * SUBMIT_BYTES.single and SUBMIT_BYTES.batchFrom, a SubmitTasks of two batch tasks or more is past
+ * batchFrom; the lost-answer faults aim at those sizes (the relays cannot read TLS).
+ */
+export const SINGLE_PAD_BYTES = 7_000;
+export const BATCH_PAD_BYTES = 12_000;
+/** Every BATCH_EVERY-th step of a lane submits a batch of BATCH_SIZE fresh ranges through runTasks. */
+const BATCH_EVERY = 4;
+const BATCH_SIZE = 3;
 
-const tableOf = (name: string): SoakTable => (name === ERC20_TRANSFERS.table ? ERC20_TRANSFERS : BLOCK_STATS);
+function newOutcome(taskId: string, table: string, fromBlock: number, toBlock: number, batched = false): TaskOutcome {
+  return { taskId, table, fromBlock, toBlock, taskIds: [], batched, succeeded: false, runs: 0, resubmissions: 0, workers: [], failures: [], disallowed: [] };
+}
 
 export interface InjectedFault {
   readonly event: FaultEvent;
@@ -79,9 +95,28 @@ export interface InjectedFault {
   readonly effective: boolean;
 }
 
+/** What the client and the Workers did about the faults: counted from the SDK's events and the Workers' logs. */
+export interface SoakEvidence {
+  /** Runs the SDK gave up on (a lost Worker) and resubmitted, fencing them off. */
+  readonly workersLost: number;
+  /** SubmitTask / SubmitTasks failures after sending, followed on that Worker as uncertain. */
+  readonly uncertainSubmits: { readonly single: number; readonly batch: number };
+  /** Submissions a Worker refused naming the Worker whose run is current, followed there. */
+  readonly attached: number;
+  /** Uncertain submissions that had not landed (submitted again, plainly). */
+  readonly notLanded: number;
+  /** Runs that ended FAILED with STALE_RUN as the client saw them, by what the Worker said. */
+  readonly staleRunFailures: { readonly leaseExpired: number; readonly superseded: number; readonly laterRows: number };
+  /** Worker log lines: epochs lost (a lease expired), table store found unreachable, silent Postgres pools replaced. */
+  readonly epochsLost: number;
+  readonly storeUnreachable: number;
+  readonly poolsReplaced: number;
+}
+
 export interface SoakReport {
   readonly seed: number;
   readonly store: SoakStore;
+  readonly thresholds: Thresholds;
   readonly wallSeconds: number;
   readonly backfillSeconds: number;
   readonly faults: InjectedFault[];
@@ -99,22 +134,26 @@ export interface SoakReport {
   readonly resubmissions: number;
   /** Succeeded reruns of ranges already written (the replace path under faults). */
   readonly rewrites: number;
+  readonly evidence: SoakEvidence;
   readonly passed: boolean;
 }
 
-function taskFor(taskId: string, table: SoakTable, fromBlock: number, toBlock: number): Task {
+/** taskFor: the task of one range of a soak table, its source padded to `padBytes`. */
+function taskFor(taskId: string, table: SoakTable, fromBlock: number, toBlock: number, padBytes: number): Task {
+  const range = { chain: SOAK_CHAIN, fromBlock, toBlock };
   return Task.fromPartial({
     taskId,
     functionCallConfig: FunctionCallConfig.fromPartial({
-      function: { source: table.source, entry: "main" },
-      config: { $case: "blockTable", blockTable: { chain: SOAK_CHAIN, fromBlock, toBlock } },
+      function: { source: padded(table.source, padBytes), entry: "main" },
+      config: table.kind === "bundle" ? { $case: "blockBundle", blockBundle: { ...range, bundleSize: table.bundleSize! } } : { $case: "blockTable", blockTable: range },
     }),
-    outputs: [{ handler: { $case: "blockTableWrite", blockTableWrite: { table: table.table } } }],
+    outputs: [table.kind === "normal" ? { handler: { $case: "normalTableWrite", normalTableWrite: { table: table.table } } } : { handler: { $case: "blockTableWrite", blockTableWrite: { table: table.table } } }],
   });
 }
 
+/** failureOf: why a run did not succeed: its first failing call's error, else the task's own (a run ended as a whole: STALE_RUN after its lease). */
 function failureOf(run: RunResult): { text: string; allowed: boolean } {
-  const e = run.result.firstError;
+  const e = run.result.firstError ?? run.result.snapshot?.error;
   const allowed = run.state === "FAILED" && e !== undefined && RERUN_MAY_FOLLOW.callCodes.has(e.code);
   return { text: `${run.state}${e ? `: ${e.code}: ${e.message}` : ""}`, allowed };
 }
@@ -134,94 +173,146 @@ function busiestWorker(cluster: SoakCluster, runningOn: ReadonlyMap<string, stri
   return counts[seeded] === most ? seeded : counts.indexOf(most);
 }
 
+/** The soak's tables in the order fresh ranges take them: one row per block, many per block, bundles, a normal table. */
+const TABLE_CYCLE: readonly SoakTable[] = [BLOCK_STATS, ERC20_TRANSFERS, BUNDLE_STATS, NORMAL_STATS];
+
 /**
- * runSoak starts the cluster, backfills consecutive ranges of the local test chain through the
- * SDK (alternating a one-row-per-block table and a many-rows-per-block table) while the seeded
- * fault schedule runs, lets in-flight tasks finish, then checks every row from the table store.
+ * runSoak starts the cluster (every Worker a host of its own behind its links), backfills
+ * consecutive ranges of the local test chain through the SDK into block, bundle and normal tables
+ * (runTask, and batches through runTasks) while the seeded fault schedule runs, lets in-flight
+ * tasks finish, then checks every row from the table store, and which run wrote it.
  */
 export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   const log = o.log ?? (() => {});
+  const store = o.store ?? "sqlite";
+  const thresholds = SOAK_THRESHOLDS;
   const blocksPerTask = o.blocksPerTask ?? 100;
   const firstBlock = o.firstBlock ?? 15_000_000;
   const maxRuns = o.maxRunsPerTask ?? 10;
   const started = performance.now();
-  const cluster = await SoakCluster.start({ store: o.store ?? "sqlite", workers: o.workers ?? 3, coordinators: o.coordinators ?? 2, executorsPerWorker: o.executorsPerWorker ?? 2, taskSlots: 8, workerEnv: o.workerEnv ?? {} });
+  const cluster = await SoakCluster.start({ store, workers: o.workers ?? 3, coordinators: o.coordinators ?? 2, executorsPerWorker: o.executorsPerWorker ?? 2, taskSlots: 8, workerEnv: o.workerEnv ?? {} });
   const client = new BlockxClient(cluster.clientConfig());
+  const sdk = new SdkEvents();
   const sampler = new RssSampler(() => [
     { name: "etcd", pids: cluster.etcd.pid === undefined ? [] : [cluster.etcd.pid] },
     ...[...cluster.coordinators, ...cluster.workers].map((m) => ({ name: m.name, pids: m.pid === undefined ? [] : [m.pid] })),
     ...cluster.workers.map((m) => ({ name: `${m.name} executors (each)`, pids: m.pid === undefined ? [] : childPids(m.pid) })),
-    { name: "soak client (SDK, this process)", pids: [process.pid] },
+    { name: "soak client (SDK and relays, this process)", pids: [process.pid] },
   ]);
   sampler.start();
   try {
-    const schedule = faultSchedule({ seed: o.seed, startMs: 3_000, endMs: o.durationMs, workers: cluster.workers.length, coordinators: cluster.coordinators.length, meanGapMs: 6_000 });
+    const kinds = kindsFor(store);
+    const schedule = faultSchedule({ seed: o.seed, startMs: 3_000, endMs: o.durationMs, workers: cluster.workers.length, coordinators: cluster.coordinators.length, meanGapMs: 6_000, thresholds, store });
     const tasks: TaskOutcome[] = [];
     // Where each run in flight was submitted: Worker faults hit a Worker that is running tasks.
     const runningOn = new Map<string, string>();
+    const staleRunFailures = { leaseExpired: 0, superseded: 0, laterRows: 0 };
     let nextRange = 0;
-    const runOne = async (t: TaskOutcome, table: SoakTable) => {
+    const onEvent = (taskId: string | undefined, batched: boolean) => (e: ClientEvent) => {
+      sdk.record(e, batched);
+      const id = taskId ?? ("taskId" in e ? e.taskId : undefined);
+      if (!id) return;
+      // From the SubmitTask on: a short task's SubmitTask answers only at its end.
+      if (e.kind === "submitting" || e.kind === "submitted") runningOn.set(id, e.workerAddr);
+      if (e.kind === "attached") runningOn.set(id, e.runningOn);
+      if (e.kind === "workerLost") {
+        runningOn.delete(id);
+        log(`task ${id}: Worker ${e.workerAddr} lost (${e.reason}); resubmit: ${e.resubmit}`);
+      }
+    };
+    /** settle records how one run of `t` under `taskId` ended (a RunResult, or what runTask threw). */
+    const settle = (t: TaskOutcome, taskId: string, outcome: { run: RunResult } | { error: unknown }) => {
+      runningOn.delete(taskId);
+      if ("run" in outcome) {
+        const run = outcome.run;
+        t.resubmissions += run.attempts - 1;
+        t.workers.push(...run.workers);
+        if (run.succeeded) {
+          t.succeeded = true;
+          return;
+        }
+        const f = failureOf(run);
+        t.failures.push(f.text);
+        if (!f.allowed) t.disallowed.push(f.text);
+        const e = run.result.firstError ?? run.result.snapshot?.error;
+        if (e?.code === "STALE_RUN") {
+          if (e.message.includes("lease")) staleRunFailures.leaseExpired++;
+          else if (e.message.includes("was resubmitted")) staleRunFailures.superseded++;
+          else staleRunFailures.laterRows++;
+        }
+      } else {
+        const f = sdkFailureOf(outcome.error);
+        t.failures.push(f.text);
+        if (!f.allowed) {
+          t.disallowed.push(f.text);
+          log(whatTheWorkersSaid(cluster, taskId));
+        }
+      }
+      log(`task ${taskId} run ${t.runs} did not succeed: ${t.failures.at(-1)}`);
+    };
+    const nextTaskId = (t: TaskOutcome) => {
+      t.runs++;
+      const taskId = t.runs === 1 ? t.taskId : `${t.taskId}-run${t.runs}`;
+      t.taskIds.push(taskId);
+      return taskId;
+    };
+    /** runOne runs a range (again) through runTask until it succeeds, runs out of runs, or fails for no fault's reason. */
+    const runOne = async (t: TaskOutcome) => {
+      const table = tableNamed(t.table);
       while (!t.succeeded && t.runs < maxRuns && t.disallowed.length === 0) {
-        t.runs++;
-        const taskId = t.runs === 1 ? t.taskId : `${t.taskId}-run${t.runs}`;
+        const taskId = nextTaskId(t);
         try {
-          const run = await client.runTask(taskFor(taskId, table, t.fromBlock, t.toBlock), {
-            timeoutMs: o.runTimeoutMs ?? 120_000,
-            onEvent: (e) => {
-              // From the SubmitTask on: a short task's SubmitTask answers only at its end.
-              if (e.kind === "submitting" || e.kind === "submitted") runningOn.set(taskId, e.workerAddr);
-              if (e.kind === "workerLost") {
-                runningOn.delete(taskId);
-                log(`task ${taskId}: Worker ${e.workerAddr} lost (${e.reason}); resubmit: ${e.resubmit}`);
-              }
-            },
-          });
-          runningOn.delete(taskId);
-          t.resubmissions += run.attempts - 1;
-          t.workers.push(...run.workers);
-          if (run.succeeded) t.succeeded = true;
-          else {
-            const f = failureOf(run);
-            t.failures.push(f.text);
-            if (!f.allowed) t.disallowed.push(f.text);
-          }
+          const run = await client.runTask(taskFor(taskId, table, t.fromBlock, t.toBlock, t.batched ? BATCH_PAD_BYTES : SINGLE_PAD_BYTES), { cluster: "block", timeoutMs: o.runTimeoutMs ?? 120_000, onEvent: onEvent(taskId, t.batched) });
+          settle(t, taskId, { run });
         } catch (e) {
-          runningOn.delete(taskId);
-          const f = sdkFailureOf(e);
-          t.failures.push(f.text);
-          if (!f.allowed) {
-            t.disallowed.push(f.text);
-            log(whatTheWorkersSaid(cluster, taskId));
-          }
+          settle(t, taskId, { error: e });
           await Bun.sleep(1_000);
         }
-        if (!t.succeeded) log(`task ${taskId} run ${t.runs} did not succeed: ${t.failures.at(-1)}`);
       }
+    };
+    /** runBatch runs fresh ranges' first runs in one runTasks (ReserveWorkerSlots, SubmitTasks), then any rerun alone. */
+    const runBatch = async (ts: TaskOutcome[]) => {
+      const ids = ts.map(nextTaskId);
+      const entries = await client.runTasks(
+        ts.map((t, i) => taskFor(ids[i]!, tableNamed(t.table), t.fromBlock, t.toBlock, BATCH_PAD_BYTES)),
+        { cluster: "block", concurrency: ts.length, batchSize: ts.length, timeoutMs: o.runTimeoutMs ?? 120_000, onEvent: onEvent(undefined, true) },
+      );
+      entries.forEach((e, i) => settle(ts[i]!, ids[i]!, e.ok ? { run: e.run } : { error: e.error }));
+      await Promise.all(ts.map((t) => runOne(t)));
+    };
+    const freshRange = (batched: boolean): TaskOutcome => {
+      const i = nextRange++;
+      const table = TABLE_CYCLE[i % TABLE_CYCLE.length]!;
+      const from = firstBlock + i * blocksPerTask;
+      const t = newOutcome(`soak-${o.seed}-${i}`, table.table, from, from + blocksPerTask - 1, batched);
+      tasks.push(t);
+      return t;
     };
     const rerunDone = new Set<string>();
     let laneSteps = 0;
-    /** backfill keeps `concurrency` tasks in flight for periodMs, then lets them finish. */
+    /** backfill keeps `concurrency` lanes of tasks in flight for periodMs, then lets them finish. */
     const backfill = async (periodMs: number): Promise<{ blocks: number; seconds: number }> => {
       const since = performance.now();
       const first = tasks.length;
       const lane = async () => {
         while (performance.now() - since < periodMs) {
-          // Every eighth task reruns a range already written (a user's rerun, under the same faults):
-          // the replace path is then exercised for sure, so "no row twice" is not vacuous.
-          const earlier = ++laneSteps % 8 === 0 ? tasks.find((e) => e.succeeded && !e.rerunOf && !rerunDone.has(e.taskId)) : undefined;
+          const step = ++laneSteps;
+          // Every eighth step reruns a range of a block or bundle table already written (a user's
+          // rerun, under the same faults): the replace path is then exercised for sure, so "no row
+          // twice" is not vacuous. (A normal table appends: a rerun under a new id adds rows by design.)
+          const earlier = step % 8 === 0 ? tasks.find((e) => e.succeeded && !e.rerunOf && !rerunDone.has(e.taskId) && tableNamed(e.table).kind !== "normal") : undefined;
           if (earlier) {
             rerunDone.add(earlier.taskId);
             const t: TaskOutcome = { ...newOutcome(`${earlier.taskId}-rerun`, earlier.table, earlier.fromBlock, earlier.toBlock), rerunOf: earlier.taskId };
             tasks.push(t);
-            await runOne(t, tableOf(earlier.table));
+            await runOne(t);
             continue;
           }
-          const i = nextRange++;
-          const table = i % 3 === 2 ? ERC20_TRANSFERS : BLOCK_STATS;
-          const from = firstBlock + Math.floor(i / 3) * blocksPerTask * 3 + (i % 3) * blocksPerTask;
-          const t = newOutcome(`soak-${o.seed}-${i}`, table.table, from, from + blocksPerTask - 1);
-          tasks.push(t);
-          await runOne(t, table);
+          if (step % BATCH_EVERY === 0) {
+            await runBatch(Array.from({ length: BATCH_SIZE }, () => freshRange(true)));
+            continue;
+          }
+          await runOne(freshRange(false));
         }
       };
       await Promise.all(Array.from({ length: o.concurrency ?? 6 }, lane));
@@ -232,7 +323,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     // The same cluster without faults first: the figure the faulted rate is compared with.
     const baseline = o.baselineMs ? await backfill(o.baselineMs) : undefined;
     if (baseline) log(`baseline without faults: ${baseline.blocks} blocks in ${baseline.seconds.toFixed(1)} s`);
-    const faults = faultsFor(cluster, (seeded) => busiestWorker(cluster, runningOn, seeded));
+    const faults = faultsFor(cluster, (seeded) => busiestWorker(cluster, runningOn, seeded), sdk, thresholds);
     const injected: InjectedFault[] = [];
     const faultsStart = performance.now();
     const elapsed = () => performance.now() - faultsStart;
@@ -253,15 +344,30 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
 
     const check = await checkTables(
       cluster.tableStore,
-      tasks.map((t) => ({ table: tableOf(t.table), fromBlock: t.fromBlock, toBlock: t.toBlock })),
+      tasks.map((t) => ({ table: tableNamed(t.table), fromBlock: t.fromBlock, toBlock: t.toBlock, taskIds: t.taskIds })),
     );
+    const logged = (pred: (msg: string) => boolean) => cluster.workers.reduce((n, w) => n + w.allLines().filter((l) => typeof l.msg === "string" && pred(l.msg)).length, 0);
+    const evidence: SoakEvidence = {
+      workersLost: sdk.count("workerLost"),
+      uncertainSubmits: { single: sdk.count("submitUncertain", { path: "single" }), batch: sdk.count("submitUncertain", { path: "batch" }) },
+      attached: sdk.count("attached"),
+      notLanded: sdk.count("submitNotLanded"),
+      staleRunFailures,
+      epochsLost: logged((m) => m.includes("its runs are over; a new epoch takes the next tasks")),
+      storeUnreachable: logged((m) => m.startsWith("table store unreachable")),
+      poolsReplaced: logged((m) => m.includes("connections were closed and replaced")),
+    };
     return {
       seed: o.seed,
-      store: o.store ?? "sqlite",
+      store,
+      thresholds,
       wallSeconds: (performance.now() - started) / 1000,
       backfillSeconds: faulted.seconds,
       faults: injected,
-      faultsByKind: countByKind(injected.filter((f) => f.effective).map((f) => f.event)),
+      faultsByKind: countByKind(
+        injected.filter((f) => f.effective).map((f) => f.event),
+        kinds,
+      ),
       tasks,
       blocks: faulted.blocks,
       blocksPerSecond: faulted.blocks / faulted.seconds,
@@ -270,6 +376,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
       check,
       resubmissions: tasks.reduce((sum, t) => sum + t.resubmissions, 0),
       rewrites: tasks.filter((t) => t.rerunOf && t.succeeded).length,
+      evidence,
       passed: checkPassed(check) && tasks.every((t) => t.succeeded && t.disallowed.length === 0),
     };
   } finally {
@@ -298,30 +405,39 @@ function whatTheWorkersSaid(cluster: SoakCluster, taskId: string): string {
 export function formatReport(r: SoakReport): string {
   const retried = r.tasks.filter((t) => t.runs > 1);
   const resubmitted = r.tasks.filter((t) => t.resubmissions > 0);
+  const ev = r.evidence;
+  const c = r.check;
+  const rows = (kind: SoakTable["kind"]) => r.tasks.filter((t) => tableNamed(t.table).kind === kind).length;
   const lines = [
-    `BlockX soak, seed ${r.seed}, table store ${r.store === "postgres" ? "Postgres (every Worker its own host)" : "SQLite (one host, one file)"}: ${r.passed ? "PASSED" : "FAILED"}`,
-    `wall ${r.wallSeconds.toFixed(1)} s, backfill under faults ${r.backfillSeconds.toFixed(1)} s`,
+    `BlockX soak, seed ${r.seed}, table store ${r.store === "postgres" ? "Postgres (every Worker its own host)" : "SQLite (one file on the Workers' host)"}, every Worker behind its links (clients, etcd${r.store === "postgres" ? ", Postgres" : ""}): ${r.passed ? "PASSED" : "FAILED"}`,
+    `wall ${r.wallSeconds.toFixed(1)} s, backfill under faults ${r.backfillSeconds.toFixed(1)} s; thresholds: lease ${r.thresholds.leaseMs} ms, SDK lost-after ${r.thresholds.lostAfterMs} ms, statement timeout ${r.thresholds.statementMs} ms (given up on at ${r.thresholds.deadlineMs} ms)`,
     "",
     "faults that took effect, by kind:",
-    ...Object.entries(r.faultsByKind).map(([k, n]) => `  ${k.padEnd(20)} ${n}`),
-    `  ${"total".padEnd(20)} ${r.faults.filter((f) => f.effective).length} (${r.faults.filter((f) => !f.effective).length} more hit nothing)`,
+    ...Object.entries(r.faultsByKind).map(([k, n]) => `  ${k.padEnd(22)} ${n}`),
+    `  ${"total".padEnd(22)} ${r.faults.filter((f) => f.effective).length} (${r.faults.filter((f) => !f.effective).length} more hit nothing)`,
     "",
-    `tasks: ${r.tasks.length} (${r.tasks.filter((t) => t.succeeded).length} succeeded, ${r.tasks.filter((t) => !t.succeeded).length} failed)`,
+    `tasks: ${r.tasks.length} ranges (${r.tasks.filter((t) => t.succeeded).length} succeeded, ${r.tasks.filter((t) => !t.succeeded).length} failed): ${rows("block")} block-table, ${rows("bundle")} bundle, ${rows("normal")} normal-table; ${r.tasks.filter((t) => t.batched).length} first submitted in batches`,
     `  resubmitted by the SDK after a lost Worker: ${resubmitted.length} tasks, ${resubmitted.reduce((s, t) => s + t.resubmissions, 0)} resubmissions`,
     `  rerun by the client after FAILED or an SDK error: ${retried.length} tasks, ${retried.reduce((s, t) => s + t.runs - 1, 0)} reruns`,
     `  ranges already written, rerun on purpose: ${r.rewrites} succeeded`,
     ...r.tasks.filter((t) => t.disallowed.length > 0).map((t) => `  NOT A FAULT'S DOING: ${t.taskId}: ${t.disallowed.join(" | ").slice(0, 300)}`),
     ...retried.slice(0, 10).map((t) => `    ${t.taskId} (${t.table} ${t.fromBlock}-${t.toBlock}): ${t.failures.join(" | ").slice(0, 300)}`),
     "",
+    "what the client and the Workers did about it:",
+    `  runs given up on a lost Worker: ${ev.workersLost}; submissions followed as uncertain: ${ev.uncertainSubmits.single} SubmitTask, ${ev.uncertainSubmits.batch} SubmitTasks (${ev.notLanded} had not landed); attached to the Worker a refusal named: ${ev.attached}`,
+    `  runs the client saw end STALE_RUN: ${ev.staleRunFailures.leaseExpired} lease expired, ${ev.staleRunFailures.superseded} superseded, ${ev.staleRunFailures.laterRows} over later rows`,
+    `  Workers: ${ev.epochsLost} epochs lost, table store unreachable ${ev.storeUnreachable} times, ${ev.poolsReplaced} silent Postgres pools replaced; task ids in the store ${c.runs.taskIds}, ${c.runs.takenOver} taken over by a later run`,
+    "",
     `blocks: ${r.blocks} in ${r.backfillSeconds.toFixed(1)} s = ${r.blocksPerSecond.toFixed(0)} blocks/s under faults` +
       (r.baselineBlocksPerSecond ? `; ${r.baselineBlocksPerSecond.toFixed(0)} blocks/s without (baseline, same run): ratio ${(r.blocksPerSecond / r.baselineBlocksPerSecond).toFixed(2)}` : ""),
     "",
     "peak RSS per process (MB):",
-    ...Object.entries(r.peakRssMb).map(([k, v]) => `  ${k.padEnd(34)} ${v}`),
+    ...Object.entries(r.peakRssMb).map(([k, v]) => `  ${k.padEnd(42)} ${v}`),
     "",
-    `check: ${r.check.blocks} blocks, ${r.check.expectedRows} rows expected, ${r.check.foundRows} found; ` +
-      `missing ${r.check.missingRows}, duplicated ${r.check.duplicatedRows}, unexpected ${r.check.unexpectedRows}`,
-    ...r.check.problems.map((p) => `  ${p}`),
+    `check: ${c.blocks} blocks, ${c.expectedRows} rows expected, ${c.foundRows} found; missing ${c.missingRows}, duplicated ${c.duplicatedRows}, unexpected ${c.unexpectedRows}, ` +
+      `stale ${c.staleRows} (of a run other than the last current one), blocks or calls of mixed runs ${c.mixedRuns}, unsettled ${c.unsettled}; ` +
+      `normal-table rows left by tasks that did not succeed ${c.leftByFailedRows}`,
+    ...c.problems.map((p) => `  ${p}`),
   ];
   return lines.join("\n");
 }
