@@ -122,6 +122,9 @@ describe("terminal summary", () => {
   test("JSON lines below the level are dropped; others are prefixed with the child's name and carry the error", () => {
     expect(terminalLine("worker-1", JSON.stringify({ level: "info", msg: "grpc listening" }), false, "warn")).toBeNull();
     expect(terminalLine("worker-1", JSON.stringify({ level: "error", msg: "call failed", err: { message: "boom" } }), false, "warn")).toBe("[worker-1] error call failed: boom");
+    // etcd's gRPC library reconnecting its own gateway (as dev stops it) is chatter, not a warning; its own warnings stay.
+    expect(terminalLine("etcd", 'WARNING: 2026/12/06 03:10:19 [core] grpc: addrConn.createTransport failed to connect to {127.0.0.1:20255 ...}. Reconnecting...', true, "warn")).toBeNull();
+    expect(terminalLine("etcd", "something went wrong", true, "warn")).toBe("[etcd] warn something went wrong");
     expect(terminalLine("etcd", "panic: plain text on stderr", true, "warn")).toBe("[etcd] warn panic: plain text on stderr");
   });
 });
