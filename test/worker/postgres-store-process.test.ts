@@ -105,6 +105,24 @@ describe("Postgres table store across hosts", () => {
     );
   }, 120_000);
 
+  test("a table store that refuses the Worker stops it before it registers, naming the variable and never the password (a database that does not exist; a file that cannot be opened)", async () => {
+    const cluster = new TestCluster();
+    cleanups.push(() => cluster.stop());
+    const good = new URL(await freshDatabase());
+    const wrong = new URL(good);
+    wrong.pathname = "/no_such_database";
+    wrong.password = "s3cret-pw";
+    const pg = cluster.spawn("worker", { WORKER_LISTEN: "127.0.0.1:0", WORKER_REGISTRY_PREFIX: cluster.blockPrefix, EXECUTOR_COUNT: "1", TABLE_STORE_URL: wrong.toString() });
+    expect(await pg.exited).toBe(2);
+    expect(pg.stderr).toContain(`TABLE_STORE_URL (postgres://${wrong.username}:***@${wrong.host}/no_such_database): the table store cannot be used:`);
+    expect(pg.stderr).toContain("no_such_database");
+    expect(pg.stderr + JSON.stringify(pg.lines)).not.toContain("s3cret-pw");
+    expect(pg.lines.some((l) => l.msg === "grpc listening")).toBe(false); // never registered or served
+    const file = cluster.spawn("worker", { WORKER_LISTEN: "127.0.0.1:0", WORKER_REGISTRY_PREFIX: cluster.blockPrefix, EXECUTOR_COUNT: "1", TABLE_STORE_PATH: join(cluster.dir, "no-such-folder", "tables.sqlite") });
+    expect(await file.exited).toBe(2);
+    expect(file.stderr).toContain(`TABLE_STORE_PATH (${join(cluster.dir, "no-such-folder", "tables.sqlite")}): the table store cannot be used:`);
+  }, 60_000);
+
   for (const kind of ["postgres", "sqlite"] as const) {
     test(`a ${kind} table lock held longer than the executor ping timeout and the heartbeat lease: heartbeats go on, no executor is killed as hung, the rows land once it is released`, async () => {
       const cluster = new TestCluster();
