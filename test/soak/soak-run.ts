@@ -107,7 +107,7 @@ export interface SoakEvidence {
   readonly notLanded: number;
   /** Runs that ended FAILED with STALE_RUN as the client saw them, by what the Worker said. */
   readonly staleRunFailures: { readonly leaseExpired: number; readonly superseded: number; readonly laterRows: number };
-  /** Worker log lines: epochs lost (a lease expired), table store found unreachable, silent Postgres pools replaced. */
+  /** Worker log lines: epochs lost (a lease expired), table store found unreachable, and of those the times a silent Postgres call was given up on (its pool replaced). */
   readonly epochsLost: number;
   readonly storeUnreachable: number;
   readonly poolsReplaced: number;
@@ -346,16 +346,16 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
       cluster.tableStore,
       tasks.map((t) => ({ table: tableNamed(t.table), fromBlock: t.fromBlock, toBlock: t.toBlock, taskIds: t.taskIds })),
     );
-    const logged = (pred: (msg: string) => boolean) => cluster.workers.reduce((n, w) => n + w.allLines().filter((l) => typeof l.msg === "string" && pred(l.msg)).length, 0);
+    const logged = (pred: (line: string) => boolean) => cluster.workers.reduce((n, w) => n + w.allLines().filter((l) => pred(JSON.stringify(l))).length, 0);
     const evidence: SoakEvidence = {
       workersLost: sdk.count("workerLost"),
       uncertainSubmits: { single: sdk.count("submitUncertain", { path: "single" }), batch: sdk.count("submitUncertain", { path: "batch" }) },
       attached: sdk.count("attached"),
       notLanded: sdk.count("submitNotLanded"),
       staleRunFailures,
-      epochsLost: logged((m) => m.includes("its runs are over; a new epoch takes the next tasks")),
-      storeUnreachable: logged((m) => m.startsWith("table store unreachable")),
-      poolsReplaced: logged((m) => m.includes("connections were closed and replaced")),
+      epochsLost: logged((l) => l.includes("its runs are over; a new epoch takes the next tasks")),
+      storeUnreachable: logged((l) => l.includes('"msg":"table store unreachable')),
+      poolsReplaced: logged((l) => l.includes('"msg":"table store unreachable') && l.includes("closed and replaced")),
     };
     return {
       seed: o.seed,
@@ -426,7 +426,7 @@ export function formatReport(r: SoakReport): string {
     "what the client and the Workers did about it:",
     `  runs given up on a lost Worker: ${ev.workersLost}; submissions followed as uncertain: ${ev.uncertainSubmits.single} SubmitTask, ${ev.uncertainSubmits.batch} SubmitTasks (${ev.notLanded} had not landed); attached to the Worker a refusal named: ${ev.attached}`,
     `  runs the client saw end STALE_RUN: ${ev.staleRunFailures.leaseExpired} lease expired, ${ev.staleRunFailures.superseded} superseded, ${ev.staleRunFailures.laterRows} over later rows`,
-    `  Workers: ${ev.epochsLost} epochs lost, table store unreachable ${ev.storeUnreachable} times, ${ev.poolsReplaced} silent Postgres pools replaced; task ids in the store ${c.runs.taskIds}, ${c.runs.takenOver} taken over by a later run`,
+    `  Workers: ${ev.epochsLost} epochs lost, table store unreachable ${ev.storeUnreachable} times, ${ev.poolsReplaced} of them a silent Postgres call given up on (its pool replaced); task ids in the store ${c.runs.taskIds}, ${c.runs.takenOver} taken over by a later run`,
     "",
     `blocks: ${r.blocks} in ${r.backfillSeconds.toFixed(1)} s = ${r.blocksPerSecond.toFixed(0)} blocks/s under faults` +
       (r.baselineBlocksPerSecond ? `; ${r.baselineBlocksPerSecond.toFixed(0)} blocks/s without (baseline, same run): ratio ${(r.blocksPerSecond / r.baselineBlocksPerSecond).toFixed(2)}` : ""),
