@@ -14,6 +14,7 @@
  *    Worker writes again (a fresh task SUCCEEDS) within the statement timeout and margin.
  */
 import { afterEach, describe, expect, test } from "bun:test";
+import { randomBytes } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { FunctionCallConfig, Task, TaskState } from "../../src/gen/worker/v1/worker";
@@ -66,7 +67,7 @@ async function workerBehindRelay(cluster: TestCluster, env: Record<string, strin
 }
 
 describe("exactly once under gray faults", () => {
-  test("case 1: a SubmitTask answer lost after the Worker accepted a normal-table task: the CLI follows that Worker, the task runs once (30 rows for 30 blocks), and a second Worker refuses the task id naming the first", async () => {
+  test("case 1: a SubmitTask answer lost after the Worker accepted a normal-table task (and its link down for 2 s): the CLI follows that Worker, the task runs once (30 rows for 30 blocks), and a second Worker refuses the task id naming the first", async () => {
     const cluster = new TestCluster();
     cleanups.push(() => cluster.stop());
     // More free slots behind the relay: the Coordinator places the task there first.
@@ -74,17 +75,24 @@ describe("exactly once under gray faults", () => {
     const w2 = await cluster.worker({ TASK_SLOTS: "2" });
     const coord = await cluster.coordinator();
     await cluster.withFreeCapacity(2);
-    // The request is large (a long comment in the function), so the answer to drop is the one that follows it, not the TLS handshake's.
-    const source = `# ${"padding ".repeat(3_000)}\n${versioned("once", 0.05)}`;
+    // The request is large (a long comment of random text in the function: no compression shrinks it),
+    // so the answer to drop is the one that follows it, not the TLS handshake's.
+    const source = `# ${randomBytes(18_000).toString("base64")}\n${versioned("once", 0.05)}`;
     writeFileSync(join(cluster.dir, "once.py"), source);
-    const dropped = w1.relay.dropAnswer(16_000, 300);
+    // The request arrives whole; its answer is lost, then the connection resets, and the link stays
+    // down for 2 s (new connections refused): a client that reserves again lands on the other Worker.
+    const dropped = w1.relay.dropAnswerAfterRequest({ minBytes: 16_000, resetAfterMs: 300 }).then((fired) => {
+      w1.relay.refuse();
+      setTimeout(() => w1.relay.heal(), 2_000);
+      return fired;
+    });
     const env = { BLOCKX_COORDINATOR_ADDRS: coord.addr, BLOCKX_BUNDLE_COORDINATOR_ADDRS: coord.addr, ETCD_ENDPOINTS: cluster.etcd, TABLE_STORE_PATH: cluster.tableStorePath, BLOCKX_WORKER_LOST_AFTER_MS: "20000" };
     const proc = Bun.spawn(
       ["setpriv", "--pdeathsig", "KILL", "--", BLOCKX_BINARY, "submit", "--function", "once.py", "--blocks", "100..129", "--table", "appended", "--append", "--watch", "--json", "--task-id", "case-1"],
       { cwd: cluster.dir, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...transportEnv(env, "client"), ...env }, stdout: "pipe", stderr: "pipe" },
     );
     const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-    await dropped;
+    expect(await dropped).toBe(true);
     expect(w1.relay.dropped).toBe(1);
     if (code !== 0) throw new Error(`blockx submit exited ${code}\n${stdout}\n${stderr}`);
     // The CLI followed the Worker it had sent the task to, instead of reserving again.
