@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { threadEntry } from "../threads/thread-entry";
 import { parseExactJson } from "../json/exact-json";
 import { type GroupCommitResult, GroupCommitQueue } from "./group-commit-queue";
 import { SqliteTables } from "./sqlite-tables";
@@ -18,18 +18,6 @@ export function sqliteStoreError(e: unknown, description: string): TableStoreErr
   const message = (e as Error).message ?? String(e);
   if (UNAVAILABLE.test(code) || /database is locked/.test(message)) return new TableStoreError("STORE_UNAVAILABLE", `table store ${description} unavailable: ${message}`);
   return new TableStoreError("INTERNAL", `table store ${description}: ${message}`);
-}
-
-/**
- * threadEntry: the SQLite thread's module. The Makefile compiles src/common/tables/sqlite-thread.ts
- * into the binary as a second entry point, which Bun embeds at this path (relative to the repository,
- * with .js); from source it is the file beside this one.
- */
-function threadEntry(): string {
-  if (!import.meta.url.startsWith("file:///$bunfs/")) return new URL("./sqlite-thread.ts", import.meta.url).href;
-  // Bun roots the embedded entries at their common folder (src/): common/tables/sqlite-thread.js.
-  const embedded = ["/$bunfs/root/common/tables/sqlite-thread.js", "/$bunfs/root/src/common/tables/sqlite-thread.js"];
-  return embedded.find((p) => existsSync(p)) ?? embedded[0]!;
 }
 
 /**
@@ -60,7 +48,7 @@ export class SqliteTableStore implements TableStore {
       }
       return;
     }
-    this.thread = new Worker(threadEntry());
+    this.thread = new Worker(threadEntry(import.meta.url, "common/tables/sqlite-thread", new URL("./sqlite-thread.ts", import.meta.url)));
     this.thread.onmessage = (ev: MessageEvent<SqliteThreadReply>) => {
       const w = this.waiting.get(ev.data.id);
       if (!w) return;
