@@ -1,9 +1,10 @@
 /**
  * runTask's waiting SubmitTask (wait_ms), against a real Coordinator and real Workers: a short task's
  * result comes with SubmitTask's answer; a Worker killed while a SubmitTask waits on it leaves the
- * submission uncertain, and the task is then followed under the lost-Worker rules (a
- * normal_table_write is not run again; a block_table_write is, with one set of rows per block),
- * never resubmitted blindly as a refused submission would be.
+ * submission uncertain, and the task is then followed there first under the lost-Worker rules (then
+ * rerun as a new run that fences the lost one off: a block_table_write with one set of rows per
+ * block, a normal_table_write with each call's rows once), never resubmitted blindly as a refused
+ * submission would be.
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { FunctionCallConfig, Task, TaskState } from "../../src/gen/worker/v1/worker";
