@@ -59,11 +59,15 @@ describe("faultSchedule", () => {
     }
   });
 
-  test("threshold faults cross their thresholds: a partition from etcd and a pause outlast the lease, a client partition the SDK's patience; a pause past the statement timeout stays within the lease", () => {
+  test("threshold faults cross their thresholds: a partition from etcd and a pause outlast the lease, a client partition the SDK's patience; a pause past the statement timeout, and one past the SDK's patience, stay within the lease", () => {
     for (let seed = 1; seed <= 50; seed++) {
       const all = faultSchedule({ ...base, seed }).flatMap((e) => (e.pair ? [...e.pair] : [e]));
       for (const e of all) {
-        if (e.kind === "etcdPartition" || e.kind === "pauseLease") expect(e.durationMs).toBeGreaterThanOrEqual(t.leaseMs + 1_000);
+        if (e.kind === "etcdPartition" || e.kind === "pauseLease") expect(e.durationMs).toBeGreaterThanOrEqual(t.leaseMs + 500);
+        if (e.kind === "pausePastPatience") {
+          expect(e.durationMs).toBeGreaterThanOrEqual(t.lostAfterMs + 2_500);
+          expect(e.durationMs).toBeLessThan((t.leaseMs * 2) / 3);
+        }
         if (e.kind === "clientPartition") expect(e.durationMs).toBeGreaterThanOrEqual(t.lostAfterMs + 1_000);
         if (e.kind === "pauseStatement") {
           expect(e.durationMs).toBeGreaterThan(t.statementMs);

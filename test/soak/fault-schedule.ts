@@ -6,7 +6,9 @@ import { mulberry32 } from "../support/mulberry32";
  * relays, test/support/fault-relay.ts) and faults that cross the cluster's thresholds: a Worker cut
  * off from etcd past its lease (it still reaches the store), cut off from its clients past their
  * lost-after time, its store connection silent or severed, a SubmitTask or SubmitTasks answer lost
- * after the Worker accepted, a pause past the lease and one past the store's statement timeout,
+ * after the Worker accepted, a pause past the lease, one past the store's statement timeout, one
+ * past the SDK's patience but within the lease (the client reruns the task elsewhere; the paused run
+ * comes back still holding its lease, and its late commits must be refused: issue 48's case 2),
  * and two faults at once.
  */
 export const FAULT_KINDS = [
@@ -24,6 +26,7 @@ export const FAULT_KINDS = [
   "submitTasksAnswerLost",
   "pauseLease",
   "pauseStatement",
+  "pausePastPatience",
   "twoAtOnce",
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
@@ -32,7 +35,7 @@ export type FaultKind = (typeof FAULT_KINDS)[number];
 export const PAIRABLE_KINDS: readonly FaultKind[] = ["workerKill", "executorKill", "workerHang", "etcdPartition", "clientPartition", "storeSilent", "pauseLease", "submitAnswerLost"];
 
 /** Kinds that hit one Worker (its process, its executors, its links); the schedule draws which. */
-const PER_WORKER: ReadonlySet<FaultKind> = new Set(["workerKill", "executorKill", "workerHang", "etcdPartition", "clientPartition", "storeSilent", "storeSevered", "pauseLease", "pauseStatement"]);
+const PER_WORKER: ReadonlySet<FaultKind> = new Set(["workerKill", "executorKill", "workerHang", "etcdPartition", "clientPartition", "storeSilent", "storeSevered", "pauseLease", "pauseStatement", "pausePastPatience"]);
 
 /**
  * kindsFor: the kinds a store can meet. SQLite is a file on the Workers' own host: there is no
@@ -87,9 +90,12 @@ export interface ScheduleOptions {
 
 /**
  * durationRange: down/hang/cut-off/degraded time per kind, [min, max) ms. A threshold fault lasts
- * past its threshold by a margin that absorbs a loaded machine's late timers: a pause past the
- * lease outlasts it by 1-2.5 s; a pause past the statement timeout stays under the lease (it
- * crosses the one, not the other). A silent Postgres outlasts the Worker's deadline for a silent
+ * past its threshold by a margin that absorbs a loaded machine's late timers: a pause (or a cut
+ * from etcd) past the lease outlasts it by 0.5-1.5 s; a pause past the statement timeout stays
+ * under the lease (it crosses the one, not the other); a pause past the SDK's patience outlasts it
+ * by 2.5 s (the client has given the run up and its new run is under way when the paused one
+ * resumes) and stays under two thirds of the lease (renewed every third: the paused run's lease is
+ * surely still live). A silent Postgres outlasts the Worker's deadline for a silent
  * call by more than a lease renewal's interval (so a call is surely caught in it and given up on);
  * a held SQLite lock outlasts the busy timeout but not the lease (past it, every Worker's epoch
  * would end: that is the pause's kind).
@@ -109,7 +115,7 @@ export function durationRange(kind: FaultKind, t: Thresholds, store: "sqlite" | 
     case "backendDegrade":
       return [4_000, 12_000];
     case "etcdPartition":
-      return [t.leaseMs + 1_000, t.leaseMs + 3_000];
+      return [t.leaseMs + 500, t.leaseMs + 1_500];
     case "clientPartition":
       return [t.lostAfterMs + 1_000, t.lostAfterMs + 3_000];
     case "storeSilent":
@@ -120,9 +126,11 @@ export function durationRange(kind: FaultKind, t: Thresholds, store: "sqlite" | 
     case "submitTasksAnswerLost":
       return [6_000, 6_000]; // how long the relays wait for such a submit; the fault ends as soon as one was lost
     case "pauseLease":
-      return [t.leaseMs + 1_000, t.leaseMs + 2_500];
+      return [t.leaseMs + 500, t.leaseMs + 1_500];
     case "pauseStatement":
       return [t.statementMs + 300, Math.max(t.statementMs + 301, Math.min(t.leaseMs - 300, t.statementMs + 1_500))];
+    case "pausePastPatience":
+      return [t.lostAfterMs + 2_500, Math.max(t.lostAfterMs + 2_501, Math.floor((t.leaseMs * 2) / 3) - 300)];
     case "twoAtOnce":
       return [0, Math.max(...PAIRABLE_KINDS.map((k) => durationRange(k, t, store)[1]))];
   }

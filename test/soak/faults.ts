@@ -3,7 +3,9 @@ import { readRegisteredWorkers } from "../../src/sdk/worker-registry";
 import type { FaultEvent, FaultKind, Thresholds } from "./fault-schedule";
 import { childPids } from "../support/proc-scan";
 import type { Member, SoakCluster } from "./soak-cluster";
-import type { SdkEvents } from "./sdk-events";
+import type { PausedRuns, SdkEvents } from "./sdk-events";
+import type { BlockxClient } from "../../src/sdk/blockx-client";
+import { TaskState, type TaskSnapshot } from "../../src/gen/worker/v1/worker";
 
 /** What one injection did: `effective` is false when it hit nothing (no executor to kill, a process already gone). */
 export interface FaultEffect {
@@ -71,27 +73,62 @@ class ExecutorKill implements Fault {
  * (SIGCONT). `workerHang` for 2-8 s; `pauseLease` past its lease (etcd's and the table store's: it
  * comes back with its runs over, STALE_RUN); `pauseStatement` past the store's statement timeout
  * but within the lease (a transaction it held open is ended by the server; its own store calls
- * meet their deadlines the moment it resumes).
+ * meet their deadlines the moment it resumes); `pausePastPatience` past the SDK's lost-after time
+ * but within the lease (the client has rerun its tasks elsewhere; it resumes with its lease and
+ * its runs, and every commit they still send must be refused).
  */
 class WorkerPause implements Fault {
   constructor(
-    readonly kind: "workerHang" | "pauseLease" | "pauseStatement",
+    readonly kind: "workerHang" | "pauseLease" | "pauseStatement" | "pausePastPatience",
     private readonly c: SoakCluster,
     private readonly target: WorkerTarget,
     private readonly t: Thresholds,
+    private readonly observe: PauseObserver,
   ) {}
   async inject(e: FaultEvent): Promise<FaultEffect> {
     const w = this.c.workers[this.target(e.target)]!;
     const pid = w.pid;
     if (pid === undefined) return { what: `${w.name} not running`, effective: false };
+    const running = await runningTasks(this.observe.client, w.addr);
     process.kill(pid, "SIGSTOP");
     try {
       await Bun.sleep(e.durationMs);
     } finally {
       process.kill(pid, "SIGCONT");
     }
-    const past = this.kind === "pauseLease" ? ` (lease ${this.t.leaseMs} ms)` : this.kind === "pauseStatement" ? ` (statement timeout ${this.t.statementMs} ms, lease ${this.t.leaseMs} ms)` : "";
-    return { what: `${w.name} ${this.kind === "workerHang" ? "hung" : "paused"} for ${e.durationMs} ms${past}`, effective: true };
+    // How its runs end is asked while the soak goes on (a run that comes back superseded ends at its next commit).
+    this.observe.paused.track(endsOf(this.observe.client, w.addr, running).then((ends) => void this.observe.paused.tally(ends)));
+    const past = {
+      workerHang: "",
+      pauseLease: ` (lease ${this.t.leaseMs} ms)`,
+      pauseStatement: ` (statement timeout ${this.t.statementMs} ms, lease ${this.t.leaseMs} ms)`,
+      pausePastPatience: ` (SDK lost after ${this.t.lostAfterMs} ms, lease ${this.t.leaseMs} ms)`,
+    }[this.kind];
+    return { what: `${w.name} ${this.kind === "workerHang" ? "hung" : "paused"} for ${e.durationMs} ms${past}, ${running.length} tasks running on it`, effective: true };
+  }
+}
+
+/** What a pause needs to find out how the runs of the paused Worker ended: the soak's client, and where to count. */
+export interface PauseObserver {
+  readonly client: BlockxClient;
+  readonly paused: PausedRuns;
+}
+
+/** runningTasks: the ids of the tasks RUNNING on a Worker now ([] when it does not answer). */
+async function runningTasks(client: BlockxClient, addr: string): Promise<string[]> {
+  const list = await client.listTasks(addr).catch(() => undefined);
+  return (list?.tasks ?? []).filter((t) => t.snapshot?.state === TaskState.RUNNING).map((t) => t.snapshot!.taskId);
+}
+
+/** endsOf: the tasks' snapshots on their Worker once none is RUNNING any more (or 15 s have passed). */
+async function endsOf(client: BlockxClient, addr: string, taskIds: readonly string[]): Promise<(TaskSnapshot | undefined)[]> {
+  const until = performance.now() + 15_000;
+  for (;;) {
+    await Bun.sleep(500);
+    const list = await client.listTasks(addr).catch(() => undefined);
+    const byId = new Map((list?.tasks ?? []).map((t) => [t.snapshot?.taskId, t.snapshot]));
+    const ends = taskIds.map((id) => byId.get(id));
+    if (performance.now() > until || (list && ends.every((s) => s !== undefined && s.state !== TaskState.RUNNING))) return ends;
   }
 }
 
@@ -294,11 +331,11 @@ class BackendDegrade implements Fault {
   }
 }
 
-export function faultsFor(c: SoakCluster, workerTarget: WorkerTarget, sdk: SdkEvents, t: Thresholds): Record<FaultKind, Fault> {
+export function faultsFor(c: SoakCluster, workerTarget: WorkerTarget, sdk: SdkEvents, t: Thresholds, observe: PauseObserver): Record<FaultKind, Fault> {
   return {
     workerKill: new ProcessCrash("workerKill", c.workers, workerTarget),
     executorKill: new ExecutorKill(c, workerTarget),
-    workerHang: new WorkerPause("workerHang", c, workerTarget, t),
+    workerHang: new WorkerPause("workerHang", c, workerTarget, t, observe),
     etcdRestart: new EtcdRestart(c),
     coordinatorRestart: new ProcessCrash("coordinatorRestart", c.coordinators),
     backendDegrade: new BackendDegrade(c),
@@ -308,8 +345,9 @@ export function faultsFor(c: SoakCluster, workerTarget: WorkerTarget, sdk: SdkEv
     storeSevered: new StoreSevered(c),
     submitAnswerLost: new SubmitAnswerLost("submitAnswerLost", c, sdk),
     submitTasksAnswerLost: new SubmitAnswerLost("submitTasksAnswerLost", c, sdk),
-    pauseLease: new WorkerPause("pauseLease", c, workerTarget, t),
-    pauseStatement: new WorkerPause("pauseStatement", c, workerTarget, t),
-    twoAtOnce: new TwoAtOnce(c.workers.length, workerTarget, (target) => faultsFor(c, target, sdk, t)),
+    pauseLease: new WorkerPause("pauseLease", c, workerTarget, t, observe),
+    pauseStatement: new WorkerPause("pauseStatement", c, workerTarget, t, observe),
+    pausePastPatience: new WorkerPause("pausePastPatience", c, workerTarget, t, observe),
+    twoAtOnce: new TwoAtOnce(c.workers.length, workerTarget, (target) => faultsFor(c, target, sdk, t, observe)),
   };
 }

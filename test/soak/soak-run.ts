@@ -6,7 +6,7 @@ import { countByKind, faultSchedule, kindsFor, type FaultEvent, type FaultKind, 
 import { faultsFor } from "./faults";
 import { RssSampler } from "./rss-sampler";
 import { childPids } from "../support/proc-scan";
-import { SdkEvents } from "./sdk-events";
+import { PausedRuns, SdkEvents } from "./sdk-events";
 import { SOAK_THRESHOLDS, SoakCluster, type SoakStore } from "./soak-cluster";
 import { BLOCK_STATS, BUNDLE_STATS, ERC20_TRANSFERS, NORMAL_STATS, padded, tableNamed, type SoakTable } from "./soak-functions";
 
@@ -107,6 +107,8 @@ export interface SoakEvidence {
   readonly notLanded: number;
   /** Runs that ended FAILED with STALE_RUN as the client saw them, by what the Worker said. */
   readonly staleRunFailures: { readonly leaseExpired: number; readonly superseded: number; readonly laterRows: number };
+  /** How the runs paused Workers held ended once they resumed (see PausedRuns): `refused` is a run that came back superseded, stopped by the fence. */
+  readonly pausedRuns: PausedRuns["counts"];
   /** Worker log lines: epochs lost (a lease expired), table store found unreachable, and of those the times a silent Postgres call was given up on (its pool replaced). */
   readonly epochsLost: number;
   readonly storeUnreachable: number;
@@ -193,6 +195,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   const cluster = await SoakCluster.start({ store, workers: o.workers ?? 3, coordinators: o.coordinators ?? 2, executorsPerWorker: o.executorsPerWorker ?? 2, taskSlots: 8, workerEnv: o.workerEnv ?? {} });
   const client = new BlockxClient(cluster.clientConfig());
   const sdk = new SdkEvents();
+  const paused = new PausedRuns();
   const sampler = new RssSampler(() => [
     { name: "etcd", pids: cluster.etcd.pid === undefined ? [] : [cluster.etcd.pid] },
     ...[...cluster.coordinators, ...cluster.workers].map((m) => ({ name: m.name, pids: m.pid === undefined ? [] : [m.pid] })),
@@ -207,6 +210,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     // Where each run in flight was submitted: Worker faults hit a Worker that is running tasks.
     const runningOn = new Map<string, string>();
     const staleRunFailures = { leaseExpired: 0, superseded: 0, laterRows: 0 };
+
     let nextRange = 0;
     const onEvent = (taskId: string | undefined, batched: boolean) => (e: ClientEvent) => {
       sdk.record(e, batched);
@@ -323,7 +327,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     // The same cluster without faults first: the figure the faulted rate is compared with.
     const baseline = o.baselineMs ? await backfill(o.baselineMs) : undefined;
     if (baseline) log(`baseline without faults: ${baseline.blocks} blocks in ${baseline.seconds.toFixed(1)} s`);
-    const faults = faultsFor(cluster, (seeded) => busiestWorker(cluster, runningOn, seeded), sdk, thresholds);
+    const faults = faultsFor(cluster, (seeded) => busiestWorker(cluster, runningOn, seeded), sdk, thresholds, { client, paused });
     const injected: InjectedFault[] = [];
     const faultsStart = performance.now();
     const elapsed = () => performance.now() - faultsStart;
@@ -341,6 +345,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     const faulted = await backfill(o.durationMs);
     await driver;
     sampler.stop();
+    await paused.settled();
 
     const check = await checkTables(
       cluster.tableStore,
@@ -353,6 +358,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
       attached: sdk.count("attached"),
       notLanded: sdk.count("submitNotLanded"),
       staleRunFailures,
+      pausedRuns: paused.counts,
       epochsLost: logged((l) => l.includes("its runs are over; a new epoch takes the next tasks")),
       storeUnreachable: logged((l) => l.includes('"msg":"table store unreachable')),
       poolsReplaced: logged((l) => l.includes('"msg":"table store unreachable') && l.includes("closed and replaced")),
@@ -426,6 +432,7 @@ export function formatReport(r: SoakReport): string {
     "what the client and the Workers did about it:",
     `  runs given up on a lost Worker: ${ev.workersLost}; submissions followed as uncertain: ${ev.uncertainSubmits.single} SubmitTask, ${ev.uncertainSubmits.batch} SubmitTasks (${ev.notLanded} had not landed); attached to the Worker a refusal named: ${ev.attached}`,
     `  runs the client saw end STALE_RUN: ${ev.staleRunFailures.leaseExpired} lease expired, ${ev.staleRunFailures.superseded} superseded, ${ev.staleRunFailures.laterRows} over later rows`,
+    `  runs of paused Workers, as those Workers say they ended: ${ev.pausedRuns.refused} came back superseded and had a commit refused, ${ev.pausedRuns.leaseEnded} ended with their lease, ${ev.pausedRuns.succeeded} succeeded, ${ev.pausedRuns.other} other or unanswered`,
     `  Workers: ${ev.epochsLost} epochs lost, table store unreachable ${ev.storeUnreachable} times, ${ev.poolsReplaced} of them a silent Postgres call given up on (its pool replaced); task ids in the store ${c.runs.taskIds}, ${c.runs.takenOver} taken over by a later run`,
     "",
     `blocks: ${r.blocks} in ${r.backfillSeconds.toFixed(1)} s = ${r.blocksPerSecond.toFixed(0)} blocks/s under faults` +

@@ -2,10 +2,10 @@
  * The shortened soak inside `make test`, once per table store: the full cluster (etcd, two
  * Coordinators, three Workers, each Worker a host of its own behind TCP fault relays to its clients,
  * etcd and Postgres) backfilling block, bundle and normal tables through the SDK (runTask, and
- * batches through runTasks) for 100 s under a fixed seed's faults, at least one of each kind taking
+ * batches through runTasks) for 120 s under a fixed seed's faults, at least one of each kind taking
  * effect (the threshold faults included: partitions past the lease and past the SDK's patience, a
- * silent and a severed store, lost SubmitTask and SubmitTasks answers, pauses past the lease and
- * past the statement timeout, two at once), with ranges rerun on purpose, then every row of the
+ * silent and a severed store, lost SubmitTask and SubmitTasks answers, pauses past the lease, past
+ * the statement timeout and past the SDK's patience within the lease, two at once), with ranges rerun on purpose, then every row of the
  * store checked: none missing, none duplicated, none outside the ranges, none of a run other than
  * the last one the cluster considered current. With SQLite the Workers share one host's file; with
  * Postgres each Worker is a host of its own (its own folders, nothing shared on disk) and the rows
@@ -29,7 +29,7 @@ for (const { store, seed, blocksPerTask, concurrency } of RUNS) test(`short soak
   // Faults and lost Workers are printed as they happen: if the test ever times out, they say where.
   // A run's deadline is generous (a task takes seconds even under the faults): a run that hits it
   // is a hang, and fails the soak, not a slow machine's verdict.
-  const report = await runSoak({ seed, store, blocksPerTask, concurrency, durationMs: 100_000, runTimeoutMs: 100_000, log: (l) => console.log(l) });
+  const report = await runSoak({ seed, store, blocksPerTask, concurrency, durationMs: 120_000, runTimeoutMs: 100_000, log: (l) => console.log(l) });
   console.log(formatReport(report));
   // Every kind took effect at least once (a fault that hit nothing is not counted).
   expect(kindsFor(store).filter((k) => !(report.faultsByKind[k] >= 1))).toEqual([]);
@@ -39,6 +39,8 @@ for (const { store, seed, blocksPerTask, concurrency } of RUNS) test(`short soak
   expect(report.rewrites).toBeGreaterThanOrEqual(1);
   expect(report.evidence.uncertainSubmits.single + report.evidence.uncertainSubmits.batch).toBeGreaterThanOrEqual(1);
   expect(report.evidence.epochsLost).toBeGreaterThanOrEqual(1);
+  // A paused Worker's run the client had given up on came back (a pause past its patience, within the lease) and the store refused its commits.
+  expect(report.evidence.pausedRuns.refused).toBeGreaterThanOrEqual(1);
   expect(report.check.runs.takenOver).toBeGreaterThanOrEqual(1);
   // The silent store was given up on by the Worker's own deadline (Postgres: its pool replaced), and reported.
   expect(report.evidence.storeUnreachable).toBeGreaterThanOrEqual(1);
