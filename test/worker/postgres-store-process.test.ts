@@ -47,7 +47,10 @@ describe("Postgres table store across hosts", () => {
     const cluster = new TestCluster();
     cleanups.push(() => cluster.stop());
     const workers: Awaited<ReturnType<TestCluster["worker"]>>[] = [];
-    for (let i = 0; i < 3; i++) workers.push(await cluster.worker(hostEnv(cluster, i, url, { EXECUTOR_COUNT: "2" }), "bundle"));
+    // 16 calls in flight per task (not the default 1,024): each call reads its 25 blocks one after another
+    // from the synthetic chain's one generator thread, and with all 200 calls in flight each waited
+    // behind all the others' reads, past the 5 s call budget, on a host this busy.
+    for (let i = 0; i < 3; i++) workers.push(await cluster.worker(hostEnv(cluster, i, url, { EXECUTOR_COUNT: "2", TASK_MAX_INFLIGHT_CALLS: "16" }), "bundle"));
     const coord = await cluster.coordinator({}, "bundle");
     const client = new BlockxClient(cluster.clientConfig({ BLOCKX_BUNDLE_COORDINATOR_ADDRS: coord.addr, BLOCKX_WORKER_LOST_AFTER_MS: "10000" }));
     cleanups.push(() => client.close());
