@@ -94,8 +94,10 @@ class WorkerPause implements Fault {
     try {
       await Bun.sleep(e.durationMs);
     } finally {
-      process.kill(pid, "SIGCONT");
+      // A process that died meanwhile (it crashed before the stop took: the soak reports it) is not an error here.
+      if (w.pid === pid) process.kill(pid, "SIGCONT");
     }
+    if (w.pid !== pid) return { what: `${w.name} died while it was to be ${this.kind === "workerHang" ? "hung" : "paused"}`, effective: false };
     // How its runs end is asked while the soak goes on (a run that comes back superseded ends at its next commit).
     this.observe.paused.track(endsOf(this.observe.client, w.addr, running).then((ends) => void this.observe.paused.tally(ends)));
     const past = {

@@ -75,8 +75,18 @@ export class Member {
     return this.proc && this.proc.proc.exitCode === null ? this.proc.proc.pid : undefined;
   }
 
+  /**
+   * Exits no fault caused (a crash): the process, its exit code and the end of its stderr. The soak
+   * fails on any (a dead Worker would otherwise just leave the cluster smaller).
+   */
+  readonly crashes: string[] = [];
+
   async start(): Promise<void> {
-    this.proc = BlockxProcess.spawn([this.role], this.env);
+    const proc = BlockxProcess.spawn([this.role], this.env);
+    this.proc = proc;
+    void proc.exited.then((code) => {
+      if (this.proc === proc) this.crashes.push(`${this.name} exited on its own with ${code}${proc.proc.signalCode ? ` (${proc.proc.signalCode})` : ""}; stderr: ${proc.stderr.slice(-1_500)}; last lines: ${proc.lines.slice(-5).map((l) => JSON.stringify(l).slice(0, 300)).join(" | ")}`);
+    });
     // A Worker serves once its executors are up: on a 2-core box loaded by other runs, three
     // Workers' six executors (Python, each its own fresh cache folder with Postgres) took over 20 s.
     await this.proc.grpcAddr(60_000);

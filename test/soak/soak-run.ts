@@ -137,6 +137,8 @@ export interface SoakReport {
   /** Succeeded reruns of ranges already written (the replace path under faults). */
   readonly rewrites: number;
   readonly evidence: SoakEvidence;
+  /** Processes of the cluster that exited without a fault killing them, and faults that threw (each fails the soak). */
+  readonly crashes: string[];
   readonly passed: boolean;
 }
 
@@ -329,6 +331,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     if (baseline) log(`baseline without faults: ${baseline.blocks} blocks in ${baseline.seconds.toFixed(1)} s`);
     const faults = faultsFor(cluster, (seeded) => busiestWorker(cluster, runningOn, seeded), sdk, thresholds, { client, paused });
     const injected: InjectedFault[] = [];
+    const faultErrors: string[] = [];
     const faultsStart = performance.now();
     const elapsed = () => performance.now() - faultsStart;
 
@@ -336,7 +339,11 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
       for (const e of schedule) {
         if (e.atMs > elapsed()) await Bun.sleep(e.atMs - elapsed());
         const startedMs = Math.round(elapsed());
-        const { what, effective } = await faults[e.kind].inject(e);
+        // A fault that throws (the harness's own error) is reported and fails the soak; the driver goes on.
+        const { what, effective } = await faults[e.kind].inject(e).catch((err: unknown) => {
+          faultErrors.push(`${e.kind} at ${startedMs} ms: ${String(err)}`);
+          return { what: `injection failed: ${String(err)}`, effective: false };
+        });
         injected.push({ event: e, startedMs, what, effective });
         log(`[${(startedMs / 1000).toFixed(1)} s] fault ${e.kind}: ${what}${effective ? "" : " (hit nothing: not counted)"}`);
       }
@@ -383,7 +390,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
       resubmissions: tasks.reduce((sum, t) => sum + t.resubmissions, 0),
       rewrites: tasks.filter((t) => t.rerunOf && t.succeeded).length,
       evidence,
-      passed: checkPassed(check) && tasks.every((t) => t.succeeded && t.disallowed.length === 0),
+      crashes: [...[...cluster.workers, ...cluster.coordinators].flatMap((m) => m.crashes), ...faultErrors],
+      passed: checkPassed(check) && tasks.every((t) => t.succeeded && t.disallowed.length === 0) && faultErrors.length === 0 && [...cluster.workers, ...cluster.coordinators].every((m) => m.crashes.length === 0),
     };
   } finally {
     sampler.stop();
@@ -427,6 +435,7 @@ export function formatReport(r: SoakReport): string {
     `  rerun by the client after FAILED or an SDK error: ${retried.length} tasks, ${retried.reduce((s, t) => s + t.runs - 1, 0)} reruns`,
     `  ranges already written, rerun on purpose: ${r.rewrites} succeeded`,
     ...r.tasks.filter((t) => t.disallowed.length > 0).map((t) => `  NOT A FAULT'S DOING: ${t.taskId}: ${t.disallowed.join(" | ").slice(0, 300)}`),
+    ...r.crashes.map((c) => `  CRASHED: ${c}`),
     ...retried.slice(0, 10).map((t) => `    ${t.taskId} (${t.table} ${t.fromBlock}-${t.toBlock}): ${t.failures.join(" | ").slice(0, 300)}`),
     "",
     "what the client and the Workers did about it:",

@@ -45,6 +45,8 @@ for (const { store, seed, blocksPerTask, concurrency } of RUNS) test(`short soak
   // The silent store was given up on by the Worker's own deadline (Postgres: its pool replaced), and reported.
   expect(report.evidence.storeUnreachable).toBeGreaterThanOrEqual(1);
   if (store === "postgres") expect(report.evidence.poolsReplaced).toBeGreaterThanOrEqual(1);
+  // No process of the cluster died but those the faults killed.
+  expect(report.crashes).toEqual([]);
   // Every failure a rerun followed is one the faults explain; a deadline hit or any other code fails here.
   expect(report.tasks.filter((t) => t.disallowed.length > 0).map((t) => `${t.taskId}: ${t.disallowed.join(" | ")}`)).toEqual([]);
   expect(report.tasks.filter((t) => !t.succeeded).map((t) => `${t.taskId}: ${t.failures.join(" | ")}`)).toEqual([]);
