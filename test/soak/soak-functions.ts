@@ -102,15 +102,11 @@ export const BUNDLE_STATS: SoakTable = {
   expectedRows: blockStats,
 };
 
-/** One row per block appended to a normal table (no scope: a call's rows are replaced by task id and call). */
+/** One row per block (BLOCK_STATS' function) appended to a normal table (no scope: a call's rows are replaced by task id and call). */
 export const NORMAL_STATS: SoakTable = {
   table: "soak_normal_stats",
   kind: "normal",
-  source: [
-    "def main(ctx, input):",
-    "    b = ctx.io('localtestservice', 'eth_getBlockByNumber', {'chain': input['chain'], 'number': input['blockNumber'], 'full': False})",
-    `    return [{'block': int(b['number'], 16), 'tx_count': len(b['transactions']), 'gas_used': int(b['gasUsed'], 16), 'block_hash': b['hash'], ${STAMP}}]`,
-  ].join("\n"),
+  source: BLOCK_STATS.source,
   expectedRows: blockStats,
 };
 
