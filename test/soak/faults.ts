@@ -94,8 +94,12 @@ class WorkerPause implements Fault {
     try {
       await Bun.sleep(e.durationMs);
     } finally {
-      // A process that died meanwhile (it crashed before the stop took: the soak reports it) is not an error here.
-      if (w.pid === pid) process.kill(pid, "SIGCONT");
+      // A process that died meanwhile is not an error here: the soak reports its crash.
+      try {
+        process.kill(pid, "SIGCONT");
+      } catch {
+        // gone
+      }
     }
     if (w.pid !== pid) return { what: `${w.name} died while it was to be ${this.kind === "workerHang" ? "hung" : "paused"}`, effective: false };
     // How its runs end is asked while the soak goes on (a run that comes back superseded ends at its next commit).

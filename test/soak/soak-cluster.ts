@@ -82,7 +82,8 @@ export class Member {
   readonly crashes: string[] = [];
 
   async start(): Promise<void> {
-    const proc = BlockxProcess.spawn([this.role], this.env);
+    // A session of its own, as on a host of its own: the soak SIGSTOPs Workers (see BlockxProcess.spawn).
+    const proc = BlockxProcess.spawn([this.role], this.env, undefined, { ownSession: true });
     this.proc = proc;
     void proc.exited.then((code) => {
       if (this.proc === proc) this.crashes.push(`${this.name} exited on its own with ${code}${proc.proc.signalCode ? ` (${proc.proc.signalCode})` : ""}; stderr: ${proc.stderr.slice(-1_500)}; last lines: ${proc.lines.slice(-5).map((l) => JSON.stringify(l).slice(0, 300)).join(" | ")}`);

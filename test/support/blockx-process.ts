@@ -61,15 +61,21 @@ export class BlockxProcess {
     });
   }
 
-  /** spawn runs dist/blockx, or `binary` (an installed copy of it, as the upgrade test runs). */
-  static spawn(args: readonly string[], env: Record<string, string>, binary = BLOCKX_BINARY): BlockxProcess {
+  /**
+   * spawn runs dist/blockx, or `binary` (an installed copy of it, as the upgrade test runs).
+   * `ownSession`: the process runs in a session (and process group) of its own, as on a host of its
+   * own. A test that SIGSTOPs it wants that: a stopped process sharing the test run's process group
+   * is sent SIGHUP, and dies of it, when that group is orphaned (the run started in the background).
+   */
+  static spawn(args: readonly string[], env: Record<string, string>, binary = BLOCKX_BINARY, o: { ownSession?: boolean } = {}): BlockxProcess {
     if (!existsSync(binary)) throw new Error(`${binary} is missing: run make build first`);
     const cwd = mkdtempSync(join(tmpdir(), "blockx-proc-"));
     // Passable (not readable) by the executors' user, who connects to the pool's socket in it.
     const tmp = join(cwd, "tmp");
     mkdirSync(tmp, { mode: 0o711 });
     chmodSync(cwd, 0o711);
-    const proc = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", binary, ...args], {
+    // setsid does not fork (the spawned process leads no group), so the pid stays blockx's and pdeathsig holds.
+    const proc = Bun.spawn(["setpriv", "--pdeathsig", "KILL", "--", ...(o.ownSession ? ["setsid"] : []), binary, ...args], {
       cwd,
       // `blockx dev` chooses for its children and its client (secure unless told otherwise).
       env: { PATH: process.env.PATH ?? "/usr/bin:/bin", TMPDIR: tmp, ...(args[0] === "dev" ? {} : transportEnv(env, roleOfCommand(args[0]))), ...localTestChainEnv(args[0]), ...env },
