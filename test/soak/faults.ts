@@ -180,7 +180,7 @@ class LinkPartition implements Fault {
 }
 
 /**
- * The table store stops answering. Postgres: one Worker's connections go silent (the relay closes
+ * The table store stops answering. Postgres: one Worker's connections (the Worker a Worker fault would hit) go silent (the relay closes
  * the server side and leaves the Worker's open, hearing nothing: a hard primary loss), and new ones
  * are accepted and never answered, for the duration; then new connections pass again (the silent
  * ones stay silent: the Worker's own deadlines must give up on them). SQLite: the shared file's
@@ -191,10 +191,11 @@ class StoreSilent implements Fault {
   readonly kind = "storeSilent";
   constructor(
     private readonly c: SoakCluster,
+    private readonly target: WorkerTarget,
     private readonly t: Thresholds,
   ) {}
   async inject(e: FaultEvent): Promise<FaultEffect> {
-    const w = this.c.workers[e.target]!;
+    const w = this.c.workers[this.target(e.target)]!;
     const relay = w.links?.store;
     if (relay) {
       if (w.pid === undefined) return { what: `${w.name} not running`, effective: false };
@@ -234,9 +235,12 @@ async function holdWriteLock(path: string, ms: number): Promise<boolean> {
 /** One Worker's Postgres connections are reset, and new ones refused, for the duration (a severed link). */
 class StoreSevered implements Fault {
   readonly kind = "storeSevered";
-  constructor(private readonly c: SoakCluster) {}
+  constructor(
+    private readonly c: SoakCluster,
+    private readonly target: WorkerTarget,
+  ) {}
   async inject(e: FaultEvent): Promise<FaultEffect> {
-    const w = this.c.workers[e.target]!;
+    const w = this.c.workers[this.target(e.target)]!;
     const relay = w.links?.store;
     if (!relay || w.pid === undefined) return { what: `${w.name} ${relay ? "not running" : "has no store connection (SQLite)"}`, effective: false };
     const open = relay.connections;
@@ -347,8 +351,8 @@ export function faultsFor(c: SoakCluster, workerTarget: WorkerTarget, sdk: SdkEv
     backendDegrade: new BackendDegrade(c),
     etcdPartition: new LinkPartition("etcdPartition", c, workerTarget, sdk, t),
     clientPartition: new LinkPartition("clientPartition", c, workerTarget, sdk, t),
-    storeSilent: new StoreSilent(c, t),
-    storeSevered: new StoreSevered(c),
+    storeSilent: new StoreSilent(c, workerTarget, t),
+    storeSevered: new StoreSevered(c, workerTarget),
     submitAnswerLost: new SubmitAnswerLost("submitAnswerLost", c, sdk),
     submitTasksAnswerLost: new SubmitAnswerLost("submitTasksAnswerLost", c, sdk),
     pauseLease: new WorkerPause("pauseLease", c, workerTarget, t, observe),
