@@ -4,9 +4,7 @@ import { connect, createServer, type Server, type Socket } from "node:net";
 interface Pair {
   readonly client: Socket;
   server: Socket | null;
-  /** Bytes the client has sent through this connection. */
-  clientBytes: number;
-  /** Nothing more is forwarded either way (blackholed, or its answer is being dropped). */
+  /** Nothing more is forwarded either way (blackholed). */
   silent: boolean;
   /** The server's bytes are dropped (an answer lost after its request arrived); the client's still pass. */
   answerLost: boolean;
@@ -46,13 +44,12 @@ interface RequestDrop {
 export class FaultRelay {
   private readonly pairs = new Set<Pair>();
   private blackholed = false;
-  private armed: { readonly afterClientBytes: number; readonly resetAfterMs: number; fired: boolean; resolve: () => void } | null = null;
   private requestDrop: RequestDrop | null = null;
   /** A partition holds every byte and every new connection until heal(). */
   private held = false;
   /** New connections are reset at once until heal() (a severed link whose far end answers RST). */
   private refusing = false;
-  /** Answers dropped and connections reset by dropAnswer (the test reads it). */
+  /** Answers dropped and connections reset by dropAnswerAfterRequest (the test reads it). */
   dropped = 0;
 
   private constructor(
@@ -79,7 +76,7 @@ export class FaultRelay {
 
   private accept(client: Socket): void {
     if (this.refusing) return reset(client);
-    const p: Pair = { client, server: null, clientBytes: 0, silent: this.blackholed, answerLost: false, toServer: [], toClient: [], clientGone: false, serverGone: false, burstBytes: 0, burstTimer: null, heldAnswer: null };
+    const p: Pair = { client, server: null, silent: this.blackholed, answerLost: false, toServer: [], toClient: [], clientGone: false, serverGone: false, burstBytes: 0, burstTimer: null, heldAnswer: null };
     this.pairs.add(p);
     client.on("error", () => {});
     client.on("close", () => {
@@ -93,7 +90,6 @@ export class FaultRelay {
     });
     client.on("data", (b: Buffer) => {
       if (p.silent) return;
-      p.clientBytes += b.length;
       this.watchBurst(p, b.length);
       if (this.held || !p.server) p.toServer.push(b);
       else p.server.write(b);
@@ -119,19 +115,6 @@ export class FaultRelay {
       if (p.silent || p.answerLost) return;
       if (this.held) return void p.toClient.push(b);
       if (p.heldAnswer) return void p.heldAnswer.push(b);
-      const a = this.armed;
-      if (a && !a.fired && p.clientBytes >= a.afterClientBytes) {
-        // The request went through; its answer (and whatever follows) does not, then the connection resets.
-        a.fired = true;
-        p.silent = true;
-        this.dropped++;
-        setTimeout(() => {
-          reset(p.client);
-          server.destroy();
-          a.resolve();
-        }, a.resetAfterMs);
-        return;
-      }
       p.client.write(b);
     });
   }
@@ -173,17 +156,6 @@ export class FaultRelay {
       p.server?.destroy();
       d.resolve(true);
     }, d.resetAfterMs);
-  }
-
-  /**
-   * dropAnswer arms the relay once: on the first connection whose client has sent at least
-   * `afterClientBytes` (past a TLS handshake: the request itself), the server's next bytes are
-   * dropped, and `resetAfterMs` later the connection is reset. Resolves when that happened.
-   */
-  dropAnswer(afterClientBytes: number, resetAfterMs = 300): Promise<void> {
-    return new Promise((resolve) => {
-      this.armed = { afterClientBytes, resetAfterMs, fired: false, resolve };
-    });
   }
 
   /**

@@ -220,11 +220,9 @@ export class TaskRunner {
     let writers: Writer[];
     try {
       writers = createWriters(plan.outputs, {
-        taskId,
         totalCalls: plan.calls.total,
         scopeOf: plan.scopeOf,
         tables: this.deps.tables,
-        log: this.deps.log,
         ...(this.deps.maxResultBytes !== undefined ? { maxResultBytes: this.deps.maxResultBytes } : {}),
       });
     } catch (e) {

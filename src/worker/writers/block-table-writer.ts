@@ -1,5 +1,4 @@
-import type { Logger } from "../../common/logging/logger";
-import type { BlockScope, ReplaceOutcome, TableWrite } from "../../common/tables/table-store";
+import type { BlockScope, TableWrite } from "../../common/tables/table-store";
 import type { TableWriteSummary } from "../../gen/worker/v1/worker";
 import type { JsonValue } from "../../runtime/executor/protocol";
 import { rowsOf } from "./table-write-checks";
@@ -19,15 +18,13 @@ export class BlockTableWriter implements Writer {
   constructor(
     private readonly table: string,
     private readonly scopeOf: (input: JsonValue) => BlockScope,
-    private readonly taskId: string,
-    private readonly log: Logger,
   ) {}
 
   stage(call: WrittenCall): TableWrite[] {
     return [{ kind: "replaceBlock", table: this.table, scope: this.scopeOf(call.input), rows: rowsOf(call.value) }];
   }
 
-  committed(call: WrittenCall, _outcomes: readonly ReplaceOutcome[]): void {
+  committed(call: WrittenCall): void {
     this.rows += (call.value as unknown[]).length;
     this.calls++;
   }

@@ -2,7 +2,6 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { silentLogger } from "../../common/logging/logger";
 import { SqliteTableStore } from "../../common/tables/sqlite-table-store";
 import { CallErrorCode } from "../../runtime/calls/call";
 import type { JsonValue } from "../../runtime/executor/protocol";
@@ -22,7 +21,7 @@ const scopeOf = (input: JsonValue) => {
   const i = input as { chain: string; blockNumber: number };
   return { chain: i.chain, fromBlock: i.blockNumber, toBlock: i.blockNumber };
 };
-const deps = (over: Partial<Parameters<typeof createWriters>[1]> = {}) => ({ taskId: "t1", totalCalls: 3, scopeOf, tables: store(), log: silentLogger(), ...over });
+const deps = (over: Partial<Parameters<typeof createWriters>[1]> = {}) => ({ totalCalls: 3, scopeOf, tables: store(), ...over });
 
 describe("writer plugins", () => {
   test("one writer per output, in the task's order; each stages its table's write and counts only what committed", async () => {

@@ -1,4 +1,3 @@
-import type { Logger } from "../../common/logging/logger";
 import type { JsonValue } from "../../runtime/executor/protocol";
 import { BlockTableWriter } from "./block-table-writer";
 import { NormalTableWriter } from "./normal-table-writer";
@@ -13,12 +12,10 @@ export type OutputKind = OutputSpec["kind"];
 
 /** What a writer may need from the task and the Worker. */
 export interface WriterDeps {
-  readonly taskId: string;
   readonly totalCalls: number;
   /** The block scope of a call (block_table and block_bundle call configs); null for inputs. */
   readonly scopeOf: ((input: JsonValue) => BlockScope) | null;
   readonly tables: TableStore | null;
-  readonly log: Logger;
   /** Bytes of JSON return values the task may keep (TASK_MAX_RESULT_BYTES; DEFAULT_MAX_RESULT_BYTES when absent). */
   readonly maxResultBytes?: number;
 }
@@ -27,7 +24,7 @@ export class WriterSetupError extends Error {}
 
 /** The writer plugins: one line per output kind. */
 const WRITERS: { readonly [K in OutputKind]: (spec: Extract<OutputSpec, { kind: K }>, d: WriterDeps) => Writer } = {
-  blockTableWrite: (s, d) => (tablesOf(d), new BlockTableWriter(s.table, scopeOf(d), d.taskId, d.log)),
+  blockTableWrite: (s, d) => (tablesOf(d), new BlockTableWriter(s.table, scopeOf(d))),
   normalTableWrite: (s, d) => (tablesOf(d), new NormalTableWriter(s.table)),
   returnValue: (_s, d) => new ReturnValueWriter(d.totalCalls, d.maxResultBytes),
 };
