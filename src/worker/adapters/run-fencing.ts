@@ -24,8 +24,6 @@ export interface RunFencingOptions {
   readonly leaseTtlMs: number;
   /** Called when the table store says the epoch's lease had expired: every run of it is over. */
   readonly onEpochLost: (epoch: string, message: string) => void;
-  /** Called when writing becomes possible or impossible (the heartbeat's error rate says so to the Coordinators). */
-  readonly onStoreHealth?: (healthy: boolean) => void;
 }
 
 /**
@@ -226,7 +224,6 @@ export class RunFencing {
     this.healthy = healthy;
     if (healthy) this.log.info({ store: this.store.description }, "table store reachable again: writing resumes");
     else this.log.warn({ store: this.store.description, reason: why }, "table store unreachable: tasks writing tables fail retryably, and the heartbeat's error rate keeps new tasks away until it is back");
-    this.opts.onStoreHealth?.(healthy);
   }
 }
 

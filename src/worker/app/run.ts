@@ -116,7 +116,6 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   // The table store is checked before the Worker registers: a wrong URL, a refused login or an
   // unwritable file stops it here, naming the variable (never the password), instead of a Worker
   // that takes tasks and fails every write. Opening its epoch is that check (fencing's lease).
-  let storeHealthy = true;
   let runner: TaskRunner | null = null;
   const fencing = new RunFencing(
     tableStore,
@@ -124,7 +123,6 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
       workerAddr,
       leaseTtlMs: config.leaseTtlSeconds * 1000,
       onEpochLost: (epoch, why) => runner?.failRunsOf(epoch, `${why}: this run is no longer current and nothing more of it is written`),
-      onStoreHealth: (healthy) => (storeHealthy = healthy),
     },
     log.child({ component: "run-fencing" }),
   );
@@ -214,7 +212,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
         // A Worker that cannot write fails every table task fast (retryably, not its own fault), which
         // would leave it the most free slots of all: report it at the worst error rate instead, so
         // that Coordinators send work elsewhere until its store answers again.
-        errorRate: storeHealthy ? errors.rate(now) : 1,
+        errorRate: fencing.storeHealthy ? errors.rate(now) : 1,
         lastHeartbeatMs: now,
         executors: executorSummary(pool.stats()),
       };
