@@ -122,6 +122,7 @@ async function setUpDevEtcd(endpoint: string, tls: DevTls): Promise<void> {
  */
 async function checkExecutorSandbox(): Promise<void> {
   const { probeExecutorSandbox } = await import("../../runtime/executor/executor-pool");
+  const { ExecutorStartError } = await import("../../runtime/executor/executor-start-error");
   const { executorPoolConfigFrom, executorPoolVars } = await import("../../runtime/executor/executor-pool-config");
   const { loadEnvConfig } = await import("../../common/config/env-config");
   const { locateBwrap, BWRAP_CACHE_PATH } = await import("../../runtime/executor/isolation");
@@ -130,11 +131,9 @@ async function checkExecutorSandbox(): Promise<void> {
     await probeExecutorSandbox(config);
   } catch (e) {
     // Not the sandbox (the executor code cannot be unpacked, the interpreter is missing): its own words.
-    if ((e as { code?: string }).code !== "EXECUTOR_SANDBOX_UNAVAILABLE") throw new DevError("EXECUTORS_UNAVAILABLE", `executors cannot start here: ${(e as Error).message}`);
+    if (!(e instanceof ExecutorStartError) || e.code !== "EXECUTOR_SANDBOX_UNAVAILABLE") throw new DevError("EXECUTORS_UNAVAILABLE", `executors cannot start here: ${(e as Error).message}`);
     const bwrap = locateBwrap(config.bwrap);
-    const problem = bwrap.includes("/")
-      ? (e as Error).message.replace(/^.*?cannot start an executor's sandbox on this host: /, "").replace(/\. Install bubblewrap.*$/, "")
-      : `bubblewrap (${bwrap}) is not installed (looked on PATH and in the checkout's ${BWRAP_CACHE_PATH})`;
+    const problem = bwrap.includes("/") ? e.said : `bubblewrap (${bwrap}) is not installed (looked on PATH and in the checkout's ${BWRAP_CACHE_PATH})`;
     throw new DevError(
       "SANDBOX_UNAVAILABLE",
       `executors cannot start in their sandbox here: ${problem}. Fix: \`make demo\` or \`make deps\` in the checkout ` +

@@ -819,6 +819,7 @@ function startSandboxOnce(sandbox: BwrapSandbox, isolation: Isolation, argv: str
           "Install bubblewrap (apt-get install bubblewrap) and allow user namespaces (sysctl user.max_user_namespaces > 0; " +
           "kernel.unprivileged_userns_clone=1 where it exists), or set EXECUTOR_SANDBOX=off to run user code without the sandbox " +
           "(see --help for what that gives up)",
+        said,
       );
     }
   } finally {
@@ -875,7 +876,7 @@ function makeSandbox(isolation: Isolation, python: string, runtimeDir: string): 
   try {
     return BwrapSandbox.create(s.bwrap, probePythonRuntime(python), drop, runtimeDir);
   } catch (e) {
-    throw new ExecutorStartError("EXECUTOR_SANDBOX_UNAVAILABLE", `${(e as Error).message}; set EXECUTOR_SANDBOX=off to run user code without the sandbox`);
+    throw new ExecutorStartError("EXECUTOR_SANDBOX_UNAVAILABLE", `${(e as Error).message}; set EXECUTOR_SANDBOX=off to run user code without the sandbox`, (e as Error).message);
   }
 }
 

@@ -21,6 +21,8 @@ export class ExecutorStartError extends Error {
   constructor(
     readonly code: ExecutorStartCode,
     message: string,
+    /** The cause in its own words, without the advice around it (what bwrap said): for a caller that gives its own advice. */
+    readonly said: string = message,
   ) {
     super(`${code}: ${message}`);
     this.name = "ExecutorStartError";
