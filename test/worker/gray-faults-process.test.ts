@@ -49,6 +49,16 @@ function blockTask(taskId: string, source: string, from: number, to: number, tab
 const versioned = (version: string, sleepS: number) =>
   `import time\ndef main(ctx, input):\n    time.sleep(${sleepS})\n    return [{'block': input['blockNumber'], 'version': '${version}', 'run': ctx.run['generation']}]\n`;
 
+/**
+ * runsOf: the runs the store recorded for a task id, as [generation, worker, state], once none is
+ * RUNNING any more (a run's end is recorded after the Worker's answer may have been read), or as
+ * they stand after 10 s.
+ */
+async function runsOf(store: string, taskId: string): Promise<[number, string, string][]> {
+  const read = async () => (await rawRows(store, "_blockx_runs")).filter((r) => r.task_id === taskId).map((r): [number, string, string] => [Number(r.generation), String(r.worker), String(r.state)]);
+  return waitFor(read, (runs) => runs.length > 0 && runs.every((r) => r[2] !== "RUNNING"), 10_000).catch(read);
+}
+
 /** pgEnv: a Worker host writing the Postgres at `url` (its own folders, as a separate host would have). */
 function hostEnv(cluster: TestCluster, i: number, url: string, extra: Record<string, string> = {}): Record<string, string> {
   const home = join(cluster.dir, `host-${i}`);
@@ -102,8 +112,8 @@ describe("exactly once under gray faults", () => {
     // 30 rows for 30 blocks: the task ran once.
     const rows = (await rawRows(cluster.tableStorePath, "appended")).map((r) => [Number(r.block), Number(r.run)]).sort((a, b) => a[0]! - b[0]!);
     expect(rows).toEqual(Array.from({ length: 30 }, (_, i) => [100 + i, 1]));
-    const runs = await rawRows(cluster.tableStorePath, "_blockx_runs");
-    expect(runs.map((r) => [r.task_id, Number(r.generation), r.worker, r.state])).toEqual([["case-1", 1, w1.addr, "SUCCEEDED"]]);
+    // One run of the id, on the first Worker; its end is recorded once its last commit settled.
+    expect(await runsOf(cluster.tableStorePath, "case-1")).toEqual([[1, w1.addr, "SUCCEEDED"]]);
     // The other Worker never ran it.
     const probe = new WorkerClient(w2.addr);
     cleanups.push(() => probe.close());
@@ -126,8 +136,7 @@ describe("exactly once under gray faults", () => {
     // refusal, or an idempotent hit there), and that run is the only one the id ever had.
     const run = await client.runTask(slow, { cluster: "block" });
     expect({ state: run.state, last: run.workers.at(-1) }).toEqual({ state: "SUCCEEDED", last: w1.addr });
-    const runsOfB = (await rawRows(cluster.tableStorePath, "_blockx_runs")).filter((r) => r.task_id === "case-1b");
-    expect(runsOfB.map((r) => [Number(r.generation), r.worker, r.state])).toEqual([[1, w1.addr, "SUCCEEDED"]]);
+    expect(await runsOf(cluster.tableStorePath, "case-1b")).toEqual([[1, w1.addr, "SUCCEEDED"]]);
     expect((await rawRows(cluster.tableStorePath, "appended_b")).length).toBe(60);
   }, 120_000);
 

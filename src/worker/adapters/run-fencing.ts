@@ -100,8 +100,8 @@ export class RunFencing {
   }
 
   /** endRun records a run's end (best effort: a run left RUNNING is over anyway once its epoch's lease expires). */
-  endRun(fence: RunFence, state: Exclude<RunState, "RUNNING">): void {
-    void this.store.endRun(fence, state).catch((e: unknown) => this.log.debug({ taskId: fence.taskId, err: e }, "recording a run's end failed (its lease ends it)"));
+  endRun(fence: RunFence, state: Exclude<RunState, "RUNNING">): Promise<void> {
+    return this.store.endRun(fence, state).catch((e: unknown) => this.log.debug({ taskId: fence.taskId, err: e }, "recording a run's end failed (its lease ends it)"));
   }
 
   /**

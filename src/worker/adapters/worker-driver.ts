@@ -21,7 +21,24 @@ export const CANCEL_SETTLE_WAIT_MS = 3_000;
  */
 export interface RunClaims {
   prepare(plan: TaskPlan, resubmit: boolean): Promise<{ plan: TaskPlan; fence: RunFence }>;
-  end(fence: RunFence, state: TaskState): void;
+  /** end records the run's end; it resolves once recorded or given up (never rejects). */
+  end(fence: RunFence, state: TaskState): Promise<void>;
+}
+
+/**
+ * END_RECORD_WAIT_MS bounds how long a terminal snapshot waits for its run's end to be recorded in
+ * the store: a watcher that hears SUCCEEDED then finds the id ended there (a plain resubmission is
+ * refused as done, not as running), and a store that cannot be reached delays the news only this long.
+ */
+export const END_RECORD_WAIT_MS = 2_000;
+
+/** withinMs resolves when `p` settles or after `ms`, whichever comes first. */
+function withinMs(p: Promise<void>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
 /**
@@ -42,6 +59,8 @@ export class WorkerDriver {
   private stopped = false;
   /** Tasks already counted in onTaskEnded (a terminal snapshot may be published again). */
   private readonly ended = new Set<string>();
+  /** The record of a run's end in the store, per task id, while it is being written. */
+  private readonly endRecords = new Map<string, Promise<void>>();
   /** Every snapshot the core publishes (WatchTasks streams subscribe here). */
   onSnapshot: (snapshot: TaskSnapshot) => void = () => {};
   /** New log lines of a task (StreamTaskLogs followers). */
@@ -256,7 +275,11 @@ export class WorkerDriver {
     const fence = this.runner.fenceOf(snapshot.taskId);
     if (!fence || !this.claims) return;
     const claims = this.claims;
-    void this.runner.writesSettled(snapshot.taskId).then(() => claims.end(fence, snapshot.state));
+    const recorded = this.runner.writesSettled(snapshot.taskId).then(() => claims.end(fence, snapshot.state));
+    this.endRecords.set(snapshot.taskId, recorded);
+    void recorded.finally(() => {
+      if (this.endRecords.get(snapshot.taskId) === recorded) this.endRecords.delete(snapshot.taskId);
+    });
   }
 
   /**
@@ -266,8 +289,13 @@ export class WorkerDriver {
    */
   private publish(raw: TaskSnapshot): void {
     const snapshot = this.withRun(raw);
-    if (!TERMINAL_TASK_STATES.has(snapshot.state) || !this.runner.hasPendingWrites(snapshot.taskId)) return this.onSnapshot(snapshot);
-    void this.runner.writesSettled(snapshot.taskId).then(() => this.onSnapshot(snapshot));
+    const recording = this.endRecords.get(snapshot.taskId);
+    if (!TERMINAL_TASK_STATES.has(snapshot.state) || (!this.runner.hasPendingWrites(snapshot.taskId) && !recording)) return this.onSnapshot(snapshot);
+    // Commits in flight are waited for whole (the rows a watcher finds); the end's record at most END_RECORD_WAIT_MS after them.
+    void this.runner
+      .writesSettled(snapshot.taskId)
+      .then(() => (recording ? withinMs(recording, END_RECORD_WAIT_MS) : undefined))
+      .then(() => this.onSnapshot(snapshot));
   }
 
   /** advance applies what is due as of now (expiries, deadlines): the timer, and reads that must not see the past. */
