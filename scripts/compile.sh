@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # compile.sh OUTFILE [TARGET RUNTIME]: compiles the blockx binary (src/main.ts, the executor's
-# .py files embedded; src/common/tables/sqlite-thread.ts and
+# .py files embedded; src/outputs/stores/sqlite-thread.ts and
 # src/runtime/chains/localtestservice/synthetic-chain-thread.ts are more entries: the SQLite table
 # store's and the synthetic chain's Worker threads, which Bun can only start from an entry of the
 # binary; src/common/threads/thread-entry.ts finds them) to OUTFILE. TARGET (linux-x64, linux-arm64) cross-compiles with RUNTIME, the
@@ -24,4 +24,4 @@ bun build --compile --minify --bytecode --format=esm \
   --define "BLOCKX_SOURCE_DIGEST=\"$BLOCKX_SOURCE_DIGEST\"" \
   --define "BLOCKX_BUILD_DATE=\"$date\"" \
   --asset executor-py/blockx_executor \
-  src/main.ts src/common/tables/sqlite-thread.ts src/runtime/chains/localtestservice/synthetic-chain-thread.ts --outfile "$out"
+  src/main.ts src/outputs/stores/sqlite-thread.ts src/runtime/chains/localtestservice/synthetic-chain-thread.ts --outfile "$out"

@@ -13,9 +13,9 @@
  *   bun bench/tables/fencing.ts [--blocks 4000] [--rows 5] [--rounds 5] [--in-flight 64] [--tasks 4] [--task-blocks 100]
  */
 import { parseArgs } from "node:util";
-import { PostgresTableStore } from "../../src/common/tables/postgres-table-store";
-import type { RunFence } from "../../src/common/tables/run-fence";
-import type { TableWrite } from "../../src/common/tables/table-store";
+import { PostgresTableStore } from "../../src/outputs/stores/postgres-table-store";
+import type { RunFence } from "../../src/outputs/stores/run-fence";
+import type { TableWrite } from "../../src/outputs/stores/table-store";
 import { startPostgres } from "../../test/support/postgres";
 import { treeCpuSeconds } from "../../test/support/proc-scan";
 import { interleavedRounds, interferenceNote, median } from "../support/rounds";

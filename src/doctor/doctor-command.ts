@@ -43,7 +43,7 @@ export async function doctorContext(role: DoctorRole, env: Env): Promise<DoctorC
   const prometheus = (addr: string) => (addr ? [{ variable: "BLOCKX_PROMETHEUS_LISTEN_ADDR", addr }] : []);
   const none = { etcdEndpoints: [], etcd: ETCD_PLAINTEXT, listenAddrs: [], socketPath: null, pool: null, chains: null, localTestChain: false, tableStorePath: null };
   if (role === "worker" || role === "bundle-worker") {
-    const [{ loadWorkerRuntimeConfigFromEnv }, { blockWorkerProfile, bundleWorkerProfile }] = await Promise.all([import("../worker/app/config"), import("../worker/app/profile")]);
+    const [{ loadWorkerRuntimeConfigFromEnv }, { blockWorkerProfile, bundleWorkerProfile }] = await Promise.all([import("../worker/app/config"), import("../worker/core/profile")]);
     const w = loadWorkerRuntimeConfigFromEnv(role === "worker" ? blockWorkerProfile : bundleWorkerProfile, env);
     return {
       ...none,

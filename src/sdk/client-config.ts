@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { tableStoreVars } from "../common/tables/table-store-config";
+import { tableStoreVars } from "../outputs/stores/table-store-config";
 import { tlsVars } from "../common/tls/tls-vars";
 import { etcdAccessVars } from "../common/etcd/etcd-vars";
 import { envVar, intSchema, listSchema, loadEnvConfig, stringSchema, type EnvValues } from "../common/config/env-config";

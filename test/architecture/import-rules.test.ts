@@ -22,7 +22,7 @@ export const IMPORT_RULES: readonly ImportRule[] = [
   {
     from: ["src/syncinvoker/", "src/cli/"],
     forbidden: "src/worker/",
-    why: "the Sync Invoker and the CLI share the call runtime (src/runtime) and the table store (src/common/tables) with the Worker, not the Worker itself; a role's command lives in its own app folder",
+    why: "the Sync Invoker and the CLI share the call runtime (src/runtime) and the table store (src/outputs/stores) with the Worker, not the Worker itself; a role's command lives in its own app folder",
   },
 ];
 

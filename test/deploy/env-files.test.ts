@@ -15,7 +15,7 @@ import { loadCoordinatorRuntimeConfigFromEnv } from "../../src/coordinator/app/c
 import { loadProxyConfig } from "../../src/proxy/app/config";
 import { loadSyncInvokerConfig } from "../../src/syncinvoker/app/config";
 import { loadWorkerRuntimeConfigFromEnv } from "../../src/worker/app/config";
-import { blockWorkerProfile, bundleWorkerProfile } from "../../src/worker/app/profile";
+import { blockWorkerProfile, bundleWorkerProfile } from "../../src/worker/core/profile";
 
 const DEPLOY = join(import.meta.dir, "..", "..", "deploy", "systemd");
 

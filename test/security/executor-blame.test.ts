@@ -16,7 +16,7 @@ import { ExecutorPool } from "../../src/runtime/executor/executor-pool";
 import { buildBackendSet, buildIoSubsystem } from "../../src/runtime/io/io-assembly";
 import { FaultInjector } from "../../src/runtime/io/fault-injection";
 import { ioSettingsFrom, ioVars } from "../../src/runtime/io/io-config";
-import { blockWorkerProfile } from "../../src/worker/app/profile";
+import { blockWorkerProfile } from "../../src/worker/core/profile";
 import { ErrorRateWindow } from "../../src/worker/adapters/error-rate-window";
 import { TaskRunner, type TaskRunnerEvent } from "../../src/worker/adapters/task-runner";
 import { planTask } from "../../src/worker/core/task-plan";

@@ -1,6 +1,6 @@
 /**
  * The fencing rule as a seeded simulation with no IO: a table store model built on the rule's
- * own decisions (src/common/tables/run-fence.ts: decideClaim, fenceProblem; table-schema.ts:
+ * own decisions (src/outputs/stores/run-fence.ts: decideClaim, fenceProblem; table-schema.ts:
  * checkReplaced), Workers with epochs and leases that renew, pause past their lease, crash and
  * come back, commits that travel for a while (a paused Worker's arrive after it thaws), and clients
  * that lose SubmitTask answers, follow the Worker they sent to, declare it lost after a while and
@@ -15,9 +15,9 @@
  * its transcript.
  */
 import { describe, expect, test } from "bun:test";
-import { checkReplaced } from "../../src/common/tables/table-schema";
-import { decideClaim, fenceProblem, type RunFence, type RunRow, type RunState } from "../../src/common/tables/run-fence";
-import { TableStoreError } from "../../src/common/tables/table-store";
+import { checkReplaced } from "../../src/outputs/stores/table-schema";
+import { decideClaim, fenceProblem, type RunFence, type RunRow, type RunState } from "../../src/outputs/stores/run-fence";
+import { TableStoreError } from "../../src/outputs/stores/table-store";
 import { mulberry32 } from "../support/mulberry32";
 
 const LEASE_TTL = 20;

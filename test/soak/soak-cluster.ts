@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadClientConfig, type ClientConfig } from "../../src/sdk/client-config";
-import type { PrivatePostgres } from "../../src/common/tables/private-postgres";
+import type { PrivatePostgres } from "../../src/dev/adapters/private-postgres";
 import { BlockxProcess, type LogLine } from "../support/blockx-process";
 import { EtcdProcess } from "../support/etcd";
 import { FaultRelay } from "../support/fault-relay";

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { findPostgresBinDir, PrivatePostgres } from "../../src/common/tables/private-postgres";
+import { findPostgresBinDir, PrivatePostgres } from "../../src/dev/adapters/private-postgres";
 import { freePort } from "./ports";
 
 const REPO = join(import.meta.dir, "..", "..");

@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
-import { openTableStore } from "../../common/tables/open-table-store";
-import { type CellValue, TableStoreError } from "../../common/tables/table-store";
+import { openTableStore } from "../../outputs/stores/open-table-store";
+import { type CellValue, TableStoreError } from "../../outputs/stores/table-store";
 import { UsageError } from "../usage-error";
 import { flagValue, intFlag } from "../args";
 import type { ClientCommandRun } from "./client-command";

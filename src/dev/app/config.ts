@@ -1,4 +1,4 @@
-import { tableStoreVars } from "../../common/tables/table-store-config";
+import { tableStoreVars } from "../../outputs/stores/table-store-config";
 import { tlsVars } from "../../common/tls/tls-vars";
 import { commonVars } from "../../common/config/common-vars";
 import { enumSchema, envVar, intSchema, loadEnvConfig, stringSchema } from "../../common/config/env-config";

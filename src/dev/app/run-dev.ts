@@ -1,4 +1,4 @@
-import { findPostgresBinDir, postgresBinDirs, PrivatePostgres } from "../../common/tables/private-postgres";
+import { findPostgresBinDir, postgresBinDirs, PrivatePostgres } from "../adapters/private-postgres";
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";

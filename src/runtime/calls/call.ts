@@ -95,7 +95,7 @@ export interface CallRequest {
   readonly prefetched?: PrefetchedAnswer;
   /**
    * The run the call belongs to (a task writing tables: its id and run generation, fencing's
-   * src/common/tables/run-fence.ts); the function reads it as `ctx.run`. Absent otherwise.
+   * src/outputs/stores/run-fence.ts); the function reads it as `ctx.run`. Absent otherwise.
    */
   readonly run?: CallRun;
 }

@@ -2,9 +2,9 @@ import { randomBytes } from "node:crypto";
 import { ErrorCode } from "../../common/error-code";
 import type { Logger } from "../../common/logging/logger";
 import { runElsewhereMessage } from "../../common/run-elsewhere";
-import type { RunClaim, RunFence, RunState } from "../../common/tables/run-fence";
-import type { TableStore } from "../../common/tables/table-store";
-import { TableStoreError } from "../../common/tables/table-store";
+import type { RunClaim, RunFence, RunState } from "../../outputs/stores/run-fence";
+import type { TableStore } from "../../outputs/stores/table-store";
+import { TableStoreError } from "../../outputs/stores/table-store";
 import { TaskState } from "../../gen/worker/v1/worker";
 import type { ExistingScope } from "../core/scope-alignment";
 import { alignedPlan, blockTablesOf, type TaskPlan } from "../core/task-plan";
@@ -27,7 +27,7 @@ export interface RunFencingOptions {
 }
 
 /**
- * RunFencing is the Worker's side of fencing (src/common/tables/run-fence.ts): its epoch (a new one
+ * RunFencing is the Worker's side of fencing (src/outputs/stores/run-fence.ts): its epoch (a new one
  * per process start and after losing one) with its lease in the table store, renewed every third of
  * its TTL; the claims of table tasks under it; the ends of runs. A renewal the store refuses means
  * the Worker was away (paused, cut off from the store) past its lease: every run of that epoch is

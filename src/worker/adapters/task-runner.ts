@@ -11,11 +11,11 @@ import { DispatcherCore, type CallResult, type DispatchedCall, type DispatcherCo
 import { TaskLogBook, type TaskLogCaps, type TaskLogEntry } from "../core/task-log-book";
 import type { TaskPlan } from "../core/task-plan";
 import type { WorkerEvent } from "../core/worker-core-events";
-import type { TableStore } from "../../common/tables/table-store";
-import type { RunFence } from "../../common/tables/run-fence";
-import { commitRejection } from "../writers/table-write-checks";
-import type { Writer } from "../writers/writer";
-import { createWriters, WriterSetupError } from "../writers/writers";
+import type { TableStore } from "../../outputs/stores/table-store";
+import type { RunFence } from "../../outputs/stores/run-fence";
+import { commitRejection } from "../../outputs/rows";
+import type { Writer } from "../../outputs/writer";
+import { createWriters, WriterSetupError } from "../../outputs/output-kinds";
 
 /** The events a task runner reports to WorkerCore: a task's progress and its end. */
 export type TaskRunnerEvent = Extract<WorkerEvent, { type: "taskPhaseEntered" | "taskCallCountsChanged" | "taskSucceeded" | "taskFailed" }>;

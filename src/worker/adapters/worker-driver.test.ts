@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { createLogger } from "../../common/logging/logger";
 import { TaskState, type Task } from "../../gen/worker/v1/worker";
 import { InMemoryPool } from "../../../test/support/in-memory-pool";
-import { blockWorkerProfile } from "../app/profile";
+import { blockWorkerProfile } from "../core/profile";
 import { WorkerCore } from "../core/worker-core";
 import { ANONYMOUS } from "../core/worker-core-events";
 import { planTask } from "../core/task-plan";

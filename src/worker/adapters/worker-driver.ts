@@ -4,7 +4,7 @@ import { TERMINAL_TASK_STATES } from "../../common/terminal-task-states";
 import { type Task, type TaskSnapshot, TaskState } from "../../gen/worker/v1/worker";
 import type { TaskLogEntry } from "../core/task-log-book";
 import { writesTables, type TaskPlan } from "../core/task-plan";
-import type { RunFence } from "../../common/tables/run-fence";
+import type { RunFence } from "../../outputs/stores/run-fence";
 import type { WorkerCore } from "../core/worker-core";
 import type { Requester, WorkerEvent } from "../core/worker-core-events";
 import type { SnapshotReply, WorkerDecision } from "../core/worker-core-instructions";

@@ -3,7 +3,7 @@ import { TaskState, type TaskSnapshot } from "../../gen/worker/v1/worker";
 import { CallErrorCode } from "../../runtime/calls/call";
 import type { ExecutorPoolStats } from "../../runtime/executor/executor-pool";
 import type { CallFinishedInfo } from "./task-runner";
-import type { CommitCounts } from "../../common/tables/table-store";
+import type { CommitCounts } from "../../outputs/stores/table-store";
 
 /** At most this many table names become label values of blockx_worker_rows_written_total; later ones count as `_other`. */
 export const MAX_TABLE_LABELS = 50;

@@ -1,4 +1,4 @@
-import { tableStoreProblems, tableStoreVars, type TableStoreConfig } from "../../common/tables/table-store-config";
+import { tableStoreProblems, tableStoreVars, type TableStoreConfig } from "../../outputs/stores/table-store-config";
 import type { ChainsConfig } from "../../common/config/chains-config";
 import type { LocalTestChainSettings } from "../../runtime/chains/localtestservice/local-test-chain";
 import { clockVars } from "../../common/clock/clock-vars";
@@ -14,7 +14,7 @@ import { ioSettingsFrom, ioVars, type IoSettings } from "../../runtime/io/io-con
 import type { IoConfig } from "../../runtime/io/io-subsystem";
 import type { HeartbeatPublishMode, RedLines } from "../core/heartbeat-schedule";
 import { DEFAULT_TASK_LOG_CAPS, type TaskLogCaps } from "../core/task-log-book";
-import type { WorkerProfile } from "./profile";
+import type { WorkerProfile } from "../core/profile";
 
 const MAX_MS = 24 * 3600 * 1000;
 const MS_RULE = "an integer from 1 to 86400000 (24 h)";

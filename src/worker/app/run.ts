@@ -31,9 +31,9 @@ import { ExecutorPool, type ExecutorPoolStats } from "../../runtime/executor/exe
 import { functionsFromDir } from "../../runtime/functions/functions-dir";
 import { FaultInjector } from "../../runtime/io/fault-injection";
 import { buildBackendSet, buildIoSubsystem } from "../../runtime/io/io-assembly";
-import { openTableStore } from "../../common/tables/open-table-store";
+import { openTableStore } from "../../outputs/stores/open-table-store";
 import { TaskCallTimes } from "../adapters/task-call-times";
-import { redactUrl } from "../../common/tables/postgres-table-store";
+import { redactUrl } from "../../outputs/stores/postgres-table-store";
 import { RunFencing } from "../adapters/run-fencing";
 import type { WorkerRuntimeConfig } from "./config";
 

@@ -1,6 +1,6 @@
 import { roleCommand, type Command } from "../../cli/command";
 import { loadWorkerRuntimeConfigFromEnv, workerVars } from "./config";
-import { blockWorkerProfile, bundleWorkerProfile, type WorkerProfile } from "./profile";
+import { blockWorkerProfile, bundleWorkerProfile, type WorkerProfile } from "../core/profile";
 
 const workerCommand = (name: string, summary: string, profile: WorkerProfile): Command =>
   roleCommand({

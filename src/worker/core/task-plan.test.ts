@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { Task } from "../../gen/worker/v1/worker";
 import { FunctionCodeView } from "../../runtime/functions/function-code-view";
-import { blockWorkerProfile, bundleWorkerProfile } from "../app/profile";
+import { blockWorkerProfile, bundleWorkerProfile } from "./profile";
 import { planTask } from "./task-plan";
 import { WorkerError } from "./worker-error";
 

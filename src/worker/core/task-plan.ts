@@ -5,11 +5,11 @@ import { blockBundleCalls, blockTableCalls, inputCalls, type BlockCallInput, typ
 import type { FunctionSnapshot } from "../../runtime/functions/function-code-view";
 import { inlineFunction, lookupFunction, sourceBytesOver, type ResolvedFunction } from "../../runtime/functions/function-lookup";
 import { taskIdProblem } from "../../common/task-id";
-import { tableNameProblem } from "../../common/tables/table-schema";
-import type { BlockScope } from "../../common/tables/table-store";
-import type { OutputSpec } from "../writers/writers";
+import { tableNameProblem } from "../../outputs/stores/table-schema";
+import type { BlockScope } from "../../outputs/stores/table-store";
+import type { OutputSpec } from "../../outputs/output-kinds";
 import type { JsonValue } from "../../runtime/executor/protocol";
-import type { WorkerProfile } from "../app/profile";
+import type { WorkerProfile } from "./profile";
 import { WorkerError } from "./worker-error";
 import { MAX_TASK_TIMEOUT_MS } from "./config";
 import { alignBundles, type ExistingScope } from "./scope-alignment";
@@ -23,7 +23,7 @@ export interface TaskPlan {
   readonly calls: CallPlan<JsonValue>;
   /** The block scope of a call, for block tables; null for inputs. */
   readonly scopeOf: ((input: JsonValue) => BlockScope) | null;
-  /** The task's outputs in its order; each becomes a writer plugin (src/worker/writers/writers.ts). */
+  /** The task's outputs in its order; each becomes a writer plugin (src/outputs/output-kinds.ts). */
   readonly outputs: readonly OutputSpec[];
   /** The function snapshot pinned at activation: sub-calls by name resolve here. */
   readonly functions: FunctionSnapshot | null;

@@ -1,8 +1,8 @@
-import type { OutputKind } from "../writers/writers";
+import type { OutputKind } from "../../outputs/output-kinds";
 import { LegacyBlockWorkerRegistryPrefix, LegacyBundleWorkerRegistryPrefix } from "../../common/registry/registry-prefix";
 
 export type CallConfigKind = "blockTable" | "inputs" | "blockBundle";
-export type { OutputKind } from "../writers/writers";
+export type { OutputKind } from "../../outputs/output-kinds";
 
 /**
  * WorkerProfile: the two clusters run the same Worker with different profiles (runtime seed,

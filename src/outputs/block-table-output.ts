@@ -1,7 +1,7 @@
-import type { BlockScope, TableWrite } from "../../common/tables/table-store";
-import type { TableWriteSummary } from "../../gen/worker/v1/worker";
-import type { JsonValue } from "../../runtime/executor/protocol";
-import { rowsOf } from "./table-write-checks";
+import type { BlockScope, TableWrite } from "./stores/table-store";
+import type { TableWriteSummary } from "../gen/worker/v1/worker";
+import type { JsonValue } from "../runtime/executor/protocol";
+import { rowsOf } from "./rows";
 import type { WrittenCall, Writer } from "./writer";
 
 /**

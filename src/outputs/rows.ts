@@ -1,7 +1,7 @@
-import type { Row } from "../../common/tables/table-store";
-import { TableStoreError } from "../../common/tables/table-store";
-import { CallErrorCode } from "../../runtime/calls/call";
-import type { JsonValue } from "../../runtime/executor/protocol";
+import type { Row } from "./stores/table-store";
+import { TableStoreError } from "./stores/table-store";
+import { CallErrorCode } from "../runtime/calls/call";
+import type { JsonValue } from "../runtime/executor/protocol";
 import { WriteRejected } from "./writer";
 
 /** rowsOf checks that a function writing to a table returned a list of row objects. */

@@ -1,5 +1,5 @@
-import { threadEntry } from "../threads/thread-entry";
-import { parseExactJson } from "../json/exact-json";
+import { threadEntry } from "../../common/threads/thread-entry";
+import { parseExactJson } from "../../common/json/exact-json";
 import { type GroupCommitResult, GroupCommitQueue } from "./group-commit-queue";
 import { SqliteTables } from "./sqlite-tables";
 import { type CellValue, type CommitCounts, type ReadOptions, type ReplaceOutcome, type TableStore, TableStoreError, type TableWrite, type WrittenScope } from "./table-store";
@@ -48,7 +48,7 @@ export class SqliteTableStore implements TableStore {
       }
       return;
     }
-    this.thread = new Worker(threadEntry(import.meta.url, "common/tables/sqlite-thread", new URL("./sqlite-thread.ts", import.meta.url)));
+    this.thread = new Worker(threadEntry(import.meta.url, "outputs/stores/sqlite-thread", new URL("./sqlite-thread.ts", import.meta.url)));
     this.thread.onmessage = (ev: MessageEvent<SqliteThreadReply>) => {
       const w = this.waiting.get(ev.data.id);
       if (!w) return;

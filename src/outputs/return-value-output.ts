@@ -1,6 +1,6 @@
-import type { TableWrite } from "../../common/tables/table-store";
-import { CallErrorCode } from "../../runtime/calls/call";
-import type { JsonValue } from "../../runtime/executor/protocol";
+import type { TableWrite } from "./stores/table-store";
+import { CallErrorCode } from "../runtime/calls/call";
+import type { JsonValue } from "../runtime/executor/protocol";
 import { WriteRejected, type WrittenCall, type Writer } from "./writer";
 
 /** TASK_MAX_RESULT_BYTES' default: what one task's return values may hold in the Worker's memory. */

@@ -1,8 +1,8 @@
-import type { JsonValue } from "../../runtime/executor/protocol";
-import { BlockTableWriter } from "./block-table-writer";
-import { NormalTableWriter } from "./normal-table-writer";
-import { ReturnValueWriter } from "./return-value-writer";
-import type { BlockScope, TableStore } from "../../common/tables/table-store";
+import type { JsonValue } from "../runtime/executor/protocol";
+import { BlockTableWriter } from "./block-table-output";
+import { NormalTableWriter } from "./normal-table-output";
+import { ReturnValueWriter } from "./return-value-output";
+import type { BlockScope, TableStore } from "./stores/table-store";
 import type { Writer } from "./writer";
 
 /** OutputSpec: one validated output of a task (planTask makes them; the profile allows the kinds). */

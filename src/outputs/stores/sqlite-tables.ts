@@ -1,6 +1,6 @@
 import { Database } from "bun:sqlite";
-import { exactInt } from "../json/exact-json";
-import { parseExactJson } from "../json/exact-json";
+import { exactInt } from "../../common/json/exact-json";
+import { parseExactJson } from "../../common/json/exact-json";
 import {
   type BoundCell,
   bindRow,

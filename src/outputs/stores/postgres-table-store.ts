@@ -1,5 +1,5 @@
 import { SQL, type TransactionSQL } from "bun";
-import { exactInt, parseExactJson } from "../json/exact-json";
+import { exactInt, parseExactJson } from "../../common/json/exact-json";
 import { callResult, type GroupCommitResult, GroupCommitQueue } from "./group-commit-queue";
 import { ReconnectGate } from "./reconnect-gate";
 import {

@@ -2,11 +2,11 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SqliteTableStore } from "../../common/tables/sqlite-table-store";
-import { CallErrorCode } from "../../runtime/calls/call";
-import type { JsonValue } from "../../runtime/executor/protocol";
+import { SqliteTableStore } from "./stores/sqlite-table-store";
+import { CallErrorCode } from "../runtime/calls/call";
+import type { JsonValue } from "../runtime/executor/protocol";
 import { WriteRejected } from "./writer";
-import { createWriters, type OutputSpec, WriterSetupError } from "./writers";
+import { createWriters, type OutputSpec, WriterSetupError } from "./output-kinds";
 
 const dirs: string[] = [];
 afterEach(() => {

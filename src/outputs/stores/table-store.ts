@@ -1,4 +1,4 @@
-import type { ExactInt } from "../json/exact-json";
+import type { ExactInt } from "../../common/json/exact-json";
 import type { CallFence, RunClaim, RunClaimRequest, RunFence, RunState } from "./run-fence";
 
 /** A cell of a row: JSON values, with integers beyond 2^53 as ExactInt (see exact-json.ts). */
@@ -45,7 +45,7 @@ export interface ReadOptions {
 
 /**
  * TableStore is where Writer Plugins put rows: embedded SQLite for one host, Postgres for a
- * cluster of hosts. Both keep the same contract (src/common/tables/table-store.contract.test.ts
+ * cluster of hosts. Both keep the same contract (src/outputs/stores/table-store.contract.test.ts
  * runs one suite against both):
  * - `commit` writes every table of one call in one transaction, and resolves only once the rows
  *   are durable; a block table's write replaces every overlapping scope of its chain, so a
@@ -56,7 +56,7 @@ export interface ReadOptions {
  *   table, the column and both kinds, and nothing of the call is written;
  * - a store that cannot be reached fails with STORE_UNAVAILABLE (retryable), never as the user's
  *   error; no call ever blocks the event loop;
- * - fencing (src/common/tables/run-fence.ts): runs are claimed, Worker epochs hold leases, and a
+ * - fencing (src/outputs/stores/run-fence.ts): runs are claimed, Worker epochs hold leases, and a
  *   commit under a fence whose run is no longer current is refused with STALE_RUN in the commit's
  *   own transaction, as is a block-table write over rows of a run claimed after its own.
  */

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { type ExactInt, isExactInt, MAX_EXACT_DIGITS } from "../json/exact-json";
+import { type ExactInt, isExactInt, MAX_EXACT_DIGITS } from "../../common/json/exact-json";
 import { type CellValue, type ReplaceOutcome, type Row, TableStoreError } from "./table-store";
 import { cutScopeProblem, newerRowsProblem, type RunFence } from "./run-fence";
 

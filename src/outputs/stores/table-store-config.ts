@@ -1,4 +1,4 @@
-import { envVar, enumSchema, intSchema, stringSchema } from "../config/env-config";
+import { envVar, enumSchema, intSchema, stringSchema } from "../../common/config/env-config";
 
 const POSTGRES_URL = /^postgres(ql)?:\/\/[^\s]+$/;
 

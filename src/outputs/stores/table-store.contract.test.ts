@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freshDatabase } from "../../../test/support/postgres";
 import { rawRows } from "../../../test/support/raw-table-reader";
-import { exactInt, integerDigits, isExactInt, parseExactJson } from "../json/exact-json";
+import { exactInt, integerDigits, isExactInt, parseExactJson } from "../../common/json/exact-json";
 import { PostgresTableStore, postgresStoreError } from "./postgres-table-store";
 import { SqliteTableStore } from "./sqlite-table-store";
 import { appendRows, replaceBlockRows, type TableStore, TableStoreError } from "./table-store";

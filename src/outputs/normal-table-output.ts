@@ -1,6 +1,6 @@
-import type { TableWrite } from "../../common/tables/table-store";
-import type { TableWriteSummary } from "../../gen/worker/v1/worker";
-import { rowsOf } from "./table-write-checks";
+import type { TableWrite } from "./stores/table-store";
+import type { TableWriteSummary } from "../gen/worker/v1/worker";
+import { rowsOf } from "./rows";
 import type { WrittenCall, Writer } from "./writer";
 
 /**

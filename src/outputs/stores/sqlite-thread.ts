@@ -1,5 +1,5 @@
 /// <reference lib="webworker" />
-import { parseExactJson } from "../json/exact-json";
+import { parseExactJson } from "../../common/json/exact-json";
 import { sqliteStoreError } from "./sqlite-table-store";
 import { type FencedWrites, SqliteTables } from "./sqlite-tables";
 import { SQLITE_THREAD_METHODS, type SqliteThreadReply, type SqliteThreadRequest } from "./sqlite-thread-protocol";
