@@ -22,6 +22,7 @@ import {
   type TableInfo,
 } from "./table-schema";
 import { type BlockScope, type CellValue, NO_OUTCOME, type CommitCounts, type ReadOptions, type ReplaceOutcome, type Row, type TableStore, TableStoreError, type TableWrite, type WrittenScope } from "./table-store";
+import type { StoreKind } from "./store-kinds";
 import { type CallFence, decideClaim, fenceProblem, type RunClaim, type RunClaimRequest, type RunFence, type RunRow, type RunState } from "./run-fence";
 
 /** PostgresStoreOptions: the pool and its timeouts (TABLE_STORE_* variables). */
@@ -80,6 +81,26 @@ export function postgresStoreError(e: unknown, description: string): TableStoreE
   if (state === "22003") return new TableStoreError("ROW_MISMATCH", `table store ${description}: ${message}`);
   return new TableStoreError("INTERNAL", `table store ${description}: ${message} (SQLSTATE ${state})`);
 }
+
+/** postgresStore: TABLE_STORE_URL=postgres://... (one store every Worker host writes). */
+export const postgresStore: StoreKind = {
+  schemes: ["postgres:", "postgresql:"],
+  shared: true,
+  describe: (url) => redactUrl(url),
+  open: (url, c) =>
+    new PostgresTableStore({
+      url,
+      poolSize: c.tableStorePoolSize,
+      statementTimeoutMs: c.tableStoreStatementTimeoutMs,
+      idleInTransactionTimeoutMs: c.tableStoreIdleInTransactionTimeoutMs,
+      connectTimeoutMs: c.tableStoreConnectTimeoutMs,
+      reconnectMinMs: c.tableStoreReconnectMinMs,
+      reconnectMaxMs: c.tableStoreReconnectMaxMs,
+      deadlineMarginMs: c.tableStoreDeadlineMarginMs,
+      tls: c.tableStoreTls,
+      tlsCaFile: c.tableStoreTlsCa,
+    }),
+};
 
 /** redactUrl: the URL without its password, for messages and logs. */
 export function redactUrl(url: string): string {

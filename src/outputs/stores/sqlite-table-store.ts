@@ -4,6 +4,7 @@ import { type GroupCommitResult, GroupCommitQueue } from "./group-commit-queue";
 import { SqliteTables } from "./sqlite-tables";
 import { type CellValue, type CommitCounts, type ReadOptions, type ReplaceOutcome, type TableStore, TableStoreError, type TableWrite, type WrittenScope } from "./table-store";
 import type { SqliteThreadMethod, SqliteThreadReply, SqliteThreadRequest } from "./sqlite-thread-protocol";
+import type { StoreKind } from "./store-kinds";
 import type { CallFence, RunClaim, RunClaimRequest, RunFence, RunState } from "./run-fence";
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
@@ -27,6 +28,23 @@ export function sqliteStoreError(e: unknown, description: string): TableStoreErr
  * heartbeats, executor pings and gRPC go on. `inline` runs them on the calling thread instead
  * (`blockx table`, tests of the engine). Values cross the thread as JSON text, parsed exactly.
  */
+/**
+ * sqliteStore: the embedded file of one host. TABLE_STORE_URL=sqlite:///abs/path.sqlite (or
+ * sqlite:relative/path.sqlite) names it; an empty TABLE_STORE_URL is the file TABLE_STORE_PATH.
+ */
+export const sqliteStore: StoreKind = {
+  schemes: ["sqlite:"],
+  shared: false,
+  describe: (url) => url,
+  open: (url, c, o) => new SqliteTableStore(url === "" ? c.tableStorePath.trim() : sqlitePathOf(url), { inline: o.inline ?? false, busyTimeoutMs: c.tableStoreStatementTimeoutMs }),
+};
+
+/** sqlitePathOf: the file of a sqlite: URL (`sqlite:///srv/t.sqlite` is /srv/t.sqlite, `sqlite:t.sqlite` relative). */
+export function sqlitePathOf(url: string): string {
+  const rest = url.trim().slice("sqlite:".length);
+  return rest.startsWith("//") ? decodeURIComponent(rest.slice(2)) : decodeURIComponent(rest);
+}
+
 export class SqliteTableStore implements TableStore {
   readonly description: string;
   private readonly thread: Worker | undefined;

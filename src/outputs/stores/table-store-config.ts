@@ -1,6 +1,9 @@
 import { envVar, enumSchema, intSchema, stringSchema } from "../../common/config/env-config";
 
-const POSTGRES_URL = /^postgres(ql)?:\/\/[^\s]+$/;
+import { KNOWN_SCHEMES, storeKindOf } from "./store-kinds";
+
+/** A URL with a scheme; which schemes name a store is store-kinds.ts' (tableStoreProblems). */
+const STORE_URL = /^[a-z][a-z0-9+.-]*:[^\s]+$/i;
 
 /**
  * tableStoreVars: where a Worker's rows go and how it talks to the store. The Worker, `blockx
@@ -10,9 +13,9 @@ export const tableStoreVars = {
   tableStoreUrl: envVar(
     "TABLE_STORE_URL",
     "",
-    "empty, or postgres://user:password@host:port/database (also postgresql://; ?sslmode=... works)",
-    "a Postgres table store shared by every Worker host; empty: the SQLite file TABLE_STORE_PATH",
-    stringSchema().refine((s) => s === "" || POSTGRES_URL.test(s.trim())),
+    "empty, postgres://user:password@host:port/database (also postgresql://; ?sslmode=... works), or sqlite:///path",
+    "the table store, by its URL's scheme: Postgres shared by every Worker host, or a SQLite file; empty: the SQLite file TABLE_STORE_PATH",
+    stringSchema().refine((s) => s.trim() === "" || STORE_URL.test(s.trim())),
   ),
   tableStorePath: envVar(
     "TABLE_STORE_PATH",
@@ -74,11 +77,12 @@ export interface TableStoreConfig {
 /** tableStoreProblems: cross-variable rules, as ConfigError lines. */
 export function tableStoreProblems(c: TableStoreConfig): string[] {
   const problems: string[] = [];
+  if (!storeKindOf(c.tableStoreUrl)) problems.push(`TABLE_STORE_URL: no table store has this URL's scheme (known: ${KNOWN_SCHEMES}; empty: the SQLite file TABLE_STORE_PATH)`);
   if (c.tableStoreReconnectMaxMs < c.tableStoreReconnectMinMs) {
     problems.push(`TABLE_STORE_RECONNECT_MAX_MS: expected at least TABLE_STORE_RECONNECT_MIN_MS (${c.tableStoreReconnectMinMs}), got ${c.tableStoreReconnectMaxMs}`);
   }
   // Only Postgres has the setting; a writer waiting on a frozen session's lock must outlast it.
-  if (c.tableStoreUrl !== "" && c.tableStoreIdleInTransactionTimeoutMs >= c.tableStoreStatementTimeoutMs) {
+  if (storeKindOf(c.tableStoreUrl)?.schemes.includes("postgres:") && c.tableStoreIdleInTransactionTimeoutMs >= c.tableStoreStatementTimeoutMs) {
     problems.push(
       `TABLE_STORE_IDLE_IN_TRANSACTION_TIMEOUT_MS: expected less than TABLE_STORE_STATEMENT_TIMEOUT_MS (${c.tableStoreStatementTimeoutMs}), got ${c.tableStoreIdleInTransactionTimeoutMs}: writers waiting on a frozen Worker's lock would time out before the server frees it`,
     );

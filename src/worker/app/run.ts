@@ -31,9 +31,8 @@ import { ExecutorPool, type ExecutorPoolStats } from "../../runtime/executor/exe
 import { functionsFromDir } from "../../runtime/functions/functions-dir";
 import { FaultInjector } from "../../runtime/io/fault-injection";
 import { buildBackendSet, buildIoSubsystem } from "../../runtime/io/io-assembly";
-import { openTableStore } from "../../outputs/stores/open-table-store";
+import { describeTableStore, openTableStore } from "../../outputs/stores/open-table-store";
 import { TaskCallTimes } from "../adapters/task-call-times";
-import { redactUrl } from "../../outputs/stores/postgres-table-store";
 import { RunFencing } from "../adapters/run-fencing";
 import type { WorkerRuntimeConfig } from "./config";
 
@@ -126,21 +125,20 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     },
     log.child({ component: "run-fencing" }),
   );
-  const postgresStore = config.tableStoreUrl.trim() !== "";
+  const store = describeTableStore(config);
   let unusable: string | null = null;
   try {
     await fencing.start();
     // A Postgres that does not answer may come back (the Worker starts without it, unhealthy); a
     // file of this host that cannot be opened will not.
-    if (!postgresStore && !fencing.storeHealthy) unusable = fencing.unhealthyReason;
+    if (!store.shared && !fencing.storeHealthy) unusable = fencing.unhealthyReason;
   } catch (e) {
     unusable = (e as Error).message;
   }
   if (unusable !== null) {
     await pool.close();
     grpcServer.forceShutdown();
-    const which = postgresStore ? `TABLE_STORE_URL (${redactUrl(config.tableStoreUrl.trim())})` : `TABLE_STORE_PATH (${config.tableStorePath})`;
-    throw new ConfigError([`${which}: the table store cannot be used: ${unusable}`]);
+    throw new ConfigError([`${store.which}: the table store cannot be used: ${unusable}`]);
   }
   // Each task's calls timed in the pool, for ListTasks (the dashboard's latency chart).
   const callTimes = new TaskCallTimes();

@@ -1,0 +1,17 @@
+import { describe, expect, test } from "bun:test";
+import { KNOWN_SCHEMES } from "../../outputs/stores/store-kinds";
+import { blockWorkerProfile } from "../core/profile";
+import { loadWorkerRuntimeConfigFromEnv } from "./config";
+
+describe("Worker configuration", () => {
+  test("a Worker given a URL no store has refuses to start, naming the known schemes and never printing the password", () => {
+    let message = "";
+    try {
+      loadWorkerRuntimeConfigFromEnv(blockWorkerProfile, { TABLE_STORE_URL: "postgress://blockx:hunter2@db/x", BLOCKX_INSECURE: "1" });
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    expect(message).toContain(`TABLE_STORE_URL: no table store has this URL's scheme (known: ${KNOWN_SCHEMES}`);
+    expect(message).not.toContain("hunter2");
+  });
+});
