@@ -1,8 +1,26 @@
 import type { BlockScope, TableWrite } from "./stores/table-store";
 import type { TableWriteSummary } from "../gen/worker/v1/worker";
 import type { JsonValue } from "../runtime/executor/protocol";
-import { rowsOf } from "./rows";
+import { type Output, OutputSpecError, storeOf, WriterSetupError } from "./output";
+import { rowsOf, tableOf } from "./table-outputs";
 import type { WrittenCall, Writer } from "./writer";
+
+/** block_table_write: each call's rows replace its block's or bundle's scope of the table (BlockTableWriter). */
+export const blockTableOutput: Output<{ readonly kind: "blockTableWrite"; readonly table: string }> = {
+  kind: "blockTableWrite",
+  name: "block_table_write",
+  writesTables: true,
+  parse(h, ctx) {
+    if (h.$case !== "blockTableWrite") throw new OutputSpecError(`${ctx.field}: not a block_table_write`);
+    if (!ctx.hasBlocks) throw new OutputSpecError(`${ctx.field}: needs a block_table or block_bundle call config (inputs have no block)`);
+    return { kind: "blockTableWrite", table: tableOf(h.blockTableWrite.table, ctx) };
+  },
+  open(spec, d) {
+    storeOf(d);
+    if (!d.scopeOf) throw new WriterSetupError("block_table_write needs a block_table or block_bundle call config");
+    return new BlockTableWriter(spec.table, d.scopeOf);
+  },
+};
 
 /**
  * BlockTableWriter (block_table_write): each call's rows replace, in its call's transaction, every

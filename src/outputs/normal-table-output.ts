@@ -1,7 +1,23 @@
 import type { TableWrite } from "./stores/table-store";
 import type { TableWriteSummary } from "../gen/worker/v1/worker";
-import { rowsOf } from "./rows";
+import { type Output, OutputSpecError, storeOf } from "./output";
+import { rowsOf, tableOf } from "./table-outputs";
 import type { WrittenCall, Writer } from "./writer";
+
+/** normal_table_write: each call's rows are appended to the table (NormalTableWriter). */
+export const normalTableOutput: Output<{ readonly kind: "normalTableWrite"; readonly table: string }> = {
+  kind: "normalTableWrite",
+  name: "normal_table_write",
+  writesTables: true,
+  parse(h, ctx) {
+    if (h.$case !== "normalTableWrite") throw new OutputSpecError(`${ctx.field}: not a normal_table_write`);
+    return { kind: "normalTableWrite", table: tableOf(h.normalTableWrite.table, ctx) };
+  },
+  open(spec, d) {
+    storeOf(d);
+    return new NormalTableWriter(spec.table);
+  },
+};
 
 /**
  * NormalTableWriter (normal_table_write): each call's rows are appended in its call's transaction

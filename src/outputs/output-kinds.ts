@@ -1,45 +1,51 @@
-import type { JsonValue } from "../runtime/executor/protocol";
-import { BlockTableWriter } from "./block-table-output";
-import { NormalTableWriter } from "./normal-table-output";
-import { ReturnValueWriter } from "./return-value-output";
-import type { BlockScope, TableStore } from "./stores/table-store";
+import { blockTableOutput } from "./block-table-output";
+import { normalTableOutput } from "./normal-table-output";
+import { returnValueOutput } from "./return-value-output";
+import { type Output, type OutputHandler, type OutputKind, type OutputSpec, OutputSpecError, type WriterDeps } from "./output";
+import type { Output as OutputProto } from "../gen/worker/v1/worker";
 import type { Writer } from "./writer";
 
-/** OutputSpec: one validated output of a task (planTask makes them; the profile allows the kinds). */
-export type OutputSpec = { readonly kind: "blockTableWrite"; readonly table: string } | { readonly kind: "normalTableWrite"; readonly table: string } | { readonly kind: "returnValue" };
+/** The output kinds: one line each. */
+export const OUTPUT_KINDS: readonly Output[] = [blockTableOutput, normalTableOutput, returnValueOutput];
 
-export type OutputKind = OutputSpec["kind"];
+const BY_KIND = new Map<OutputKind, Output>(OUTPUT_KINDS.map((o) => [o.kind, o]));
 
-/** What a writer may need from the task and the Worker. */
-export interface WriterDeps {
-  readonly totalCalls: number;
-  /** The block scope of a call (block_table and block_bundle call configs); null for inputs. */
-  readonly scopeOf: ((input: JsonValue) => BlockScope) | null;
-  readonly tables: TableStore | null;
-  /** Bytes of JSON return values the task may keep (TASK_MAX_RESULT_BYTES; DEFAULT_MAX_RESULT_BYTES when absent). */
-  readonly maxResultBytes?: number;
+/** outputOf: the Output of a kind (every OutputKind has one: output-kinds' test checks it). */
+export function outputOf(kind: OutputKind): Output {
+  const o = BY_KIND.get(kind);
+  if (!o) throw new Error(`no output kind ${kind}`);
+  return o;
 }
 
-export class WriterSetupError extends Error {}
+/** The names of the kinds `allowed`, for messages: `block_table_write, normal_table_write`. */
+const names = (allowed: readonly OutputKind[]) => allowed.map((k) => outputOf(k).name).join(", ");
 
-/** The writer plugins: one line per output kind. */
-const WRITERS: { readonly [K in OutputKind]: (spec: Extract<OutputSpec, { kind: K }>, d: WriterDeps) => Writer } = {
-  blockTableWrite: (s, d) => (tablesOf(d), new BlockTableWriter(s.table, scopeOf(d))),
-  normalTableWrite: (s, d) => (tablesOf(d), new NormalTableWriter(s.table)),
-  returnValue: (_s, d) => new ReturnValueWriter(d.totalCalls, d.maxResultBytes),
-};
-
-/** createWriters makes the task's writers, one per output, in the order of the task's outputs. */
-export function createWriters(outputs: readonly OutputSpec[], deps: WriterDeps): Writer[] {
-  return outputs.map((o) => (WRITERS[o.kind] as (spec: OutputSpec, d: WriterDeps) => Writer)(o, deps));
+/**
+ * parseOutputs validates a task's outputs against the kinds a cluster runs (`allowed`, the
+ * profile's) into specs, in the task's order; a problem throws OutputSpecError naming the field.
+ */
+export function parseOutputs(outputs: readonly OutputProto[], allowed: readonly OutputKind[], deployment: string, hasBlocks: boolean): OutputSpec[] {
+  if (outputs.length === 0) throw new OutputSpecError("task.outputs: at least one output is required");
+  return outputs.map((o, i) => {
+    const h: OutputHandler | undefined = o.handler;
+    if (!h) throw new OutputSpecError(`task.outputs[${i}]: one of ${names(OUTPUT_KINDS.map((k) => k.kind))} is required`);
+    const output = outputOf(h.$case);
+    if (!allowed.includes(h.$case)) throw new OutputSpecError(`task.outputs[${i}].${output.name}: the ${deployment} cluster does not run this writer`);
+    return output.parse(h, { field: `task.outputs[${i}].${output.name}`, hasBlocks });
+  });
 }
 
-function tablesOf(d: WriterDeps): TableStore {
-  if (!d.tables) throw new WriterSetupError("this Worker has no table store");
-  return d.tables;
+/** openWriters makes the task's writers, one per output, in the order of the task's outputs. */
+export function openWriters(outputs: readonly OutputSpec[], deps: WriterDeps): Writer[] {
+  return outputs.map((o) => outputOf(o.kind).open(o, deps));
 }
 
-function scopeOf(d: WriterDeps): (input: JsonValue) => BlockScope {
-  if (!d.scopeOf) throw new WriterSetupError("block_table_write needs a block_table or block_bundle call config");
-  return d.scopeOf;
+/** writesTables: whether any output writes a table (then the task's run is claimed and fenced). */
+export function writesTables(outputs: readonly OutputSpec[]): boolean {
+  return outputs.some((o) => outputOf(o.kind).writesTables);
+}
+
+/** blockTablesOf: the tables block_table_write outputs write (a rerun aligns with the scopes they hold). */
+export function blockTablesOf(outputs: readonly OutputSpec[]): string[] {
+  return outputs.flatMap((o) => (o.kind === blockTableOutput.kind && o.table !== undefined ? [o.table] : []));
 }

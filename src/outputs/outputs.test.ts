@@ -6,7 +6,11 @@ import { SqliteTableStore } from "./stores/sqlite-table-store";
 import { CallErrorCode } from "../runtime/calls/call";
 import type { JsonValue } from "../runtime/executor/protocol";
 import { WriteRejected } from "./writer";
-import { createWriters, type OutputSpec, WriterSetupError } from "./output-kinds";
+import { blockTablesOf, OUTPUT_KINDS, openWriters as createWriters, outputOf, parseOutputs, writesTables } from "./output-kinds";
+import { type OutputKind, type OutputSpec, OutputSpecError, WriterSetupError } from "./output";
+import { TaskOutputs } from "./task-outputs";
+import { Output as OutputProto } from "../gen/worker/v1/worker";
+import { TableStoreError } from "./stores/table-store";
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -94,5 +98,71 @@ describe("return values kept per task", () => {
     expect((err as WriteRejected).code).toBe(CallErrorCode.ResultTooLarge);
     expect((err as WriteRejected).retryable).toBe(false);
     expect((err as WriteRejected).message).toContain("would take 27 bytes of JSON (this call's: 3), over the limit of 25 per task (TASK_MAX_RESULT_BYTES)");
+  });
+});
+
+describe("output kinds", () => {
+  const ALL: OutputKind[] = ["blockTableWrite", "normalTableWrite", "returnValue"];
+  const proto = (o: unknown) => OutputProto.fromPartial(o as Parameters<typeof OutputProto.fromPartial>[0]);
+
+  test("every case of the proto's Output.handler has one output kind, named as on the wire", () => {
+    // The proto's oneof, as its JSON names: one Output each, none twice.
+    const json = (o: unknown) => Object.keys(o as object);
+    const cases = json(OutputProto.toJSON(OutputProto.fromJSON({ block_table_write: { table: "t" } }))).concat(
+      json(OutputProto.toJSON(OutputProto.fromJSON({ normal_table_write: { table: "t" } }))),
+      json(OutputProto.toJSON(OutputProto.fromJSON({ return_value: {} }))),
+    );
+    expect(OUTPUT_KINDS.map((o) => o.name).sort()).toEqual(cases.map((c) => c.replace(/[A-Z]/g, (x) => `_${x.toLowerCase()}`)).sort());
+    expect(OUTPUT_KINDS.map((o) => o.kind).sort()).toEqual([...ALL].sort());
+    for (const k of ALL) expect(outputOf(k).kind).toBe(k);
+  });
+
+  test("parseOutputs: specs in the task's order; every problem names its field", () => {
+    const outputs = [proto({ handler: { $case: "blockTableWrite", blockTableWrite: { table: "b" } } }), proto({ handler: { $case: "normalTableWrite", normalTableWrite: { table: "n" } } }), proto({ handler: { $case: "returnValue", returnValue: {} } })];
+    const specs = parseOutputs(outputs, ALL, "block", true);
+    expect(specs).toEqual([{ kind: "blockTableWrite", table: "b" }, { kind: "normalTableWrite", table: "n" }, { kind: "returnValue" }]);
+    expect(writesTables(specs)).toBe(true);
+    expect(writesTables([{ kind: "returnValue" }])).toBe(false);
+    expect(blockTablesOf(specs)).toEqual(["b"]);
+    const problem = (f: () => unknown) => {
+      try {
+        f();
+      } catch (e) {
+        return e instanceof OutputSpecError ? e.message : `not OutputSpecError: ${String(e)}`;
+      }
+      return "no error";
+    };
+    expect(problem(() => parseOutputs([], ALL, "block", true))).toBe("task.outputs: at least one output is required");
+    expect(problem(() => parseOutputs([proto({})], ALL, "block", true))).toBe("task.outputs[0]: one of block_table_write, normal_table_write, return_value is required");
+    expect(problem(() => parseOutputs([outputs[2]!], ["blockTableWrite", "normalTableWrite"], "bundle", true))).toBe("task.outputs[0].return_value: the bundle cluster does not run this writer");
+    expect(problem(() => parseOutputs([outputs[0]!], ALL, "block", false))).toBe("task.outputs[0].block_table_write: needs a block_table or block_bundle call config (inputs have no block)");
+    expect(problem(() => parseOutputs([outputs[1]!, proto({ handler: { $case: "normalTableWrite", normalTableWrite: { table: "_blockx_runs" } } })], ALL, "block", true))).toMatch(/^task\.outputs\[1\]\.normal_table_write\.table: /);
+  });
+
+  test("TaskOutputs commits a call's tables in one transaction and tells every writer; a failed commit writes and tells none", async () => {
+    const tables = store();
+    // b holds w as TEXT, n as INTEGER: a call whose w is text fits b but not n.
+    await tables.commit([{ kind: "replaceBlock", table: "b", scope: { chain: "eth", fromBlock: 99, toBlock: 99 }, rows: [{ w: "earlier" }] }, { kind: "append", table: "n", rows: [{ w: 5 }] }]);
+    const outputs: OutputSpec[] = [{ kind: "blockTableWrite", table: "b" }, { kind: "normalTableWrite", table: "n" }, { kind: "returnValue" }];
+    const set = TaskOutputs.open(outputs, deps({ tables }), null);
+    const bad = await set.commit({ index: 1, input: { chain: "eth", blockNumber: 2 }, value: [{ w: "a" }] });
+    expect(bad.ok ? "ok" : [bad.rejected.code, bad.rejected.retryable, bad.storeReached]).toEqual([CallErrorCode.RowMismatch, false, undefined]);
+    expect((await tables.read("b")).map((r) => r._scope_from)).toEqual([99]);
+    const ok = await set.commit({ index: 0, input: { chain: "eth", blockNumber: 1 }, value: [{ w: null }] });
+    expect(ok).toEqual({ ok: true, storeReached: true });
+    expect((await tables.read("b")).length).toBe(2);
+    expect((await tables.read("n")).length).toBe(2);
+    set.finish();
+    expect(set.summaries().map((s) => [s.table, s.rowsWritten, s.callsWritten])).toEqual([["b", 1, 1], ["n", 1, 1]]);
+    expect(set.returnValues()[0]).toEqual([{ w: null }]);
+    expect(set.returnValues()[1]).toBeUndefined();
+    // A store that cannot be reached: STORE_UNAVAILABLE, retryable, and the store counts as not reached.
+    const down = TaskOutputs.open([{ kind: "normalTableWrite", table: "n" }], deps({ tables: { ...tables, commit: () => Promise.reject(new TableStoreError("STORE_UNAVAILABLE", "down")) } as never }), null);
+    const d = await down.commit({ index: 0, input: null, value: [{ v: 1 }] });
+    expect(d.ok ? "ok" : [d.rejected.code, d.rejected.retryable, d.storeReached]).toEqual([CallErrorCode.StoreUnavailable, true, false]);
+    // Only a return value: the store is not asked.
+    const values = TaskOutputs.open([{ kind: "returnValue" }], deps({ tables: null, scopeOf: null }), null);
+    expect(await values.commit({ index: 0, input: 0, value: 7 })).toEqual({ ok: true });
+    await tables.close();
   });
 });

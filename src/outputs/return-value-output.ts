@@ -1,10 +1,23 @@
 import type { TableWrite } from "./stores/table-store";
 import { CallErrorCode } from "../runtime/calls/call";
 import type { JsonValue } from "../runtime/executor/protocol";
+import { type Output, OutputSpecError } from "./output";
 import { WriteRejected, type WrittenCall, type Writer } from "./writer";
 
 /** TASK_MAX_RESULT_BYTES' default: what one task's return values may hold in the Worker's memory. */
 export const DEFAULT_MAX_RESULT_BYTES = 64 * 1024 * 1024;
+
+/** return_value (block cluster only): the calls' values, in input order, are the task's result (ReturnValueWriter). */
+export const returnValueOutput: Output<{ readonly kind: "returnValue" }> = {
+  kind: "returnValue",
+  name: "return_value",
+  writesTables: false,
+  parse(h, ctx) {
+    if (h.$case !== "returnValue") throw new OutputSpecError(`${ctx.field}: not a return_value`);
+    return { kind: "returnValue" };
+  },
+  open: (_spec, d) => new ReturnValueWriter(d.totalCalls, d.maxResultBytes),
+};
 
 /**
  * ReturnValueWriter (return_value, block cluster only): keeps each call's value by call index; the

@@ -14,15 +14,32 @@ const REPO = resolve(import.meta.dir, "..", "..");
 
 interface ImportRule {
   readonly from: readonly string[];
-  readonly forbidden: string;
+  readonly forbidden: readonly string[];
   readonly why: string;
+}
+
+/** The components' layer folders (`src/worker/core/`, ...), found on disk so a new component is covered at once. */
+function layerFolders(layer: "core" | "adapters" | "app"): string[] {
+  return readdirSync(join(REPO, "src"), { withFileTypes: true })
+    .filter((d) => d.isDirectory() && readdirSync(join(REPO, "src", d.name)).includes(layer))
+    .map((d) => `src/${d.name}/${layer}/`);
 }
 
 export const IMPORT_RULES: readonly ImportRule[] = [
   {
     from: ["src/syncinvoker/", "src/cli/"],
-    forbidden: "src/worker/",
-    why: "the Sync Invoker and the CLI share the call runtime (src/runtime) and the table store (src/outputs/stores) with the Worker, not the Worker itself; a role's command lives in its own app folder",
+    forbidden: ["src/worker/"],
+    why: "the Sync Invoker and the CLI share the call runtime (src/runtime) and the outputs with their stores (src/outputs) with the Worker, not the Worker itself; a role's command lives in its own app folder",
+  },
+  {
+    from: layerFolders("core"),
+    forbidden: [...layerFolders("adapters"), ...layerFolders("app")],
+    why: "a core decides and does no IO: it imports other cores, shared code and data (profiles, output specs), never an adapter or an app",
+  },
+  {
+    from: ["src/outputs/"],
+    forbidden: ["src/worker/", "src/syncinvoker/", "src/cli/", "src/coordinator/"],
+    why: "outputs and their stores serve the Worker and the CLI's readers alike: they know no role",
   },
 ];
 
@@ -45,7 +62,7 @@ export function violations(rule: ImportRule): string[] {
   const out: string[] = [];
   for (const file of rule.from.flatMap(tsFiles)) {
     for (const { specifier, target } of importsOf(file, readFileSync(join(REPO, file), "utf8"))) {
-      if (target?.startsWith(rule.forbidden)) out.push(`${file}: "${specifier}"`);
+      if (target && rule.forbidden.some((f) => target.startsWith(f))) out.push(`${file}: "${specifier}"`);
     }
   }
   return out;
@@ -75,7 +92,7 @@ describe("import rules", () => {
   });
 
   for (const rule of IMPORT_RULES) {
-    test(`no file under ${rule.from.join(" or ")} imports from ${rule.forbidden} (${rule.why})`, () => {
+    test(`no file under ${rule.from.join(" or ")} imports from ${rule.forbidden.join(" or ")} (${rule.why})`, () => {
       expect(rule.from.flatMap(tsFiles).length).toBeGreaterThan(0);
       expect(violations(rule)).toEqual([]);
     });

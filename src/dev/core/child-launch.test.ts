@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { terminalLine } from "../adapters/dev-child";
+import { terminalLine } from "./terminal-line";
 import { clientEnvironment, devLayout, launchFor, renderEnvFile, type DevTls, type LaunchContext } from "./child-launch";
 
 const files = (who: string) => ({ BLOCKX_TLS_CA_FILE: "/d/tls/ca.pem", BLOCKX_TLS_CERT_FILE: `/d/tls/${who}.pem`, BLOCKX_TLS_KEY_FILE: `/d/tls/${who}.key` });

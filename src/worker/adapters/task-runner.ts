@@ -13,9 +13,8 @@ import type { TaskPlan } from "../core/task-plan";
 import type { WorkerEvent } from "../core/worker-core-events";
 import type { TableStore } from "../../outputs/stores/table-store";
 import type { RunFence } from "../../outputs/stores/run-fence";
-import { commitRejection } from "../../outputs/rows";
-import type { Writer } from "../../outputs/writer";
-import { createWriters, WriterSetupError } from "../../outputs/output-kinds";
+import { WriterSetupError } from "../../outputs/output";
+import { TaskOutputs } from "../../outputs/task-outputs";
 
 /** The events a task runner reports to WorkerCore: a task's progress and its end. */
 export type TaskRunnerEvent = Extract<WorkerEvent, { type: "taskPhaseEntered" | "taskCallCountsChanged" | "taskSucceeded" | "taskFailed" }>;
@@ -68,8 +67,8 @@ interface RunningTask {
   readonly plan: TaskPlan;
   /** The task's IO handle: its window, its singleflight entries. */
   readonly io: TaskCallIo;
-  /** One writer plugin per output of the task, in the task's order. */
-  readonly writers: readonly Writer[];
+  /** The task's outputs: one writer per output, and the commit path (src/outputs/task-outputs.ts). */
+  readonly outputs: TaskOutputs;
   readonly inflight: Map<string, DispatchedCall<JsonValue>>;
   /** Sub-calls running now; each id starts with its parent's call id and "/". */
   readonly subCalls: Set<string>;
@@ -217,14 +216,15 @@ export class TaskRunner {
       this.onEvent({ type: "taskFailed", taskId, error: { code: CallErrorCode.Internal, message: "the worker lost the task's plan" } });
       return;
     }
-    let writers: Writer[];
+    let outputs: TaskOutputs;
     try {
-      writers = createWriters(plan.outputs, {
+      const deps = {
         totalCalls: plan.calls.total,
         scopeOf: plan.scopeOf,
         tables: this.deps.tables,
         ...(this.deps.maxResultBytes !== undefined ? { maxResultBytes: this.deps.maxResultBytes } : {}),
-      });
+      };
+      outputs = TaskOutputs.open(plan.outputs, deps, this.plans.get(taskId)?.fence ?? null);
     } catch (e) {
       if (!(e instanceof WriterSetupError)) throw e;
       this.end(taskId, { returnValues: [], firstError: undefined, writes: [] }, { type: "taskFailed", taskId, error: { code: CallErrorCode.Internal, message: e.message } });
@@ -234,7 +234,7 @@ export class TaskRunner {
     const t: RunningTask = {
       plan,
       io,
-      writers,
+      outputs,
       inflight: new Map(),
       subCalls: new Set(),
       owner: createCallOwner({
@@ -486,13 +486,13 @@ export class TaskRunner {
     this.onEvent({ type: "taskPhaseEntered", taskId, phase: "WRITE" });
     this.release(t);
     try {
-      for (const w of t.writers) w.finish();
+      t.outputs.finish();
     } catch (e) {
       this.end(taskId, { returnValues: [], firstError: undefined, writes: summaries(t) }, { type: "taskFailed", taskId, error: { code: CallErrorCode.Internal, message: `the WRITE phase failed: ${(e as Error).message}` } });
       return;
     }
     // A return_value output: the values, ordered by call index, are the task's result.
-    const returnValues = t.writers.map((w) => w.returnValues()).find((v) => v !== undefined) ?? [];
+    const returnValues = t.outputs.returnValues();
     this.end(taskId, { returnValues, firstError: undefined, writes: summaries(t) }, { type: "taskSucceeded", taskId });
   }
 
@@ -542,30 +542,16 @@ export class TaskRunner {
   }
 
   /**
-   * write stages a succeeded call's value with each of the task's writers and commits all their
-   * table writes in one transaction, then tells each writer. A value a writer cannot take fails the
-   * call as the user's error (not retried); a store that is down fails it as STORE_UNAVAILABLE
-   * (retried with backoff). Nothing of a failed commit is written.
+   * write hands a succeeded call's value to the task's outputs, which commit it (TaskOutputs): a
+   * value they cannot take fails the call as the user's error (not retried); a store that is down
+   * fails it as STORE_UNAVAILABLE (retried with backoff). Nothing of a failed commit is written.
    */
   private async write(t: RunningTask, d: DispatchedCall<JsonValue>, outcome: Extract<CallOutcome, { ok: true }>): Promise<CallOutcome> {
-    const call = { index: d.index, input: d.call, value: outcome.value };
-    const fence = this.plans.get(t.plan.taskId)?.fence ?? null;
-    try {
-      const staged = t.writers.map((w) => w.stage(call));
-      const all = staged.flat();
-      const outcomes = all.length > 0 ? await this.deps.tables!.commit(all, fence ? { ...fence, callIndex: d.index } : null) : [];
-      if (all.length > 0) this.deps.onStoreReached?.(true, "");
-      let at = 0;
-      t.writers.forEach((w, i) => {
-        w.committed(call, outcomes.slice(at, at + staged[i]!.length));
-        at += staged[i]!.length;
-      });
-    } catch (e) {
-      const r = commitRejection(e);
-      if (r.code === CallErrorCode.StoreUnavailable) this.deps.onStoreReached?.(false, r.message);
-      return { ...outcome, ok: false, error: { code: r.code, message: r.message, traceback: "", line: 0, column: 0, retryable: r.retryable } };
-    }
-    return outcome;
+    const c = await t.outputs.commit({ index: d.index, input: d.call, value: outcome.value });
+    if (c.storeReached !== undefined) this.deps.onStoreReached?.(c.storeReached, c.ok ? "" : c.rejected.message);
+    if (c.ok) return outcome;
+    const r = c.rejected;
+    return { ...outcome, ok: false, error: { code: r.code, message: r.message, traceback: "", line: 0, column: 0, retryable: r.retryable } };
   }
 
   /**
@@ -640,5 +626,5 @@ function isSystemFailure(o: CallOutcome): boolean {
 }
 
 function summaries(t: RunningTask): TableWriteSummary[] {
-  return t.writers.flatMap((w) => w.summary() ?? []);
+  return t.outputs.summaries();
 }

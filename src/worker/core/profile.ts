@@ -1,8 +1,8 @@
-import type { OutputKind } from "../../outputs/output-kinds";
+import type { OutputKind } from "../../outputs/output";
 import { LegacyBlockWorkerRegistryPrefix, LegacyBundleWorkerRegistryPrefix } from "../../common/registry/registry-prefix";
 
 export type CallConfigKind = "blockTable" | "inputs" | "blockBundle";
-export type { OutputKind } from "../../outputs/output-kinds";
+export type { OutputKind } from "../../outputs/output";
 
 /**
  * WorkerProfile: the two clusters run the same Worker with different profiles (runtime seed,

@@ -5,9 +5,10 @@ import { blockBundleCalls, blockTableCalls, inputCalls, type BlockCallInput, typ
 import type { FunctionSnapshot } from "../../runtime/functions/function-code-view";
 import { inlineFunction, lookupFunction, sourceBytesOver, type ResolvedFunction } from "../../runtime/functions/function-lookup";
 import { taskIdProblem } from "../../common/task-id";
-import { tableNameProblem } from "../../outputs/stores/table-schema";
 import type { BlockScope } from "../../outputs/stores/table-store";
-import type { OutputSpec } from "../../outputs/output-kinds";
+import type { OutputSpec } from "../../outputs/output";
+import { blockTablesOf as tablesOfBlockOutputs, parseOutputs, writesTables as outputsWriteTables } from "../../outputs/output-kinds";
+import { OutputSpecError } from "../../outputs/output";
 import type { JsonValue } from "../../runtime/executor/protocol";
 import type { WorkerProfile } from "./profile";
 import { WorkerError } from "./worker-error";
@@ -44,12 +45,12 @@ export interface BlockRange {
 
 /** blockTablesOf: the tables a plan's block_table_write outputs write (a rerun aligns with what they hold). */
 export function blockTablesOf(plan: TaskPlan): string[] {
-  return plan.outputs.flatMap((o) => (o.kind === "blockTableWrite" ? [o.table] : []));
+  return tablesOfBlockOutputs(plan.outputs);
 }
 
 /** tableOutputsOf: whether the plan writes any table (then its run is claimed and fenced). */
 export function writesTables(plan: TaskPlan): boolean {
-  return plan.outputs.some((o) => o.kind !== "returnValue");
+  return outputsWriteTables(plan.outputs);
 }
 
 /**
@@ -169,18 +170,13 @@ export function planTask(task: Task | undefined, profile: WorkerProfile, functio
     }
   }
 
-  if (task.outputs.length === 0) throw invalid("task.outputs: at least one output is required");
-  const outputs: OutputSpec[] = task.outputs.map((o, i): OutputSpec => {
-    const h = o.handler;
-    if (!h) throw invalid(`task.outputs[${i}]: one of block_table_write, normal_table_write, return_value is required`);
-    if (!profile.outputs.includes(h.$case)) throw invalid(`task.outputs[${i}].${snake(h.$case)}: the ${profile.deployment} cluster does not run this writer`);
-    if (h.$case === "returnValue") return { kind: "returnValue" };
-    const table = h.$case === "blockTableWrite" ? h.blockTableWrite.table : h.normalTableWrite.table;
-    const problem = tableNameProblem(table);
-    if (problem) throw invalid(`task.outputs[${i}].${snake(h.$case)}.table: ${problem}`);
-    if (h.$case === "blockTableWrite" && !scopeOf) throw invalid(`task.outputs[${i}].block_table_write: needs a block_table or block_bundle call config (inputs have no block)`);
-    return { kind: h.$case, table };
-  });
+  let outputs: OutputSpec[];
+  try {
+    outputs = parseOutputs(task.outputs, profile.outputs, profile.deployment, scopeOf !== null);
+  } catch (e) {
+    if (e instanceof OutputSpecError) throw invalid(e.message);
+    throw e;
+  }
   return { taskId: task.taskId, timeoutMs: task.taskTimeoutMs, fn, calls, scopeOf, outputs, functions, inputLabel, blocks };
 }
 

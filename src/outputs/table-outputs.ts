@@ -1,8 +1,17 @@
 import type { Row } from "./stores/table-store";
 import { TableStoreError } from "./stores/table-store";
+import { tableNameProblem } from "./stores/table-schema";
+import { type OutputParseContext, OutputSpecError } from "./output";
 import { CallErrorCode } from "../runtime/calls/call";
 import type { JsonValue } from "../runtime/executor/protocol";
 import { WriteRejected } from "./writer";
+
+/** tableOf: a table output's table name, checked (a reserved or malformed name is the task's error, naming the field). */
+export function tableOf(table: string, ctx: OutputParseContext): string {
+  const problem = tableNameProblem(table);
+  if (problem) throw new OutputSpecError(`${ctx.field}.table: ${problem}`);
+  return table;
+}
 
 /** rowsOf checks that a function writing to a table returned a list of row objects. */
 export function rowsOf(value: JsonValue): Row[] {
