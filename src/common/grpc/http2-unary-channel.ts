@@ -6,6 +6,7 @@ import { hostOf } from "../net/dial-host";
 import { peerTlsOptions, tlsMaterialsFor, type TlsMaterials } from "../tls/grpc-tls";
 import type { PeerRole } from "../tls/peer-identity";
 import type { TlsSetting } from "../tls/tls-setting";
+import { backoffMs } from "../retry/backoff";
 
 /**
  * UnaryCallError is a failed call: its gRPC status, the details, and whether the request can
@@ -250,7 +251,7 @@ export class Http2UnaryChannel {
         if (this.conn === conn) this.conn = null;
         this.lastConnectError = e.message;
         this.retryAtMs = Date.now() + this.backoffMs;
-        this.backoffMs = Math.min(this.options.maxBackoffMs, this.backoffMs * 2);
+        this.backoffMs = backoffMs(this.backoffMs, this.options.maxBackoffMs, 1);
         throw e;
       },
     );

@@ -1,3 +1,5 @@
+import { backoffMs } from "../../common/retry/backoff";
+
 /**
  * ReconnectGate decides, without IO or a clock of its own, whether a table store may try the
  * database now. After a failure that says the database is unreachable it closes for a backoff that
@@ -22,7 +24,7 @@ export class ReconnectGate {
 
   /** failed: the database was unreachable at nowMs; returns the backoff it now waits. */
   failed(nowMs: number): number {
-    const backoff = Math.min(this.maxMs, this.minMs * 2 ** Math.min(this.failures, 30));
+    const backoff = backoffMs(this.minMs, this.maxMs, this.failures);
     this.failures++;
     this.closedUntilMs = nowMs + backoff;
     return backoff;

@@ -1,5 +1,6 @@
 import type { ExecutorPoolEvent } from "./executor-pool-core-events";
 import type { ExecutorPoolInstruction } from "./executor-pool-core-instructions";
+import { backoffMs } from "../../common/retry/backoff";
 
 export type ExecutorState = "STARTING" | "READY" | "DEAD";
 
@@ -357,7 +358,7 @@ export class ExecutorPoolCore {
     s.draining = false;
     for (const id of s.calls) this.assigned.delete(id);
     s.calls.clear();
-    const backoff = Math.min(this.timing.backoffMaxMs, this.timing.backoffBaseMs * 2 ** (s.recentDeaths - 1));
+    const backoff = backoffMs(this.timing.backoffBaseMs, this.timing.backoffMaxMs, s.recentDeaths - 1);
     s.restartAtMs = nowMs + backoff;
     out.push({ type: "scheduleRestart", index: s.index, executorId: this.executorId(s.index), restartAtMs: s.restartAtMs });
   }

@@ -1,4 +1,5 @@
 import type { BlockxErrorCode } from "../sdk-error";
+import { backoffMs } from "../../common/retry/backoff";
 
 /** The retryable answers of ReserveWorkerSlot / SubmitTask (SYSTEM.md section 2). */
 export type RetryableFailure = "UNAVAILABLE" | "RESOURCE_EXHAUSTED" | "ABORTED";
@@ -76,7 +77,7 @@ export class ReservePolicy {
 
   /** backoff: base * 2^n capped, with jitter between half and the whole of it. */
   private backoff(n: number, rand: number): number {
-    const full = Math.min(this.config.backoffMaxMs, this.config.backoffBaseMs * 2 ** Math.min(n, 30));
+    const full = backoffMs(this.config.backoffBaseMs, this.config.backoffMaxMs, n);
     return full * (0.5 + 0.5 * rand);
   }
 }

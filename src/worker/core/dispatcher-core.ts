@@ -1,5 +1,6 @@
 import type { CallResult, CallSource, DispatchedCall, DispatcherEvent } from "./dispatcher-core-events";
 import type { CallDecision, DispatcherDecision } from "./dispatcher-core-instructions";
+import { backoffMs } from "../../common/retry/backoff";
 
 export type { CallResult, CallSource, DispatchedCall, DispatcherEvent } from "./dispatcher-core-events";
 export type { CallDecision, DispatcherDecision, DispatcherInstruction } from "./dispatcher-core-instructions";
@@ -216,7 +217,7 @@ export class DispatcherCore<C> {
     if (result.ok) return { kind: "done" };
     if (!result.retryable) return { kind: "failed", reason: "not_retryable" };
     if (attempt >= this.config.maxAttempts) return { kind: "failed", reason: "attempts_exhausted" };
-    const atMs = nowMs + Math.min(this.config.retryBackoffMaxMs, this.config.retryBackoffBaseMs * 2 ** (attempt - 1));
+    const atMs = nowMs + backoffMs(this.config.retryBackoffBaseMs, this.config.retryBackoffMaxMs, attempt - 1);
     return { kind: "retryScheduled", attempt: attempt + 1, atMs };
   }
 

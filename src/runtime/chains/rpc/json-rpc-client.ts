@@ -3,6 +3,7 @@ import type { JsonValue } from "../../executor/protocol";
 import { BackendError } from "../../io/backends/backend-registry";
 import type { ChainSource } from "../router/chain-source";
 import { JsonRpcError } from "./json-rpc-error";
+import { backoffMs } from "../../../common/retry/backoff";
 
 export type JsonRpcClientOptions = Pick<RpcChainConfig, "endpoints" | "maxBatchSize" | "timeoutMs" | "maxAttempts" | "retryBackoffMs" | "requestBudgetMs"> & {
   /** RPC_MAX_ANSWER_BYTES: the most bytes one HTTP answer may have; default DEFAULT_RPC_MAX_ANSWER_BYTES. */
@@ -135,7 +136,7 @@ export class JsonRpcClient implements ChainSource {
       if (outcome.kind === "tooLarge") return this.tooLarge(batch, url, started);
       failures.push(`${redactEndpoint(url)}: ${outcome.why}`);
       if (this.preferred % this.opts.endpoints.length === index) this.preferred = index + 1; // fail over
-      const backoff = Math.min(this.opts.retryBackoffMs * 2 ** (attempt - 1), this.opts.retryBackoffMs * 8);
+      const backoff = backoffMs(this.opts.retryBackoffMs, this.opts.retryBackoffMs * 8, attempt - 1);
       const elapsed = performance.now() - started;
       if (attempt >= this.opts.maxAttempts || elapsed + backoff >= this.opts.requestBudgetMs) {
         const error = new BackendError(
