@@ -19,6 +19,7 @@ import { RawJson, type JsonValue, type ResumeResult } from "../../src/runtime/ex
 import { BlockTextStore, writeBlockStore } from "../../src/runtime/chains/localtestservice/block-text-store";
 import { SyntheticChain } from "../../src/runtime/chains/localtestservice/synthetic-chain";
 import { treeCpuSeconds } from "../support/proc-scan";
+import { eventually } from "../support/eventually";
 
 const pools: ExecutorPool[] = [];
 afterEach(async () => {
@@ -52,14 +53,6 @@ function manualIo() {
   const pending: { params: JsonValue; answer: (a: IoAnswer) => void }[] = [];
   const owner: CallOwner = { io: (r) => new Promise<IoAnswer>((answer) => pending.push({ params: r.params, answer })) };
   return { owner, pending };
-}
-
-async function until(cond: () => boolean, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await Bun.sleep(10);
-  }
 }
 
 /** withBlockStore renders blocks from..to of the synthetic chain into a store file, opens it for `use`, and removes it after. */
@@ -237,7 +230,7 @@ describe("message flows", () => {
     // A call held on executor 0 (asleep, no CPU), stalled so that the serial calls go to executor 1:
     // none of them is the pool's only call, and executor 1 must sleep between them.
     const sleeper = run(pool, "import time\ndef main(ctx, x):\n    time.sleep(x)\n    return 'slept'\n", 3);
-    await until(() => pool.stats().executors.some((e) => e.inflight === 1));
+    await eventually(() => pool.stats().executors.some((e) => e.inflight === 1));
     await Bun.sleep(250);
     const beside = await serial();
     expect(beside).toBeLessThan(0.06);
@@ -293,7 +286,7 @@ describe("message flows", () => {
     const pool = await startPool();
     const io = manualIo();
     const p = pool.execute({ callId: "to-cancel", fn: { source: "def main(ctx, x):\n    return ctx.io('b', 'op', x)\n", entry: "main" }, args: 1 }, io.owner);
-    await until(() => io.pending.length === 1);
+    await eventually(() => io.pending.length === 1);
     pool.cancel("to-cancel", "client went away");
     expectError(await p, "CANCELLED");
     expect(expectOk(await run(pool, "def main(ctx, x):\n    return 'still fine'\n"))).toBe("still fine");
@@ -317,7 +310,7 @@ describe("concurrency", () => {
     const src = "def main(ctx, x):\n    v = ctx.io('b', 'get', x)\n    return {'x': x, 'v': v}\n";
     const asyncSrc = "async def main(ctx, x):\n    v = await ctx.io('b', 'get', x)\n    return {'x': x, 'v': v}\n";
     const calls = Array.from({ length: 1000 }, (_, i) => run(pool, i % 2 ? src : asyncSrc, i, io.owner));
-    await until(() => io.pending.length === 1000, 60_000);
+    await eventually(() => io.pending.length === 1000, { timeoutMs: 60_000 });
     // Every executor holds some of them.
     expect(pool.stats().executors.filter((e) => e.inflight > 0).length).toBe(8);
     const order = io.pending.map((_, i) => i).sort((a, b) => ((a * 7919) % 1000) - ((b * 7919) % 1000));
@@ -336,7 +329,7 @@ describe("concurrency", () => {
     expect(new Set((await quick()).map(indexOf))).toEqual(new Set(["0"]));
     // A call that holds executor 0 (a long sleep: no call of it ends): after 100 ms it is stalled.
     const sleeper = run(pool, "import time\ndef main(ctx, x):\n    time.sleep(0.8)\n    return 'slept'\n");
-    await until(() => pool.stats().executors[0]!.inflight === 1);
+    await eventually(() => pool.stats().executors[0]!.inflight === 1);
     await Bun.sleep(250);
     expect(new Set((await quick()).map(indexOf))).toEqual(new Set(["1"]));
     expect(indexOf(await sleeper)).toBe("0");
@@ -372,7 +365,7 @@ describe("concurrency", () => {
     const pool = await startPool({ executorCount: 1 });
     const io = manualIo();
     const held = run(pool, "def main(ctx, x):\n    return ctx.io('b', 'op', x)\n", 1, io.owner);
-    await until(() => io.pending.length === 1);
+    await eventually(() => io.pending.length === 1);
     expect(expectOk(await run(pool, "def main(ctx, x):\n    return 'other'\n"))).toBe("other");
     io.pending[0]!.answer({ ok: true, value: "late", ioMs: 0 });
     expect(expectOk(await held)).toBe("late");
@@ -404,7 +397,7 @@ describe("sub-calls", () => {
       },
     };
     const parent = pool.execute({ callId: "task-9/0/1", fn: { source: "def main(ctx, x):\n    return ctx.call('f', x)\n", entry: "main" }, args: 1 }, owner);
-    await until(() => io.pending.length === 1); // the sub-call waits on its IO
+    await eventually(() => io.pending.length === 1); // the sub-call waits on its IO
     pool.cancel("task-9/0/1", "client went away");
     expectError(await parent, "CANCELLED");
     const sub = expectError(await child!, "CANCELLED");
@@ -483,11 +476,11 @@ describe("faults", () => {
     const io = manualIo();
     const before = pool.pids()[0]!;
     const p = run(pool, "def main(ctx, x):\n    return ctx.io('b', 'op', x)\n", 1, io.owner);
-    await until(() => io.pending.length === 1);
+    await eventually(() => io.pending.length === 1);
     process.kill(before, "SIGKILL");
     const err = expectError(await p, "EXECUTOR_CRASHED");
     expect(err.retryable).toBe(true);
-    await until(() => pool.pids()[0] !== null && pool.pids()[0] !== before && pool.stats().executors[0]!.state === "READY");
+    await eventually(() => pool.pids()[0] !== null && pool.pids()[0] !== before && pool.stats().executors[0]!.state === "READY");
     expect(expectOk(await run(pool, "def main(ctx, x):\n    return 'after'\n"))).toBe("after");
     expect(pool.stats().restarts).toBe(1);
   });
@@ -501,8 +494,8 @@ describe("faults", () => {
     // os.write to fd 2 goes around the per-call capture of sys.stderr, as a C extension's message would.
     const src = "import os\ndef main(ctx, x):\n    os.write(2, b'raw line from below the capture\\n')\n    return ctx.io('b', 'op', x)\n";
     const p = pool.execute({ callId: "grep-task-7/3/1", fn: { source: src, entry: "main" }, args: 1 }, io.owner);
-    await until(() => io.pending.length === 1);
-    await until(() => lines.some((l) => l.msg === "raw line from below the capture"));
+    await eventually(() => io.pending.length === 1);
+    await eventually(() => lines.some((l) => l.msg === "raw line from below the capture"));
     expect(lines.find((l) => l.msg === "raw line from below the capture")).toMatchObject({ component: "executor", stream: "stderr", callIds: ["grep-task-7/3/1"] });
     process.kill(pool.pids()[0]!, "SIGKILL");
     expectError(await p, "EXECUTOR_CRASHED");
@@ -515,7 +508,7 @@ describe("faults", () => {
   test("calls made while the only executor restarts wait for its replacement; one cancelled while waiting ends CANCELLED at once", async () => {
     const pool = await startPool({ executorCount: 1 });
     process.kill(pool.pids()[0]!, "SIGKILL");
-    await until(() => pool.stats().executors[0]!.state !== "READY");
+    await eventually(() => pool.stats().executors[0]!.state !== "READY");
     // From here to the first await nothing else runs: no executor can take a call, so both wait.
     const first = run(pool, "def main(ctx, x):\n    return x\n", 1);
     const second = run(pool, "def main(ctx, x):\n    return x\n", 2);
@@ -550,7 +543,7 @@ describe("faults", () => {
     const pool = await startPool({ executorCount: 1, wallClockCeilingMs: 1500 });
     const err = expectError(await run(pool, "import time\ndef main(ctx, x):\n    time.sleep(10**6)\n"), "WALL_CLOCK_EXCEEDED");
     expect(err.message).toContain("1500 ms");
-    await until(() => pool.stats().executors[0]!.state === "READY");
+    await eventually(() => pool.stats().executors[0]!.state === "READY");
     expect(expectOk(await run(pool, "def main(ctx, x):\n    return 'awake'\n"))).toBe("awake");
   });
 
@@ -563,7 +556,7 @@ describe("faults", () => {
     expect(err.message).toContain("memory limit");
     const pidsAfter = pool.pids();
     expect(pidsAfter.filter((p, i) => p === pidsBefore[i]).length).toBe(1); // the other executor lived on
-    await until(() => pool.stats().executors.every((e) => e.state === "READY"));
+    await eventually(() => pool.stats().executors.every((e) => e.state === "READY"));
     expect(expectOk(await run(pool, "def main(ctx, x):\n    return 'ok'\n"))).toBe("ok");
   });
 
@@ -581,11 +574,11 @@ describe("faults", () => {
     const io = manualIo();
     const pid = pool.pids()[0]!;
     const p = run(pool, "def main(ctx, x):\n    return ctx.io('b', 'op', x)\n", 1, io.owner);
-    await until(() => io.pending.length === 1);
+    await eventually(() => io.pending.length === 1);
     process.kill(pid, "SIGSTOP");
     const err = expectError(await p, "EXECUTOR_HUNG");
     expect(err.retryable).toBe(true);
-    await until(() => pool.stats().executors[0]!.state === "READY");
+    await eventually(() => pool.stats().executors[0]!.state === "READY");
     expect(pool.pids()[0]).not.toBe(pid);
     expect(expectOk(await run(pool, "def main(ctx, x):\n    return 'replaced'\n"))).toBe("replaced");
   });

@@ -3,6 +3,7 @@ import { BundleCoordinatorServiceClient } from "../../src/gen/bundlecoordinator/
 import { CoordinatorServiceClient, type ReserveWorkerSlotResponse } from "../../src/gen/coordinator/v1/coordinator";
 import { HealthCheckResponse_ServingStatus, HealthClient } from "../../src/gen/grpc/health/v1/health";
 import { suiteChannel } from "./suite-tls";
+import { eventually } from "./eventually";
 
 export type ReserveOutcome = { ok: true; res: ReserveWorkerSlotResponse } | { ok: false; code: grpc.status; details: string };
 
@@ -41,14 +42,19 @@ export function healthCheck(addr: string, service = ""): Promise<HealthCheckResp
 
 /** waitFor polls `probe` until `accept` holds or timeoutMs passes; returns the last value. */
 export async function waitFor<T>(probe: () => Promise<T>, accept: (v: T) => boolean, timeoutMs = 20_000, stepMs = 100): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let v = await probe();
-  while (!accept(v)) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; last value: ${JSON.stringify(v)}`);
-    await Bun.sleep(stepMs);
-    v = await probe();
+  let last: T | undefined;
+  try {
+    const seen = await eventually(
+      async () => {
+        last = await probe();
+        return accept(last) ? { v: last } : false;
+      },
+      { timeoutMs, stepMs },
+    );
+    return seen.v;
+  } catch {
+    throw new Error(`condition not met within ${timeoutMs} ms; last value: ${JSON.stringify(last)}`);
   }
-  return v;
 }
 
 /**

@@ -35,6 +35,7 @@ def main(ctx, input):
         time.sleep(0.01)
     return "released"
 `;
+import { eventually } from "../support/eventually";
 
 let proc: BlockxProcess;
 let client: SyncInvokerClient;
@@ -47,14 +48,6 @@ async function metric(name: string): Promise<string> {
 async function queueDepth(): Promise<number> {
   const line = await metric("blockx_syncinvoker_queue_depth ");
   return Number(line.split(" ")[1]);
-}
-
-async function until(what: string, cond: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(20);
-  }
 }
 
 beforeAll(async () => {
@@ -189,10 +182,10 @@ describe("other clients and faults", () => {
 
   test("an executor dying under the call is UNAVAILABLE (a system failure, retry), and the invoker serves on", async () => {
     expectRefused(await client.invoke({ source: "import os\ndef main(ctx, x):\n    os._exit(3)\n" }), grpc.status.UNAVAILABLE, "EXECUTOR_CRASHED");
-    await until("the invoker answers again", async () => {
+    await eventually(async () => {
       const again = await client.invoke({ source: "def main(ctx, x):\n    return 'fine'\n" });
       return again.ok && again.value.error === undefined;
-    });
+    }, { what: "the invoker answers again", timeoutMs: 30_000 });
   });
 
   test("sub-calls by name run with the same read-only IO (a nested write is refused too)", async () => {
@@ -225,13 +218,13 @@ describe("other clients and faults", () => {
       "        mark(path)",
     ].join("\n");
     const call = client.client.invoke({ function: { name: "", source, entry: "", filename: "" }, args: Buffer.from(JSON.stringify([started, stopped])), timeoutMs: 60_000 }, () => {});
-    await until("the call runs", async () => (await metric("blockx_syncinvoker_running_calls ")).endsWith(" 1"));
+    await eventually(async () => (await metric("blockx_syncinvoker_running_calls ")).endsWith(" 1"), { what: "the call runs", timeoutMs: 30_000 });
     // Admitted is not yet running: each request is its own executor owner here (BLOCKX_INSECURE), so it may wait for a fresh executor.
-    await until("the code runs in the executor", () => existsSync(started));
+    await eventually(() => existsSync(started), { what: "the code runs in the executor", timeoutMs: 30_000 });
     expect(existsSync(stopped)).toBe(false);
     call.cancel();
-    await until("the executor is free again", async () => (await metric("blockx_syncinvoker_running_calls ")).endsWith(" 0"));
-    await until("the spinning code is stopped in the executor", () => existsSync(stopped));
+    await eventually(async () => (await metric("blockx_syncinvoker_running_calls ")).endsWith(" 0"), { what: "the executor is free again", timeoutMs: 30_000 });
+    await eventually(() => existsSync(stopped), { what: "the spinning code is stopped in the executor", timeoutMs: 30_000 });
     expect(await metric('blockx_syncinvoker_invocations_total{rpc="Invoke",outcome="CANCELLED"}')).toContain("} 1");
   });
 });
@@ -419,7 +412,7 @@ describe("admission (2 executors, queue of 2)", () => {
     const marker = (n: string) => join(dir, `ran-${n}`);
     // Two calls hold both executors until the gate opens.
     const holders = [client.invoke({ name: "hold", args: JSON.stringify({ gate }) }), client.invoke({ name: "hold", args: JSON.stringify({ gate }) })];
-    await until("both executors busy", async () => (await metric("blockx_syncinvoker_running_calls ")).endsWith(" 2"));
+    await eventually(async () => (await metric("blockx_syncinvoker_running_calls ")).endsWith(" 2"), { what: "both executors busy", timeoutMs: 30_000 });
 
     // timeout_ms bounds the wait in the queue too: dropped at 300 ms, DEADLINE_EXCEEDED, never run.
     const expired = await client.invoke({ name: "hold", args: JSON.stringify({ gate, marker: marker("expired") }), timeoutMs: 300 });
@@ -431,11 +424,11 @@ describe("admission (2 executors, queue of 2)", () => {
 
     // The invoker drops `late` when the client's cancel or its own copy of the deadline reaches it,
     // which can be a moment after the client gave up: until then it still holds a place in the queue.
-    await until("the expired and late requests dropped", async () => (await queueDepth()) === 0);
+    await eventually(async () => (await queueDepth()) === 0, { what: "the expired and late requests dropped", timeoutMs: 30_000 });
 
     // Fill the queue, then one more is refused at once.
     const queued = [0, 1].map((i) => client.invoke({ name: "hold", args: JSON.stringify({ gate, marker: marker(`queued-${i}`) }), timeoutMs: 30_000 }));
-    await until("two requests queued", async () => (await queueDepth()) === 2);
+    await eventually(async () => (await queueDepth()) === 2, { what: "two requests queued", timeoutMs: 30_000 });
     expectRefused(await client.invoke({ name: "hold", args: JSON.stringify({ gate }) }), grpc.status.RESOURCE_EXHAUSTED, "SYNCINVOKER_QUEUE_MAX");
 
     writeFileSync(gate, "");
@@ -448,7 +441,7 @@ describe("admission (2 executors, queue of 2)", () => {
     expect(q.ok && q.value.durations!.queueMs).toBeGreaterThan(0);
     expect(existsSync(marker("queued-0")) && existsSync(marker("queued-1"))).toBe(true);
     // The dropped requests never ran, even after executors freed up.
-    await until("the queue drained", async () => (await queueDepth()) === 0);
+    await eventually(async () => (await queueDepth()) === 0, { what: "the queue drained", timeoutMs: 30_000 });
     expect(existsSync(marker("expired"))).toBe(false);
     expect(existsSync(marker("late"))).toBe(false);
 
@@ -497,7 +490,7 @@ describe("lifecycle", () => {
   test("SIGTERM: new requests are refused, the running call finishes and answers, the process exits 0", async () => {
     const gate = join(dir, "gate-term");
     const running = client.invoke({ name: "hold", args: JSON.stringify({ gate }) });
-    await until("the call runs", async () => (await metric("blockx_syncinvoker_running_calls ")).endsWith(" 1"));
+    await eventually(async () => (await metric("blockx_syncinvoker_running_calls ")).endsWith(" 1"), { what: "the call runs", timeoutMs: 30_000 });
     proc.proc.kill("SIGTERM");
     await proc.waitForLog((l) => l.msg === "shutting down");
     const refused = await client.invoke({ source: "def main(ctx, x):\n    return 1\n" });

@@ -15,21 +15,12 @@ import { CoordinatorCore } from "../../src/coordinator/core/coordinator-core";
 import { BlockxProcess } from "../support/blockx-process";
 import { freePort } from "../support/ports";
 import { randomLanePrefix } from "../support/worker-double";
+import { eventually } from "../support/eventually";
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
-
-async function until<T>(what: string, f: () => T | undefined | false, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = f();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(20);
-  }
-}
 
 async function scrape(url: string): Promise<Map<string, number>> {
   const out = new Map<string, number>();
@@ -97,7 +88,7 @@ describe("heartbeat publishing on change", () => {
     // Serving and idle (a Worker still starting reports no free slot: that one change is put too):
     // from then on the view hears refreshes only, each with the same slot counts.
     const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
-    const serving = await until("the Worker serving in the view", () => updates.findIndex((u) => u.reservedSlots === 0) + 1);
+    const serving = await eventually(() => updates.findIndex((u) => u.reservedSlots === 0) + 1, { what: "the Worker serving in the view", timeoutMs: 60_000 });
     const puts = (m: Map<string, number>, reason: string) => m.get(`blockx_worker_heartbeat_puts_total{reason="${reason}"}`) ?? 0;
     // The Worker counts a put when etcd's answer reaches it, which can be after the watch delivered
     // it here: the baseline is taken once the serving put (a capacity change) is counted too.
@@ -116,7 +107,7 @@ describe("heartbeat publishing on change", () => {
       m1 = await scrape(metricsUrl);
     }
     const grew = (reason: string) => puts(m1, reason) - puts(m0, reason);
-    await until("the refreshes in the view", () => updates.length >= serving + 3);
+    await eventually(() => updates.length >= serving + 3, { what: "the refreshes in the view", timeoutMs: 60_000 });
     // Nothing but refreshes: no capacity or red-line change is put while idle. (A put under a new lease,
     // `first`, is a re-registration, not a change: the 2 s lease of this test can lapse on a host
     // loaded by a full test run, 1 run in 3 there.)
@@ -132,7 +123,7 @@ describe("heartbeat publishing on change", () => {
     cleanups.push(() => {
       if (frozen) process.kill(w.proc.pid, "SIGCONT");
     });
-    const verdict = await until("the lease to expire and the key to leave", () => atRemoval);
+    const verdict = await eventually(() => atRemoval, { what: "the lease to expire and the key to leave", timeoutMs: 60_000 });
     // Its last heartbeat was put before it froze (so "filtered within the timeout" counts from no later
     // than the freeze), it is offered up to the timeout and filtered from the next millisecond on.
     expect(verdict.lastMs).toBeLessThanOrEqual(frozenAtMs);
@@ -144,7 +135,7 @@ describe("heartbeat publishing on change", () => {
     const before = updates.length;
     process.kill(w.proc.pid, "SIGCONT");
     frozen = false;
-    const back = await until("the Worker back in the view", () => updates.length > before && core.getWorkerView(addr));
+    const back = await eventually(() => updates.length > before && core.getWorkerView(addr), { what: "the Worker back in the view", timeoutMs: 60_000 });
     expect(back.workerAddr).toBe(addr);
     // Under a new lease: a put under the expired one fails (RETRY), or keepalive reported it lost (FIRST).
     const m2 = await scrape(metricsUrl);

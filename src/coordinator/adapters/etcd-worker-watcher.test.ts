@@ -12,6 +12,7 @@ import { CoordinatorCore } from "../core/coordinator-core";
 import type { WorkerViewEvent } from "../core/coordinator-core-events";
 import { EtcdWorkerWatcher, type EtcdWatcherMetrics, type WorkerViewSink } from "./etcd-worker-watcher";
 import { testHeartbeat } from "../../../test/support/heartbeat";
+import { eventually } from "../../../test/support/eventually";
 
 // Contract tests of EtcdWorkerWatcher against a real etcd. Tests that only read and write keys use
 // the run's shared etcd with random v2 prefixes (any lane name is a valid v2 prefix); tests that
@@ -35,14 +36,6 @@ function randomPrefix(kind: "block" | "bundle" = "block"): string {
 
 function hb(workerAddr: string, overrides: Partial<WorkerHeartbeat> = {}): WorkerHeartbeat {
   return testHeartbeat(workerAddr, { lastHeartbeatMs: Date.now(), ...overrides });
-}
-
-async function waitFor(cond: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await Bun.sleep(10);
-  }
 }
 
 // ------------------------------------------------------------------ cleanup
@@ -267,24 +260,24 @@ describe("EtcdWorkerWatcher on one prefix", () => {
       await put(writer, prefix, w2);
 
       const r = await startWatcher({ endpoint: sharedEndpoint(), prefixes: [prefix] });
-      await waitFor(() => r.watcher.isInitialized, "initial list");
+      await eventually(() => r.watcher.isInitialized, { what: "initial list" });
       expect(r.core.isInitialized()).toBe(true);
       expect(r.core.isReady(Date.now())).toBe(true);
       expect(r.sink.viewCalls()).toEqual([{ full: [w1, w2] }]);
       expect(r.core.workerCount()).toBe(2);
-      await waitFor(() => r.metrics.watchConnected.value({ prefix }) === 1, "watch connected gauge");
+      await eventually(() => r.metrics.watchConnected.value({ prefix }) === 1, { what: "watch connected gauge" });
       expect(r.metrics.registryWorkers.value({ format: "v2" })).toBe(2);
 
       const w3 = hb("10.0.0.3:9000");
       await put(writer, prefix, w3);
-      await waitFor(() => r.core.getWorkerView(w3.workerAddr) !== undefined, "w3 added");
+      await eventually(() => r.core.getWorkerView(w3.workerAddr) !== undefined, { what: "w3 added" });
 
       const w1b = hb(w1.workerAddr, { reservedSlots: 3, lastHeartbeatMs: w1.lastHeartbeatMs + 1 });
       await put(writer, prefix, w1b);
-      await waitFor(() => r.core.getWorkerView(w1.workerAddr)?.reservedSlots === 3, "w1 updated");
+      await eventually(() => r.core.getWorkerView(w1.workerAddr)?.reservedSlots === 3, { what: "w1 updated" });
 
       await writer.delete().key(prefix + w2.workerAddr).exec();
-      await waitFor(() => r.core.getWorkerView(w2.workerAddr) === undefined, "w2 removed");
+      await eventually(() => r.core.getWorkerView(w2.workerAddr) === undefined, { what: "w2 removed" });
 
       expect(r.sink.viewCalls()).toEqual([{ full: [w1, w2] }, { update: w3 }, { update: w1b }, { removal: w2.workerAddr }]);
       expect(r.removed).toEqual([w2.workerAddr]);
@@ -302,7 +295,7 @@ describe("EtcdWorkerWatcher on one prefix", () => {
       const prefix = randomPrefix();
       await sharedWriter(prefix);
       const r = await startWatcher({ endpoint: sharedEndpoint(), prefixes: [prefix] });
-      await waitFor(() => r.watcher.isInitialized && r.metrics.watchConnected.value({ prefix }) === 1, "watching");
+      await eventually(() => r.watcher.isInitialized && r.metrics.watchConnected.value({ prefix }) === 1, { what: "watching" });
       // Another process puts 30 versions of one Worker's heartbeat while this one's event loop is
       // held, so that the 30 watch events are read together when it runs again.
       const addr = "10.0.0.9:9000";
@@ -320,7 +313,7 @@ describe("EtcdWorkerWatcher on one prefix", () => {
       while (!(await Bun.file(done).exists()) && Date.now() < deadline) Bun.sleepSync(50); // holds the event loop
       expect(await child.exited).toBe(0);
       rmSync(done, { force: true });
-      await waitFor(() => r.metrics.watchEvents!.value({ prefix }) === 30, "30 watch events");
+      await eventually(() => r.metrics.watchEvents!.value({ prefix }) === 30, { what: "30 watch events" });
       await Bun.sleep(50); // the flush after the last read
       const updates = r.sink.calls.filter((c) => c.type === "workerUpdated");
       const last = base.lastHeartbeatMs + 29;
@@ -341,7 +334,7 @@ describe("EtcdWorkerWatcher on one prefix", () => {
       const prefix = randomPrefix();
       await sharedWriter(prefix);
       const r = await startWatcher({ endpoint: sharedEndpoint(), prefixes: [prefix] });
-      await waitFor(() => r.watcher.isInitialized, "initial list");
+      await eventually(() => r.watcher.isInitialized, { what: "initial list" });
       expect(r.sink.viewCalls()).toEqual([{ full: [] }]);
       expect(r.core.isReady(Date.now())).toBe(true);
       expect(r.metrics.registryWorkers.value({ format: "v2" })).toBe(0);
@@ -355,15 +348,15 @@ describe("EtcdWorkerWatcher on one prefix", () => {
       const prefix = randomPrefix();
       const writer = await sharedWriter(prefix);
       const r = await startWatcher({ endpoint: sharedEndpoint(), prefixes: [prefix] });
-      await waitFor(() => r.watcher.isInitialized, "initial list");
+      await eventually(() => r.watcher.isInitialized, { what: "initial list" });
 
       const wr = hb("10.0.1.1:9000");
       const revoked = writer.lease(30, { autoKeepAlive: false });
       cleanups.push(() => revoked.revoke());
       await revoked.put(prefix + wr.workerAddr).value(JSON.stringify(wr)).exec();
-      await waitFor(() => r.core.getWorkerView(wr.workerAddr) !== undefined, "revocable Worker added");
+      await eventually(() => r.core.getWorkerView(wr.workerAddr) !== undefined, { what: "revocable Worker added" });
       await revoked.revoke();
-      await waitFor(() => r.core.getWorkerView(wr.workerAddr) === undefined, "revoked Worker removed");
+      await eventually(() => r.core.getWorkerView(wr.workerAddr) === undefined, { what: "revoked Worker removed" });
 
       // Nobody keeps this 1 s lease alive: etcd expires it (after at least its minimum TTL). The
       // put is awaited through the recorded calls, as the Worker may be gone again by the time we look.
@@ -371,7 +364,7 @@ describe("EtcdWorkerWatcher on one prefix", () => {
       const expiring = writer.lease(1, { autoKeepAlive: false });
       cleanups.push(() => expiring.revoke());
       await expiring.put(prefix + we.workerAddr).value(JSON.stringify(we)).exec();
-      await waitFor(() => r.removed.includes(we.workerAddr), "expired Worker removed", 20_000);
+      await eventually(() => r.removed.includes(we.workerAddr), { what: "expired Worker removed", timeoutMs: 20_000 });
 
       expect(r.sink.viewCalls()).toEqual([
         { full: [] },
@@ -408,14 +401,14 @@ describe("EtcdWorkerWatcher on several prefixes", () => {
         }
       };
       const r = await startWatcher({ endpoint: sharedEndpoint(), prefixes: [pa, pb], faults });
-      await waitFor(() => r.metrics.watchConnected.value({ prefix: pa }) === 1 && gate.waiting === 1, "pa watching, pb's list held");
+      await eventually(() => r.metrics.watchConnected.value({ prefix: pa }) === 1 && gate.waiting === 1, { what: "pa watching, pb's list held" });
 
       // A good heartbeat, then a bad value: once the bad one is counted, the watch of pa has
       // processed the good one too (events arrive in revision order).
       const w3 = hb("10.0.2.3:9000");
       await put(writer, pa, w3);
       await writer.put(`${pa}marker`).value("not json").exec();
-      await waitFor(() => r.metrics.unparsableValues.value({ prefix: pa }) === 1, "pa's events processed");
+      await eventually(() => r.metrics.unparsableValues.value({ prefix: pa }) === 1, { what: "pa's events processed" });
 
       expect(r.watcher.isInitialized).toBe(false);
       expect(r.core.isInitialized()).toBe(false);
@@ -423,7 +416,7 @@ describe("EtcdWorkerWatcher on several prefixes", () => {
       expect(r.sink.calls).toEqual([]);
 
       gate.open();
-      await waitFor(() => r.watcher.isInitialized, "initialised after pb listed");
+      await eventually(() => r.watcher.isInitialized, { what: "initialised after pb listed" });
       expect(r.sink.viewCalls()).toEqual([{ full: [w1, w2, w3] }]);
       expect(r.sink.count("watchDisconnected")).toBe(0);
       expect(r.core.isReady(Date.now())).toBe(true);
@@ -445,28 +438,28 @@ describe("EtcdWorkerWatcher on several prefixes", () => {
       await put(writer, pb, underB);
 
       const r = await startWatcher({ endpoint: sharedEndpoint(), prefixes: [pa, pb] });
-      await waitFor(() => r.watcher.isInitialized, "initial list");
+      await eventually(() => r.watcher.isInitialized, { what: "initial list" });
       expect(r.sink.viewCalls()).toEqual([{ full: [underB] }]);
       expect(r.metrics.registryWorkers.value({ format: "v2" })).toBe(1);
 
       // A newer heartbeat under pa takes over.
       const underA2 = hb(addr, { taskSlots: 3, lastHeartbeatMs: t + 20 });
       await put(writer, pa, underA2);
-      await waitFor(() => r.core.getWorkerView(addr)?.taskSlots === 3, "pa's newer heartbeat wins");
+      await eventually(() => r.core.getWorkerView(addr)?.taskSlots === 3, { what: "pa's newer heartbeat wins" });
 
       // An older heartbeat under pb changes nothing; a marker proves pb's events were processed.
       await put(writer, pb, hb(addr, { taskSlots: 4, lastHeartbeatMs: t + 15 }));
       await writer.put(`${pb}marker`).value("{}").exec();
-      await waitFor(() => r.metrics.unparsableValues.value({ prefix: pb }) === 1, "pb's events processed");
+      await eventually(() => r.metrics.unparsableValues.value({ prefix: pb }) === 1, { what: "pb's events processed" });
       expect(r.core.getWorkerView(addr)?.taskSlots).toBe(3);
 
       // The winner disappears: the Worker stays, with the heartbeat still held under pb.
       await writer.delete().key(pa + addr).exec();
-      await waitFor(() => r.core.getWorkerView(addr)?.taskSlots === 4, "falls back to pb's heartbeat");
+      await eventually(() => r.core.getWorkerView(addr)?.taskSlots === 4, { what: "falls back to pb's heartbeat" });
 
       // Gone under both: removed.
       await writer.delete().key(pb + addr).exec();
-      await waitFor(() => r.core.getWorkerView(addr) === undefined, "removed when gone from both");
+      await eventually(() => r.core.getWorkerView(addr) === undefined, { what: "removed when gone from both" });
 
       expect(r.sink.viewCalls()).toEqual([
         { full: [underB] },
@@ -496,27 +489,27 @@ describe("EtcdWorkerWatcher with unparsable values", () => {
       await writer.put(`${prefix}10.0.4.6:9000`).value(JSON.stringify(hb("10.0.4.6:9000", { cpuPercent: 95 }))).exec();
 
       const r = await startWatcher({ endpoint: sharedEndpoint(), prefixes: [prefix] });
-      await waitFor(() => r.watcher.isInitialized, "initial list");
+      await eventually(() => r.watcher.isInitialized, { what: "initial list" });
       expect(r.sink.viewCalls()).toEqual([{ full: [good] }]);
       expect(r.metrics.unparsableValues.value({ prefix })).toBe(4);
 
       // Bad values arriving through the watch are skipped the same way.
       await writer.put(`${prefix}10.0.4.7:9000`).value("[1,2,3]").exec();
-      await waitFor(() => r.metrics.unparsableValues.value({ prefix }) === 5, "watched bad value counted");
+      await eventually(() => r.metrics.unparsableValues.value({ prefix }) === 5, { what: "watched bad value counted" });
       const good2 = hb("10.0.4.8:9000");
       await put(writer, prefix, good2);
-      await waitFor(() => r.core.getWorkerView(good2.workerAddr) !== undefined, "good2 added");
+      await eventually(() => r.core.getWorkerView(good2.workerAddr) !== undefined, { what: "good2 added" });
 
       // Garbage over a good value: that Worker is no longer usable, so it leaves the view.
       await writer.put(prefix + good.workerAddr).value("{garbage").exec();
-      await waitFor(() => r.core.getWorkerView(good.workerAddr) === undefined, "overwritten Worker removed");
+      await eventually(() => r.core.getWorkerView(good.workerAddr) === undefined, { what: "overwritten Worker removed" });
       expect(r.metrics.unparsableValues.value({ prefix })).toBe(6);
 
       // Deleting a bad key is nothing to the view; fixing one adds the Worker.
       await writer.delete().key(`${prefix}10.0.4.2:9000`).exec();
       const fixed = hb("10.0.4.3:9000");
       await put(writer, prefix, fixed);
-      await waitFor(() => r.core.getWorkerView(fixed.workerAddr) !== undefined, "fixed Worker added");
+      await eventually(() => r.core.getWorkerView(fixed.workerAddr) !== undefined, { what: "fixed Worker added" });
 
       expect(r.sink.viewCalls()).toEqual([{ full: [good] }, { update: good2 }, { removal: good.workerAddr }, { update: fixed }]);
       expect(r.core.workerCount()).toBe(2);
@@ -551,35 +544,29 @@ describe("EtcdWorkerWatcher when etcd goes away", () => {
         prefixes: [legacy, v2],
         core: { watchGracePeriodMs: graceMs, heartbeatTimeoutMs: 10_000 },
       });
-      await waitFor(() => r.watcher.isInitialized, "initial list");
+      await eventually(() => r.watcher.isInitialized, { what: "initial list" });
       expect(r.sink.viewCalls()).toEqual([{ full: [w1V2, w2] }]);
       expect(r.metrics.registryWorkers.value({ format: "legacy" })).toBe(2);
       expect(r.metrics.registryWorkers.value({ format: "v2" })).toBe(1);
       expect(r.metrics.unparsableValues.value({ prefix: v2 })).toBe(1);
-      await waitFor(
-        () => r.metrics.watchConnected.value({ prefix: legacy }) === 1 && r.metrics.watchConnected.value({ prefix: v2 }) === 1,
-        "both prefixes watching",
-      );
+      await eventually(() => r.metrics.watchConnected.value({ prefix: legacy }) === 1 && r.metrics.watchConnected.value({ prefix: v2 }) === 1, { what: "both prefixes watching" });
       const callsBeforeOutage = r.sink.calls.length;
 
       await etcd.stop();
-      await waitFor(() => r.sink.count("watchDisconnected") > 0, "watchDisconnected");
-      await waitFor(
-        () => r.metrics.watchConnected.value({ prefix: legacy }) === 0 && r.metrics.watchConnected.value({ prefix: v2 }) === 0,
-        "both prefixes disconnected",
-      );
+      await eventually(() => r.sink.count("watchDisconnected") > 0, { what: "watchDisconnected" });
+      await eventually(() => r.metrics.watchConnected.value({ prefix: legacy }) === 0 && r.metrics.watchConnected.value({ prefix: v2 }) === 0, { what: "both prefixes disconnected" });
       const first = r.sink.calls.find((c) => c.type === "watchDisconnected")!;
       // The grace period runs from the first disconnect (the core keeps it): exactly graceMs.
       expect(r.core.isReady(first.nowMs + graceMs)).toBe(true);
       expect(r.core.isReady(first.nowMs + graceMs + 1)).toBe(false);
       // ...and real time gets there too while etcd stays down.
-      await waitFor(() => !r.core.isReady(Date.now()), "unavailable after the grace period");
+      await eventually(() => !r.core.isReady(Date.now()), { what: "unavailable after the grace period" });
       expect(r.core.isInitialized()).toBe(true);
       expect(r.core.workerCount()).toBe(2);
       expect(r.sink.count("watchReconnected")).toBe(0);
 
       await etcd.start();
-      await waitFor(() => r.sink.count("watchReconnected") === 1, "watchReconnected", 20_000);
+      await eventually(() => r.sink.count("watchReconnected") === 1, { what: "watchReconnected", timeoutMs: 20_000 });
       expect(r.core.isReady(Date.now())).toBe(true);
       expect(r.core.isReady(FAR_FUTURE_MS)).toBe(true);
       expect(r.metrics.watchConnected.value({ prefix: legacy })).toBe(1);
@@ -596,8 +583,8 @@ describe("EtcdWorkerWatcher when etcd goes away", () => {
       const w3 = hb("10.0.5.3:9000");
       await put(after, v2, w3);
       await after.delete().key(legacy + w2.workerAddr).exec();
-      await waitFor(() => r.core.getWorkerView(w3.workerAddr) !== undefined, "w3 added after reconnect");
-      await waitFor(() => r.core.getWorkerView(w2.workerAddr) === undefined, "w2 removed after reconnect");
+      await eventually(() => r.core.getWorkerView(w3.workerAddr) !== undefined, { what: "w3 added after reconnect" });
+      await eventually(() => r.core.getWorkerView(w2.workerAddr) === undefined, { what: "w2 removed after reconnect" });
       expect(r.sink.viewCalls().slice(1)).toEqual([{ update: w3 }, { removal: w2.workerAddr }]);
     },
     TEST_TIMEOUT_MS,
@@ -614,15 +601,15 @@ describe("EtcdWorkerWatcher when etcd goes away", () => {
       await etcd.stop();
 
       const r = await startWatcher({ endpoint: etcd.endpoint, prefixes: [prefix] });
-      await waitFor(() => r.sink.count("watchDisconnected") >= 2, "failed lists reported");
+      await eventually(() => r.sink.count("watchDisconnected") >= 2, { what: "failed lists reported" });
       expect(r.watcher.isInitialized).toBe(false);
       expect(r.core.isInitialized()).toBe(false);
       expect(r.core.isReady(Date.now())).toBe(false);
       expect(r.sink.viewCalls()).toEqual([]);
 
       await etcd.start();
-      await waitFor(() => r.watcher.isInitialized, "initialised once etcd is up", 20_000);
-      await waitFor(() => r.sink.count("watchReconnected") === 1, "watchReconnected");
+      await eventually(() => r.watcher.isInitialized, { what: "initialised once etcd is up", timeoutMs: 20_000 });
+      await eventually(() => r.sink.count("watchReconnected") === 1, { what: "watchReconnected" });
       expect(r.sink.viewCalls()).toEqual([{ full: [w1] }]);
       const methods = r.sink.calls.map((c) => c.type);
       expect(methods.indexOf("watchReconnected")).toBeGreaterThan(methods.indexOf("workerListLoaded"));
@@ -646,7 +633,7 @@ describe("EtcdWorkerWatcher under injected faults", () => {
       await put(writer, prefix, w2);
       const faults = new Faults();
       const r = await startWatcher({ endpoint: sharedEndpoint(), prefixes: [prefix], faults });
-      await waitFor(() => r.watcher.isInitialized && faults.watchers.length === 1, "initial list and watch");
+      await eventually(() => r.watcher.isInitialized && faults.watchers.length === 1, { what: "initial list and watch" });
 
       // Hold the relist, break the stream, and wait until the old watch is fully cancelled.
       const gate = new Gate();
@@ -659,7 +646,7 @@ describe("EtcdWorkerWatcher under injected faults", () => {
       const ended = new Promise<void>((resolve) => old.once("end", () => resolve()));
       old.emit("disconnected", new Error("injected: stream broke"));
       await ended;
-      await waitFor(() => gate.waiting === 1, "relist held");
+      await eventually(() => gate.waiting === 1, { what: "relist held" });
       expect(r.sink.count("watchDisconnected")).toBe(1);
 
       // Missed by every watch: only the relist can see it.
@@ -667,7 +654,7 @@ describe("EtcdWorkerWatcher under injected faults", () => {
       faults.beforeList = async () => {};
       gate.open();
 
-      await waitFor(() => r.sink.count("watchReconnected") === 1, "reconnected");
+      await eventually(() => r.sink.count("watchReconnected") === 1, { what: "reconnected" });
       expect(r.core.getWorkerView(w2.workerAddr)).toBeUndefined();
       expect(r.core.getWorkerView(w1.workerAddr)).toMatchObject(w1);
       expect(r.sink.viewCalls()).toEqual([{ full: [w1, w2] }, { removal: w2.workerAddr }]);
@@ -677,7 +664,7 @@ describe("EtcdWorkerWatcher under injected faults", () => {
       // The relisted watch works.
       const w3 = hb("10.0.7.3:9000");
       await put(writer, prefix, w3);
-      await waitFor(() => r.core.getWorkerView(w3.workerAddr) !== undefined, "w3 added through the new watch");
+      await eventually(() => r.core.getWorkerView(w3.workerAddr) !== undefined, { what: "w3 added through the new watch" });
     },
     TEST_TIMEOUT_MS,
   );
@@ -703,8 +690,8 @@ describe("EtcdWorkerWatcher under injected faults", () => {
           };
         },
       });
-      await waitFor(() => stopped, "stop() called from watch creation");
-      await waitFor(r.settled, "run() returned after stop()", 5_000);
+      await eventually(() => stopped, { what: "stop() called from watch creation" });
+      await eventually(r.settled, { what: "run() returned after stop()", timeoutMs: 5_000 });
       expect(r.sink.calls).toEqual([]);
       expect(r.watcher.isInitialized).toBe(false);
     },
@@ -717,9 +704,9 @@ describe("EtcdWorkerWatcher under injected faults", () => {
       const etcd = await ownEtcd();
       await etcd.stop();
       const r = await startWatcher({ endpoint: etcd.endpoint, prefixes: [randomPrefix(), randomPrefix()] });
-      await waitFor(() => r.sink.count("watchDisconnected") >= 2, "failed lists reported");
+      await eventually(() => r.sink.count("watchDisconnected") >= 2, { what: "failed lists reported" });
       r.watcher.stop();
-      await waitFor(r.settled, "run() returned after stop()", 10_000);
+      await eventually(r.settled, { what: "run() returned after stop()", timeoutMs: 10_000 });
       expect(r.watcher.isInitialized).toBe(false);
     },
     TEST_TIMEOUT_MS,

@@ -7,17 +7,13 @@ import { createLogger } from "../../common/logging/logger";
 import { BackendRegistry } from "./backends/backend-registry";
 import { FaultInjector } from "./fault-injection";
 import { localtestserviceBackend } from "./backends/localtestservice-backend";
+import { eventually } from "../../../test/support/eventually";
 
 const log = createLogger("fatal", { role: "test" });
 const cleanups: (() => void)[] = [];
 afterEach(() => {
   for (const c of cleanups.splice(0)) c();
 });
-
-async function until(cond: () => boolean): Promise<void> {
-  for (let i = 0; i < 300 && !cond(); i++) await Bun.sleep(50);
-  expect(cond()).toBe(true);
-}
 
 describe("FaultInjector", () => {
   test("without faults the backend's ops run as before (synchronously); the head and the cache declarations are kept", async () => {
@@ -45,18 +41,18 @@ describe("FaultInjector", () => {
     const ignored = () => logged.filter((l) => l.msg.startsWith("faults file ignored")).length;
     expect(f.current).toEqual({ latencyMs: 5, errorRate: 0 }); // no file yet: the env values
     writeFileSync(file, JSON.stringify({ latencyMs: 50 }));
-    await until(() => f.current.latencyMs === 50);
+    await eventually(() => f.current.latencyMs === 50);
     expect(f.current.errorRate).toBe(0);
     // Each bad version stays until the injector has read and refused it.
     writeFileSync(file, JSON.stringify({ latencyMs: -1 }));
-    await until(() => ignored() >= 1 || f.current.latencyMs !== 50);
+    await eventually(() => ignored() >= 1 || f.current.latencyMs !== 50);
     expect(f.current).toEqual({ latencyMs: 50, errorRate: 0 });
     expect(ignored()).toBe(1);
     writeFileSync(file, "{not json");
-    await until(() => ignored() >= 2 || f.current.latencyMs !== 50);
+    await eventually(() => ignored() >= 2 || f.current.latencyMs !== 50);
     expect(f.current).toEqual({ latencyMs: 50, errorRate: 0 });
     expect(ignored()).toBe(2);
     writeFileSync(file, JSON.stringify({ latencyMs: 0, errorRate: 0.5 }));
-    await until(() => f.current.errorRate === 0.5);
+    await eventually(() => f.current.errorRate === 0.5);
   });
 });

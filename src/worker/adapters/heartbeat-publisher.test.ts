@@ -7,19 +7,12 @@ import { createEtcdClient } from "../../common/etcd/etcd-client";
 import { silentLogger } from "../../common/logging/logger";
 import { parseWorkerHeartbeat } from "../../common/registry/worker-heartbeat";
 import { HeartbeatPublisher } from "./heartbeat-publisher";
+import { eventually } from "../../../test/support/eventually";
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
-
-async function until(cond: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await Bun.sleep(50);
-  }
-}
 
 async function valueAt(client: Etcd3, key: string): Promise<string | null> {
   try {
@@ -43,12 +36,12 @@ describe("HeartbeatPublisher", () => {
     const prefix = `/blockx/test/lanes/hb${Date.now()}/block-workers/`;
     const p = publisherOn(client, prefix, "10.0.0.1:7000");
     p.start();
-    await until(async () => (await valueAt(client, p.key)) !== null);
+    await eventually(async () => (await valueAt(client, p.key)) !== null, { timeoutMs: 30_000 });
     const first = parseWorkerHeartbeat((await valueAt(client, p.key))!);
     expect(first.ok && first.heartbeat.workerAddr).toBe("10.0.0.1:7000");
     const lease = (await client.get(p.key).exec()).kvs[0]!.lease;
     expect(String(lease)).not.toBe("0");
-    await until(() => p.published >= 5);
+    await eventually(() => p.published >= 5, { timeoutMs: 30_000 });
     await p.stop();
     expect(await valueAt(client, p.key)).toBeNull();
   });
@@ -61,7 +54,7 @@ describe("HeartbeatPublisher", () => {
     const prefix = "/blockx/workers/";
     const p = publisherOn(client, prefix, "10.0.0.2:7000", 2);
     p.start();
-    await until(async () => (await valueAt(client, p.key)) !== null);
+    await eventually(async () => (await valueAt(client, p.key)) !== null, { timeoutMs: 30_000 });
     const leaseBefore = String((await client.get(p.key).exec()).kvs[0]!.lease);
     await etcd.stop();
     const publishedDuringOutage = p.published;
@@ -71,7 +64,7 @@ describe("HeartbeatPublisher", () => {
     // that returns knows neither the lease nor the key, as after an expiry.
     etcd.wipeData();
     await etcd.start();
-    await until(async () => p.published > publishedDuringOutage && (await valueAt(client, p.key)) !== null, 30_000);
+    await eventually(async () => p.published > publishedDuringOutage && (await valueAt(client, p.key)) !== null, { timeoutMs: 30_000 });
     const leaseAfter = String((await client.get(p.key).exec()).kvs[0]!.lease);
     expect(leaseAfter).not.toBe("0");
     expect(leaseAfter).not.toBe(leaseBefore); // the old lease does not exist in this etcd
@@ -87,13 +80,13 @@ describe("HeartbeatPublisher", () => {
     cleanups.push(() => client.close());
     const p = publisherOn(client, `/blockx/test/lanes/rv${Date.now()}/block-workers/`, "10.0.0.3:7000");
     p.start();
-    await until(async () => (await valueAt(client, p.key)) !== null);
+    await eventually(async () => (await valueAt(client, p.key)) !== null, { timeoutMs: 30_000 });
     const leaseBefore = String((await client.get(p.key).exec()).kvs[0]!.lease);
     // Revoking deletes the key and the lease: what etcd does when a lease expires.
     await client.leaseClient.leaseRevoke({ ID: leaseBefore });
-    await until(async () => {
+    await eventually(async () => {
       const kv = (await client.get(p.key).exec()).kvs[0];
       return kv !== undefined && String(kv.lease) !== leaseBefore && String(kv.lease) !== "0";
-    });
+    }, { timeoutMs: 30_000 });
   });
 });

@@ -8,6 +8,7 @@ import { ANONYMOUS } from "../core/worker-core-events";
 import { planTask } from "../core/task-plan";
 import { TaskRunner } from "./task-runner";
 import { WorkerDriver } from "./worker-driver";
+import { eventually } from "../../../test/support/eventually";
 
 const log = createLogger("fatal");
 const RETENTION_MS = 10_000;
@@ -84,7 +85,7 @@ describe("WorkerDriver", () => {
       const slot = driver.requestTaskSlot(id, 60_000, ANONYMOUS);
       driver.submitTask(task(id, [1], timeoutMs), slot.snapshot!.slotId, "me", ANONYMOUS, () => {});
     }
-    await waitUntil(() => timedOut.has("soon"), 3_000);
+    await eventually(() => timedOut.has("soon"), { timeoutMs: 3_000 });
     expect([...timedOut]).toEqual(["soon"]);
   });
 
@@ -100,15 +101,8 @@ describe("WorkerDriver", () => {
     // "first" ends before its timeout: the timer armed for it fires with nothing due.
     pool.call("first/0/1").finish({ value: 1 });
     await settle();
-    await waitUntil(() => timedOut.has("second"), 3_000);
+    await eventually(() => timedOut.has("second"), { timeoutMs: 3_000 });
     expect(timedOut.has("first")).toBe(false);
   });
 });
 
-async function waitUntil(ok: () => boolean, withinMs: number): Promise<void> {
-  const until = performance.now() + withinMs;
-  while (!ok()) {
-    if (performance.now() > until) throw new Error(`not within ${withinMs} ms`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
