@@ -13,7 +13,7 @@ import { silentLogger } from "../../src/common/logging/logger";
 import { InvokeResponse, SyncInvokerServiceService, type SyncInvokerServiceServer } from "../../src/gen/syncinvoker/v1/sync_invoker";
 import { ExecutorPool } from "../../src/runtime/executor/executor-pool";
 import { defaultExecutorPoolConfig } from "../../src/runtime/executor/executor-pool-config";
-import type { JsonValue } from "../../src/runtime/executor/protocol";
+import type { JsonValue } from "../../src/runtime/json/raw-json";
 
 const { values } = parseArgs({ options: { executors: { type: "string", default: "0" } } });
 const executors = Number(values.executors);

@@ -9,7 +9,7 @@ import type { CallOutcome } from "../runtime/calls/call";
 import { createCallOwner, runOnce } from "../runtime/calls/call-owner";
 import { siblingFunctions } from "../runtime/functions/functions-dir";
 import { executorPoolConfigFrom, executorPoolVars } from "../runtime/executor/executor-pool-config";
-import type { JsonValue } from "../runtime/executor/protocol";
+import type { JsonValue } from "../runtime/json/raw-json";
 import { ioSettingsFrom, ioVars, localTestChainEnabledVar } from "../runtime/io/io-config";
 import { flagValue } from "./args";
 import type { Command } from "./command";

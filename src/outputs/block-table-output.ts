@@ -1,6 +1,6 @@
 import type { BlockScope, TableWrite } from "./stores/table-store";
 import type { TableWriteSummary } from "../gen/worker/v1/worker";
-import type { JsonValue } from "../runtime/executor/protocol";
+import type { JsonValue } from "../runtime/json/raw-json";
 import { type Output, OutputSpecError, storeOf, WriterSetupError } from "./output";
 import { rowsOf, tableOf } from "./table-outputs";
 import type { WrittenCall, Writer } from "./writer";

@@ -1,5 +1,5 @@
 import type { Output as OutputProto } from "../gen/worker/v1/worker";
-import type { JsonValue } from "../runtime/executor/protocol";
+import type { JsonValue } from "../runtime/json/raw-json";
 import type { BlockScope, TableStore } from "./stores/table-store";
 import type { Writer } from "./writer";
 

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SqliteTableStore } from "./stores/sqlite-table-store";
 import { CallErrorCode } from "../runtime/calls/call";
-import type { JsonValue } from "../runtime/executor/protocol";
+import type { JsonValue } from "../runtime/json/raw-json";
 import { WriteRejected } from "./writer";
 import { blockTablesOf, OUTPUT_KINDS, openWriters as createWriters, outputOf, parseOutputs, writesTables } from "./output-kinds";
 import { type OutputKind, type OutputSpec, OutputSpecError, WriterSetupError } from "./output";

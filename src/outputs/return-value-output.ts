@@ -1,6 +1,6 @@
 import type { TableWrite } from "./stores/table-store";
 import { CallErrorCode } from "../runtime/calls/call";
-import type { JsonValue } from "../runtime/executor/protocol";
+import type { JsonValue } from "../runtime/json/raw-json";
 import { type Output, OutputSpecError } from "./output";
 import { WriteRejected, type WrittenCall, type Writer } from "./writer";
 

@@ -3,7 +3,7 @@ import { TableStoreError } from "./stores/table-store";
 import { tableNameProblem } from "./stores/table-schema";
 import { type OutputParseContext, OutputSpecError } from "./output";
 import { CallErrorCode } from "../runtime/calls/call";
-import type { JsonValue } from "../runtime/executor/protocol";
+import type { JsonValue } from "../runtime/json/raw-json";
 import { WriteRejected } from "./writer";
 
 /** tableOf: a table output's table name, checked (a reserved or malformed name is the task's error, naming the field). */

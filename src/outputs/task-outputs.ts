@@ -1,6 +1,6 @@
 import type { TableWriteSummary } from "../gen/worker/v1/worker";
 import { CallErrorCode } from "../runtime/calls/call";
-import type { JsonValue } from "../runtime/executor/protocol";
+import type { JsonValue } from "../runtime/json/raw-json";
 import type { OutputSpec, WriterDeps } from "./output";
 import { openWriters } from "./output-kinds";
 import type { RunFence } from "./stores/run-fence";

@@ -1,7 +1,7 @@
 import type { ReplaceOutcome, TableWrite } from "./stores/table-store";
 import type { TableWriteSummary } from "../gen/worker/v1/worker";
 import type { CallErrorCode } from "../runtime/calls/call";
-import type { JsonValue } from "../runtime/executor/protocol";
+import type { JsonValue } from "../runtime/json/raw-json";
 
 /** A finished call as a writer sees it: its index in the task, its input and the function's value. */
 export interface WrittenCall {

@@ -15,7 +15,8 @@ import type { CallOutcome, CallOwner, IoAnswer } from "../../src/runtime/calls/c
 import { defaultExecutorPoolConfig, type ExecutorPoolConfig } from "../../src/runtime/executor/executor-pool-config";
 import { ExecutorPool } from "../../src/runtime/executor/executor-pool";
 import { ExecutorStartError } from "../../src/runtime/executor/executor-start-error";
-import { RawJson, type JsonValue, type ResumeResult } from "../../src/runtime/executor/protocol";
+import { type ResumeResult } from "../../src/runtime/executor/protocol";
+import { RawJson, type JsonValue } from "../../src/runtime/json/raw-json";
 import { BlockTextStore, writeBlockStore } from "../../src/runtime/chains/localtestservice/block-text-store";
 import { SyntheticChain } from "../../src/runtime/chains/localtestservice/synthetic-chain";
 import { treeCpuSeconds } from "../support/proc-scan";

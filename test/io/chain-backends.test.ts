@@ -6,8 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { DEFAULT_CHAINS_CONFIG, parseChainsConfig } from "../../src/common/config/chains-config";
-import type { JsonValue } from "../../src/runtime/executor/protocol";
-import { RawJson } from "../../src/runtime/executor/protocol";
+import type { JsonValue } from "../../src/runtime/json/raw-json";
+import { RawJson } from "../../src/runtime/json/raw-json";
 import { FunctionCodeView } from "../../src/runtime/functions/function-code-view";
 import { ChainRouter } from "../../src/runtime/chains/router/chain-router";
 import { LocalTestChain } from "../../src/runtime/chains/localtestservice/local-test-chain";

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import type { JsonRpcClientOptions } from "../../src/runtime/chains/rpc/json-rpc-client";
 import { JsonRpcClient } from "../../src/runtime/chains/rpc/json-rpc-client";
 import { JsonRpcError } from "../../src/runtime/chains/rpc/json-rpc-error";
-import { BackendError } from "../../src/runtime/io/backends/backend-registry";
+import { BackendError } from "../../src/runtime/backend-error";
 import { freePort } from "../support/ports";
 
 type Req = { jsonrpc: string; id: number; method: string; params: unknown[] };

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import pino from "pino";
 import { defaultExecutorPoolConfig } from "../../src/runtime/executor/executor-pool-config";
 import { ExecutorPool } from "../../src/runtime/executor/executor-pool";
-import { RawJson, type JsonValue } from "../../src/runtime/executor/protocol";
+import { RawJson, type JsonValue } from "../../src/runtime/json/raw-json";
 import { createCallOwner, runOnce } from "../../src/runtime/calls/call-owner";
 import type { CallOutcome } from "../../src/runtime/calls/call";
 import { STDERR_LINES_PER_SECOND, STDERR_MAX_LINE_CHARS } from "../../src/runtime/executor/stderr-gate";

@@ -16,7 +16,7 @@ import { silentLogger } from "../../src/common/logging/logger";
 import { defaultExecutorPoolConfig } from "../../src/runtime/executor/executor-pool-config";
 import { ExecutorPool } from "../../src/runtime/executor/executor-pool";
 import { ExecutorStartError } from "../../src/runtime/executor/executor-start-error";
-import type { JsonValue } from "../../src/runtime/executor/protocol";
+import type { JsonValue } from "../../src/runtime/json/raw-json";
 import { BLOCKX_BINARY } from "../support/blockx-process";
 
 const PROBE = readFileSync(join(import.meta.dir, "escape-probe.py"), "utf8");

@@ -1,6 +1,6 @@
 import type { CallFunction, CallOutcome, CallOwner, PrefetchedAnswer } from "../../src/runtime/calls/call";
 import type { CallPool } from "../../src/runtime/calls/call-owner";
-import type { JsonValue } from "../../src/runtime/executor/protocol";
+import type { JsonValue } from "../../src/runtime/json/raw-json";
 
 /** A call the in-memory pool holds until the test finishes it. */
 export interface HeldCall {

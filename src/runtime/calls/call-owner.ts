@@ -1,6 +1,7 @@
 import type { FunctionSnapshot } from "../functions/function-code-view";
 import { inlineFunction, lookupFunction, type ResolvedFunction } from "../functions/function-lookup";
-import type { FunctionRequestRef, JsonValue, SuspensionRequest } from "../executor/protocol";
+import type { FunctionRequestRef, SuspensionRequest } from "../executor/protocol";
+import type { JsonValue } from "../json/raw-json";
 import { subCallId, type CallFunction, type CallOutcome, type CallOwner, type CallRequest, type IoAnswer, type SubCallAnswer } from "./call";
 import { SubCallWindow } from "./sub-call-window";
 

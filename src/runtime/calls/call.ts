@@ -1,4 +1,5 @@
-import type { JsonValue, LogLine, ResumeResult, SuspensionRequest } from "../executor/protocol";
+import type { LogLine, ResumeResult, SuspensionRequest } from "../executor/protocol";
+import type { JsonValue } from "../json/raw-json";
 
 /**
  * CallErrorCode classifies a failed call. User failures and system failures never share a

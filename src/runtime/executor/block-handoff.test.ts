@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { handOff } from "./block-handoff";
-import { RawJson, type SuspensionRequest } from "./protocol";
+import { type SuspensionRequest } from "./protocol";
+import { RawJson } from "../json/raw-json";
 
 const io: SuspensionRequest = { kind: "io", backend: "localtestservice", op: "eth_getBlockByNumber", params: { chain: "ethereum", number: 7 } };
 const text = '{"number":"0x7"}';

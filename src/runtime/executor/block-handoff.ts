@@ -1,4 +1,5 @@
-import { RawJson, type ResumeResult, type SuspensionRequest, type WireResult } from "./protocol";
+import { type ResumeResult, type SuspensionRequest, type WireResult } from "./protocol";
+import { RawJson } from "../json/raw-json";
 
 /** How an answer with a span reached its executor: by offset into the shared file, or as bytes in the frame. */
 export type HandoffVia = "mapped" | "bytes";

@@ -1,7 +1,8 @@
 import { chmodSync, chownSync } from "node:fs";
 import type { Socket, UnixSocketListener } from "bun";
 import { concatBytes, encodeFrameParts, FrameDecoder, FrameError, MAX_FRAME_BYTES } from "./frame-codec";
-import { RawJson, type ExecutorMessage, type PoolMessage, type WireResult } from "./protocol";
+import { type ExecutorMessage, type PoolMessage, type WireResult } from "./protocol";
+import { RawJson } from "../json/raw-json";
 
 /** Frames of one tick up to this size are joined into one write. */
 const COALESCE_MAX_BYTES = 64 * 1024;

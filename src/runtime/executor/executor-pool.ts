@@ -24,7 +24,8 @@ import { BwrapSandbox } from "./sandbox/bwrap-sandbox";
 import { handOff, type HandoffVia, type SharedBlockStore } from "./block-handoff";
 import { probePythonRuntime } from "./sandbox/python-runtime";
 import { sourceBytesOver } from "../functions/function-lookup";
-import { PROTOCOL_VERSION, SOURCE_NOT_CACHED, type ExecutorMessage, type JsonValue, type LogLine, type PoolMessage, type PrefetchedWire, type ResumeResult, type SuspensionRequest } from "./protocol";
+import { PROTOCOL_VERSION, SOURCE_NOT_CACHED, type ExecutorMessage, type LogLine, type PoolMessage, type PrefetchedWire, type ResumeResult, type SuspensionRequest } from "./protocol";
+import { type JsonValue } from "../json/raw-json";
 
 /** How often the pool checks pings, memory, wall-clock ceilings and restarts. */
 const TICK_MS = 50;

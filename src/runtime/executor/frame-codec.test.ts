@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { encodeFrame, encodeFrameParts, FrameDecoder, FrameError } from "./frame-codec";
-import { RawJson } from "./protocol";
+import { RawJson } from "../json/raw-json";
 
 describe("frame codec", () => {
   test("a frame is a 4-byte big-endian length and UTF-8 JSON", () => {

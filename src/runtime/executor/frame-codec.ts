@@ -4,7 +4,7 @@ import { parseExactJson } from "../../common/json/exact-json";
  * (executor-py/PROTOCOL.md). One object per frame.
  */
 
-import { RawJson } from "./protocol";
+import { RawJson } from "../json/raw-json";
 
 export const MAX_FRAME_BYTES = 64 * 1024 * 1024;
 

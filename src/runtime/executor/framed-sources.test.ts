@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { FramedSources } from "./framed-sources";
-import { RawJson } from "./protocol";
+import { RawJson } from "../json/raw-json";
 
 describe("FramedSources", () => {
   const big = `def main(ctx, x):\n    return x\n# ${"é".repeat(100)}\n`;

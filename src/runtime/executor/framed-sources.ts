@@ -1,4 +1,4 @@
-import { RawJson } from "./protocol";
+import { RawJson } from "../json/raw-json";
 
 /** Sources at least this long are encoded once and shared (smaller ones cost less to encode per frame than to track). */
 export const SHARED_SOURCE_MIN_CHARS = 64 * 1024;

@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
 import type { Logger } from "../../common/logging/logger";
-import { BackendError, type Backend, type BackendOp } from "./backends/backend-registry";
+import { type Backend, type BackendOp } from "./backends/backend-registry";
+import { BackendError } from "../backend-error";
 
 /** Faults injected into every request of a backend (tests and drills; both 0 in production). */
 export interface Faults {

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { RawJson, type JsonValue } from "../executor/protocol";
-import { BackendError, BackendRegistry, type Backend } from "./backends/backend-registry";
+import { RawJson, type JsonValue } from "../json/raw-json";
+import { BackendRegistry, type Backend } from "./backends/backend-registry";
+import { BackendError } from "../backend-error";
 import { IoSubsystem, type IoConfig, type IoResult } from "./io-subsystem";
 import { localtestserviceBackend } from "./backends/localtestservice-backend";
 

@@ -1,7 +1,8 @@
 import type { IoAnswer } from "../calls/call";
-import { RawJson, type JsonValue } from "../executor/protocol";
+import { RawJson, type JsonValue } from "../json/raw-json";
 import { AdmissionLimiter, type AdmissionConfig } from "./admission-limiter";
-import { BackendError, errorOf, type Backend, type BackendRegistry, type CacheDeclaration, type ResolvedOp } from "./backends/backend-registry";
+import { errorOf, type Backend, type BackendRegistry, type CacheDeclaration, type ResolvedOp } from "./backends/backend-registry";
+import { BackendError } from "../backend-error";
 import { processRunningClock } from "../../common/clock/running-clock";
 import { HeadCache } from "./head-cache";
 import { IoWindow } from "./io-window";

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { RawJson } from "../executor/protocol";
+import { RawJson } from "../json/raw-json";
 import { ENTRY_OVERHEAD_BYTES, isFinal, ReadCache } from "./read-cache";
 
 const raw = (n: number) => new RawJson("x".repeat(n));

@@ -1,4 +1,4 @@
-import type { RawJson } from "../executor/protocol";
+import type { RawJson } from "../json/raw-json";
 
 /**
  * Bytes charged per entry on top of its key and text: the Map slot and the RawJson object, so

@@ -2,7 +2,7 @@ import { parseExactJson } from "../../common/json/exact-json";
 import type { FunctionRef } from "../../gen/worker/v1/worker";
 import type { FunctionSnapshot } from "../../runtime/functions/function-code-view";
 import { inlineFunction, lookupFunction, sourceBytesOver, type ResolvedFunction } from "../../runtime/functions/function-lookup";
-import type { JsonValue } from "../../runtime/executor/protocol";
+import type { JsonValue } from "../../runtime/json/raw-json";
 import { SyncInvokerError, SyncInvokerErrorCode } from "../core/sync-invoker-error";
 
 /** The largest timeout_ms a request may ask for (and the largest default): 10 minutes. */

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { loadEnvConfig } from "../../common/config/env-config";
 import { silentLogger } from "../../common/logging/logger";
-import type { RawJson } from "../../runtime/executor/protocol";
+import type { RawJson } from "../../runtime/json/raw-json";
 import { BackendRegistry } from "../../runtime/io/backends/backend-registry";
 import { ioConfigFrom, ioVars } from "../../runtime/io/io-config";
 import { FaultInjector } from "../../runtime/io/fault-injection";

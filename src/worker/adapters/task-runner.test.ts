@@ -12,7 +12,7 @@ import { blockWorkerProfile } from "../core/profile";
 import { planTask } from "../core/task-plan";
 import { SqliteTableStore } from "../../outputs/stores/sqlite-table-store";
 import type { IoAnswer } from "../../runtime/calls/call";
-import type { JsonValue } from "../../runtime/executor/protocol";
+import type { JsonValue } from "../../runtime/json/raw-json";
 import { TaskRunner, type TaskRunnerEvent } from "./task-runner";
 
 const log = createLogger("fatal");

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import type { JsonValue } from "../../runtime/executor/protocol";
+import type { JsonValue } from "../../runtime/json/raw-json";
 import { IoPrefetchPlan, jsonEqual, type IoRequestShape } from "./io-prefetch-plan";
 
 const BACKEND = "localtestservice";

@@ -1,4 +1,4 @@
-import type { JsonValue } from "../../runtime/executor/protocol";
+import type { JsonValue } from "../../runtime/json/raw-json";
 
 /**
  * IoPrefetchPlan learns, from calls the Worker watches, how a task's function derives its first IO

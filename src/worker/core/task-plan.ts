@@ -9,7 +9,7 @@ import type { BlockScope } from "../../outputs/stores/table-store";
 import type { OutputSpec } from "../../outputs/output";
 import { blockTablesOf as tablesOfBlockOutputs, parseOutputs, writesTables as outputsWriteTables } from "../../outputs/output-kinds";
 import { OutputSpecError } from "../../outputs/output";
-import type { JsonValue } from "../../runtime/executor/protocol";
+import type { JsonValue } from "../../runtime/json/raw-json";
 import type { WorkerProfile } from "./profile";
 import { WorkerError } from "./worker-error";
 import { MAX_TASK_TIMEOUT_MS } from "./config";

@@ -1,6 +1,6 @@
-import type { JsonValue } from "../../executor/protocol";
-import { BackendError } from "../../io/backends/backend-registry";
-import { hexQuantity, type BlockTag } from "../../io/backends/backend-params";
+import type { JsonValue } from "../../json/raw-json";
+import { BackendError } from "../../backend-error";
+import { hexQuantity, type BlockTag } from "../block-ref";
 import { JsonRpcError } from "../rpc/json-rpc-error";
 import { METHOD_NOT_FOUND, type ChainSource } from "../router/chain-source";
 import type { ChainRouter } from "../router/chain-router";

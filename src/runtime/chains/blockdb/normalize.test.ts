@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import type { JsonValue } from "../../executor/protocol";
+import type { JsonValue } from "../../json/raw-json";
 import { normalizeEth } from "./normalize";
 
 describe("normalizeEth", () => {

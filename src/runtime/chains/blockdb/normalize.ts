@@ -1,4 +1,4 @@
-import type { JsonValue } from "../../executor/protocol";
+import type { JsonValue } from "../../json/raw-json";
 
 const HEX = /^0x[0-9a-fA-F]*$/;
 

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { fstatSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { RawJson, type JsonValue } from "../../executor/protocol";
+import { RawJson, type JsonValue } from "../../json/raw-json";
 import { localtestserviceBackend } from "../../io/backends/localtestservice-backend";
 import { BackendRegistry } from "../../io/backends/backend-registry";
 import { IoSubsystem } from "../../io/io-subsystem";

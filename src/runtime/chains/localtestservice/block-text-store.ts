@@ -12,7 +12,7 @@
  */
 import { closeSync, fstatSync, fsyncSync, openSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
 import { z } from "zod";
-import { RawJson } from "../../executor/protocol";
+import { RawJson } from "../../json/raw-json";
 import type { SyntheticChain } from "./synthetic-chain";
 
 const STORE_VERSION = 1;

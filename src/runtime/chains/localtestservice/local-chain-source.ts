@@ -1,5 +1,5 @@
-import type { JsonValue } from "../../executor/protocol";
-import { BackendError } from "../../io/backends/backend-registry";
+import type { JsonValue } from "../../json/raw-json";
+import { BackendError } from "../../backend-error";
 import { JsonRpcError } from "../rpc/json-rpc-error";
 import { METHOD_NOT_FOUND, type ChainSource } from "../router/chain-source";
 import type { EthLogFilter } from "./eth-types";

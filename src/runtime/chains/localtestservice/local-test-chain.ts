@@ -1,6 +1,6 @@
 import { threadEntry } from "../../../common/threads/thread-entry";
-import { RawJson } from "../../executor/protocol";
-import { BackendError } from "../../io/backends/backend-registry";
+import { RawJson } from "../../json/raw-json";
+import { BackendError } from "../../backend-error";
 import type { EthLogFilter } from "./eth-types";
 import { DEFAULT_HEAD, MAX_LOG_BLOCK_RANGE } from "./synthetic-chain";
 import type { SyntheticRequest } from "./synthetic-chain-jobs";

@@ -1,5 +1,5 @@
 import type { ChainsConfig } from "../../../common/config/chains-config";
-import { BackendError } from "../../io/backends/backend-registry";
+import { BackendError } from "../../backend-error";
 import { LocalChainSource } from "../localtestservice/local-chain-source";
 import { LOCAL_TEST_CHAIN_OFF, type LocalTestChain } from "../localtestservice/local-test-chain";
 import { JsonRpcClient } from "../rpc/json-rpc-client";

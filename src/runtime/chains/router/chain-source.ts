@@ -1,4 +1,4 @@
-import type { JsonValue } from "../../executor/protocol";
+import type { JsonValue } from "../../json/raw-json";
 
 /**
  * ChainSource answers Ethereum JSON-RPC requests for one chain: a node over HTTP (rpc) or the

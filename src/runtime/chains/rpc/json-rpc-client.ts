@@ -1,6 +1,6 @@
 import type { RpcChainConfig } from "../../../common/config/chains-config";
-import type { JsonValue } from "../../executor/protocol";
-import { BackendError } from "../../io/backends/backend-registry";
+import type { JsonValue } from "../../json/raw-json";
+import { BackendError } from "../../backend-error";
 import type { ChainSource } from "../router/chain-source";
 import { JsonRpcError } from "./json-rpc-error";
 import { backoffMs } from "../../../common/retry/backoff";

@@ -1,4 +1,4 @@
-import { BackendError } from "../../io/backends/backend-registry";
+import { BackendError } from "../../backend-error";
 
 /**
  * JsonRpcError: the node answered the request with a JSON-RPC error object. Never retried (the

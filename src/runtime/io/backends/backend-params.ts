@@ -1,5 +1,8 @@
-import type { JsonValue } from "../../executor/protocol";
-import { BackendError } from "./backend-registry";
+import type { JsonValue } from "../../json/raw-json";
+import { BackendError } from "../../backend-error";
+import { BLOCK_TAGS, type BlockTag } from "../../chains/block-ref";
+
+export { BLOCK_TAGS, hexQuantity, type BlockTag } from "../../chains/block-ref";
 
 /** Parameter readers shared by the backends: each failure is an InvalidParams naming the op and field. */
 
@@ -23,8 +26,6 @@ export function blockNumberParam(p: Params, field: string, op: string): number {
   return v;
 }
 
-export const BLOCK_TAGS = ["latest", "finalized", "safe", "earliest", "pending"] as const;
-export type BlockTag = (typeof BLOCK_TAGS)[number];
 
 /** A block number or a tag (latest, finalized, safe, earliest, pending): tags are never cached. */
 export function blockRefParam(p: Params, field: string, op: string): number | BlockTag {
@@ -32,8 +33,4 @@ export function blockRefParam(p: Params, field: string, op: string): number | Bl
   if (typeof v === "string" && (BLOCK_TAGS as readonly string[]).includes(v)) return v as BlockTag;
   if (v === undefined) throw new BackendError("InvalidParams", `${op}: ${field} is required (a block number or one of ${BLOCK_TAGS.join(", ")})`);
   return blockNumberParam(p, field, op);
-}
-
-export function hexQuantity(n: number): string {
-  return "0x" + n.toString(16);
 }

@@ -1,5 +1,6 @@
 import type { IoAnswer } from "../../calls/call";
-import type { JsonValue, RawJson } from "../../executor/protocol";
+import type { JsonValue, RawJson } from "../../json/raw-json";
+import { BackendError } from "../../backend-error";
 
 /**
  * CacheDeclaration says that an op's answer is immutable once `block <= head(chain) -
@@ -28,22 +29,6 @@ export interface Backend {
   finalityDepth?(chain: string): number | undefined;
 }
 
-/**
- * BackendError: an IO request that failed in a way the user function sees as
- * BackendError(type, message, retryable). Retryable types are transient (BackendUnavailable,
- * BackendOverloaded): the same request may succeed later.
- */
-export class BackendError extends Error {
-  readonly retryable: boolean;
-  constructor(
-    readonly type: string,
-    message: string,
-    opts: { retryable?: boolean } = {},
-  ) {
-    super(message);
-    this.retryable = opts.retryable ?? false;
-  }
-}
 
 /** ResolvedOp is a backend and one of its ops, found by name. */
 export interface ResolvedOp {

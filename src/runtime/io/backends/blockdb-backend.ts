@@ -1,7 +1,8 @@
-import { RawJson, type JsonValue } from "../../executor/protocol";
+import { RawJson, type JsonValue } from "../../json/raw-json";
 import { BlockReader, type LogQuery } from "../../chains/blockdb/block-reader";
 import type { ChainRouter } from "../../chains/router/chain-router";
-import { BackendError, type Backend, type CacheDeclaration } from "./backend-registry";
+import { type Backend, type CacheDeclaration } from "./backend-registry";
+import { BackendError } from "../../backend-error";
 import { blockNumberParam, blockRefParam, chainParam, paramsObject, type Params } from "./backend-params";
 
 const HASH = /^0x[0-9a-f]{64}$/;

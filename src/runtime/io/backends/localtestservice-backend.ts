@@ -1,8 +1,9 @@
-import type { JsonValue } from "../../executor/protocol";
+import type { JsonValue } from "../../json/raw-json";
 import type { BlockTextStore } from "../../chains/localtestservice/block-text-store";
 import type { EthLogFilter } from "../../chains/localtestservice/eth-types";
 import { LOCAL_TEST_CHAIN_OFF, LocalTestChain } from "../../chains/localtestservice/local-test-chain";
-import { BackendError, type Backend, type BackendOp } from "./backend-registry";
+import { type Backend, type BackendOp } from "./backend-registry";
+import { BackendError } from "../../backend-error";
 import { blockNumberParam, chainParam as chainName, paramsObject as obj } from "./backend-params";
 
 /** cacheBlock reads a request's block for the cache declaration; null when the params are bad (the handler reports them). */

@@ -1,4 +1,4 @@
-import { RawJson, type JsonValue } from "../../executor/protocol";
+import { RawJson, type JsonValue } from "../../json/raw-json";
 import {
   AbiError,
   decodeCall,
@@ -12,7 +12,8 @@ import {
 } from "../../chains/abi/abi-codec";
 import { BlockReader } from "../../chains/blockdb/block-reader";
 import type { ChainRouter } from "../../chains/router/chain-router";
-import { BackendError, type Backend, type BackendOp, type CacheDeclaration } from "./backend-registry";
+import { type Backend, type BackendOp, type CacheDeclaration } from "./backend-registry";
+import { BackendError } from "../../backend-error";
 import { blockNumberParam, chainParam, paramsObject, type Params } from "./backend-params";
 
 /** Parsed ABIs kept by the digest of their JSON text: a backfill sends the same ABI with every call. */

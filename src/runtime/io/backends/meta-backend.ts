@@ -1,5 +1,6 @@
 import type { FunctionSnapshot } from "../../functions/function-code-view";
-import { BackendError, type Backend } from "./backend-registry";
+import { type Backend } from "./backend-registry";
+import { BackendError } from "../../backend-error";
 import { paramsObject } from "./backend-params";
 
 /** The entry every named function is called at. */

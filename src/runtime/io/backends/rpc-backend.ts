@@ -1,6 +1,7 @@
-import { RawJson, type JsonValue } from "../../executor/protocol";
+import { RawJson, type JsonValue } from "../../json/raw-json";
 import type { ChainRouter } from "../../chains/router/chain-router";
-import { BackendError, type Backend, type CacheDeclaration } from "./backend-registry";
+import { type Backend, type CacheDeclaration } from "./backend-registry";
+import { BackendError } from "../../backend-error";
 import { chainParam, paramsObject, type Params } from "./backend-params";
 
 /** Methods that change state or sign: only the write op `send` may carry them. */
