@@ -30,12 +30,15 @@ export const MAX_ARG_CHARS = 200;
  * Every method is a no-op once the span ended, and on the no-op tracer.
  */
 export interface Span {
+  /** startUs: when the span began, on its tracer's clock (0 for the no-op span). */
+  readonly startUs: number;
   /** child starts a span under this one now (a stretch that may overlap its siblings). */
   child(name: string, args?: TraceArgs, key?: string): Span;
   stage(name: string, args?: TraceArgs): void;
   /** set adds arguments to the span (shown when it ends). */
   set(args: TraceArgs): void;
-  end(args?: TraceArgs): void;
+  /** end ends the span now, or at `atUs` (a time of this tracer's clock, e.g. the end of its last `completed` child). */
+  end(args?: TraceArgs, atUs?: number): void;
   /** completed records a finished child from `startUs` to `endUs` (times of this tracer's clock). */
   completed(name: string, startUs: number, endUs: number, args?: TraceArgs): void;
 }
@@ -55,6 +58,7 @@ export interface Tracer {
 }
 
 export const NOOP_SPAN: Span = {
+  startUs: 0,
   child: () => NOOP_SPAN,
   stage: () => {},
   set: () => {},
@@ -177,10 +181,10 @@ class RecordedSpan implements Span {
     }
   }
 
-  end(args?: TraceArgs): void {
+  end(args?: TraceArgs, atUs?: number): void {
     if (this.ended) return;
     if (args) this.set(args);
-    const at = this.tracer.nowUs();
+    const at = atUs ?? this.tracer.nowUs();
     this.endStageAt(at);
     this.endAt(at);
   }
