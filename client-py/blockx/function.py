@@ -96,7 +96,8 @@ class Function:
 
     def call_many(self, args_list: Sequence[JSON]) -> Union[List[JSON], Awaitable[List[JSON]]]:
         """call_many runs the function once per element of ``args_list`` (at most MAX_CALL_MANY) at
-        once and returns their values in order; the first failed one raises."""
+        once and returns their values in order; the first failed one raises (its CallFailed names
+        no ``call_input``: inside an executor which call failed first is not known)."""
         if isinstance(args_list, (str, bytes, dict)) or not isinstance(args_list, Sequence):
             raise _bad(f"call_many: expected a list of arguments, not {type(args_list).__name__}")
         if len(args_list) > MAX_CALL_MANY:
@@ -110,7 +111,11 @@ class Function:
             return []
         from concurrent.futures import ThreadPoolExecutor  # not at import: executors start no threads of ours
         with ThreadPoolExecutor(max_workers=min(CLIENT_CALLS_IN_FLIGHT, len(args_list))) as pool:
-            return list(pool.map(self._invoke, args_list, payloads))
+            try:
+                return list(pool.map(self._invoke, args_list, payloads))
+            except CallFailed as e:
+                # As inside an executor, where ctx.call_many does not say which call failed first.
+                raise CallFailed(e.error_code, e.error_message, e.traceback, call_id=e.call_id) from None
 
     def _ref(self) -> Dict[str, str]:
         if self.name is not None:
