@@ -19,7 +19,7 @@ BWRAP_STAMP := $(CACHE)/bubblewrap.stamp
 BWRAP_CACHE := $(CACHE)/bubblewrap/root/usr/bin/bwrap
 DEPS_STAMP := node_modules/.blockx-deps-stamp
 # src's embedded assets (the dashboard's page) count: a page changed alone must rebuild and change the digest.
-SOURCES := $(shell find src -name '*.ts' -not -name '*.test.ts') $(shell find src -name '*.html') $(shell find executor-py/blockx_executor -name '*.py') $(wildcard deploy/systemd/*) package.json
+SOURCES := $(shell find src -name '*.ts' -not -name '*.test.ts') $(shell find src -name '*.html') $(shell find executor-py/blockx_executor client-py/blockx -name '*.py') $(wildcard deploy/systemd/*) package.json
 COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 # What the binary was built from; test/support/source-digest.ts computes the same over the same files
 # and the process tests refuse a binary whose digest differs (a stale dist/blockx).

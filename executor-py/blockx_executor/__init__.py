@@ -4,6 +4,14 @@ Run it as ``python3 -m blockx_executor --socket PATH --id EXECUTOR_ID``; PROTOCO
 this package) is the contract with the pool. User code may import the exceptions below.
 """
 
+from .capture import tls
 from .errors import BackendError, BudgetExceeded, Cancelled, JsonRpcError, SubCallError
 
-__all__ = ["BackendError", "JsonRpcError", "SubCallError", "BudgetExceeded", "Cancelled"]
+__all__ = ["BackendError", "JsonRpcError", "SubCallError", "BudgetExceeded", "Cancelled", "current_context"]
+
+
+def current_context():
+    """current_context: the ``ctx`` of the call whose step runs on this thread, or None outside a
+    call's entry (blockx-py's ``Function.call`` runs as a sub-call through it)."""
+    call = getattr(tls, "call", None)
+    return None if call is None else call.ctx

@@ -36,6 +36,7 @@ class Call:
         "prefetch_used",
         "prefetch_io_ms",
         "run",
+        "ctx",
     )
 
     def __init__(self, call_id: str, budget_ms: float) -> None:
@@ -61,6 +62,8 @@ class Call:
         self.prefetched = None
         # The run of its task the call belongs to ({"task_id", "generation"}), or None (ctx.run).
         self.run = None
+        # The ctx handed to the entry (None while the module body loads): blockx_executor.current_context().
+        self.ctx = None
         self.prefetch_used = False
         self.prefetch_io_ms = 0.0
 

@@ -712,7 +712,8 @@ class Engine:
         if is_async:
             self._start_async(w, call, fn, msg.get("args"))
         else:
-            ok, value = self._run_step(w, call, _invoke_sync, fn, SyncContext(call, self.suspend_sync, default_chain(msg.get("args"))), msg.get("args"))
+            call.ctx = SyncContext(call, self.suspend_sync, default_chain(msg.get("args")))
+            ok, value = self._run_step(w, call, _invoke_sync, fn, call.ctx, msg.get("args"))
             self._settle(w, call, ok, value)
 
     def _load(self, w: _Worker, call: Call, digest: str, source: str, entry: str, name: str = "", key: str = ""):
@@ -835,7 +836,8 @@ class Engine:
 
     def _start_async(self, w: _Worker, call: Call, fn, args) -> None:
         call.is_async = True
-        ok, coro = self._run_step(w, call, fn, AsyncContext(call, default_chain(args)), args)
+        call.ctx = AsyncContext(call, default_chain(args))
+        ok, coro = self._run_step(w, call, fn, call.ctx, args)
         if not ok or call.finished:
             self._settle(w, call, ok, coro)
             return

@@ -6,7 +6,7 @@ const REPO = join(import.meta.dir, "..", "..");
 
 /**
  * sourceDigest is the Makefile's SOURCE_DIGEST of the tree: `sha256sum` over the binary's sources
- * (src/**\/*.ts but tests, src's embedded pages src/**\/*.html, executor-py/blockx_executor/**\/*.py, deploy/systemd/* (embedded for
+ * (src/**\/*.ts but tests, src's embedded pages src/**\/*.html, executor-py/blockx_executor/**\/*.py and client-py/blockx/**\/*.py (shipped beside the executor), deploy/systemd/* (embedded for
  * `blockx install`), package.json) in byte order,
  * hashed again, first 16 hex digits. The same files as the Makefile's SOURCES.
  */
@@ -16,6 +16,7 @@ export function sourceDigest(repo = REPO): string {
   const files = [
     ...under("src", (f) => (f.endsWith(".ts") && !f.endsWith(".test.ts")) || f.endsWith(".html")),
     ...under("executor-py/blockx_executor", (f) => f.endsWith(".py")),
+    ...under("client-py/blockx", (f) => f.endsWith(".py")),
     ...under("deploy/systemd", () => true),
     "package.json",
   ].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));

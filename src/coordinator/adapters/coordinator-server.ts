@@ -21,6 +21,7 @@ import { type Reply, ReservationCore } from "../core/reservation-core";
 import { ReservationOutcomeLog, RESERVATION_LOG_CAPACITY } from "../core/reservation-outcome-log";
 import { coordCodeToGRPC } from "./coord-code-to-grpc";
 import type { SlotReservation, SlotReserver } from "./slot-reserver";
+import { NOOP_SPAN, NOOP_TRACER, type Span, type Tracer } from "../../common/trace/tracer";
 
 /** ReserveWorkerSlots: at most this many task ids in one request. */
 export const MAX_RESERVE_BATCH = 1024;
@@ -67,6 +68,8 @@ export class CoordinatorServer {
   private nextReservationId = 0;
   /** What GetReservationOutcomes (the dashboard) reads, timed by the server's wall clock (shown to people). */
   private readonly outcomes: ReservationOutcomeLog;
+  /** The span of the reservation whose core step runs now (core steps are synchronous, so one at a time). */
+  private stepping: Span = NOOP_SPAN;
 
   constructor(
     core: CoordinatorCore,
@@ -77,8 +80,11 @@ export class CoordinatorServer {
     private readonly log: Logger,
     private readonly metrics?: CoordinatorServerMetrics,
     private readonly nowMs: () => number = Date.now,
+    /** COORDINATOR_TRACE: each RPC a span, a reservation's stages in it (validate, select candidate, RequestTaskSlot, handle answer, reply). */
+    private readonly tracer: Tracer = NOOP_TRACER,
   ) {
-    this.reservations = new ReservationCore(core, { maxCandidates, maxTimeoutRetries: config.maxTimeoutRetries, workerRpcTimeoutMs: config.workerRpcTimeoutMs, slotTtlMs });
+    const limits = { maxCandidates, maxTimeoutRetries: config.maxTimeoutRetries, workerRpcTimeoutMs: config.workerRpcTimeoutMs, slotTtlMs };
+    this.reservations = new ReservationCore(core, limits, () => this.stepping.stage("select candidate"));
     this.outcomes = new ReservationOutcomeLog(this.nowMs());
   }
 
@@ -86,12 +92,14 @@ export class CoordinatorServer {
    * reserveWorkerSlot returns `{taskId, workerAddr, slotId}` or throws a CoordinatorError.
    * `isCancelled` is polled before each request so that a client that went away stops the loop.
    * `clientIdentity` (an identity key, "" when anonymous under BLOCKX_INSECURE) goes to the Worker
-   * with each RequestTaskSlot: the slot belongs to that client.
+   * with each RequestTaskSlot: the slot belongs to that client. Its stages go on `span`, the last
+   * one ("reply") left open for the caller to end once answered.
    */
-  async reserveWorkerSlot(taskId: string, isCancelled: () => boolean = () => false, clientIdentity = ""): Promise<ReserveWorkerSlotResponse> {
+  async reserveWorkerSlot(taskId: string, isCancelled: () => boolean = () => false, clientIdentity = "", span: Span = NOOP_SPAN): Promise<ReserveWorkerSlotResponse> {
     const started = performance.now();
     const asked = { workerAddr: "", count: 0 };
-    const next = await this.drive(taskId, isCancelled, clientIdentity, asked);
+    const next = await this.drive(taskId, isCancelled, clientIdentity, asked, span);
+    span.stage("reply", { outcome: next.outcome });
     const durationMs = performance.now() - started;
     this.metrics?.reservations.inc({ outcome: next.outcome });
     this.metrics?.reservationSeconds.observe({ outcome: next.outcome }, durationMs / 1000);
@@ -120,7 +128,7 @@ export class CoordinatorServer {
    * reservations of one id could land on two Workers). Throws CoordinatorError only for a
    * malformed request as a whole (no ids, too many).
    */
-  async reserveWorkerSlots(taskIds: readonly string[], isCancelled: () => boolean = () => false, clientIdentity = ""): Promise<ReserveWorkerSlotsResponse> {
+  async reserveWorkerSlots(taskIds: readonly string[], isCancelled: () => boolean = () => false, clientIdentity = "", batchSpan: Span = NOOP_SPAN): Promise<ReserveWorkerSlotsResponse> {
     if (taskIds.length === 0) throw new CoordinatorError(ErrorCode.ErrInvalidArgument, "task_ids: at least one task id is required");
     if (taskIds.length > MAX_RESERVE_BATCH) throw new CoordinatorError(ErrorCode.ErrInvalidArgument, `task_ids: at most ${MAX_RESERVE_BATCH} in one request, got ${taskIds.length}`);
     const grants: SlotGrant[] = new Array(taskIds.length);
@@ -139,12 +147,15 @@ export class CoordinatorServer {
       while (next < todo.length) {
         const i = todo[next++]!;
         const taskId = taskIds[i]!;
+        const span = batchSpan.child("reservation", { taskId });
         try {
-          const r = await this.reserveWorkerSlot(taskId, isCancelled, clientIdentity);
+          const r = await this.reserveWorkerSlot(taskId, isCancelled, clientIdentity, span);
           grants[i] = { taskId, workerAddr: r.workerAddr, slotId: r.slotId, status: grpc.status.OK, code: "", message: "" };
         } catch (e) {
           if (!(e instanceof CoordinatorError)) this.log.error({ err: e, taskId }, "ReserveWorkerSlots failed unexpectedly for a task");
           grants[i] = refusal(taskId, e instanceof CoordinatorError ? e : new CoordinatorError(ErrorCode.ErrInternal, `internal error: ${(e as Error).message}`));
+        } finally {
+          span.end();
         }
       }
     };
@@ -153,21 +164,34 @@ export class CoordinatorServer {
   }
 
   /** drive runs one reservation through the core: each requestSlot sent, each answer fed back, to the reply. */
-  private async drive(taskId: string, isCancelled: () => boolean, clientIdentity: string, asked: { workerAddr: string; count: number }): Promise<Reply> {
+  private async drive(taskId: string, isCancelled: () => boolean, clientIdentity: string, asked: { workerAddr: string; count: number }, span: Span): Promise<Reply> {
     const reservationId = ++this.nextReservationId;
-    let next = this.reservations.handle({ type: "reservationRequested", reservationId, taskId }, this.nowMs());
+    span.stage("validate");
+    let next = this.step(span, { type: "reservationRequested", reservationId, taskId });
     while (next.type === "requestSlot") {
       if (isCancelled()) return this.reservations.handle({ type: "clientCancelled", reservationId }, this.nowMs());
       const { workerAddr } = next;
       asked.workerAddr = workerAddr;
       asked.count++;
       const sent = performance.now();
+      span.stage("RequestTaskSlot", { workerAddr, attempt: asked.count });
       const answer = await this.reserver.requestTaskSlot(workerAddr, { taskId, ttlMs: next.ttlMs, timeoutMs: next.timeoutMs, clientIdentity });
+      span.stage("handle answer", answer.snapshot ? { slotId: answer.snapshot.slotId } : { code: answer.err.code });
       this.metrics?.workerRpcSeconds?.observe({}, (performance.now() - sent) / 1000);
       this.noteAnswer(taskId, workerAddr, answer);
-      next = this.reservations.handle({ type: "workerAnswered", reservationId, answer }, this.nowMs());
+      next = this.step(span, { type: "workerAnswered", reservationId, answer });
     }
     return next;
+  }
+
+  /** step feeds the core one event; its validation mark goes to `span`. */
+  private step(span: Span, event: Parameters<ReservationCore["handle"]>[0]): ReturnType<ReservationCore["handle"]> {
+    this.stepping = span;
+    try {
+      return this.reservations.handle(event, this.nowMs());
+    } finally {
+      this.stepping = NOOP_SPAN;
+    }
   }
 
   private noteAnswer(taskId: string, workerAddr: string, answer: SlotReservation): void {
@@ -200,7 +224,7 @@ export class CoordinatorServer {
   /** grpcBatchHandler adapts reserveWorkerSlots to a grpc-js unary handler (block and bundle services). */
   grpcBatchHandler(tls: TlsSetting): grpc.handleUnaryCall<ReserveWorkerSlotsRequest, ReserveWorkerSlotsResponse> {
     return (call, callback) =>
-      this.serve(tls, "ReserveWorkerSlots", call, callback, {}, (clientIdentity) => this.reserveWorkerSlots(call.request.taskIds, () => call.cancelled, clientIdentity));
+      this.serve(tls, "ReserveWorkerSlots", call, callback, {}, (clientIdentity, span) => this.reserveWorkerSlots(call.request.taskIds, () => call.cancelled, clientIdentity, span));
   }
 
   /**
@@ -209,32 +233,42 @@ export class CoordinatorServer {
    */
   grpcHandler(tls: TlsSetting): grpc.handleUnaryCall<ReserveWorkerSlotRequest, ReserveWorkerSlotResponse> {
     return (call, callback) =>
-      this.serve(tls, "ReserveWorkerSlot", call, callback, { taskId: call.request.taskId }, (clientIdentity) =>
-        this.reserveWorkerSlot(call.request.taskId, () => call.cancelled, clientIdentity),
+      this.serve(tls, "ReserveWorkerSlot", call, callback, { taskId: call.request.taskId }, (clientIdentity, span) =>
+        this.reserveWorkerSlot(call.request.taskId, () => call.cancelled, clientIdentity, span),
       );
   }
 
   /**
    * serve is every RPC's frame: only a client or an admin certificate may call (its identity is
    * handed to `run`); a CoordinatorError becomes its gRPC status in the one mapping, anything else
-   * is logged and answered INTERNAL.
+   * is logged and answered INTERNAL. The RPC is one span (COORDINATOR_TRACE), ended once answered.
    */
   private serve<Res>(
     tls: TlsSetting,
     method: string,
     call: Parameters<typeof callerOf>[1],
     callback: grpc.sendUnaryData<Res>,
-    logFields: Record<string, unknown>,
-    run: (clientIdentity: string) => Promise<Res>,
+    logFields: Record<string, string>,
+    run: (clientIdentity: string, span: Span) => Promise<Res>,
   ): void {
+    const span = this.tracer.span(method, logFields);
     const caller = callerOf(tls, call, ["client", "admin"], method);
-    if (!caller.ok) return callback(caller.error);
-    run(caller.identity ? identityKey(caller.identity) : "").then(
-      (res) => callback(null, res),
+    if (!caller.ok) {
+      span.end({ code: "PERMISSION_DENIED" });
+      return callback(caller.error);
+    }
+    run(caller.identity ? identityKey(caller.identity) : "", span).then(
+      (res) => {
+        callback(null, res);
+        span.end({ code: "OK" });
+      },
       (e: unknown) => {
-        if (e instanceof CoordinatorError) return callback(grpcError(coordCodeToGRPC(e.code), e.message));
-        this.log.error({ err: e, ...logFields }, `${method} failed unexpectedly`);
-        callback(grpcError(grpc.status.INTERNAL, `internal error: ${(e as Error).message}`));
+        if (e instanceof CoordinatorError) callback(grpcError(coordCodeToGRPC(e.code), e.message));
+        else {
+          this.log.error({ err: e, ...logFields }, `${method} failed unexpectedly`);
+          callback(grpcError(grpc.status.INTERNAL, `internal error: ${(e as Error).message}`));
+        }
+        span.end({ code: e instanceof CoordinatorError ? e.code : ErrorCode.ErrInternal });
       },
     );
   }

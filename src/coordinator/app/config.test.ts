@@ -65,6 +65,7 @@ describe("loadCoordinatorRuntimeConfigFromEnv defaults", () => {
       },
       shutdownGraceMs: 5_000,
       cpuProfile: "",
+      trace: "",
       logLevel: "info",
       prometheusListenAddr: "",
       prometheusPath: "/metrics",

@@ -17,6 +17,7 @@ import type { EtcdWatcherConfig } from "../adapters/etcd-worker-watcher";
 import type { HandlerConfig } from "../adapters/coordinator-server";
 import { validateCoordinatorCoreConfig, type CoordinatorCoreConfig } from "../core/config";
 import { validateRegistryPrefixes, type Profile } from "./profile";
+import { traceVar } from "../../common/trace/trace-file";
 
 /** Durations are capped at 24 h: longer ones are mistakes (and timers overflow past 2^31 ms). */
 const MAX_MS = 24 * 3600 * 1000;
@@ -110,6 +111,7 @@ export function coordinatorVars(profile: Profile) {
       "write a CPU profile (Chrome .cpuprofile) of the whole process lifetime to this file",
       stringSchema(),
     ),
+    trace: traceVar("COORDINATOR_TRACE"),
     ...commonVars,
   };
 }
@@ -128,6 +130,8 @@ export interface CoordinatorRuntimeConfig {
   readonly shutdownGraceMs: number;
   /** Empty: no profile. */
   readonly cpuProfile: string;
+  /** Empty: no trace (COORDINATOR_TRACE). */
+  readonly trace: string;
   readonly logLevel: EnvValues<CoordinatorVars>["logLevel"];
   readonly prometheusListenAddr: string;
   readonly prometheusPath: string;
@@ -184,6 +188,7 @@ export function loadCoordinatorRuntimeConfigFromEnv(
     }),
     shutdownGraceMs: v.shutdownGraceMs,
     cpuProfile: v.cpuProfile,
+    trace: v.trace,
     logLevel: v.logLevel,
     prometheusListenAddr: v.prometheusListenAddr,
     prometheusPath: v.prometheusPath,

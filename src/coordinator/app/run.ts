@@ -17,6 +17,7 @@ import { EtcdWorkerWatcher, UPDATE_AGE_BUCKETS_SECONDS } from "../adapters/etcd-
 import { WorkerRPCClient } from "../adapters/worker-rpc-client";
 import { CoordinatorCore } from "../core/coordinator-core";
 import type { CoordinatorRuntimeConfig } from "./config";
+import { startTrace } from "../../common/trace/trace-file";
 
 /** The process lifecycle; health follows it (NOT_SERVING from `draining` on). */
 export type CoordinatorLifecycle = "starting" | "serving" | "draining" | "stopped";
@@ -90,6 +91,8 @@ export async function runCoordinator(config: CoordinatorRuntimeConfig): Promise<
     config.core.maxCandidates,
     log.child({ component: "reserve" }),
     metrics,
+    Date.now,
+    startTrace(config.trace, role, log),
   );
 
   const grpcServer = new grpc.Server(GRPC_SERVER_OPTIONS);

@@ -49,6 +49,8 @@ export class ReservationCore {
   constructor(
     private readonly coordinator: CoordinatorCore,
     private readonly config: ReservationCoreConfig,
+    /** Told (synchronously, inside `handle`) when a request passed validation and readiness, before the first candidate is selected: a trace splits its stages there. */
+    private readonly onValidated: () => void = () => {},
   ) {}
 
   /** handle: a cancelled client always gets its reply at once; any other event may send another request. */
@@ -76,6 +78,7 @@ export class ReservationCore {
     if (invalid) return this.fail(e.reservationId, invalid);
     const notReady = this.coordinator.readinessError(nowMs);
     if (notReady) return this.fail(e.reservationId, notReady);
+    this.onValidated();
     const r: Reservation = { taskId: e.taskId, exclude: new Set(), rejections: [], candidates: 0, workerAddr: "", tries: 0 };
     this.open.set(e.reservationId, r);
     return this.nextCandidate(e.reservationId, r, nowMs);

@@ -6,8 +6,16 @@ import { ExecutorStartError } from "./executor-start-error";
 import { blockingFolder, describeBlock, type Identity } from "./path-access";
 
 const REPO_EXECUTOR_DIR = join(import.meta.dir, "..", "..", "..", "executor-py");
-/** Embedded by `bun build --asset executor-py/blockx_executor`, under this name prefix. */
-const EMBEDDED_PACKAGE = /^blockx_executor\/[A-Za-z0-9_/]+\.py$/;
+const REPO_CLIENT_DIR = join(import.meta.dir, "..", "..", "..", "client-py");
+/**
+ * Embedded by `bun build --asset executor-py/blockx_executor --asset client-py` (`--asset
+ * client-py/blockx` would collide with the binary's own name), under these name prefixes: the
+ * executor, and blockx-py itself, so that a function can `import blockx` (its
+ * `blockx.function(...).call` runs as a sub-call there; `blockx.Context` type hints resolve).
+ */
+const EMBEDDED_PACKAGE = /^(blockx_executor|blockx)\/[A-Za-z0-9_/]+\.py$/;
+/** blockx-py's files in the binary are named `client-py/blockx/...`; executors import them as `blockx/...`. */
+const embeddedName = (name: string): string => name.replace(/^client-py\//, "");
 /** The system's own temporary folder: the fallback home when TMPDIR is private. */
 const SYSTEM_TMP = "/tmp";
 
@@ -16,22 +24,26 @@ interface PackageFile {
   readonly content: Uint8Array;
 }
 
-/** The blockx_executor files: embedded in the compiled binary, or read from the checkout. */
+/** The blockx_executor and blockx files: embedded in the compiled binary, or read from the checkout. */
 async function packageFiles(): Promise<PackageFile[]> {
   if (Bun.isStandaloneExecutable) {
     const files = Bun.embeddedFiles
-      .map((blob) => ({ name: (blob as Blob & { name: string }).name, blob }))
+      .map((blob) => ({ name: embeddedName((blob as Blob & { name: string }).name), blob }))
       .filter((f) => EMBEDDED_PACKAGE.test(f.name));
     if (!files.some((f) => f.name === "blockx_executor/__main__.py")) {
       throw new ExecutorStartError("EXECUTOR_CODE_MISSING", "this blockx binary carries no executor files (built without --asset executor-py/blockx_executor)");
     }
     return Promise.all(files.map(async (f) => ({ name: f.name, content: new Uint8Array(await f.blob.arrayBuffer()) })));
   }
-  const pkg = join(REPO_EXECUTOR_DIR, "blockx_executor");
-  return (readdirSync(pkg, { recursive: true }) as string[])
-    .map((rel) => `blockx_executor/${rel}`)
-    .filter((name) => EMBEDDED_PACKAGE.test(name) && !name.includes("__pycache__"))
-    .map((name) => ({ name, content: new Uint8Array(readFileSync(join(REPO_EXECUTOR_DIR, name))) }));
+  return [
+    [REPO_EXECUTOR_DIR, "blockx_executor"],
+    [REPO_CLIENT_DIR, "blockx"],
+  ].flatMap(([repoDir, pkg]) =>
+    (readdirSync(join(repoDir!, pkg!), { recursive: true }) as string[])
+      .map((rel) => `${pkg}/${rel}`)
+      .filter((name) => EMBEDDED_PACKAGE.test(name) && !name.includes("__pycache__"))
+      .map((name) => ({ name, content: new Uint8Array(readFileSync(join(repoDir!, name))) })),
+  );
 }
 
 /**

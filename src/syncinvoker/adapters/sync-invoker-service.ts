@@ -15,8 +15,8 @@ import {
   type SyncInvokerServiceServer,
 } from "../../gen/syncinvoker/v1/sync_invoker";
 import type { CallOutcome, CallOwner } from "../../runtime/calls/call";
-import { createCallOwner, runOnce } from "../../runtime/calls/call-owner";
-import type { ExecutorPool } from "../../runtime/executor/executor-pool";
+import { createCallOwner, runOnce, type CallPool } from "../../runtime/calls/call-owner";
+import { NOOP_TRACER, type Tracer } from "../../common/trace/tracer";
 import { executorOwnerKey } from "../../runtime/executor/executor-pool-config";
 import type { FunctionSnapshot } from "../../runtime/functions/function-code-view";
 import { attributeDurations, type InvokeDurations } from "../core/durations";
@@ -28,7 +28,7 @@ import type { CallIo, ReadOnlyIo } from "./read-only-io";
 import { syncInvokerCodeToGRPC } from "./sync-invoker-code-to-grpc";
 
 export interface SyncInvokerServiceDeps {
-  readonly pool: ExecutorPool;
+  readonly pool: CallPool;
   /** The current FUNCTIONS_DIR snapshot, or null without FUNCTIONS_DIR. */
   readonly functions: () => FunctionSnapshot | null;
   readonly io: ReadOnlyIo;
@@ -45,7 +45,12 @@ export interface SyncInvokerServiceDeps {
   readonly maxSourceBytes: number;
   /** EXECUTOR_OWNER_WITHOUT_IDENTITY: a request without an identity is its own owner (the default), or one shared owner. */
   readonly ownerWithoutIdentity?: "task" | "shared";
+  /** SYNCINVOKER_TRACE: a span per Invoke/DebugInvoke (stages admission, run, reply), found under requestKey(callId). */
+  readonly tracer?: Tracer;
 }
+
+/** requestKey: the key an Invoke's span is found under while it runs (its call hangs under it). */
+export const requestKey = (callId: string): string => `request:${callId}`;
 
 /** What one Invoke/DebugInvoke produced, before it is shaped into either response. */
 interface Invocation {
@@ -142,19 +147,24 @@ export class SyncInvokerService {
       else this.gate.abandoned(callId);
     };
     call.on("cancelled", onCancelled);
+    const span = (this.deps.tracer ?? NOOP_TRACER).span(debug ? "DebugInvoke" : "Invoke", { callId }, requestKey(callId));
+    span.stage("admission");
     let admissionQueueMs: number;
     try {
       admissionQueueMs = await this.gate.admit(callId, deadlineMs);
     } catch (e) {
       call.removeListener("cancelled", onCancelled);
+      span.end({ code: e instanceof SyncInvokerError ? e.code : "INTERNAL" });
       throw e;
     }
     running = true;
+    span.stage("run");
     let io: CallIo | null = null;
     try {
       if (cancelledByCaller) throw new SyncInvokerError(SyncInvokerErrorCode.Cancelled, "the caller cancelled the request");
       io = this.deps.io.forCall({ callId, traced: debug, onWrite: () => this.deps.pool.cancel(callId, "the function attempted a write IO op") });
       const outcome = await this.deps.pool.execute({ callId, fn, args, budgetMs, ownerKey }, this.owner(io, functions, budgetMs, ownerKey));
+      span.stage("reply", { outcome: outcome.ok ? "OK" : outcome.error.code });
       const durations = attributeDurations({
         queueMs: admissionQueueMs + outcome.queueMs,
         cpuMs: outcome.cpuMs,
@@ -173,6 +183,7 @@ export class SyncInvokerService {
       }
       return { callId, outcome, durations, io };
     } finally {
+      span.end();
       io?.end();
       call.removeListener("cancelled", onCancelled);
       this.gate.finished(callId);

@@ -1,3 +1,4 @@
+import { traceVar } from "../../common/trace/trace-file";
 import { compileTlsSetting, type TlsSetting } from "../../common/tls/tls-setting";
 import { commonVars } from "../../common/config/common-vars";
 import { envVar, intSchema, listenAddrSchema, loadEnvConfig, stringSchema, type EnvValues } from "../../common/config/env-config";
@@ -52,6 +53,7 @@ export const syncInvokerVars = {
   ),
   ...ioVars,
   ...executorPoolVars,
+  trace: traceVar("SYNCINVOKER_TRACE"),
   ...commonVars,
 };
 
@@ -76,6 +78,8 @@ export interface SyncInvokerConfig {
   readonly logLevel: EnvValues<typeof syncInvokerVars>["logLevel"];
   readonly prometheusListenAddr: string;
   readonly prometheusPath: string;
+  /** Empty: no trace (SYNCINVOKER_TRACE). */
+  readonly trace: string;
   /** BLOCKX_TLS_* / BLOCKX_INSECURE, compiled. */
   readonly tls: TlsSetting;
 }
@@ -101,5 +105,6 @@ export function loadSyncInvokerConfig(env: Readonly<Record<string, string | unde
     logLevel: v.logLevel,
     prometheusListenAddr: v.prometheusListenAddr,
     prometheusPath: v.prometheusPath,
+    trace: v.trace,
   });
 }

@@ -16,7 +16,9 @@ import { FaultInjector } from "../../runtime/io/fault-injection";
 import { buildBackendSet, buildIoSubsystem } from "../../runtime/io/io-assembly";
 import { PrecheckRunner } from "../adapters/precheck-runner";
 import { ReadOnlyIo } from "../adapters/read-only-io";
-import { SyncInvokerService } from "../adapters/sync-invoker-service";
+import { requestKey, SyncInvokerService } from "../adapters/sync-invoker-service";
+import { startTrace } from "../../common/trace/trace-file";
+import { tracedPool } from "../../runtime/calls/traced-pool";
 import type { SyncInvokerConfig } from "./config";
 
 /** A precheck process that has not answered by then is killed (a pathological source). */
@@ -53,8 +55,10 @@ export async function runSyncInvoker(config: SyncInvokerConfig): Promise<void> {
     maxConcurrent: Math.max(2, config.pool.executorCount),
     timeoutMs: PRECHECK_TIMEOUT_MS,
   });
+  const tracer = startTrace(config.trace, "syncinvoker", log);
   const svc = new SyncInvokerService({
-    pool,
+    pool: tracedPool(pool, tracer, requestKey),
+    tracer,
     functions: () => functions.current(),
     io: new ReadOnlyIo(io),
     precheck,

@@ -157,6 +157,8 @@ export class TaskRunner {
    * over-budget call or a failing backend says nothing about the Worker and counts as false.
    */
   onCallFinished: (systemFailure: boolean, info: CallFinishedInfo) => void = () => {};
+  /** A call's table commit began; `done` settles once it is durable or failed (WORKER_TRACE). */
+  onCommitStarted: (callId: string, done: Promise<unknown>) => void = () => {};
   /** New log lines of a task, as its calls end (StreamTaskLogs followers). */
   onLogLines: (taskId: string, lines: readonly TaskLogEntry[]) => void = () => {};
 
@@ -437,6 +439,7 @@ export class TaskRunner {
     // dispatcher hears of the call only once they are durable, so a task never succeeds before them.
     const taskId = t.plan.taskId;
     const commit = this.write(t, d, result);
+    this.onCommitStarted(callId, commit);
     const pending = this.commits.get(taskId) ?? new Set<Promise<unknown>>();
     this.commits.set(taskId, pending.add(commit));
     void commit.then((outcome) => {

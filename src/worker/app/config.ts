@@ -1,3 +1,4 @@
+import { traceVar } from "../../common/trace/trace-file";
 import { tableStoreProblems, tableStoreVars, type TableStoreConfig } from "../../outputs/stores/table-store-config";
 import type { ChainsConfig } from "../../common/config/chains-config";
 import type { LocalTestChainSettings } from "../../runtime/chains/localtestservice/local-test-chain";
@@ -128,6 +129,7 @@ export function workerVars(profile: WorkerProfile) {
     ...ioVars,
     ...executorPoolVars,
     ...clockVars,
+    trace: traceVar("WORKER_TRACE"),
     ...commonVars,
   };
 }
@@ -175,6 +177,8 @@ export interface WorkerRuntimeConfig extends TableStoreConfig {
   readonly logLevel: EnvValues<ReturnType<typeof workerVars>>["logLevel"];
   readonly prometheusListenAddr: string;
   readonly prometheusPath: string;
+  /** Empty: no trace (WORKER_TRACE). */
+  readonly trace: string;
   /** BLOCKX_TLS_* / BLOCKX_INSECURE, compiled. */
   readonly tls: TlsSetting;
 }
@@ -255,5 +259,6 @@ export function loadWorkerRuntimeConfigFromEnv(
     logLevel: v.logLevel,
     prometheusListenAddr: v.prometheusListenAddr,
     prometheusPath: v.prometheusPath,
+    trace: v.trace,
   });
 }

@@ -33,6 +33,9 @@ import { FaultInjector } from "../../runtime/io/fault-injection";
 import { buildBackendSet, buildIoSubsystem } from "../../runtime/io/io-assembly";
 import { describeTableStore, openTableStore } from "../../outputs/stores/open-table-store";
 import { TaskCallTimes } from "../adapters/task-call-times";
+import { TaskTrace, taskKey } from "../adapters/task-trace";
+import { startTrace } from "../../common/trace/trace-file";
+import { tracedPool } from "../../runtime/calls/traced-pool";
 import { RunFencing } from "../adapters/run-fencing";
 import type { WorkerRuntimeConfig } from "./config";
 
@@ -142,8 +145,9 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   }
   // Each task's calls timed in the pool, for ListTasks (the dashboard's latency chart).
   const callTimes = new TaskCallTimes();
+  const tracer = startTrace(config.trace, role, log);
   runner = new TaskRunner({
-    pool: callTimes.wrap(pool),
+    pool: tracedPool(callTimes.wrap(pool), tracer, (callId) => taskKey(callId.slice(0, callId.indexOf("/")))),
     dispatcher: {
       taskMaxInflightCalls: config.taskMaxInflightCalls,
       maxInflightCalls: config.pool.executorCount * 256,
@@ -167,6 +171,15 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   const driver = new WorkerDriver(core, runner, plan, log.child({ component: "worker-driver" }), monotonicNowMs, fencing.claims());
   driver.callTimesOf = (taskId) => callTimes.of(taskId);
   const svc = new WorkerService(driver, log.child({ component: "worker-service" }), config.tls);
+  if (tracer.enabled) {
+    const tasks = new TaskTrace(tracer);
+    const publish = driver.onSnapshot;
+    driver.onSnapshot = (s) => {
+      tasks.snapshot(s);
+      publish(s);
+    };
+    runner.onCommitStarted = (callId, done) => tasks.commit(callId, done);
+  }
   const metrics = registerWorkerMetrics(registry, {
     slotCounts: () => core.slotCounts(),
     inflightCalls: () => runner!.inflightCalls,
