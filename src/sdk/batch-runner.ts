@@ -3,7 +3,7 @@ import { TERMINAL_TASK_STATES } from "../common/terminal-task-states";
 import type { Task, TaskResult, TaskSnapshot } from "../gen/worker/v1/worker";
 import { type GrpcTransport, isServiceError, unary, type WorkerCalls } from "./adapters/grpc-transport";
 import {
-  type BlockxClient,
+  type TaskRuns,
   type ClientClock,
   type ClientEvent,
   finishedRun,
@@ -17,7 +17,7 @@ import {
   submitMayHaveLanded,
   toBlockxError,
   validateTask,
-} from "./blockx-client";
+} from "./task-run";
 import { parseRunElsewhere } from "../common/run-elsewhere";
 import { clusterFor, type Cluster } from "./core/cluster-selection";
 import { ProgressMeter } from "./core/progress";
@@ -57,7 +57,7 @@ interface Placed {
  */
 export class BatchRunner {
   constructor(
-    private readonly client: BlockxClient,
+    private readonly client: TaskRuns,
     private readonly transport: GrpcTransport,
     private readonly clock: ClientClock,
     private readonly rpcDeadline: (capMs: number) => number,

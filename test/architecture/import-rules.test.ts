@@ -51,6 +51,11 @@ export const IMPORT_RULES: readonly ImportRule[] = [
     sourcesOnly: true,
   },
   {
+    from: ["src/sdk/batch-runner.ts"],
+    forbidden: ["src/sdk/blockx-client/"], // a module, as imports name it (no extension)
+    why: "the batch path asks the client for single runs through TaskRuns (src/sdk/task-run.ts): the client creates the batch runner, never the other way round",
+  },
+  {
     from: ["src/outputs/"],
     forbidden: ["src/worker/", "src/syncinvoker/", "src/cli/", "src/coordinator/"],
     why: "outputs and their stores serve the Worker and the CLI's readers alike: they know no role",
@@ -58,6 +63,7 @@ export const IMPORT_RULES: readonly ImportRule[] = [
 ];
 
 function tsFiles(dir: string): string[] {
+  if (/\.ts$/.test(dir)) return [dir];
   return readdirSync(join(REPO, dir), { recursive: true, encoding: "utf8" })
     .filter((f) => /\.(ts|tsx|mts|cts)$/.test(f))
     .map((f) => join(dir, f));
