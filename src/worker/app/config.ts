@@ -16,6 +16,13 @@ import type { IoConfig } from "../../runtime/io/io-subsystem";
 import type { HeartbeatPublishMode, RedLines } from "../core/heartbeat-schedule";
 import { DEFAULT_TASK_LOG_CAPS, type TaskLogCaps } from "../core/task-log-book";
 import type { WorkerProfile } from "../core/profile";
+import type { DispatcherConfig } from "../core/dispatcher-core";
+
+/** Calls in flight per executor, across tasks (the dispatcher's global window is the pool's size times this). */
+const CALLS_PER_EXECUTOR = 256;
+/** A retryable call's backoff: 100 ms, doubling up to 5 s. */
+const CALL_RETRY_BACKOFF_BASE_MS = 100;
+const CALL_RETRY_BACKOFF_MAX_MS = 5_000;
 
 const MAX_MS = 24 * 3600 * 1000;
 const MS_RULE = "an integer from 1 to 86400000 (24 h)";
@@ -151,8 +158,8 @@ export interface WorkerRuntimeConfig extends TableStoreConfig {
   readonly resultRetentionMs: number;
   readonly maxSlotTtlMs: number;
   readonly drainTimeoutMs: number;
-  readonly taskMaxInflightCalls: number;
-  readonly callMaxAttempts: number;
+  /** The call dispatcher's windows and retries, compiled once from TASK_MAX_INFLIGHT_CALLS, CALL_MAX_ATTEMPTS and the pool's size. */
+  readonly dispatcher: DispatcherConfig;
   readonly taskMaxInputs: number;
   readonly taskMaxResultBytes: number;
   /** TASK_IO_PREFETCH: fetch a call's predicted first IO request before it starts. */
@@ -233,8 +240,14 @@ export function loadWorkerRuntimeConfigFromEnv(
     resultRetentionMs: v.resultRetentionMs,
     maxSlotTtlMs: v.maxSlotTtlMs,
     drainTimeoutMs: v.drainTimeoutMs,
-    taskMaxInflightCalls: v.taskMaxInflightCalls,
-    callMaxAttempts: v.callMaxAttempts,
+    dispatcher: Object.freeze({
+      taskMaxInflightCalls: v.taskMaxInflightCalls,
+      // All tasks together: what the executor pool can usefully hold.
+      maxInflightCalls: v.executorCount * CALLS_PER_EXECUTOR,
+      maxAttempts: v.callMaxAttempts,
+      retryBackoffBaseMs: CALL_RETRY_BACKOFF_BASE_MS,
+      retryBackoffMaxMs: CALL_RETRY_BACKOFF_MAX_MS,
+    }),
     taskMaxInputs: v.taskMaxInputs,
     taskMaxResultBytes: v.taskMaxResultBytes,
     taskIoPrefetch: v.taskIoPrefetch === "true",

@@ -148,13 +148,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   const tracer = startTrace(config.trace, role, log);
   runner = new TaskRunner({
     pool: tracedPool(callTimes.wrap(pool), tracer, (callId) => taskKey(callId.slice(0, callId.indexOf("/")))),
-    dispatcher: {
-      taskMaxInflightCalls: config.taskMaxInflightCalls,
-      maxInflightCalls: config.pool.executorCount * 256,
-      maxAttempts: config.callMaxAttempts,
-      retryBackoffBaseMs: 100,
-      retryBackoffMaxMs: 5_000,
-    },
+    dispatcher: config.dispatcher,
     io,
     tables: tableStore,
     log: log.child({ component: "task-runner" }),

@@ -1,4 +1,4 @@
-import type { ChainsConfig } from "../../../common/config/chains-config";
+import type { ChainConfig, ChainsConfig } from "../../../common/config/chains-config";
 import { BackendError } from "../../backend-error";
 import { LocalChainSource } from "../localtestservice/local-chain-source";
 import { LOCAL_TEST_CHAIN_OFF, type LocalTestChain } from "../localtestservice/local-test-chain";
@@ -21,6 +21,25 @@ export interface ChainRouterOptions {
   readonly rpcMaxAnswerBytes?: number;
 }
 
+/** What opening a chain's source may use. */
+interface SourceContext extends ChainRouterOptions {
+  /** The synthetic chain's source for `chain` (throws where the process did not start it). */
+  local(chain: string): ChainSource;
+}
+
+/**
+ * The chain sources, by the chains config's `source`: one line each. A new source is its client
+ * (a ChainSource), its case in the chains config's schema, and its line here.
+ */
+const CHAIN_SOURCES: { readonly [K in ChainConfig["source"]]: (chain: string, c: Extract<ChainConfig, { source: K }>, ctx: SourceContext) => ChainSource } = {
+  rpc: (chain, c, ctx) => new JsonRpcClient(chain, { ...c, ...(ctx.rpcMaxAnswerBytes === undefined ? {} : { maxAnswerBytes: ctx.rpcMaxAnswerBytes }) }),
+  localtestservice: (chain, _c, ctx) => ctx.local(chain),
+};
+
+function openSource(chain: string, c: ChainConfig, ctx: SourceContext): ChainSource {
+  return (CHAIN_SOURCES[c.source] as (chain: string, c: ChainConfig, ctx: SourceContext) => ChainSource)(chain, c, ctx);
+}
+
 /**
  * ChainRouter says which source serves which chain, from the chains config. With no config
  * every chain name is served by the local test chain (the synthetic chain accepts any name)
@@ -36,9 +55,9 @@ export class ChainRouter {
     opts: ChainRouterOptions,
   ) {
     this.localTestChain = opts.localTestChain;
+    const ctx: SourceContext = { ...opts, local: (chain) => this.local(chain) };
     for (const [chain, c] of Object.entries(config.chains ?? {})) {
-      const source =
-        c.source === "rpc" ? new JsonRpcClient(chain, { ...c, ...(opts.rpcMaxAnswerBytes === undefined ? {} : { maxAnswerBytes: opts.rpcMaxAnswerBytes }) }) : this.local(chain);
+      const source = openSource(chain, c, ctx);
       this.routes.set(chain, { chain, source, finalityDepth: c.finalityDepth, allowSend: c.allowSend === true });
     }
   }

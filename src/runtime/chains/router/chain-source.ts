@@ -7,8 +7,8 @@ import type { JsonValue } from "../../json/raw-json";
  */
 export interface ChainSource {
   readonly chain: string;
-  /** kind names the source in messages and in the router's listing. */
-  readonly kind: "rpc" | "localtestservice";
+  /** kind names the source in messages and in the router's listing (the chains config's `source`). */
+  readonly kind: string;
   /** request sends one JSON-RPC request; a node's error rejects with BackendError("JsonRpcError"). */
   request(method: string, params: readonly JsonValue[]): Promise<JsonValue>;
 }
