@@ -52,7 +52,7 @@ test("the compiled binary in a 0700 folder, with TMPDIR there too, runs a call (
 
 test("a checkout in a 0700 folder runs a call from source (the way bun test starts pools)", async () => {
   const clone = privateFolder();
-  for (const part of ["src", "executor-py", "deploy", "package.json", "tsconfig.json"]) cpSync(join(REPO, part), join(clone, part), { recursive: true });
+  for (const part of ["src", "executor-py", "client-py", "deploy", "package.json", "tsconfig.json"]) cpSync(join(REPO, part), join(clone, part), { recursive: true });
   symlinkSync(realpathSync(join(REPO, "node_modules")), join(clone, "node_modules"));
   writeFileSync(join(clone, "fn.py"), FN);
   const r = await run([process.execPath, join(clone, "src", "main.ts"), "exec", "fn.py", "1"], clone);

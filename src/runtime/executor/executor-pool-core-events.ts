@@ -5,7 +5,7 @@
  * an executor is about the slot's current incarnation (the adapter drops messages of an earlier one
  * by their executor id before they get here).
  */
-export type ExecutorPoolEvent = TimeAdvanced | ExecutorIntroduced | ExecutorHeardFrom | ExecutorDied | CallSubmitted | CallEnded;
+export type ExecutorPoolEvent = TimeAdvanced | ExecutorIntroduced | ExecutorHeardFrom | ExecutorDied | CallSubmitted | CallEnded | CallRunning | CallWaiting | MemorySampled;
 
 /**
  * The adapter's periodic timer fired: pings become due, silent executors turn out hung, dead slots
@@ -66,4 +66,30 @@ export interface CallSubmitted {
 export interface CallEnded {
   readonly type: "callEnded";
   readonly callId: string;
+}
+
+/**
+ * The call runs in its executor from now (sent to it, resumed with its IO answers, or sent again
+ * with its source): its wall clock runs. Past the ceiling, its executor is killed (killExecutor,
+ * WALL_CLOCK). Unknown ids, or a call not on an executor: nothing.
+ */
+export interface CallRunning {
+  readonly type: "callRunning";
+  readonly callId: string;
+}
+
+/** The call waits for its IO answers (CallWaiting): its wall clock stops until it runs again. */
+export interface CallWaiting {
+  readonly type: "callWaiting";
+  readonly callId: string;
+}
+
+/**
+ * The adapter read the resident memory of slot `index`'s executor (its process tree). Over the
+ * memory limit, the executor is killed (killExecutor, OVER_MEMORY), once per incarnation.
+ */
+export interface MemorySampled {
+  readonly type: "memorySampled";
+  readonly index: number;
+  readonly rssBytes: number;
 }

@@ -4,7 +4,7 @@
  * incarnation it is about (`${index}.${generation}`), so the adapter can tell a stale instruction
  * from a current one. The adapter carries them out in order.
  */
-export type ExecutorPoolInstruction = KillHungExecutor | StartExecutor | PingExecutor | SendCall | ScheduleRestart | RecycleExecutor;
+export type ExecutorPoolInstruction = KillHungExecutor | KillExecutor | StartExecutor | PingExecutor | SendCall | ScheduleRestart | RecycleExecutor;
 
 /**
  * RecycleExecutor: the idle executor served another owner; calls of a new owner wait for it. Kill
@@ -28,6 +28,18 @@ export interface KillHungExecutor {
   readonly executorId: string;
   readonly cause: "NO_HELLO" | "NO_PONG";
 }
+
+/**
+ * KillExecutor: the executor went over its memory limit (OVER_MEMORY: `rssBytes`), or one of its
+ * calls ran past the wall-clock ceiling (WALL_CLOCK: `callId`, `ranMs`). Kill it (its calls fail
+ * as OOM_KILLED, or the overrunning one as WALL_CLOCK_EXCEEDED); report executorDied. Given once
+ * per incarnation.
+ */
+export type KillExecutor = {
+  readonly type: "killExecutor";
+  readonly index: number;
+  readonly executorId: string;
+} & ({ readonly cause: "OVER_MEMORY"; readonly rssBytes: number } | { readonly cause: "WALL_CLOCK"; readonly callId: string; readonly ranMs: number });
 
 /** StartExecutor: spawn a new executor for the slot, with this id; the slot is STARTING from now on. */
 export interface StartExecutor {

@@ -14,6 +14,8 @@ const timing: PoolCoreTiming = {
   maxInflightPerExecutor: 2,
   spread: 256, // every executor: the tests of spreading set their own
   stallMs: 100,
+  wallClockCeilingMs: 3000,
+  memoryLimitBytes: 1000,
 };
 
 /** step feeds one event and checks every invariant after it. */
@@ -39,6 +41,44 @@ function readyPool(n: number, t: PoolCoreTiming = timing): ExecutorPoolCore {
   for (let i = 0; i < n; i++) step(core, { type: "executorIntroduced", index: i }, 0);
   return core;
 }
+
+describe("ExecutorPoolCore kills", () => {
+  const kills = (out: ExecutorPoolInstruction[]) => out.filter((i) => i.type === "killExecutor");
+
+  test("an executor over its memory limit is killed once per incarnation; its next incarnation is judged afresh", () => {
+    const core = readyPool(2);
+    expect(step(core, { type: "memorySampled", index: 0, rssBytes: 1000 }, 1)).toEqual([]); // at the limit: kept
+    expect(step(core, { type: "memorySampled", index: 0, rssBytes: 1001 }, 2)).toEqual([{ type: "killExecutor", index: 0, executorId: "0.1", cause: "OVER_MEMORY", rssBytes: 1001 }]);
+    expect(step(core, { type: "memorySampled", index: 0, rssBytes: 5000 }, 3)).toEqual([]); // told once
+    expect(kills(step(core, { type: "memorySampled", index: 1, rssBytes: 10 }, 3))).toEqual([]);
+    step(core, { type: "executorDied", index: 0 }, 4);
+    expect(step(core, { type: "memorySampled", index: 0, rssBytes: 5000 }, 5)).toEqual([]); // dead: nothing to kill
+    expect(of(step(core, { type: "timeAdvanced" }, 200), "startExecutor")).toEqual([0]);
+    expect(step(core, { type: "memorySampled", index: 0, rssBytes: 5000 }, 201)).toEqual([{ type: "killExecutor", index: 0, executorId: "0.2", cause: "OVER_MEMORY", rssBytes: 5000 }]);
+  });
+
+  test("a call's wall clock runs while it runs and stops while it waits for IO; past the ceiling its executor is killed once, naming it", () => {
+    const core = readyPool(1);
+    expect(sent(step(core, { type: "callSubmitted", callId: "c" }, 0))).toEqual([["c", 0]]);
+    const heard = (t: number) => step(core, { type: "executorHeardFrom", index: 0 }, t);
+    step(core, { type: "callRunning", callId: "c" }, 10);
+    heard(2000);
+    expect(kills(step(core, { type: "timeAdvanced" }, 2000))).toEqual([]);
+    step(core, { type: "callWaiting", callId: "c" }, 2500); // ran 2490 ms
+    heard(6000);
+    expect(kills(step(core, { type: "timeAdvanced" }, 6000))).toEqual([]); // waiting does not count
+    step(core, { type: "callRunning", callId: "c" }, 6000);
+    heard(9000);
+    expect(kills(step(core, { type: "timeAdvanced" }, 9000))).toEqual([]); // 3000 ms: at the ceiling
+    expect(kills(step(core, { type: "timeAdvanced" }, 9001))).toEqual([{ type: "killExecutor", index: 0, executorId: "0.1", cause: "WALL_CLOCK", callId: "c", ranMs: 3001 }]);
+    expect(kills(step(core, { type: "timeAdvanced" }, 9500))).toEqual([]); // told once
+    // The call ends with its executor: nothing of it stays.
+    step(core, { type: "executorDied", index: 0 }, 9600);
+    step(core, { type: "callEnded", callId: "c" }, 9600);
+    step(core, { type: "callRunning", callId: "c" }, 9601); // late: an ended call does not run
+    expect(kills(step(core, { type: "timeAdvanced" }, 20_000))).toEqual([]);
+  });
+});
 
 describe("ExecutorPoolCore", () => {
   test("a fresh pool has every slot due to start, none ready: a call waits", () => {

@@ -40,6 +40,8 @@ interface Slot {
   draining: boolean;
   /** When one of its calls last ended, or it last went from idle to busy: how stalled() judges it. */
   progressAtMs: number;
+  /** This incarnation was told to be killed (memory, wall clock): not told again. */
+  killed: boolean;
 }
 
 export interface PoolCoreTiming {
@@ -63,12 +65,17 @@ export interface PoolCoreTiming {
    * backend): it does not count towards the spread, so the spread widens by one.
    */
   readonly stallMs: number;
+  /** A call running (not waiting for IO) this long kills its executor (EXECUTOR_WALL_CLOCK_CEILING_MS). */
+  readonly wallClockCeilingMs: number;
+  /** An executor's process tree resident above this many bytes is killed (EXECUTOR_MEMORY_LIMIT_MB). */
+  readonly memoryLimitBytes: number;
 }
 
 /**
  * ExecutorPoolCore decides, without IO or clocks, which executor takes a call (the least-loaded
  * of the first `spread` READY ones that keep up; otherwise the call waits in one FIFO queue), when
- * to ping, when an executor is hung, and when a dead one may be restarted (exponential backoff,
+ * to ping, when an executor is hung or over its memory limit or holds a call past the wall-clock
+ * ceiling (killed), and when a dead one may be restarted (exponential backoff,
  * reset after a healthy spell). The ExecutorPool adapter does the spawning, sockets and timers.
  *
  * One doorway mutates it: `handle(event, nowMs)` (events in executor-pool-core-events.ts), which
@@ -89,6 +96,8 @@ export class ExecutorPoolCore {
   private readonly waitingOwners = new Map<string, number>();
   /** callId -> its owner, while it lives. */
   private readonly ownerOf = new Map<string, string>();
+  /** callId -> since when it runs in its executor (absent while it waits for IO, or before it is sent). */
+  private readonly runningSince = new Map<string, number>();
   /** The time of the last event: what validateState judges "could take it" at. */
   private nowMs = 0;
 
@@ -113,6 +122,7 @@ export class ExecutorPoolCore {
       owner: null,
       draining: false,
       progressAtMs: 0,
+      killed: false,
     }));
   }
 
@@ -149,7 +159,22 @@ export class ExecutorPoolCore {
         this.ownerOf.set(event.callId, event.ownerKey ?? "");
         this.countWaiting(event.ownerKey ?? "", 1);
         break;
+      case "callRunning":
+        if (this.assigned.has(event.callId)) this.runningSince.set(event.callId, nowMs);
+        return out; // frees nothing: no call to place
+      case "callWaiting":
+        this.runningSince.delete(event.callId);
+        return out;
+      case "memorySampled": {
+        const s = this.slot(event.index);
+        if (s.state !== "DEAD" && !s.killed && event.rssBytes > this.timing.memoryLimitBytes) {
+          s.killed = true;
+          out.push({ type: "killExecutor", index: s.index, executorId: this.executorId(s.index), cause: "OVER_MEMORY", rssBytes: event.rssBytes });
+        }
+        return out;
+      }
       case "callEnded": {
+        this.runningSince.delete(event.callId);
         const owner = this.ownerOf.get(event.callId) ?? "";
         this.ownerOf.delete(event.callId);
         const s = this.assigned.get(event.callId);
@@ -229,6 +254,7 @@ export class ExecutorPoolCore {
       problems.push(`waiting calls per owner counted as ${JSON.stringify([...this.waitingOwners])}, the queue holds ${JSON.stringify([...owners])}`);
     }
     for (const id of this.waiting) if (this.assigned.has(id)) problems.push(`call ${id} both waits and is assigned`);
+    for (const id of this.runningSince.keys()) if (!this.assigned.has(id)) problems.push(`call ${id} runs on no executor`);
     for (const id of this.waiting) {
       const s = this.pick(this.ownerOf.get(id) ?? "");
       if (s !== null) problems.push(`call ${id} waits while executor ${s.index} could take it`);
@@ -356,7 +382,10 @@ export class ExecutorPoolCore {
     s.state = "DEAD";
     s.owner = null;
     s.draining = false;
-    for (const id of s.calls) this.assigned.delete(id);
+    for (const id of s.calls) {
+      this.assigned.delete(id);
+      this.runningSince.delete(id);
+    }
     s.calls.clear();
     const backoff = backoffMs(this.timing.backoffBaseMs, this.timing.backoffMaxMs, s.recentDeaths - 1);
     s.restartAtMs = nowMs + backoff;
@@ -373,6 +402,7 @@ export class ExecutorPoolCore {
           s.state = "STARTING";
           s.generation++;
           s.startedAtMs = nowMs;
+          s.killed = false;
           s.lastHeardMs = nowMs;
           s.lastPingMs = nowMs;
           starts.push({ type: "startExecutor", index: s.index, executorId: this.executorId(s.index) });
@@ -385,6 +415,13 @@ export class ExecutorPoolCore {
         s.lastPingMs = nowMs;
         pings.push({ type: "pingExecutor", index: s.index, executorId: this.executorId(s.index) });
       }
+    }
+    // A call past the wall-clock ceiling kills its executor (the first one found names the call).
+    for (const [callId, since] of this.runningSince) {
+      const s = this.assigned.get(callId);
+      if (!s || s.killed || nowMs - since <= this.timing.wallClockCeilingMs) continue;
+      s.killed = true;
+      out.push({ type: "killExecutor", index: s.index, executorId: this.executorId(s.index), cause: "WALL_CLOCK", callId, ranMs: nowMs - since });
     }
     out.push(...starts, ...pings);
   }

@@ -72,7 +72,6 @@ interface ActiveCall {
   readonly createdMs: number;
   executor: Executor | null;
   /** When the executor last got ExecuteCall/ResumeCall; null while suspended or queued. */
-  runningSinceMs: number | null;
   firstSentMs: number | null;
   ioMs: number;
   cpuMs: number;
@@ -165,6 +164,8 @@ export class ExecutorPool {
       maxInflightPerExecutor: 512,
       spread: Math.min(config.executorCount, config.spread > 0 ? config.spread : availableParallelism()),
       stallMs: EXECUTOR_STALL_MS,
+      wallClockCeilingMs: config.wallClockCeilingMs,
+      memoryLimitBytes: config.memoryLimitBytes,
     });
     this.executors = Array.from({ length: config.executorCount }, () => null);
     this.lonePoll = new LoneCallPoll(config.hotWaitUs);
@@ -217,7 +218,6 @@ export class ExecutorPool {
         digest,
         createdMs: performance.now(),
         executor: null,
-        runningSinceMs: null,
         firstSentMs: null,
         ioMs: 0,
         cpuMs: 0,
@@ -348,9 +348,9 @@ export class ExecutorPool {
     this.executors[index] = e;
   }
 
-  /** apply feeds one event to the core and carries out its instructions, in order. */
-  private apply(event: ExecutorPoolEvent): void {
-    for (const i of this.core.handle(event, runningNowMs())) this.carryOut(i);
+  /** apply feeds one event to the core (at `nowMs`, default now) and carries out its instructions, in order. */
+  private apply(event: ExecutorPoolEvent, nowMs = runningNowMs()): void {
+    for (const i of this.core.handle(event, nowMs)) this.carryOut(i);
   }
 
   private carryOut(i: ExecutorPoolInstruction): void {
@@ -362,6 +362,9 @@ export class ExecutorPool {
           this.log.error({ component: "executor-pool", executorId: current.id, ...this.callsHeld(current) }, "executor hung: no answer to pings; killing it");
           this.killExecutor(current, { code: CallErrorCode.ExecutorHung, message: `executor ${current.id} stopped answering pings and was replaced` });
         }
+        return;
+      case "killExecutor":
+        if (current) this.killOverLimit(current, i);
         return;
       case "startExecutor":
         this.restarts += e ? 1 : 0;
@@ -446,7 +449,7 @@ export class ExecutorPool {
     const call = this.calls.get(m.callId);
     if (!call || call.executor !== e) return;
     this.lonePoll.heard();
-    call.runningSinceMs = null;
+    this.apply({ type: "callWaiting", callId: call.req.callId });
     call.cpuMs = m.cpuMs;
     call.suspensions++;
     const answers = m.requests.map((r) => this.serve(call, r));
@@ -455,7 +458,7 @@ export class ExecutorPool {
       if (this.calls.get(m.callId) !== call || call.executor !== e || e.dead) return;
       // Requests of one suspension run concurrently: the call waited as long as the slowest.
       call.ioMs += Math.max(0, ...results.map((r) => r.ioMs));
-      call.runningSinceMs = runningNowMs();
+      this.apply({ type: "callRunning", callId: call.req.callId });
       const handed = results.map((r, i) => {
         const h = handOff(r.result, m.requests[i]!, e.readsStore);
         if (h.via) this.blockHandoffs[h.via]++;
@@ -550,42 +553,38 @@ export class ExecutorPool {
     this.markDead(e, null);
   }
 
+  /**
+   * tick: the periodic timer. Each live executor's memory is read (the one IO of the tick), then
+   * the core decides, at one instant, what is due: kills (memory, wall clock, hung), starts, pings.
+   */
   private tick(): void {
     if (this.closed) return;
-    this.apply({ type: "timeAdvanced" });
-    this.checkMemory();
-    this.checkWallClock();
-  }
-
-  private checkMemory(): void {
+    const now = runningNowMs();
     for (const e of this.executors) {
       if (!e || e.dead) continue;
       const rss = e.process.rssBytes();
-      if (rss !== null && rss > this.config.memoryLimitBytes) {
-        const mb = (b: number) => `${Math.round(b / 1048576)} MiB`;
-        this.log.error({ component: "executor-pool", executorId: e.id, rssBytes: rss, ...this.callsHeld(e) }, "executor over its memory limit; killing it");
-        this.killExecutor(e, {
-          code: CallErrorCode.OomKilled,
-          message: `executor ${e.id} used ${mb(rss)}, over its memory limit of ${mb(this.config.memoryLimitBytes)}, and was killed`,
-        });
-      }
+      if (rss !== null) this.apply({ type: "memorySampled", index: e.index, rssBytes: rss }, now);
     }
+    this.apply({ type: "timeAdvanced" }, now);
   }
 
-  private checkWallClock(): void {
-    const now = runningNowMs();
-    for (const call of this.calls.values()) {
-      const e = call.executor;
-      if (!e || e.dead || call.runningSinceMs === null) continue;
-      if (now - call.runningSinceMs > this.config.wallClockCeilingMs) {
-        this.log.error({ component: "executor-pool", executorId: e.id, callId: call.req.callId }, "call overran the wall-clock ceiling; killing its executor");
-        this.killExecutor(e, {
-          code: CallErrorCode.WallClockExceeded,
-          message: `call ran for more than ${this.config.wallClockCeilingMs} ms of wall-clock time without finishing (a sleep or a blocking call?) and was stopped`,
-          offendingCallId: call.req.callId,
-        });
-      }
+  /** killOverLimit carries out the core's killExecutor: over the memory limit, or a call past the wall-clock ceiling. */
+  private killOverLimit(e: Executor, i: Extract<ExecutorPoolInstruction, { type: "killExecutor" }>): void {
+    if (i.cause === "OVER_MEMORY") {
+      const mb = (b: number) => `${Math.round(b / 1048576)} MiB`;
+      this.log.error({ component: "executor-pool", executorId: e.id, rssBytes: i.rssBytes, ...this.callsHeld(e) }, "executor over its memory limit; killing it");
+      this.killExecutor(e, {
+        code: CallErrorCode.OomKilled,
+        message: `executor ${e.id} used ${mb(i.rssBytes)}, over its memory limit of ${mb(this.config.memoryLimitBytes)}, and was killed`,
+      });
+      return;
     }
+    this.log.error({ component: "executor-pool", executorId: e.id, callId: i.callId, ranMs: i.ranMs }, "call overran the wall-clock ceiling; killing its executor");
+    this.killExecutor(e, {
+      code: CallErrorCode.WallClockExceeded,
+      message: `call ran for more than ${this.config.wallClockCeilingMs} ms of wall-clock time without finishing (a sleep or a blocking call?) and was stopped`,
+      offendingCallId: i.callId,
+    });
   }
 
   /** startFailure describes executors that died before their Hello: exit, stderr, likely cause. */
@@ -625,7 +624,7 @@ export class ExecutorPool {
     }
     call.executor = e;
     call.firstSentMs ??= performance.now();
-    call.runningSinceMs = runningNowMs();
+    this.apply({ type: "callRunning", callId: call.req.callId });
     this.sendExecute(call, e, !e.digestsSent.has(call.digest));
   }
 
@@ -675,7 +674,7 @@ export class ExecutorPool {
     if (call.sourceResent) return this.finish(call, this.failure(CallErrorCode.Internal, `the executor lost the call's source twice: ${said}`));
     call.sourceResent = true;
     this.sourceResends++;
-    call.runningSinceMs = runningNowMs();
+    this.apply({ type: "callRunning", callId: call.req.callId });
     this.sendExecute(call, e, true);
   }
 
