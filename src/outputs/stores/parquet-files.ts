@@ -66,7 +66,7 @@ export function runOps(root: string, ops: readonly ParquetOp[], hooks: OpHooks =
     } else if (o.op === "drop") {
       rmSync(join(root, o.path), { force: true });
     } else {
-      swapFolder(root, o);
+      swapFolder(root, o, hooks);
       dirs.add(dirname(join(root, o.dir))).add(join(root, o.dir));
     }
   }
@@ -76,9 +76,11 @@ export function runOps(root: string, ops: readonly ParquetOp[], hooks: OpHooks =
 /** OpHooks: a test's way to stop a commit between two of its steps (a crash). */
 export interface OpHooks {
   readonly before?: (o: ParquetOp) => void;
+  /** Inside a swap: its copy built (`swapBuilt`), its folders exchanged (`swapExchanged`). */
+  readonly step?: (name: "swapBuilt" | "swapExchanged") => void;
 }
 
-function swapFolder(root: string, o: Extract<ParquetOp, { op: "swap" }>): void {
+function swapFolder(root: string, o: Extract<ParquetOp, { op: "swap" }>, hooks: OpHooks): void {
   const dir = join(root, o.dir);
   const via = join(root, o.via);
   if (existsSync(join(dir, o.marker))) {
@@ -87,6 +89,8 @@ function swapFolder(root: string, o: Extract<ParquetOp, { op: "swap" }>): void {
     rmSync(join(dir, o.marker), { force: true });
     return;
   }
+  // Its staged file dropped: the swap finished (the drop follows it). Without a file to add, doing it again changes nothing.
+  if (o.add && !existsSync(join(root, o.add.from))) return;
   rmSync(via, { recursive: true, force: true }); // a copy half built before a crash
   mkdirSync(via, { recursive: true });
   const drop = new Set([...o.remove, ...(o.add ? [o.add.name] : [])]);
@@ -94,9 +98,11 @@ function swapFolder(root: string, o: Extract<ParquetOp, { op: "swap" }>): void {
   if (o.add) linkSync(join(root, o.add.from), join(via, o.add.name));
   writeDurable(join(via, o.marker), new Uint8Array(0));
   fsyncDir(via);
+  hooks.step?.("swapBuilt");
   exchange(via, dir);
   fsyncDir(dirname(dir));
   fsyncDir(dirname(via));
+  hooks.step?.("swapExchanged");
   rmSync(via, { recursive: true, force: true });
   rmSync(join(dir, o.marker), { force: true });
 }

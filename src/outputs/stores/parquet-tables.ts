@@ -69,7 +69,7 @@ export class ParquetTables implements TableEngine {
   private readonly runs: SqliteRunLedger;
   private readonly tables = new Map<string, TableInfo>();
   /** Tests stop a commit between its steps through these (a crash); nothing else sets them. */
-  hooks: OpHooks & { afterIntent?: () => void } = {};
+  hooks: OpHooks & { afterStage?: () => void; afterIntent?: () => void } = {};
 
   constructor(root: string, busyTimeoutMs = 10_000, nowMs: () => number = Date.now) {
     this.root = resolve(root);
@@ -119,6 +119,7 @@ export class ParquetTables implements TableEngine {
         return null;
       }
     });
+    this.hooks.afterStage?.();
     const kept = new Set<string>();
     try {
       this.locked(() => {
