@@ -8,7 +8,7 @@ import { checkSizes, decodeRows, encodeRows } from "./parquet-codec";
 import { type OpHooks, type ParquetOp, runOps, writeDurable } from "./parquet-files";
 import { callFileName, chainPart, checkParquetTableName, MAX_FILES_PER_COMMIT, OWN_DIR, scopeFileName, taskPart, UNFENCED_PART } from "./parquet-layout";
 import { type CallFence, fenceProblem, type RunClaim, type RunClaimRequest, type RunFence, type RunState } from "./run-fence";
-import { SqliteRunLedger } from "./sqlite-run-ledger";
+import { LedgerEngine, SqliteRunLedger } from "./sqlite-run-ledger";
 import { sqliteStoreError } from "./sqlite-table-store";
 import { bindRow, checkColumnName, checkOrderColumn, checkReplaced, checkScope, inferColumns, kindsText, parseTableMeta, type TableInfo } from "./table-schema";
 import { type CellValue, NO_OUTCOME, type ReadOptions, type ReplaceOutcome, TableStoreError, type TableWrite, type WrittenScope } from "./table-store";
@@ -62,16 +62,17 @@ const ORPHAN_STAGING_MS = 10 * 60_000;
  * file (files are complete before they are named in the dataset), never a scope twice or a removed
  * scope's file (each visible change is one rename, unlink or exchange).
  */
-export class ParquetTables implements TableEngine {
+export class ParquetTables extends LedgerEngine implements TableEngine {
   readonly root: string;
   private readonly db: Database;
   private readonly lock: Database;
-  private readonly runs: SqliteRunLedger;
+  protected readonly runs: SqliteRunLedger;
   private readonly tables = new Map<string, TableInfo>();
   /** Tests stop a commit between its steps through these (a crash); nothing else sets them. */
   hooks: OpHooks & { afterStage?: () => void; afterIntent?: () => void } = {};
 
   constructor(root: string, busyTimeoutMs = 10_000, nowMs: () => number = Date.now) {
+    super();
     this.root = resolve(root);
     mkdirSync(join(this.root, OWN_DIR, "staging"), { recursive: true });
     mkdirSync(join(this.root, OWN_DIR, "swap"), { recursive: true });
@@ -152,22 +153,6 @@ export class ParquetTables implements TableEngine {
       for (const s of staged) for (const f of s?.files ?? []) if (f && !kept.has(f)) rmSync(join(this.root, f), { force: true });
     }
     return results;
-  }
-
-  openEpoch(epoch: string, workerAddr: string, ttlMs: number): void {
-    this.runs.openEpoch(epoch, workerAddr, ttlMs);
-  }
-
-  renewEpoch(epoch: string, ttlMs: number, issuedMs?: number): boolean {
-    return this.runs.renewEpoch(epoch, ttlMs, issuedMs);
-  }
-
-  claimRun(req: RunClaimRequest): RunClaim {
-    return this.runs.claimRun(req);
-  }
-
-  endRun(fence: RunFence, state: Exclude<RunState, "RUNNING">): void {
-    this.runs.endRun(fence, state);
   }
 
   /** wideScopes: scopes wider than one block overlapping from..to (see TableStore.wideScopes), from the catalog. */

@@ -94,3 +94,27 @@ export class SqliteRunLedger {
     return { taskId, generation: r.generation, epoch: r.epoch, workerAddr: r.worker, state: r.state, seq: r.seq, leaseLive: r.expires_ms !== null && r.expires_ms > (atMs ?? this.nowMs()) };
   }
 }
+
+/**
+ * LedgerEngine: a table engine whose fencing records are a SqliteRunLedger (SqliteTables,
+ * ParquetTables): the TableEngine's fencing methods, served by it.
+ */
+export abstract class LedgerEngine {
+  protected abstract readonly runs: SqliteRunLedger;
+
+  openEpoch(epoch: string, workerAddr: string, ttlMs: number): void {
+    this.runs.openEpoch(epoch, workerAddr, ttlMs);
+  }
+
+  renewEpoch(epoch: string, ttlMs: number, issuedMs?: number): boolean {
+    return this.runs.renewEpoch(epoch, ttlMs, issuedMs);
+  }
+
+  claimRun(req: RunClaimRequest): RunClaim {
+    return this.runs.claimRun(req);
+  }
+
+  endRun(fence: RunFence, state: Exclude<RunState, "RUNNING">): void {
+    this.runs.endRun(fence, state);
+  }
+}

@@ -25,7 +25,7 @@ import { type CellValue, NO_OUTCOME, type ReadOptions, type ReplaceOutcome, type
 import { callResult, type FencedWrites, type GroupCommitResult } from "./group-commit-queue";
 import type { TableEngine } from "./table-thread-protocol";
 import { type CallFence, fenceProblem, type RunClaim, type RunClaimRequest, type RunFence, type RunState } from "./run-fence";
-import { SqliteRunLedger } from "./sqlite-run-ledger";
+import { LedgerEngine, SqliteRunLedger } from "./sqlite-run-ledger";
 
 /** A call's writes with their tables made and rows bound, ready to apply, and the call's fence. */
 interface Prepared {
@@ -58,13 +58,14 @@ function bindCell(c: BoundCell): string | number | null {
  * finding the scopes that overlap a range is an index range scan (scopes starting at most that span
  * before the range) rather than a scan of the table.
  */
-export class SqliteTables implements TableEngine {
+export class SqliteTables extends LedgerEngine implements TableEngine {
   private readonly db: Database;
   private readonly tables = new Map<string, TableInfo>();
   /** Runs, leases and claims (fencing), in the same file. */
-  private readonly runs: SqliteRunLedger;
+  protected readonly runs: SqliteRunLedger;
 
   constructor(path: string, busyTimeoutMs = 10_000, nowMs: () => number = Date.now) {
+    super();
     this.db = new Database(path, { create: true });
     // busy_timeout first: switching a fresh file to WAL takes a lock that another Worker
     // opening the same file at the same moment may hold (blockx dev starts several at once).
@@ -85,22 +86,6 @@ export class SqliteTables implements TableEngine {
     let outcomes: ReplaceOutcome[] = [];
     this.db.transaction(() => (outcomes = this.apply(prepared))).immediate();
     return outcomes;
-  }
-
-  openEpoch(epoch: string, workerAddr: string, ttlMs: number): void {
-    this.runs.openEpoch(epoch, workerAddr, ttlMs);
-  }
-
-  renewEpoch(epoch: string, ttlMs: number, issuedMs?: number): boolean {
-    return this.runs.renewEpoch(epoch, ttlMs, issuedMs);
-  }
-
-  claimRun(req: RunClaimRequest): RunClaim {
-    return this.runs.claimRun(req);
-  }
-
-  endRun(fence: RunFence, state: Exclude<RunState, "RUNNING">): void {
-    this.runs.endRun(fence, state);
   }
 
   /** wideScopes: scopes wider than one block overlapping from..to (see TableStore.wideScopes). */
