@@ -24,4 +24,4 @@ bun build --compile --minify --bytecode --format=esm \
   --define "BLOCKX_SOURCE_DIGEST=\"$BLOCKX_SOURCE_DIGEST\"" \
   --define "BLOCKX_BUILD_DATE=\"$date\"" \
   --asset executor-py/blockx_executor --asset client-py \
-  src/main.ts src/outputs/stores/sqlite-thread.ts src/runtime/chains/localtestservice/synthetic-chain-thread.ts --outfile "$out"
+  src/main.ts src/outputs/stores/sqlite-thread.ts src/outputs/stores/parquet-thread.ts src/runtime/chains/localtestservice/synthetic-chain-thread.ts --outfile "$out"

@@ -13,7 +13,7 @@ import { join, relative, resolve } from "node:path";
 
 const REPO = resolve(import.meta.dir, "..");
 const OUT = join(REPO, "THIRD-PARTY-LICENSES.md");
-const ENTRIES = ["src/main.ts", "src/outputs/stores/sqlite-thread.ts", "src/runtime/chains/localtestservice/synthetic-chain-thread.ts"];
+const ENTRIES = ["src/main.ts", "src/outputs/stores/sqlite-thread.ts", "src/outputs/stores/parquet-thread.ts", "src/runtime/chains/localtestservice/synthetic-chain-thread.ts"];
 
 interface Pkg {
   readonly name: string;

@@ -61,8 +61,12 @@ export class PostgresRawReader {
   }
 }
 
-/** rawRows reads a table from either store kind: a file path (SQLite) or a postgres:// URL. */
+/** rawRows reads a table from any store kind: a file path (SQLite), a postgres:// URL, or a parquet: dataset (read by DuckDB, by glob). */
 export async function rawRows(store: string, table: string, where = ""): Promise<Record<string, unknown>[]> {
+  if (store.startsWith("parquet:")) {
+    const { duckRows } = await import("./parquet-dataset-reader");
+    return duckRows(store, table, where);
+  }
   if (/^postgres(ql)?:\/\//.test(store)) {
     const r = new PostgresRawReader(store);
     try {

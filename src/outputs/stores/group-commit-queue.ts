@@ -1,4 +1,12 @@
-import { type CommitCounts, type ReplaceOutcome, TableStoreError, type TableStoreErrorCode } from "./table-store";
+import type { CallFence } from "./run-fence";
+import { type CommitCounts, type ReplaceOutcome, TableStoreError, type TableStoreErrorCode, type TableWrite } from "./table-store";
+
+/** One call's commit as the group path takes it; `issuedMs`: when the Worker sent it (the lease is judged then). */
+export interface FencedWrites {
+  readonly writes: readonly TableWrite[];
+  readonly fence: CallFence | null;
+  readonly issuedMs?: number;
+}
 
 /** One call's result in a group commit: its outcomes, or the error that wrote nothing of it. */
 export type GroupCommitResult = { readonly ok: true; readonly outcomes: ReplaceOutcome[] } | { readonly ok: false; readonly code: TableStoreErrorCode; readonly message: string };

@@ -22,8 +22,10 @@ import {
   type TableInfo,
 } from "./table-schema";
 import { type CellValue, NO_OUTCOME, type ReadOptions, type ReplaceOutcome, type Row, TableStoreError, type TableWrite, type WrittenScope } from "./table-store";
-import { callResult, type GroupCommitResult } from "./group-commit-queue";
-import { type CallFence, decideClaim, fenceProblem, type RunClaim, type RunClaimRequest, type RunFence, type RunRow, type RunState } from "./run-fence";
+import { callResult, type FencedWrites, type GroupCommitResult } from "./group-commit-queue";
+import type { TableEngine } from "./table-thread-protocol";
+import { type CallFence, fenceProblem, type RunClaim, type RunClaimRequest, type RunFence, type RunState } from "./run-fence";
+import { LedgerEngine, SqliteRunLedger } from "./sqlite-run-ledger";
 
 /** A call's writes with their tables made and rows bound, ready to apply, and the call's fence. */
 interface Prepared {
@@ -34,12 +36,6 @@ interface Prepared {
   readonly issuedMs: number | undefined;
 }
 
-/** One call's commit as the group path takes it; `issuedMs`: when the Worker sent it (the lease is judged then). */
-export interface FencedWrites {
-  readonly writes: readonly TableWrite[];
-  readonly fence: CallFence | null;
-  readonly issuedMs?: number;
-}
 
 /** SQLite's declared type per kind. INTEGER columns have none (BLOB affinity): see bindCell. */
 const SQLITE_TYPE: Record<ColumnKind, string> = { INTEGER: "", REAL: " REAL", TEXT: " TEXT", JSON: " TEXT" };
@@ -62,25 +58,21 @@ function bindCell(c: BoundCell): string | number | null {
  * finding the scopes that overlap a range is an index range scan (scopes starting at most that span
  * before the range) rather than a scan of the table.
  */
-export class SqliteTables {
+export class SqliteTables extends LedgerEngine implements TableEngine {
   private readonly db: Database;
   private readonly tables = new Map<string, TableInfo>();
-  /** The clock leases are kept by (this host's: every process sharing the file shares it). */
-  private readonly nowMs: () => number;
+  /** Runs, leases and claims (fencing), in the same file. */
+  protected readonly runs: SqliteRunLedger;
 
   constructor(path: string, busyTimeoutMs = 10_000, nowMs: () => number = Date.now) {
-    this.nowMs = nowMs;
+    super();
     this.db = new Database(path, { create: true });
     // busy_timeout first: switching a fresh file to WAL takes a lock that another Worker
     // opening the same file at the same moment may hold (blockx dev starts several at once).
     this.db.exec(`PRAGMA busy_timeout = ${Math.trunc(busyTimeoutMs)}; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;`);
     this.db.exec(`CREATE TABLE IF NOT EXISTS _blockx_scope_spans (name TEXT PRIMARY KEY, max_span INTEGER NOT NULL)`);
     this.db.exec(`CREATE TABLE IF NOT EXISTS _blockx_tables (name TEXT PRIMARY KEY, kinds TEXT NOT NULL, block_table INTEGER NOT NULL)`);
-    this.db.exec(
-      `CREATE TABLE IF NOT EXISTS _blockx_runs (task_id TEXT PRIMARY KEY, generation INTEGER NOT NULL, epoch TEXT NOT NULL, worker TEXT NOT NULL, state TEXT NOT NULL, seq INTEGER NOT NULL, updated_ms INTEGER NOT NULL)`,
-    );
-    this.db.exec(`CREATE TABLE IF NOT EXISTS _blockx_leases (epoch TEXT PRIMARY KEY, worker TEXT NOT NULL, expires_ms INTEGER NOT NULL)`);
-    this.db.exec(`CREATE TABLE IF NOT EXISTS _blockx_counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)`);
+    this.runs = new SqliteRunLedger(this.db, nowMs);
   }
 
   /**
@@ -94,64 +86,6 @@ export class SqliteTables {
     let outcomes: ReplaceOutcome[] = [];
     this.db.transaction(() => (outcomes = this.apply(prepared))).immediate();
     return outcomes;
-  }
-
-  /** openEpoch starts a Worker incarnation's lease. */
-  openEpoch(epoch: string, workerAddr: string, ttlMs: number): void {
-    this.db.query(`INSERT INTO _blockx_leases (epoch, worker, expires_ms) VALUES (?, ?, ?) ON CONFLICT (epoch) DO UPDATE SET expires_ms = excluded.expires_ms WHERE expires_ms > ?`).run(epoch, workerAddr, this.nowMs() + ttlMs, this.nowMs());
-  }
-
-  /**
-   * renewEpoch extends a lease that was live when the renewal was sent (`issuedMs`: a renewal that
-   * waited on another process's lock is not late for it; a Worker that was paused sends it late),
-   * by `ttlMs` from when it is written; false (and no change) when it had expired or never existed.
-   */
-  renewEpoch(epoch: string, ttlMs: number, issuedMs?: number): boolean {
-    let renewed = false;
-    this.db
-      .transaction(() => {
-        const now = this.nowMs();
-        renewed = this.db.query(`UPDATE _blockx_leases SET expires_ms = ? WHERE epoch = ? AND expires_ms > ?`).run(now + ttlMs, epoch, issuedMs ?? now).changes === 1;
-      })
-      .immediate();
-    return renewed;
-  }
-
-  /** claimRun decides and records a claim in one immediate transaction (run-fence.ts). */
-  claimRun(req: RunClaimRequest): RunClaim {
-    let out: RunClaim = { kind: "leaseLost" };
-    this.db
-      .transaction(() => {
-        const now = this.nowMs();
-        const own = this.db.query(`SELECT expires_ms FROM _blockx_leases WHERE epoch = ?`).get(req.epoch) as { expires_ms: number } | null;
-        const row = this.runRow(req.taskId);
-        const d = decideClaim(req, row, own !== null && own.expires_ms > now);
-        if (d.kind === "leaseLost") return;
-        if (d.kind === "refuse") {
-          out = { kind: "refused", current: row! };
-          return;
-        }
-        if (d.kind === "mine") {
-          out = { kind: "claimed", fence: d.fence, tookOver: null };
-          return;
-        }
-        const seq = this.nextSeq();
-        const generation = d.kind === "insert" ? 1 : d.generation;
-        this.db
-          .query(
-            `INSERT INTO _blockx_runs (task_id, generation, epoch, worker, state, seq, updated_ms) VALUES (?, ?, ?, ?, 'RUNNING', ?, ?) ` +
-              `ON CONFLICT (task_id) DO UPDATE SET generation = excluded.generation, epoch = excluded.epoch, worker = excluded.worker, state = 'RUNNING', seq = excluded.seq, updated_ms = excluded.updated_ms`,
-          )
-          .run(req.taskId, generation, req.epoch, req.workerAddr, seq, now);
-        out = { kind: "claimed", fence: { taskId: req.taskId, generation, epoch: req.epoch, seq }, tookOver: row };
-      })
-      .immediate();
-    return out;
-  }
-
-  /** endRun records a run's end, if it is still the task's run. */
-  endRun(fence: RunFence, state: Exclude<RunState, "RUNNING">): void {
-    this.db.query(`UPDATE _blockx_runs SET state = ?, updated_ms = ? WHERE task_id = ? AND generation = ? AND epoch = ? AND state = 'RUNNING'`).run(state, this.nowMs(), fence.taskId, fence.generation, fence.epoch);
   }
 
   /** wideScopes: scopes wider than one block overlapping from..to (see TableStore.wideScopes). */
@@ -171,20 +105,6 @@ export class SqliteTables {
   /** check: one statement against the file. */
   check(): void {
     this.db.query(`SELECT 1`).get();
-  }
-
-  private nextSeq(): number {
-    const r = this.db.query(`INSERT INTO _blockx_counters (name, value) VALUES ('run_seq', 1) ON CONFLICT (name) DO UPDATE SET value = value + 1 RETURNING value`).get() as { value: number };
-    return r.value;
-  }
-
-  /** runRow: the task's run with whether its epoch's lease is live at `atMs` (default now; null: never claimed). */
-  private runRow(taskId: string, atMs?: number): RunRow | null {
-    const r = this.db
-      .query(`SELECT r.generation, r.epoch, r.worker, r.state, r.seq, l.expires_ms FROM _blockx_runs r LEFT JOIN _blockx_leases l ON l.epoch = r.epoch WHERE r.task_id = ?`)
-      .get(taskId) as { generation: number; epoch: string; worker: string; state: RunState; seq: number; expires_ms: number | null } | null;
-    if (!r) return null;
-    return { taskId, generation: r.generation, epoch: r.epoch, workerAddr: r.worker, state: r.state, seq: r.seq, leaseLive: r.expires_ms !== null && r.expires_ms > (atMs ?? this.nowMs()) };
   }
 
   /**
@@ -241,7 +161,7 @@ export class SqliteTables {
   /** apply writes one prepared call's rows, if its fence holds; inside a transaction. */
   private apply({ writes, infos, bound, fence, issuedMs }: Prepared): ReplaceOutcome[] {
     if (fence) {
-      const problem = fenceProblem(fence, this.runRow(fence.taskId, issuedMs));
+      const problem = fenceProblem(fence, this.runs.runRow(fence.taskId, issuedMs));
       if (problem) throw new TableStoreError("STALE_RUN", problem);
     }
     return writes.map((w, i) => {

@@ -1,3 +1,4 @@
+import { parquetStore } from "./parquet-table-store";
 import { postgresStore } from "./postgres-table-store";
 import { sqliteStore } from "./sqlite-table-store";
 import type { TableStore } from "./table-store";
@@ -24,7 +25,7 @@ export interface StoreOpenOptions {
 }
 
 /** The table stores: one line each. An empty TABLE_STORE_URL is the SQLite file TABLE_STORE_PATH. */
-export const STORE_KINDS: readonly StoreKind[] = [sqliteStore, postgresStore];
+export const STORE_KINDS: readonly StoreKind[] = [sqliteStore, postgresStore, parquetStore];
 
 /** storeKindOf: the kind a TABLE_STORE_URL names (empty: SQLite at TABLE_STORE_PATH), or null. */
 export function storeKindOf(url: string): StoreKind | null {

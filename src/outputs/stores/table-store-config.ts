@@ -13,8 +13,8 @@ export const tableStoreVars = {
   tableStoreUrl: envVar(
     "TABLE_STORE_URL",
     "",
-    "empty, postgres://user:password@host:port/database (also postgresql://; ?sslmode=... works), or sqlite:///path",
-    "the table store, by its URL's scheme: Postgres shared by every Worker host, or a SQLite file; empty: the SQLite file TABLE_STORE_PATH",
+    "empty, postgres://user:password@host:port/database (also postgresql://; ?sslmode=... works), sqlite:///path, or parquet:///folder (parquet:folder: relative)",
+    "the table store, by its URL's scheme: Postgres shared by every Worker host, a SQLite file, or a Parquet dataset folder any engine reads; empty: the SQLite file TABLE_STORE_PATH",
     stringSchema().refine((s) => s.trim() === "" || STORE_URL.test(s.trim())),
   ),
   tableStorePath: envVar(

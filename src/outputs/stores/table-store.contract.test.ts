@@ -6,7 +6,10 @@ import { freshDatabase } from "../../../test/support/postgres";
 import { rawRows } from "../../../test/support/raw-table-reader";
 import { exactInt, integerDigits, isExactInt, parseExactJson } from "../../common/json/exact-json";
 import { PostgresTableStore, postgresStoreError } from "./postgres-table-store";
+import { canonicalRow, catalogTables, duckRows } from "../../../test/support/parquet-dataset-reader";
+import { ParquetTableStore } from "./parquet-table-store";
 import { SqliteTableStore } from "./sqlite-table-store";
+import { parquetRootOf } from "./parquet-layout";
 import { appendRows, replaceBlockRows, type TableStore, TableStoreError } from "./table-store";
 import type { RunClaim, RunFence } from "./run-fence";
 
@@ -17,7 +20,10 @@ import type { RunClaim, RunFence } from "./run-fence";
  */
 const dirs: string[] = [];
 const open: TableStore[] = [];
+/** Parquet datasets a test wrote: after it, DuckDB must read what the store reads. */
+const datasets: string[] = [];
 afterEach(async () => {
+  for (const url of datasets.splice(0)) await expectReadersAgree(url);
   for (const s of open.splice(0)) await s.close();
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
@@ -42,10 +48,47 @@ const sqliteFile = async () => {
   return join(d, "tables.sqlite");
 };
 
+const parquetDataset = async () => {
+  const d = mkdtempSync(join(tmpdir(), "blockx-parquet-"));
+  dirs.push(d);
+  const url = `parquet://${join(d, "dataset")}`;
+  datasets.push(url);
+  return url;
+};
+
+/**
+ * expectReadersAgree: DuckDB, listing and reading the dataset by glob as any engine would, sees
+ * exactly the rows the store's own reader gives, table by table; every block scope lies in one
+ * file, and no two files' scopes of a chain overlap (no scope twice, no removed scope's file).
+ */
+async function expectReadersAgree(url: string): Promise<void> {
+  const reader = new ParquetTableStore(parquetRootOf(url), { inline: true });
+  try {
+    for (const t of catalogTables(url)) {
+      if (!t.kinds) continue; // metadata a test corrupted on purpose
+      const mine = (await reader.read(t.name)).map((r) => canonicalRow(t.kinds!, t.block, r)).sort();
+      const duck = (await duckRows(url, t.name)).map((r) => canonicalRow(t.kinds!, t.block, r)).sort();
+      expect([t.name, duck]).toEqual([t.name, mine]);
+      if (!t.block) continue;
+      const files = await duckRows(url, t.name, "GROUP BY ALL ORDER BY 2, 3", "DISTINCT filename, _chain, _scope_from, _scope_to");
+      const scopes = files.map((f) => `${f._chain}:${f._scope_from}-${f._scope_to}`);
+      expect([t.name, scopes.length]).toEqual([t.name, new Set(scopes).size]);
+      for (let i = 1; i < files.length; i++) {
+        const [a, b] = [files[i - 1]!, files[i]!];
+        if (a._chain === b._chain) expect([t.name, Number(b._scope_from) > Number(a._scope_to)]).toEqual([t.name, true]);
+      }
+    }
+  } finally {
+    await reader.close();
+  }
+}
+
 const KINDS: Kind[] = [
   { name: "SQLite (own thread)", location: sqliteFile, open: (p) => new SqliteTableStore(p) },
   { name: "SQLite (inline)", location: sqliteFile, open: (p) => new SqliteTableStore(p, { inline: true }) },
   { name: "Postgres", location: freshDatabase, open: (url) => new PostgresTableStore(pgOptions(url)) },
+  { name: "Parquet (own thread)", location: parquetDataset, open: (url) => new ParquetTableStore(parquetRootOf(url)) },
+  { name: "Parquet (inline)", location: parquetDataset, open: (url) => new ParquetTableStore(parquetRootOf(url), { inline: true }) },
 ];
 
 const BIG = (2n ** 255n + 1n).toString();
@@ -350,7 +393,7 @@ for (const kind of KINDS) describe(`table store contract: ${kind.name}`, () => {
       await sql.close();
     } else {
       const { Database } = await import("bun:sqlite");
-      const db = new Database(loc);
+      const db = new Database(loc.startsWith("parquet:") ? join(parquetRootOf(loc), "_blockx", "catalog.sqlite") : loc);
       db.exec(edit);
       db.close();
     }
