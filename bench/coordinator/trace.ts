@@ -16,6 +16,7 @@ import type { RequestTaskSlotArgs, SlotReservation } from "../../src/coordinator
 import { defaultCoordinatorCoreConfig } from "../../src/coordinator/core/config";
 import { CoordinatorCore } from "../../src/coordinator/core/coordinator-core";
 import { TaskSnapshot, TaskState } from "../../src/gen/worker/v1/worker";
+import { testHeartbeat } from "../../test/support/heartbeat";
 
 const { values } = parseArgs({ options: { rounds: { type: "string", default: "7" }, reservations: { type: "string", default: "20000" } } });
 const ROUNDS = Number(values.rounds);
@@ -23,19 +24,7 @@ const N = Number(values.reservations);
 const NOW = 1_700_000_000_000;
 const WORKERS = 100;
 
-const heartbeat = (i: number): WorkerHeartbeat => ({
-  workerAddr: `w${i}:1`,
-  taskSlots: 100_000,
-  reservedSlots: 0,
-  runningTasks: 0,
-  cpuPercent: 0.1,
-  memoryPercent: 0.1,
-  memoryAvailableBytes: 1e9,
-  memoryTotalBytes: 2e9,
-  processRssBytes: 1e8,
-  errorRate: 0,
-  lastHeartbeatMs: NOW,
-});
+const heartbeat = (i: number): WorkerHeartbeat => testHeartbeat(`w${i}:1`, { taskSlots: 100_000, lastHeartbeatMs: NOW });
 
 const instantWorker = {
   async requestTaskSlot(workerAddr: string, args: RequestTaskSlotArgs): Promise<SlotReservation> {
