@@ -148,13 +148,18 @@ def _shared_client() -> "Client":
 
 
 def _executor_context():
-    """_executor_context: the ctx of the call running on this thread inside an executor, None
-    outside one; inside one but outside a call (a module body) is a usage error."""
+    """_executor_context: the ctx of the call running on this thread (inside an executor, or a
+    call that blockx.testing runs here), None in a client (which may have imported
+    blockx_executor for its own reasons); inside an executor but outside a call (a module body)
+    is a usage error."""
     executor = sys.modules.get("blockx_executor")
     if executor is None:
         return None
     ctx = executor.current_context()
     if ctx is None:
+        serving = getattr(executor, "serving", None)
+        if serving is None or not serving():
+            return None
         raise _bad("Function.call inside an executor runs only while a call runs (in the entry, not at import)")
     return ctx
 

@@ -86,6 +86,11 @@ def _until_known(client, name):
 def test_from_a_client_the_function_runs_on_the_sync_invoker(client, names):
     for n in names["probe"][:2] + [names["outer"]]:
         _until_known(client, n)
+    # A client that imported the executor package (blockx.testing does) is still a client: only a
+    # process serving a pool is an executor.
+    import blockx_executor
+
+    assert not blockx_executor.serving()
     ns: dict = {}
     exec(PROBE, ns)
     assert ns["probe"](names["probe"], lambda n: blockx.function(n, client=client)) == EXPECTED

@@ -7,7 +7,16 @@ this package) is the contract with the pool. User code may import the exceptions
 from .capture import tls
 from .errors import BackendError, BudgetExceeded, Cancelled, JsonRpcError, SubCallError
 
-__all__ = ["BackendError", "JsonRpcError", "SubCallError", "BudgetExceeded", "Cancelled", "current_context"]
+__all__ = ["BackendError", "JsonRpcError", "SubCallError", "BudgetExceeded", "Cancelled", "current_context", "serving"]
+
+# Set by app.main once this process is an executor serving a pool (not when a client or a test
+# merely imports the package).
+_serving = False
+
+
+def serving() -> bool:
+    """serving: whether this process is an executor serving a pool."""
+    return _serving
 
 
 def current_context():

@@ -50,6 +50,7 @@ def _read_token() -> str:
 
 def main(argv=None) -> None:
     args = _parse_args(sys.argv[1:] if argv is None else argv)
+    sys.modules[__package__]._serving = True  # this process serves a pool: blockx_executor.serving()
     token = _read_token()
     if not token:
         warn("BLOCKX_EXECUTOR_TOKEN: expected a non-empty token, got nothing")

@@ -20,7 +20,7 @@ test("the Makefile's digest, the tree's and the binary's agree (make test builds
 });
 
 test("a changed source changes the digest (the binary is then refused); a changed test or a README does not", () => {
-  for (const d of ["src", "executor-py/blockx_executor", "deploy/systemd"]) cpSync(join(REPO, d), join(copy, d), { recursive: true });
+  for (const d of ["src", "executor-py/blockx_executor", "client-py/blockx", "deploy/systemd"]) cpSync(join(REPO, d), join(copy, d), { recursive: true });
   cpSync(join(REPO, "package.json"), join(copy, "package.json"));
   const before = sourceDigest(copy);
   expect(before).toBe(sourceDigest(REPO));
@@ -31,5 +31,9 @@ test("a changed source changes the digest (the binary is then refused); a change
   const afterTs = sourceDigest(copy);
   expect(afterTs).not.toBe(before);
   writeFileSync(join(copy, "executor-py", "blockx_executor", "__init__.py"), "# changed\n", { flag: "a" });
-  expect(sourceDigest(copy)).not.toBe(afterTs);
+  const afterPy = sourceDigest(copy);
+  expect(afterPy).not.toBe(afterTs);
+  // blockx-py ships inside the binary too (executors import it).
+  writeFileSync(join(copy, "client-py", "blockx", "__init__.py"), "# changed\n", { flag: "a" });
+  expect(sourceDigest(copy)).not.toBe(afterPy);
 });
