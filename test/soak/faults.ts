@@ -89,6 +89,10 @@ class WorkerPause implements Fault {
     const w = this.c.workers[this.target(e.target)]!;
     const pid = w.pid;
     if (pid === undefined) return { what: `${w.name} not running`, effective: false };
+    // A pause past the client's patience proves the fence only if the paused runs still have rows to
+    // commit when they resume: it waits (a few seconds at most) for a running task that has not yet
+    // committed half its calls, so the pause does not land between a task's last commit and its end.
+    if (this.kind === "pausePastPatience") await untilTaskWithCallsLeft(this.observe.client, w.addr, 5_000);
     const running = await runningTasks(this.observe.client, w.addr);
     process.kill(pid, "SIGSTOP");
     try {
@@ -118,6 +122,17 @@ class WorkerPause implements Fault {
 export interface PauseObserver {
   readonly client: BlockxClient;
   readonly paused: PausedRuns;
+}
+
+/** untilTaskWithCallsLeft: returns once a task RUNNING on the Worker has committed under half its calls, or after `withinMs`. */
+async function untilTaskWithCallsLeft(client: BlockxClient, addr: string, withinMs: number): Promise<void> {
+  const deadline = performance.now() + withinMs;
+  while (performance.now() < deadline) {
+    const list = await client.listTasks(addr).catch(() => undefined);
+    const early = (list?.tasks ?? []).some((t) => t.snapshot?.state === TaskState.RUNNING && t.snapshot.callsTotal > 1 && t.snapshot.callsSucceeded * 2 < t.snapshot.callsTotal);
+    if (early) return;
+    await Bun.sleep(20);
+  }
 }
 
 /** runningTasks: the ids of the tasks RUNNING on a Worker now ([] when it does not answer). */
