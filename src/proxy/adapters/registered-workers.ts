@@ -43,11 +43,12 @@ export class RegisteredWorkers {
     const missedAt = performance.now();
     const wait = this.lastReadMs + MISS_REREAD_MS - missedAt;
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    // Another miss may have read meanwhile; a read that began after this miss is fresh enough.
-    if (this.lastReadStartMs < missedAt) {
-      await this.reading; // a read already under way began before the miss: let it end first
-      if (this.lastReadStartMs < missedAt) await this.read();
-    }
+    // The answer needs a read that began after the miss and has ended. Let the read under way end
+    // first (whenever it began: one that began after the miss but is still in flight has not been
+    // applied yet), then read again unless the one that just ended began after the miss. No new
+    // read can begin between that read's end and this continuation (only microtasks run there).
+    await this.reading;
+    if (this.lastReadStartMs < missedAt) await this.read();
     return this.known(addr);
   }
 
