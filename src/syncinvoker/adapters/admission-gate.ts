@@ -1,5 +1,7 @@
 import { AdmissionCore, type AdmissionConfig } from "../core/admission-core";
 import type { AdmissionEvent } from "../core/admission-core-events";
+import type { AdmissionInstruction } from "../core/admission-core-instructions";
+import { CoreDriver } from "../../common/core/core-driver";
 import { SyncInvokerError, SyncInvokerErrorCode } from "../core/sync-invoker-error";
 
 interface Waiter {
@@ -10,21 +12,21 @@ interface Waiter {
 /**
  * AdmissionGate carries out AdmissionCore's instructions: `admit` resolves when the request
  * may run (with the time it waited) or rejects with QUEUE_FULL, DEADLINE_EXCEEDED or
- * UNAVAILABLE (draining). One timer is armed at the core's next queued deadline. Time is
- * monotonic milliseconds (`performance.now()`).
+ * UNAVAILABLE (draining). A CoreDriver runs the core (one timer at its next queued deadline). Time
+ * is monotonic milliseconds (`performance.now()`).
  */
 export class AdmissionGate {
   private readonly core: AdmissionCore;
   private readonly waiters = new Map<string, Waiter>();
-  private timer: ReturnType<typeof setTimeout> | null = null;
-  private timerAtMs = Infinity;
+  private readonly driver: CoreDriver<AdmissionEvent, AdmissionInstruction>;
   private idleWaiters: (() => void)[] = [];
 
   constructor(
     config: AdmissionConfig,
-    private readonly nowMs: () => number = () => performance.now(),
+    nowMs: () => number = () => performance.now(),
   ) {
     this.core = new AdmissionCore(config);
+    this.driver = new CoreDriver(this.core, { name: "admission", carryOut: (i) => this.carryOut(i), nowMs, timeAdvanced: { type: "timeAdvanced" } });
   }
 
   /** admit waits for a free executor; `deadlineMs` is monotonic (Infinity: none). */
@@ -64,45 +66,28 @@ export class AdmissionGate {
   }
 
   private apply(event: AdmissionEvent): void {
-    const now = this.nowMs();
-    for (const i of this.core.handle(event, now)) {
-      const w = this.waiters.get(i.id);
-      if (!w) continue;
-      this.waiters.delete(i.id);
-      switch (i.type) {
-        case "startCall":
-          w.resolve(i.queuedMs);
-          break;
-        case "rejectQueueFull":
-          w.reject(new SyncInvokerError(SyncInvokerErrorCode.QueueFull, `every executor is busy and ${i.queueMax} requests are already waiting (SYNCINVOKER_QUEUE_MAX); back off and retry`));
-          break;
-        case "dropExpired":
-          w.reject(new SyncInvokerError(SyncInvokerErrorCode.DeadlineExceeded, `the deadline passed after ${Math.round(i.queuedMs)} ms waiting for a free executor; the call did not run`));
-          break;
-        case "rejectDraining":
-          w.reject(new SyncInvokerError(SyncInvokerErrorCode.Unavailable, "the Sync Invoker is shutting down; retry on another instance"));
-          break;
-      }
-    }
-    this.arm();
+    this.driver.send(event);
     this.maybeIdle();
   }
 
-  private arm(): void {
-    const next = this.core.nextDeadlineMs() ?? Infinity;
-    if (next === this.timerAtMs) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    this.timerAtMs = next;
-    if (next === Infinity) return;
-    this.timer = setTimeout(
-      () => {
-        this.timer = null;
-        this.timerAtMs = Infinity;
-        this.apply({ type: "timeAdvanced" });
-      },
-      Math.max(0, Math.ceil(next - this.nowMs())),
-    );
+  private carryOut(i: AdmissionInstruction): void {
+    const w = this.waiters.get(i.id);
+    if (!w) return;
+    this.waiters.delete(i.id);
+    switch (i.type) {
+      case "startCall":
+        w.resolve(i.queuedMs);
+        break;
+      case "rejectQueueFull":
+        w.reject(new SyncInvokerError(SyncInvokerErrorCode.QueueFull, `every executor is busy and ${i.queueMax} requests are already waiting (SYNCINVOKER_QUEUE_MAX); back off and retry`));
+        break;
+      case "dropExpired":
+        w.reject(new SyncInvokerError(SyncInvokerErrorCode.DeadlineExceeded, `the deadline passed after ${Math.round(i.queuedMs)} ms waiting for a free executor; the call did not run`));
+        break;
+      case "rejectDraining":
+        w.reject(new SyncInvokerError(SyncInvokerErrorCode.Unavailable, "the Sync Invoker is shutting down; retry on another instance"));
+        break;
+    }
   }
 
   private maybeIdle(): void {

@@ -10,9 +10,10 @@ function stepper(capacity: number, queueMax: number) {
   return {
     core,
     step(event: AdmissionEvent, nowMs: number): AdmissionInstruction[] {
-      const out = core.handle(event, nowMs);
+      const d = core.handle(event, nowMs);
       core.validateState();
-      return out;
+      expect(d.wakeAtMs).toBe(core.nextDeadlineMs());
+      return [...d.instructions];
     },
   };
 }

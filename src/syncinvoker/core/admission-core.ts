@@ -1,3 +1,4 @@
+import type { Decision } from "../../common/core/decision";
 import type { AdmissionEvent } from "./admission-core-events";
 import type { AdmissionInstruction } from "./admission-core-instructions";
 
@@ -23,8 +24,8 @@ interface Queued {
  * running it would only delay the requests behind it.
  *
  * Sans-IO: one doorway, `handle(event, nowMs)` (events in admission-core-events.ts), which returns
- * the instructions for the adapter to carry out (admission-core-instructions.ts); time is passed in
- * and the next deadline goes out as data (`nextDeadlineMs`).
+ * a Decision: the instructions for the adapter to carry out (admission-core-instructions.ts) and
+ * `wakeAtMs`, the earliest queued deadline; time is passed in.
  */
 export class AdmissionCore {
   private readonly running = new Set<string>();
@@ -37,7 +38,7 @@ export class AdmissionCore {
     if (!Number.isInteger(config.queueMax) || config.queueMax < 0) throw new Error(`queueMax must be an integer >= 0, got ${config.queueMax}`);
   }
 
-  handle(event: AdmissionEvent, nowMs: number): AdmissionInstruction[] {
+  handle(event: AdmissionEvent, nowMs: number): Decision<AdmissionInstruction> {
     const out: AdmissionInstruction[] = [];
     switch (event.type) {
       case "requestArrived":
@@ -58,7 +59,7 @@ export class AdmissionCore {
     }
     this.expire(nowMs, out);
     this.startQueued(nowMs, out);
-    return out;
+    return { instructions: out, wakeAtMs: this.nextDeadlineMs() };
   }
 
   /** nextDeadlineMs is the earliest deadline among queued requests (null: no timer needed). */
