@@ -8,7 +8,8 @@ import type { JsonValue } from "../../runtime/json/raw-json";
 import { executorOwnerKey } from "../../runtime/executor/executor-pool-config";
 import type { TaskIo } from "../../runtime/io/io-subsystem";
 import { IoPrefetchPlan } from "../core/io-prefetch-plan";
-import { DispatcherCore, type CallResult, type DispatchedCall, type DispatcherConfig, type DispatcherDecision, type DispatcherEvent } from "../core/dispatcher-core";
+import { DispatcherCore, type CallDecision, type CallResult, type DispatchedCall, type DispatcherConfig, type DispatcherEvent, type DispatcherInstruction } from "../core/dispatcher-core";
+import { CoreDriver } from "../../common/core/core-driver";
 import { TaskLogBook, type TaskLogCaps, type TaskLogEntry } from "../core/task-log-book";
 import type { TaskPlan } from "../core/task-plan";
 import type { WorkerEvent } from "../core/worker-core-events";
@@ -147,8 +148,8 @@ export class TaskRunner {
   private readonly commits = new Map<string, Set<Promise<unknown>>>();
   /** IoPrefetchPlans by owner and function (digest and entry), at most MAX_PREFETCH_PLANS, in order of last use. */
   private readonly prefetchPlans = new Map<string, IoPrefetchPlan>();
-  private wakeTimer: ReturnType<typeof setTimeout> | null = null;
-  private pumping = false;
+  /** Runs the dispatcher: launches the calls it hands out, one timer at its next retry. */
+  private readonly driver: CoreDriver<DispatcherEvent<JsonValue>, DispatcherInstruction<JsonValue>>;
   /** Progress and ends of tasks, for WorkerCore (the driver queues them). */
   onEvent: (e: TaskRunnerEvent) => void = () => {};
   /**
@@ -164,6 +165,7 @@ export class TaskRunner {
 
   constructor(private readonly deps: TaskRunnerDeps) {
     this.dispatcher = new DispatcherCore(deps.dispatcher);
+    this.driver = new CoreDriver(this.dispatcher, { name: "dispatcher", carryOut: (i) => this.launch(i.call), nowMs: deps.nowMs, timeAdvanced: { type: "timeAdvanced" }, log: deps.log });
     this.logs = new TaskLogBook(deps.logCaps);
   }
 
@@ -334,26 +336,17 @@ export class TaskRunner {
     t.io.end(); // nothing of the task stays in the IO subsystem
   }
 
-  private step(event: DispatcherEvent<JsonValue>): DispatcherDecision<JsonValue> {
-    return this.dispatcher.handle(event, this.deps.nowMs());
+  /** step tells the dispatcher one fact and returns its reply (only timeAdvanced hands out calls). */
+  private step(event: DispatcherEvent<JsonValue>): CallDecision | undefined {
+    return this.driver.send<CallDecision>(event);
   }
 
-  /** pump starts every call the dispatcher hands out now and arms the timer for the next retry. */
+  /**
+   * pump starts every call the dispatcher hands out now (the driver arms its timer for the next
+   * retry); asked while calls are being launched, it runs once they all are.
+   */
   private pump(): void {
-    if (this.pumping) return;
-    this.pumping = true;
-    try {
-      const decision = this.step({ type: "timeAdvanced" });
-      for (const i of decision.instructions) this.launch(i.call);
-      this.armWake(decision.wakeAtMs);
-    } finally {
-      this.pumping = false;
-    }
-  }
-
-  private armWake(atMs: number | null): void {
-    if (this.wakeTimer) clearTimeout(this.wakeTimer);
-    this.wakeTimer = atMs === null ? null : setTimeout(() => this.pump(), Math.max(0, atMs - this.deps.nowMs()));
+    this.driver.post({ type: "timeAdvanced" });
   }
 
   private launch(d: DispatchedCall<JsonValue>): void {
@@ -450,7 +443,7 @@ export class TaskRunner {
   }
 
   private callSettled(t: RunningTask, callId: string, d: DispatchedCall<JsonValue>, outcome: CallOutcome): void {
-    const decision = this.step({ type: "callFinished", call: d, result: resultOf(outcome) }).reply!;
+    const decision = this.step({ type: "callFinished", call: d, result: resultOf(outcome) })!;
     t.countsDirty = true;
     if (outcome.ok) {
       t.succeeded++;
@@ -575,7 +568,7 @@ export class TaskRunner {
       const out = await this.deps.pool.execute({ callId, fn: call.fn, args: call.args, ownerKey: this.executorOwnerKey(t), ...(call.budgetMs !== undefined ? { budgetMs: call.budgetMs } : {}) }, owner);
       t.subCalls.delete(callId);
       this.onCallFinished(isSystemFailure(out), finishedInfo(out, this.deps.nowMs() - startedMs));
-      const decision = this.step({ type: "subCallFinished", taskId, attempt, result: resultOf(out) }).reply!;
+      const decision = this.step({ type: "subCallFinished", taskId, attempt, result: resultOf(out) })!;
       this.pump(); // its place in the window is free for the task's next call
       if (out.ok) return resumeResultOf(out, "", spentMs);
       if (decision.kind !== "retryScheduled" || this.tasks.get(taskId) !== t) {

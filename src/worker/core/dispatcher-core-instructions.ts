@@ -1,3 +1,4 @@
+import type { Decision } from "../../common/core/decision";
 import type { DispatchedCall } from "./dispatcher-core-events";
 
 /** StartCall: send this call to the executor pool now. */
@@ -15,14 +16,10 @@ export type CallDecision =
   | { readonly kind: "failed"; readonly reason: "not_retryable" | "attempts_exhausted" };
 
 /**
- * DispatcherDecision is one step's result: `reply` answers callFinished and subCallFinished
- * (undefined for other events); `instructions` are the calls that may start now (only
- * timeAdvanced hands calls out, so a runner that fails a task on a call's result never starts
- * more of that task's calls first); `wakeAtMs` is when a retry becomes due (null: none waits),
- * for the runner's one timer.
+ * DispatcherDecision is one step's result (the cores' one Decision shape): `reply` answers
+ * callFinished and subCallFinished (absent for other events); `instructions` are the calls that may
+ * start now (only timeAdvanced hands calls out, so a runner that fails a task on a call's result
+ * never starts more of that task's calls first); `wakeAtMs` is when a retry becomes due (null:
+ * none waits), for the runner's one timer.
  */
-export interface DispatcherDecision<C> {
-  readonly reply: CallDecision | undefined;
-  readonly instructions: readonly DispatcherInstruction<C>[];
-  readonly wakeAtMs: number | null;
-}
+export type DispatcherDecision<C> = Decision<DispatcherInstruction<C>, CallDecision>;

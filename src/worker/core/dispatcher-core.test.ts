@@ -1,14 +1,26 @@
 import { describe, expect, test } from "bun:test";
 import { DispatcherCore, type CallResult, type CallSource, type DispatchedCall, type DispatcherConfig } from "./dispatcher-core";
 
+/** checked: the core, validated after every step these helpers take. */
+function checked<C>(d: DispatcherCore<C>): Pick<DispatcherCore<C>, "handle"> {
+  return {
+    handle: (e, nowMs) => {
+      const out = d.handle(e, nowMs);
+      d.validateState();
+      expect(out.wakeAtMs).toBe(d.nextWakeMs());
+      return out;
+    },
+  };
+}
+
 // One line per event, so that each test reads as the story of its events.
-const add = <C>(d: DispatcherCore<C>, taskId: string, source: CallSource<C>) => d.handle({ type: "taskAdded", taskId, source }, 0);
-const remove = <C>(d: DispatcherCore<C>, taskId: string) => d.handle({ type: "taskRemoved", taskId }, 0);
-const next = <C>(d: DispatcherCore<C>, nowMs: number): DispatchedCall<C>[] => d.handle({ type: "timeAdvanced" }, nowMs).instructions.map((i) => i.call);
-const finish = <C>(d: DispatcherCore<C>, call: DispatchedCall<C>, result: CallResult, nowMs: number) => d.handle({ type: "callFinished", call, result }, nowMs).reply!;
-const subStarted = <C>(d: DispatcherCore<C>, taskId: string) => d.handle({ type: "subCallStarted", taskId }, 0);
+const add = <C>(d: DispatcherCore<C>, taskId: string, source: CallSource<C>) => checked(d).handle({ type: "taskAdded", taskId, source }, 0);
+const remove = <C>(d: DispatcherCore<C>, taskId: string) => checked(d).handle({ type: "taskRemoved", taskId }, 0);
+const next = <C>(d: DispatcherCore<C>, nowMs: number): DispatchedCall<C>[] => checked(d).handle({ type: "timeAdvanced" }, nowMs).instructions.map((i) => i.call);
+const finish = <C>(d: DispatcherCore<C>, call: DispatchedCall<C>, result: CallResult, nowMs: number) => checked(d).handle({ type: "callFinished", call, result }, nowMs).reply!;
+const subStarted = <C>(d: DispatcherCore<C>, taskId: string) => checked(d).handle({ type: "subCallStarted", taskId }, 0);
 const subFinished = <C>(d: DispatcherCore<C>, taskId: string, attempt: number, result: CallResult, nowMs: number) =>
-  d.handle({ type: "subCallFinished", taskId, attempt, result }, nowMs).reply!;
+  checked(d).handle({ type: "subCallFinished", taskId, attempt, result }, nowMs).reply!;
 
 function range(n: number): CallSource<number> & { pulled: number } {
   const s = {

@@ -95,6 +95,23 @@ export class DispatcherCore<C> {
     return { reply, instructions: started.map((call) => ({ type: "startCall", call })), wakeAtMs: this.nextWakeMs() };
   }
 
+  /** validateState checks the invariants and throws on a broken one; tests call it after every step. */
+  validateState(): void {
+    let sum = 0;
+    for (const t of this.tasks.values()) {
+      if (t.inflight < 0) throw new Error(`task ${t.taskId} has ${t.inflight} calls in flight`);
+      if (t.retries.length > 0 !== this.retrying.has(t)) throw new Error(`task ${t.taskId} has ${t.retries.length} retries but is ${this.retrying.has(t) ? "" : "not "}in the retrying set`);
+      for (let i = 1; i < t.retries.length; i++) if (t.retries[i - 1]!.atMs > t.retries[i]!.atMs) throw new Error(`task ${t.taskId}'s retries are out of order`);
+      if (t.inOrder !== this.order.includes(t.taskId)) throw new Error(`task ${t.taskId} inOrder=${t.inOrder} disagrees with the rotation`);
+      if (!t.inOrder && !(t.sourceDone && t.retries.length === 0)) throw new Error(`task ${t.taskId} left the rotation with calls still to hand out`);
+      sum += t.inflight;
+    }
+    if (sum !== this.inflight) throw new Error(`${this.inflight} calls in flight in all, but the tasks hold ${sum}`);
+    if (new Set(this.order).size !== this.order.length) throw new Error("a task is twice in the rotation");
+    for (const id of this.order) if (!this.tasks.has(id)) throw new Error(`the rotation holds ${id}, which is not dispatching`);
+    for (const t of this.retrying) if (this.tasks.get(t.taskId) !== t) throw new Error(`a removed task ${t.taskId} still waits for a retry`);
+  }
+
   private addTask(taskId: string, source: CallSource<C>): void {
     if (this.tasks.has(taskId)) throw new Error(`task ${taskId} is already dispatching`);
     this.tasks.set(taskId, { taskId, source, nextIndex: 0, sourceDone: false, inflight: 0, retries: [], inOrder: true });
