@@ -7,7 +7,8 @@ import { writesTables, type TaskPlan } from "../core/task-plan";
 import type { RunFence } from "../../outputs/stores/run-fence";
 import type { WorkerCore } from "../core/worker-core";
 import type { Requester, WorkerEvent } from "../core/worker-core-events";
-import type { SnapshotReply, WorkerDecision } from "../core/worker-core-instructions";
+import type { SnapshotReply, WorkerInstruction } from "../core/worker-core-instructions";
+import { CoreDriver } from "../../common/core/core-driver";
 import type { TaskInfo, TaskOutput, TaskRunner } from "./task-runner";
 import type { CallTimes } from "./task-call-times";
 
@@ -49,14 +50,10 @@ function withinMs(p: Promise<void>, ms: number): Promise<void> {
  * after, because the core is not re-entrant. Everything is timed by one injected clock.
  */
 export class WorkerDriver {
-  private readonly queued: WorkerEvent[] = [];
-  private applying = false;
-  private timer: ReturnType<typeof setTimeout> | null = null;
-  /** The deadline `timer` was armed for. */
-  private timerAtMs = 0;
+  /** Runs the core: queues the runner's reports, one timer at the core's next deadline. */
+  private readonly driver: CoreDriver<WorkerEvent, WorkerInstruction>;
   private drainedWaiters: (() => void)[] = [];
   private drained = false;
-  private stopped = false;
   /** Tasks already counted in onTaskEnded (a terminal snapshot may be published again). */
   private readonly ended = new Set<string>();
   /** The record of a run's end in the store, per task id, while it is being written. */
@@ -76,16 +73,17 @@ export class WorkerDriver {
     /** Validates a SubmitTask's task into a plan (planTask with the profile and the function snapshot); throws WorkerError. */
     private readonly plan: (task: Task | undefined) => TaskPlan,
     private readonly log: Logger,
-    private readonly nowMs: NowMs,
+    nowMs: NowMs,
     /** Claims the runs of tasks writing tables (null: no table store, nothing is fenced: unit tests). */
     private readonly claims: RunClaims | null = null,
   ) {
-    runner.onEvent = (e) => this.enqueue(e);
+    this.driver = new CoreDriver(core, { name: "worker", carryOut: (i) => this.carryOut(i), nowMs, timeAdvanced: { type: "timeAdvanced" }, log });
+    runner.onEvent = (e) => this.driver.post(e);
     runner.onLogLines = (taskId, lines) => this.onLogLines(taskId, lines);
   }
 
   requestTaskSlot(taskId: string, ttlMs: number, requester: Requester): SnapshotReply {
-    return this.apply(this.core.handle({ type: "taskSlotRequested", taskId, ttlMs, requester }, this.nowMs()));
+    return this.send({ type: "taskSlotRequested", taskId, ttlMs, requester });
   }
 
   /**
@@ -107,14 +105,14 @@ export class WorkerDriver {
     }
     // Kept before the core decides, so that startTask finds it; dropped again if nothing starts.
     const fresh = this.runner.accept(plan, owner, requester.identity, fence);
-    const decision = this.core.handle({ type: "taskSubmitted", task: { taskId: plan.taskId, timeoutMs: plan.timeoutMs }, slotId, requester }, this.nowMs());
+    const decision = this.driver.decide<SnapshotReply>({ type: "taskSubmitted", task: { taskId: plan.taskId, timeoutMs: plan.timeoutMs }, slotId, requester });
     if (fresh && !decision.instructions.some((i) => i.type === "startTask")) {
       this.runner.forget(plan.taskId);
       // Claimed, then not started (the slot went while the claim was made): give the id back.
       if (fence) this.claims!.end(fence, TaskState.CANCELLED);
     }
-    respond(decision.reply);
-    this.apply(decision);
+    respond(decision.reply!);
+    this.driver.apply(decision);
   }
 
   /**
@@ -127,7 +125,7 @@ export class WorkerDriver {
    * end only once it settled.
    */
   async cancelTask(taskId: string, reason: string, requester: Requester): Promise<SnapshotReply> {
-    const reply = this.apply(this.core.handle({ type: "taskCancelRequested", taskId, reason, requester }, this.nowMs()));
+    const reply = this.send({ type: "taskCancelRequested", taskId, reason, requester });
     let timer: ReturnType<typeof setTimeout> | undefined;
     const settled = await Promise.race([
       this.runner.writesSettled(taskId).then(() => true),
@@ -140,7 +138,7 @@ export class WorkerDriver {
 
   /** queryTask: the task's snapshot as of now (every due expiry applied first); PERMISSION_DENIED for another identity's task. */
   queryTask(taskId: string, requester: Requester): SnapshotReply {
-    return this.apply(this.core.handle({ type: "taskQueried", taskId, requester }, this.nowMs()));
+    return this.send({ type: "taskQueried", taskId, requester });
   }
 
   /** result: the task's snapshot and, once it ended, its output (values, first error, writes). */
@@ -183,41 +181,18 @@ export class WorkerDriver {
 
   /** drain stops taking slots; resolves when no task holds a slot any more. */
   drain(): Promise<void> {
-    this.apply(this.core.handle({ type: "drainingStarted" }, this.nowMs()));
+    this.driver.send({ type: "drainingStarted" });
     return this.drained ? Promise.resolve() : new Promise((r) => this.drainedWaiters.push(r));
   }
 
   /** stop disarms the timer (shutdown): nothing is applied any more. */
   stop(): void {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
+    this.driver.stop();
   }
 
-  private enqueue(event: WorkerEvent): void {
-    this.queued.push(event);
-    if (!this.applying) this.apply(undefined);
-  }
-
-  /**
-   * apply carries out a decision's instructions in order, then any events they caused, and
-   * re-arms the timer. It returns the decision's reply.
-   */
-  private apply<R>(decision: WorkerDecision<R> | undefined): R {
-    const outer = !this.applying;
-    this.applying = true;
-    try {
-      if (decision) this.carryOut(decision);
-      if (outer) {
-        while (this.queued.length > 0) this.carryOut(this.core.handle(this.queued.shift()!, this.nowMs()));
-      }
-    } finally {
-      if (outer) {
-        this.applying = false;
-        this.armTimer();
-      }
-    }
-    return this.withRunOf(decision?.reply) as R;
+  /** send: a client's request through the core; its reply carries the task's run. */
+  private send(event: WorkerEvent): SnapshotReply {
+    return this.withRunOf(this.driver.send<SnapshotReply>(event)!);
   }
 
   /**
@@ -229,40 +204,36 @@ export class WorkerDriver {
     return fence ? { ...snapshot, runGeneration: fence.generation } : snapshot;
   }
 
-  private withRunOf(reply: unknown): unknown {
-    const r = reply as SnapshotReply | undefined;
-    return r?.snapshot ? { ...r, snapshot: this.withRun(r.snapshot) } : reply;
+  private withRunOf(reply: SnapshotReply): SnapshotReply {
+    return reply.snapshot ? { ...reply, snapshot: this.withRun(reply.snapshot) } : reply;
   }
 
-  private carryOut(decision: WorkerDecision<unknown>): void {
-    if (decision.ignored) this.log.debug({ reason: decision.ignored.reason }, decision.ignored.message);
-    for (const ins of decision.instructions) {
-      switch (ins.type) {
-        case "publishSnapshot":
-          if (TERMINAL_TASK_STATES.has(ins.snapshot.state) && !this.ended.has(ins.snapshot.taskId)) {
-            this.ended.add(ins.snapshot.taskId);
-            this.onTaskEnded(ins.snapshot.state, ins.snapshot);
-            this.endRun(ins.snapshot);
-          }
-          this.publish(ins.snapshot);
-          break;
-        case "startTask":
-          this.log.debug({ taskId: ins.taskId, slotId: ins.slotId, deadlineMs: ins.deadlineMs }, "task started");
-          this.runner.start(ins.taskId);
-          break;
-        case "stopTask":
-          this.log.info({ taskId: ins.taskId, slotId: ins.slotId, reason: ins.reason }, ins.message);
-          this.runner.stop(ins.taskId);
-          break;
-        case "forgetTask":
-          this.ended.delete(ins.taskId);
-          this.runner.forget(ins.taskId);
-          break;
-        case "reportDrained":
-          this.drained = true;
-          for (const w of this.drainedWaiters.splice(0)) w();
-          break;
-      }
+  private carryOut(ins: WorkerInstruction): void {
+    switch (ins.type) {
+      case "publishSnapshot":
+        if (TERMINAL_TASK_STATES.has(ins.snapshot.state) && !this.ended.has(ins.snapshot.taskId)) {
+          this.ended.add(ins.snapshot.taskId);
+          this.onTaskEnded(ins.snapshot.state, ins.snapshot);
+          this.endRun(ins.snapshot);
+        }
+        this.publish(ins.snapshot);
+        break;
+      case "startTask":
+        this.log.debug({ taskId: ins.taskId, slotId: ins.slotId, deadlineMs: ins.deadlineMs }, "task started");
+        this.runner.start(ins.taskId);
+        break;
+      case "stopTask":
+        this.log.info({ taskId: ins.taskId, slotId: ins.slotId, reason: ins.reason }, ins.message);
+        this.runner.stop(ins.taskId);
+        break;
+      case "forgetTask":
+        this.ended.delete(ins.taskId);
+        this.runner.forget(ins.taskId);
+        break;
+      case "reportDrained":
+        this.drained = true;
+        for (const w of this.drainedWaiters.splice(0)) w();
+        break;
     }
   }
 
@@ -300,24 +271,6 @@ export class WorkerDriver {
 
   /** advance applies what is due as of now (expiries, deadlines): the timer, and reads that must not see the past. */
   private advance(): void {
-    this.apply(this.core.handle({ type: "timeAdvanced" }, this.nowMs()));
-  }
-
-  /**
-   * armTimer keeps one timer at or before the core's next deadline. A timer armed for that deadline
-   * or an earlier one is kept: at worst it fires early, applies nothing and re-arms. (Re-arming
-   * after every step, a clearTimeout and a setTimeout per event, was 4% of a busy Worker's CPU.)
-   */
-  private armTimer(): void {
-    const at = this.stopped ? null : this.core.nextDeadlineMs();
-    if (this.timer && at !== null && this.timerAtMs <= at) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    if (at === null) return;
-    this.timerAtMs = at;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.advance();
-    }, Math.max(0, Math.ceil(at - this.nowMs())));
+    this.driver.advance();
   }
 }

@@ -1,3 +1,4 @@
+import type { Decision } from "../../common/core/decision";
 import type { TaskSnapshot } from "../../gen/worker/v1/worker";
 import type { WorkerError } from "./worker-error";
 import type { RpcEventType, WorkerEvent } from "./worker-core-events";
@@ -92,13 +93,13 @@ export interface IgnoredEvent {
 export type ReplyOf<E extends WorkerEvent> = E extends { readonly type: RpcEventType } ? SnapshotReply : undefined;
 
 /**
- * WorkerDecision is what one step of WorkerCore returns. `instructions` first lists what became due
- * by `nowMs` (expired slots, timed-out tasks, forgotten tasks, in deadline order), then what the
- * event itself caused. `ignored` is set when the event itself changed nothing for a reason worth
- * logging.
+ * WorkerDecision is what one step of WorkerCore returns (the cores' one Decision shape).
+ * `instructions` first lists what became due by `nowMs` (expired slots, timed-out tasks, forgotten
+ * tasks, in deadline order), then what the event itself caused; `reply` answers client requests;
+ * `wakeAtMs` is the next slot expiry, task deadline or retention expiry; `note` is set when the
+ * event itself changed nothing for a reason worth logging.
  */
-export interface WorkerDecision<R = SnapshotReply | undefined> {
+export type WorkerDecision<R = SnapshotReply | undefined> = Decision<WorkerInstruction, R> & {
   readonly reply: R;
-  readonly instructions: readonly WorkerInstruction[];
-  readonly ignored: IgnoredEvent | undefined;
-}
+  readonly note?: IgnoredEvent;
+};

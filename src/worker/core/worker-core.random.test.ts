@@ -396,7 +396,7 @@ function run(seed: number, steps: number, taskSlots: number, taskIds: number, re
         bump(stats.codes, "OK");
       }
     } else if (d.reply !== undefined) fail(step, `${event.type} got a reply`);
-    if (d.ignored !== undefined) bump(stats.ignored, d.ignored.reason);
+    if (d.note !== undefined) bump(stats.ignored, d.note.reason);
     if (core.taskCount() !== ref.tasks.size) fail(step, `core knows ${core.taskCount()} tasks, reference ${ref.tasks.size}`);
     for (const [id, t] of ref.tasks) {
       const s = core.snapshotOf(id);
@@ -420,6 +420,7 @@ function run(seed: number, steps: number, taskSlots: number, taskIds: number, re
     }
     const next = core.nextDeadlineMs();
     if (next !== null && next <= now) fail(step, `nextDeadlineMs ${next} is not in the future`);
+    if (d.wakeAtMs !== next) fail(step, `the decision's wakeAtMs ${d.wakeAtMs} is not the next deadline ${next}`);
   }
   return stats;
 }

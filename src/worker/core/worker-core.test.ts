@@ -83,7 +83,7 @@ describe("RequestTaskSlot", () => {
     };
     expect(ok(d)).toEqual(expected);
     expect(d.instructions).toEqual([{ type: "publishSnapshot", snapshot: expected }]);
-    expect(d.ignored).toBeUndefined();
+    expect(d.note).toBeUndefined();
     expect(core.slotCounts()).toEqual({ taskSlots: 3, reservedSlots: 1, runningTasks: 0, freeSlots: 2, retainedTasks: 0 });
     expect(ok(core.requestTaskSlot("t2", 5_000, T0)).slotId).toBe("inc1.2");
   });
@@ -366,7 +366,7 @@ describe("task timeout", () => {
     // No tick at T0 + 1000; the pipeline reports success at T0 + 1500.
     const d = core.handle({ type: "taskSucceeded", taskId: "t1" }, T0 + 1_500);
     expect(brief(d.instructions)).toEqual(["publish t1 TIMED_OUT BUILD", "stop t1 TIMED_OUT"]);
-    expect(d.ignored).toEqual({ reason: "TASK_ALREADY_TERMINAL", message: 'task "t1" is already TIMED_OUT' });
+    expect(d.note).toEqual({ reason: "TASK_ALREADY_TERMINAL", message: 'task "t1" is already TIMED_OUT' });
     expect(core.snapshotOf("t1")).toMatchObject({ state: TaskState.TIMED_OUT, finishedAtMs: T0 + 1_000, updatedAtMs: T0 + 1_000 });
   });
 
@@ -542,23 +542,23 @@ describe("progress reports", () => {
       snapshot: { callsTotal: 10, callsSucceeded: 7, callsFailed: 1, callsRetried: 3, updatedAtMs: T0 + 20 },
     });
     // The same counts again change nothing; counts going backwards are out of order and ignored.
-    expect(calls(10, 7, 1, 3)).toEqual({ reply: undefined, instructions: [], ignored: undefined });
-    expect(calls(10, 6, 1, 3).ignored).toEqual({ reason: "COUNTS_WENT_BACKWARDS", message: 'task "t1": call counts went backwards' });
+    expect(calls(10, 7, 1, 3)).toEqual({ reply: undefined, instructions: [], wakeAtMs: core.nextDeadlineMs() });
+    expect(calls(10, 6, 1, 3).note).toEqual({ reason: "COUNTS_WENT_BACKWARDS", message: 'task "t1": call counts went backwards' });
     expect(core.snapshotOf("t1")?.callsSucceeded).toBe(7);
     expect(brief(core.handle({ type: "taskPhaseEntered", taskId: "t1", phase: "WRITE" }, T0 + 30).instructions)).toEqual([
       "publish t1 RUNNING WRITE",
     ]);
     const back = core.handle({ type: "taskPhaseEntered", taskId: "t1", phase: "EXECUTE" }, T0 + 40);
     expect(back.instructions).toEqual([]);
-    expect(back.ignored).toEqual({ reason: "PHASE_NOT_FORWARD", message: 'task "t1" is in phase WRITE; EXECUTE is not a forward move' });
-    expect(core.handle({ type: "taskPhaseEntered", taskId: "t1", phase: "WRITE" }, T0 + 40).ignored?.reason).toBe("PHASE_NOT_FORWARD");
+    expect(back.note).toEqual({ reason: "PHASE_NOT_FORWARD", message: 'task "t1" is in phase WRITE; EXECUTE is not a forward move' });
+    expect(core.handle({ type: "taskPhaseEntered", taskId: "t1", phase: "WRITE" }, T0 + 40).note?.reason).toBe("PHASE_NOT_FORWARD");
     expect(core.snapshotOf("t1")?.phase).toBe(TaskPhase.WRITE);
   });
 
   test("a task whose builder produced no calls may go from BUILD straight to WRITE", () => {
     const core = checkedCore();
     ok(core.submitTask({ taskId: "t1", timeoutMs: 0 }, "", T0));
-    expect(core.handle({ type: "taskPhaseEntered", taskId: "t1", phase: "WRITE" }, T0).ignored).toBeUndefined();
+    expect(core.handle({ type: "taskPhaseEntered", taskId: "t1", phase: "WRITE" }, T0).note).toBeUndefined();
     expect(core.snapshotOf("t1")?.phase).toBe(TaskPhase.WRITE);
   });
 
@@ -592,19 +592,19 @@ describe("reports that come too late or too early", () => {
     ];
     for (const d of late) {
       expect(d.instructions).toEqual([]);
-      expect(d.ignored).toEqual({ reason: "TASK_ALREADY_TERMINAL", message: 'task "t1" is already CANCELLED' });
+      expect(d.note).toEqual({ reason: "TASK_ALREADY_TERMINAL", message: 'task "t1" is already CANCELLED' });
     }
     expect(core.snapshotOf("t1")).toEqual(final as TaskSnapshot);
   });
 
   test("reports about a task that was forgotten, or never started, are ignored too", () => {
     const core = checkedCore();
-    expect(core.handle({ type: "taskSucceeded", taskId: "ghost" }, T0).ignored).toEqual({
+    expect(core.handle({ type: "taskSucceeded", taskId: "ghost" }, T0).note).toEqual({
       reason: "UNKNOWN_TASK",
       message: 'unknown task "ghost": never seen by this worker, or forgotten after its retention',
     });
     core.requestTaskSlot("t1", 5_000, T0);
-    expect(core.handle({ type: "taskSucceeded", taskId: "t1" }, T0).ignored?.reason).toBe("TASK_NOT_STARTED");
+    expect(core.handle({ type: "taskSucceeded", taskId: "t1" }, T0).note?.reason).toBe("TASK_NOT_STARTED");
     expect(core.snapshotOf("t1")?.state).toBe(TaskState.ALLOCATED);
   });
 });

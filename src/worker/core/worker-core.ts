@@ -235,7 +235,7 @@ export class WorkerCore {
     this.applyDue(now, out);
     const result = this.step(event, now, out);
     this.maybeReportDrained(out);
-    const decision: WorkerDecision = { reply: result.reply, instructions: out, ignored: result.ignored };
+    const decision: WorkerDecision = { reply: result.reply, instructions: out, wakeAtMs: this.nextDeadlineMs(), ...(result.ignored ? { note: result.ignored } : {}) };
     return decision as WorkerDecision<ReplyOf<E>>;
   }
 
