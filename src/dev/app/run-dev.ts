@@ -15,6 +15,7 @@ import { DEFAULT_WORKER_WRITE_PREFIXES, ETCD_USERS, etcdRolesPlan } from "../../
 import { planChildren, type ChildRole } from "../core/dev-plan";
 import { DevError } from "../core/dev-error";
 import { SupervisorCore } from "../core/supervisor-core";
+import { CoreDriver } from "../../common/core/core-driver";
 import type { SupervisorEvent } from "../core/supervisor-events";
 import type { SupervisorInstruction } from "../core/supervisor-instructions";
 import type { DevConfig } from "./config";
@@ -25,8 +26,6 @@ export interface DevEnvironment {
   /** Environment names each subcommand declares. */
   readonly declaredVars: (role: ChildRole) => ReadonlySet<string>;
 }
-
-const TICK_MS = 200;
 
 /** selfArgv: how to run this same program again, compiled or from source. */
 function selfArgv(): string[] {
@@ -175,9 +174,9 @@ export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise
 
   let finish!: (code: number) => void;
   const finished = new Promise<number>((r) => (finish = r));
-  const apply = (event: SupervisorEvent) => {
-    for (const instruction of core.handle(event, performance.now())) carryOut(instruction);
-  };
+  // One driver runs the core: its timer wakes it at the readiness and stop-grace deadlines.
+  const driver = new CoreDriver<SupervisorEvent, SupervisorInstruction>(core, { name: "dev", carryOut: (i) => carryOut(i), nowMs: () => performance.now(), timeAdvanced: { type: "timeAdvanced" } });
+  const apply = (event: SupervisorEvent) => driver.post(event);
   const carryOut = (i: SupervisorInstruction) => {
     switch (i.type) {
       case "spawnChild": {
@@ -255,10 +254,9 @@ export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise
 
   const onSignal = (signal: NodeJS.Signals) => apply({ type: "stopRequested", signal });
   for (const s of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(s, onSignal);
-  const ticker = setInterval(() => apply({ type: "tick" }), TICK_MS);
   apply({ type: "started" });
   const code = await finished;
-  clearInterval(ticker);
+  driver.stop();
   (ui as UiServer | null)?.stop();
   (uiClient as BlockxClient | null)?.close();
   for (const s of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.off(s, onSignal);

@@ -12,9 +12,12 @@ function plan(syncInvoker = true, proxy = true) {
 
 /** step applies one event, checks the invariants and returns the instructions. */
 function step(core: SupervisorCore, event: SupervisorEvent, now: number): SupervisorInstruction[] {
-  const out = core.handle(event, now);
-  core.validate();
-  return out;
+  const d = core.handle(event, now);
+  core.validateState();
+  // What is due is applied by this step: the next wake-up is in the future, and only while a deadline runs.
+  if (d.wakeAtMs !== null) expect(d.wakeAtMs).toBeGreaterThan(now);
+  if (core.currentState === "RUNNING" || core.currentState === "STOPPED") expect(d.wakeAtMs).toBeNull();
+  return [...d.instructions];
 }
 
 const spawned = (out: SupervisorInstruction[]) => out.flatMap((i) => (i.type === "spawnChild" ? [i.child.id] : []));
@@ -89,8 +92,8 @@ describe("starting", () => {
     step(core, { type: "started" }, 0);
     step(core, { type: "childReady", id: "etcd", endpoint: "a" }, 1_000);
     for (const id of STAGE1.filter((x) => x !== "worker-2")) step(core, { type: "childReady", id, endpoint: "x" }, 2_000);
-    expect(step(core, { type: "tick" }, 30_999)).toEqual([]);
-    const out = step(core, { type: "tick" }, 31_000);
+    expect(step(core, { type: "timeAdvanced" }, 30_999)).toEqual([]);
+    const out = step(core, { type: "timeAdvanced" }, 31_000);
     expect(out[0]).toEqual({ type: "report", level: "error", message: "worker-2 not ready within 30000 ms; stopping everything (see their log files)" });
     expect(signalled(out, "SIGTERM")).toEqual(STAGE1);
     for (const id of STAGE1) step(core, { type: "childExited", id, code: 0, signal: null }, 32_000);
@@ -154,10 +157,10 @@ describe("stopping on Ctrl-C", () => {
     for (const id of STAGE1) step(core, { type: "childReady", id, endpoint: "x" }, 0);
     step(core, { type: "stopRequested", signal: "SIGTERM" }, 1_000);
     for (const id of STAGE1.filter((x) => x !== "worker-1")) step(core, { type: "childExited", id, code: 0, signal: null }, 2_000);
-    expect(step(core, { type: "tick" }, 10_999)).toEqual([]);
-    const kill = step(core, { type: "tick" }, 11_000);
+    expect(step(core, { type: "timeAdvanced" }, 10_999)).toEqual([]);
+    const kill = step(core, { type: "timeAdvanced" }, 11_000);
     expect(signalled(kill, "SIGKILL")).toEqual(["worker-1"]);
-    expect(step(core, { type: "tick" }, 12_000)).toEqual([]);
+    expect(step(core, { type: "timeAdvanced" }, 12_000)).toEqual([]);
     const next = step(core, { type: "childExited", id: "worker-1", code: null, signal: "SIGKILL" }, 12_100);
     expect(signalled(next, "SIGTERM")).toEqual(["etcd"]);
   });
@@ -192,6 +195,17 @@ describe("misuse", () => {
   });
 });
 
+describe("wake-ups", () => {
+  test("the decision names when to wake: the stage's readiness deadline while starting, the stop grace's end while stopping, nothing once killed", () => {
+    const core = new SupervisorCore(plan(), CONFIG);
+    expect(core.handle({ type: "started" }, 1_000).wakeAtMs).toBe(31_000);
+    expect(core.handle({ type: "timeAdvanced" }, 20_000).wakeAtMs).toBe(31_000);
+    const stop = core.handle({ type: "stopRequested", signal: "SIGINT" }, 25_000);
+    expect(stop.wakeAtMs).toBe(35_000);
+    expect(core.handle({ type: "timeAdvanced" }, 35_000).wakeAtMs).toBeNull(); // the stage was SIGKILLed: its exits come as events
+  });
+});
+
 describe("randomized: any order of readiness, exits, stop requests and ticks", () => {
   test("ends with exactly one exit, after every spawned child has exited, with invariants holding at every step", () => {
     let seed = 7;
@@ -220,7 +234,7 @@ describe("randomized: any order of readiness, exits, stop requests and ticks", (
           exitedIds.add(id);
           apply({ type: "childExited", id, code: 0, signal: null });
         } else if (r < 0.65) apply({ type: "stopRequested", signal: "SIGINT" });
-        else apply({ type: "tick" });
+        else apply({ type: "timeAdvanced" });
         // The adapters carry signals out: a signalled child exits some time later.
         if (core.currentState === "STOPPING" && id && rand() < 0.5 && !exitedIds.has(id)) {
           exitedIds.add(id);

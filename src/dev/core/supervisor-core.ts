@@ -1,8 +1,12 @@
+import type { Decision } from "../../common/core/decision";
 import type { ChildSpec } from "./dev-plan";
+import { SupervisorError } from "./supervisor-error";
 import type { SupervisorEvent } from "./supervisor-events";
 import type { SupervisorInstruction } from "./supervisor-instructions";
+import { assertSupervisorTransition, type SupervisorState } from "./supervisor-transitions";
 
-export type SupervisorState = "IDLE" | "STARTING" | "RUNNING" | "STOPPING" | "STOPPED";
+export { SupervisorError } from "./supervisor-error";
+export type { SupervisorState } from "./supervisor-transitions";
 export type ChildStatus = "PENDING" | "SPAWNED" | "READY" | "EXITED";
 
 export interface SupervisorConfig {
@@ -16,14 +20,6 @@ interface ChildState {
   readonly spec: ChildSpec;
   status: ChildStatus;
   endpoint: string;
-}
-
-/** SupervisorError: the adapter fed an event the core cannot apply (a bug, not a child's fault). */
-export class SupervisorError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "SupervisorError";
-  }
 }
 
 /**
@@ -67,13 +63,15 @@ export class SupervisorCore {
     return this.child(id).status;
   }
 
-  /** handle applies one event at `nowMs` and returns what the adapters must do. */
-  handle(event: SupervisorEvent, nowMs: number): SupervisorInstruction[] {
+  /** handle applies one event at `nowMs` and returns what the adapters must do, and when to wake it (a readiness or stop-grace deadline). */
+  handle(event: SupervisorEvent, nowMs: number): Decision<SupervisorInstruction> {
     const out: SupervisorInstruction[] = [];
+    // What fell due by now is applied first, whichever event brings the time (the timer may be late).
+    if (event.type !== "started") this.onTimeAdvanced(nowMs, out);
     switch (event.type) {
       case "started":
         if (this.state !== "IDLE") throw new SupervisorError(`started twice (state ${this.state})`);
-        this.state = "STARTING";
+        this.moveTo("STARTING");
         this.spawnStage(this.firstStage(), nowMs, out);
         break;
       case "childReady":
@@ -85,11 +83,22 @@ export class SupervisorCore {
       case "stopRequested":
         this.onStopRequested(event.signal, nowMs, out);
         break;
-      case "tick":
-        this.onTick(nowMs, out);
+      case "timeAdvanced":
         break;
     }
-    return out;
+    return { instructions: out, wakeAtMs: this.wakeAtMs() };
+  }
+
+  /** wakeAtMs: the readiness deadline while starting, the stop grace's end while a stage is being stopped. */
+  private wakeAtMs(): number | null {
+    if (this.state === "STARTING") return this.readyDeadlineMs;
+    if (this.state === "STOPPING" && !this.stopStageKilled) return this.stopDeadlineMs;
+    return null;
+  }
+
+  private moveTo(to: SupervisorState): void {
+    assertSupervisorTransition(this.state, to);
+    this.state = to;
   }
 
   private firstStage(): number {
@@ -129,7 +138,7 @@ export class SupervisorCore {
       this.spawnStage(Math.min(...next), nowMs, out);
       return;
     }
-    this.state = "RUNNING";
+    this.moveTo("RUNNING");
     out.push({ type: "announceReady", endpoints: this.children.map((x) => [x.spec.id, x.endpoint] as const) });
   }
 
@@ -160,7 +169,7 @@ export class SupervisorCore {
     this.beginStop(0, nowMs, out);
   }
 
-  private onTick(nowMs: number, out: SupervisorInstruction[]): void {
+  private onTimeAdvanced(nowMs: number, out: SupervisorInstruction[]): void {
     if (this.state === "STARTING" && nowMs >= this.readyDeadlineMs) {
       const waiting = this.children.filter((c) => c.spec.stage === this.startStage && c.status === "SPAWNED").map((c) => c.spec.id);
       out.push({
@@ -182,7 +191,7 @@ export class SupervisorCore {
   }
 
   private beginStop(code: number, nowMs: number, out: SupervisorInstruction[]): void {
-    this.state = "STOPPING";
+    this.moveTo("STOPPING");
     this.exitCode = code;
     this.advanceStop(nowMs, out);
   }
@@ -191,7 +200,7 @@ export class SupervisorCore {
   private advanceStop(nowMs: number, out: SupervisorInstruction[]): void {
     const live = this.live();
     if (live.length === 0) {
-      this.state = "STOPPED";
+      this.moveTo("STOPPED");
       out.push({ type: "exit", code: this.exitCode });
       return;
     }
@@ -203,8 +212,8 @@ export class SupervisorCore {
     for (const c of live) if (c.spec.stage === stage) out.push({ type: "signalChild", id: c.spec.id, signal: "SIGTERM" });
   }
 
-  /** validate checks the invariants the tests run after every step. */
-  validate(): void {
+  /** validateState checks the invariants the tests run after every step. */
+  validateState(): void {
     const live = this.live().length;
     if (this.state === "STOPPED" && live > 0) throw new SupervisorError("STOPPED with live children");
     if (this.state === "IDLE" && this.children.some((c) => c.status !== "PENDING")) throw new SupervisorError("IDLE with spawned children");

@@ -8,5 +8,5 @@ export type SupervisorEvent =
   | { readonly type: "childExited"; readonly id: string; readonly code: number | null; readonly signal: string | null }
   /** The operator asked to stop (Ctrl-C or SIGTERM). */
   | { readonly type: "stopRequested"; readonly signal: string }
-  /** Time passed: deadlines (readiness, stop grace) are checked. */
-  | { readonly type: "tick" };
+  /** Time passed (the driver's timer, at the decision's wakeAtMs): deadlines (readiness, stop grace) are checked. */
+  | { readonly type: "timeAdvanced" };
