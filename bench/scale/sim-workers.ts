@@ -26,9 +26,11 @@ import {
   DEFAULT_RED_LINES,
   HeartbeatScheduleCore,
   type HeartbeatPublishMode,
+  type HeartbeatScheduleEvent,
   type HeartbeatScheduleInstruction,
 } from "../../src/worker/core/heartbeat-schedule";
 import { mulberry32 } from "../../test/support/mulberry32";
+import { CoreDriver } from "../../src/common/core/core-driver";
 import type { SlotChange } from "./slot-responder";
 
 export interface SimConfig {
@@ -134,6 +136,7 @@ class KeepaliveStream {
 class SimPublisher {
   private lease: string | null = null;
   private readonly core: HeartbeatScheduleCore;
+  private readonly driver: CoreDriver<HeartbeatScheduleEvent, HeartbeatScheduleInstruction>;
   published = 0;
   sampled = 0;
 
@@ -144,45 +147,40 @@ class SimPublisher {
     private readonly sample: () => WorkerHeartbeat,
   ) {
     this.core = new HeartbeatScheduleCore({ mode: cfg.mode, intervalMs: cfg.intervalMs, refreshMs: cfg.refreshMs, redLines: DEFAULT_RED_LINES });
+    this.driver = new CoreDriver(this.core, { name: "heartbeat", carryOut: (i) => this.carryOut(i), nowMs: () => Date.now(), timeAdvanced: { type: "timeAdvanced" } });
   }
 
   start(): void {
-    void this.wake();
+    this.driver.advance();
   }
 
-  private async wake(): Promise<void> {
+  private carryOut(ins: HeartbeatScheduleInstruction): void {
+    if (ins.type === "putHeartbeat") return void this.put(ins.heartbeat);
     this.sampled++;
-    await this.carryOut(this.core.handle({ type: "sampleTaken", sample: this.sample() }, Date.now()));
+    this.driver.post({ type: "sampleTaken", sample: this.sample() });
   }
 
-  private async carryOut(instructions: HeartbeatScheduleInstruction[]): Promise<void> {
-    for (const ins of instructions) {
-      if (ins.type === "armTimer") setTimeout(() => void this.wake(), Math.max(0, ins.atMs - Date.now()));
-      else await this.carryOut(await this.put(ins.heartbeat));
-    }
-  }
-
-  private async put(heartbeat: WorkerHeartbeat): Promise<HeartbeatScheduleInstruction[]> {
+  private async put(heartbeat: WorkerHeartbeat): Promise<void> {
     try {
       if (this.lease === null) {
         const granted = await this.client.leaseClient.leaseGrant({ TTL: LEASE_TTL_S, ID: 0 });
         const id = String(granted.ID);
         this.lease = id;
-        this.core.handle({ type: "leaseReplaced" }, Date.now());
+        this.driver.post({ type: "leaseReplaced" });
         this.keepalives.add(id, () => {
           if (this.lease !== id) return;
           this.lease = null;
-          this.core.handle({ type: "leaseReplaced" }, Date.now());
+          this.driver.post({ type: "leaseReplaced" });
         });
       }
       await this.client.kv.put({ key: Buffer.from(this.key), value: Buffer.from(JSON.stringify(heartbeat)), lease: this.lease });
       this.published++;
-      return this.core.handle({ type: "putSucceeded", heartbeat }, Date.now());
+      this.driver.post({ type: "putSucceeded", heartbeat });
     } catch {
       if (this.lease !== null) this.keepalives.remove(this.lease);
       this.lease = null;
-      this.core.handle({ type: "leaseReplaced" }, Date.now());
-      return this.core.handle({ type: "putFailed" }, Date.now());
+      this.driver.post({ type: "leaseReplaced" });
+      this.driver.post({ type: "putFailed" });
     }
   }
 }

@@ -199,7 +199,7 @@ function runSeed(seed: number): { requests: number; grants: number; refusals: nu
           const sample = sampleOf(w, now);
           for (const mode of ["EVERY_INTERVAL", "ON_CHANGE"] as const) {
             const out = w.schedules[mode].handle({ type: "sampleTaken", sample }, now);
-            const put = out.find((i) => i.type === "putHeartbeat");
+            const put = out.instructions.find((i) => i.type === "putHeartbeat");
             if (put && put.type === "putHeartbeat") {
               w.schedules[mode].handle({ type: "putSucceeded", heartbeat: put.heartbeat }, now);
               cores[mode].handle({ type: "workerUpdated", heartbeat: put.heartbeat }, now);

@@ -1,10 +1,12 @@
 import type { Etcd3, Lease } from "etcd3";
 import type { Logger } from "../../common/logging/logger";
 import type { WorkerHeartbeat } from "../../common/registry/worker-heartbeat";
+import { CoreDriver } from "../../common/core/core-driver";
 import {
   DEFAULT_RED_LINES,
   HeartbeatScheduleCore,
   type HeartbeatPublishMode,
+  type HeartbeatScheduleEvent,
   type HeartbeatScheduleInstruction,
   type PutReason,
   type RedLines,
@@ -43,12 +45,13 @@ export interface HeartbeatPublisherOptions {
  */
 export class HeartbeatPublisher {
   private lease: Lease | null = null;
-  private timer: ReturnType<typeof setTimeout> | null = null;
   private stopped = false;
   private failing = false;
   private publishes = 0;
   private samples = 0;
   private readonly core: HeartbeatScheduleCore;
+  /** Runs the core on the wall clock (a heartbeat carries wall-clock time): one timer at its next wake. */
+  private readonly driver: CoreDriver<HeartbeatScheduleEvent, HeartbeatScheduleInstruction>;
 
   constructor(
     private readonly client: Etcd3,
@@ -64,6 +67,7 @@ export class HeartbeatPublisher {
       refreshMs: opts.refreshMs ?? Math.max(DEFAULT_REFRESH_MS, opts.intervalMs),
       redLines: opts.redLines ?? DEFAULT_RED_LINES,
     });
+    this.driver = new CoreDriver(this.core, { name: "heartbeat", carryOut: (i) => this.carryOut(i), nowMs: () => Date.now(), timeAdvanced: { type: "timeAdvanced" }, log });
   }
 
   get key(): string {
@@ -81,42 +85,34 @@ export class HeartbeatPublisher {
   }
 
   start(): void {
-    void this.wake();
+    this.driver.advance();
   }
 
-  private async wake(): Promise<void> {
-    this.timer = null;
+  private carryOut(ins: HeartbeatScheduleInstruction): void {
     if (this.stopped) return;
+    if (ins.type === "putHeartbeat") return void this.put(ins.heartbeat, ins.reason);
     this.onCycle();
     let sample: WorkerHeartbeat;
     try {
       sample = this.sample();
     } catch (err) {
       this.log.warn({ component: "heartbeat", key: this.key, err }, "heartbeat sample failed; trying again next interval");
-      this.arm(Date.now() + this.opts.intervalMs);
-      return;
+      return this.driver.post({ type: "sampleFailed" });
     }
     this.samples++;
-    await this.carryOut(this.core.handle({ type: "sampleTaken", sample }, Date.now()));
+    this.driver.post({ type: "sampleTaken", sample });
   }
 
-  private async carryOut(instructions: HeartbeatScheduleInstruction[]): Promise<void> {
-    for (const ins of instructions) {
-      if (this.stopped) return;
-      if (ins.type === "armTimer") this.arm(ins.atMs);
-      else await this.carryOut(await this.put(ins.heartbeat, ins.reason));
-    }
-  }
-
-  private async put(heartbeat: WorkerHeartbeat, reason: PutReason): Promise<HeartbeatScheduleInstruction[]> {
+  /** put puts the heartbeat under the current lease and reports the outcome to the core. */
+  private async put(heartbeat: WorkerHeartbeat, reason: PutReason): Promise<void> {
     try {
       const lease = this.currentLease();
       await lease.put(this.key).value(JSON.stringify(heartbeat));
       if (this.lease !== lease) {
         // The lease was lost while the put was on its way: the new lease has no value yet.
-        this.core.handle({ type: "putSucceeded", heartbeat }, Date.now());
-        this.core.handle({ type: "leaseReplaced" }, Date.now());
-        return [{ type: "armTimer", atMs: Date.now() }];
+        this.driver.post({ type: "putSucceeded", heartbeat });
+        this.driver.post({ type: "leaseReplaced" });
+        return;
       }
       this.publishes++;
       this.opts.onPut?.(reason);
@@ -124,7 +120,7 @@ export class HeartbeatPublisher {
         this.failing = false;
         this.log.info({ component: "heartbeat", key: this.key }, "heartbeat published again");
       }
-      return this.core.handle({ type: "putSucceeded", heartbeat }, Date.now());
+      this.driver.post({ type: "putSucceeded", heartbeat });
     } catch (err) {
       // A put under a lease etcd no longer knows (expired during an outage) fails: start over.
       this.dropLease();
@@ -132,14 +128,8 @@ export class HeartbeatPublisher {
         this.failing = true;
         this.log.warn({ component: "heartbeat", key: this.key, err }, "heartbeat failed; retrying every interval while etcd is away");
       }
-      return this.core.handle({ type: "putFailed" }, Date.now());
+      this.driver.post({ type: "putFailed" });
     }
-  }
-
-  private arm(atMs: number): void {
-    if (this.stopped) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.wake(), Math.max(0, atMs - Date.now()));
   }
 
   private currentLease(): Lease {
@@ -148,12 +138,12 @@ export class HeartbeatPublisher {
       lease.on("lost", () => {
         if (this.lease !== lease) return;
         this.lease = null;
-        this.core.handle({ type: "leaseReplaced" }, Date.now());
+        this.driver.post({ type: "leaseReplaced" });
       });
       // keepalive failures while etcd is down are expected; 'lost' is what matters.
       lease.on("keepaliveFailed", () => {});
       this.lease = lease;
-      this.core.handle({ type: "leaseReplaced" }, Date.now());
+      this.driver.post({ type: "leaseReplaced" });
     }
     return this.lease;
   }
@@ -162,13 +152,13 @@ export class HeartbeatPublisher {
     const lease = this.lease;
     this.lease = null;
     if (lease) void lease.revoke().catch(() => {});
-    this.core.handle({ type: "leaseReplaced" }, Date.now());
+    this.driver.post({ type: "leaseReplaced" });
   }
 
   /** stop ends the heartbeats and revokes the lease (deleting the key). */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
+    this.driver.stop();
     const lease = this.lease;
     this.lease = null;
     if (lease) {

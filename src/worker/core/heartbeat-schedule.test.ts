@@ -8,6 +8,7 @@ import {
   validateHeartbeatScheduleConfig,
   type HeartbeatPublishMode,
   type HeartbeatScheduleConfig,
+  type HeartbeatScheduleEvent,
   type HeartbeatScheduleInstruction,
 } from "./heartbeat-schedule";
 
@@ -21,12 +22,22 @@ const cfg = (mode: HeartbeatPublishMode, over: Partial<HeartbeatScheduleConfig> 
 });
 const hb = (nowMs: number, over: Partial<WorkerHeartbeat> = {}) => testHeartbeat(ADDR, { taskSlots: 10, lastHeartbeatMs: nowMs, ...over });
 
-/** sampleAndPut feeds a sample; if the core asks for a put, reports it as succeeded. Returns all instructions. */
-function sampleAndPut(core: HeartbeatScheduleCore, sample: WorkerHeartbeat, nowMs: number): HeartbeatScheduleInstruction[] {
-  const first = core.handle({ type: "sampleTaken", sample }, nowMs);
+/** A decision read as a list: its instructions, then its wake-up as an `armTimer` step (the driver arms one timer there). */
+type Step = HeartbeatScheduleInstruction | { type: "armTimer"; atMs: number };
+
+/** step feeds one event, checks the invariants and returns the decision as steps. */
+function step(core: HeartbeatScheduleCore, event: HeartbeatScheduleEvent, nowMs: number): Step[] {
+  const d = core.handle(event, nowMs);
+  core.validateState();
+  return [...d.instructions, ...(d.wakeAtMs !== null ? [{ type: "armTimer" as const, atMs: d.wakeAtMs }] : [])];
+}
+
+/** sampleAndPut feeds a sample; if the core asks for a put, reports it as succeeded. Returns all steps. */
+function sampleAndPut(core: HeartbeatScheduleCore, sample: WorkerHeartbeat, nowMs: number): Step[] {
+  const first = step(core, { type: "sampleTaken", sample }, nowMs);
   const put = first.find((i) => i.type === "putHeartbeat");
   if (!put) return first;
-  return [...first, ...core.handle({ type: "putSucceeded", heartbeat: sample }, nowMs)];
+  return [...first, ...step(core, { type: "putSucceeded", heartbeat: sample }, nowMs)];
 }
 
 describe("HeartbeatScheduleCore", () => {
@@ -84,15 +95,28 @@ describe("HeartbeatScheduleCore", () => {
   test("a failed put is retried at the next tick even if nothing changed; a new lease gets a put at once", () => {
     const core = new HeartbeatScheduleCore(cfg("ON_CHANGE"));
     sampleAndPut(core, hb(0), 0);
-    expect(core.handle({ type: "sampleTaken", sample: hb(1_000) }, 1_000)[0]!.type).toBe("putHeartbeat");
-    expect(core.handle({ type: "putFailed" }, 1_010)).toEqual([{ type: "armTimer", atMs: 1_210 }]);
-    expect(core.handle({ type: "sampleTaken", sample: hb(1_210) }, 1_210)).toEqual([{ type: "putHeartbeat", heartbeat: hb(1_210), reason: "RETRY" }]);
-    core.handle({ type: "putSucceeded", heartbeat: hb(1_210) }, 1_220);
+    expect(step(core, { type: "sampleTaken", sample: hb(1_000) }, 1_000)[0]!.type).toBe("putHeartbeat");
+    expect(step(core, { type: "putFailed" }, 1_010)).toEqual([{ type: "armTimer", atMs: 1_210 }]);
+    expect(step(core, { type: "sampleTaken", sample: hb(1_210) }, 1_210)).toEqual([{ type: "putHeartbeat", heartbeat: hb(1_210), reason: "RETRY" }]);
+    step(core, { type: "putSucceeded", heartbeat: hb(1_210) }, 1_220);
     expect(sampleAndPut(core, hb(1_400), 1_400)[0]!.type).toBe("armTimer");
-    // The lease expired (etcd lost it during an outage): the key went with it.
-    expect(core.handle({ type: "leaseReplaced" }, 1_500)).toEqual([]);
+    // The lease expired (etcd lost it during an outage): the key went with it; the core wakes at once.
+    expect(step(core, { type: "leaseReplaced" }, 1_500)).toEqual([{ type: "armTimer", atMs: 1_500 }]);
     expect(core.lastPublished).toBeNull();
+    expect(step(core, { type: "timeAdvanced" }, 1_500)).toEqual([{ type: "takeSample" }]);
     expect(sampleAndPut(core, hb(1_600), 1_600)[0]).toEqual({ type: "putHeartbeat", heartbeat: hb(1_600), reason: "FIRST" });
+  });
+
+  test("the core asks for each sample at its wake-up: the first at once, none while a sample or a put is awaited, none on an early timer", () => {
+    const core = new HeartbeatScheduleCore(cfg("ON_CHANGE"));
+    expect(step(core, { type: "timeAdvanced" }, 0)).toEqual([{ type: "takeSample" }]);
+    expect(step(core, { type: "timeAdvanced" }, 5)).toEqual([]); // the sample is awaited
+    expect(step(core, { type: "sampleTaken", sample: hb(5) }, 5)).toEqual([{ type: "putHeartbeat", heartbeat: hb(5), reason: "FIRST" }]);
+    expect(step(core, { type: "timeAdvanced" }, 9)).toEqual([]); // the put is awaited
+    expect(step(core, { type: "putSucceeded", heartbeat: hb(5) }, 10)).toEqual([{ type: "armTimer", atMs: 210 }]);
+    expect(step(core, { type: "timeAdvanced" }, 200)).toEqual([{ type: "armTimer", atMs: 210 }]); // early
+    expect(step(core, { type: "timeAdvanced" }, 210)).toEqual([{ type: "takeSample" }]);
+    expect(step(core, { type: "sampleFailed" }, 211)).toEqual([{ type: "armTimer", atMs: 411 }]);
   });
 
   test("a misused core says so: a sample while a put is in flight, an outcome with no put", () => {

@@ -1,4 +1,10 @@
+import type { Decision } from "../../common/core/decision";
 import type { WorkerHeartbeat } from "../../common/registry/worker-heartbeat";
+import type { HeartbeatScheduleEvent } from "./heartbeat-schedule-events";
+import type { HeartbeatScheduleInstruction, PutReason } from "./heartbeat-schedule-instructions";
+
+export type * from "./heartbeat-schedule-events";
+export type * from "./heartbeat-schedule-instructions";
 
 /**
  * HeartbeatPublishMode says which samples a Worker puts into etcd:
@@ -41,58 +47,6 @@ export function validateHeartbeatScheduleConfig(c: HeartbeatScheduleConfig): str
   return problems;
 }
 
-// ------------------------------------------------------------------ events and instructions
-
-/** HeartbeatScheduleEvent: the facts the publisher adapter reports, in the past tense. */
-export type HeartbeatScheduleEvent = SampleTaken | PutSucceeded | PutFailed | LeaseReplaced;
-
-/** The adapter woke (a tick or a refresh deadline) and sampled the Worker's state. */
-export interface SampleTaken {
-  readonly type: "sampleTaken";
-  readonly sample: WorkerHeartbeat;
-}
-
-/** The put the core asked for is in etcd. */
-export interface PutSucceeded {
-  readonly type: "putSucceeded";
-  readonly heartbeat: WorkerHeartbeat;
-}
-
-/** The put failed (etcd away, lease unknown to etcd). */
-export interface PutFailed {
-  readonly type: "putFailed";
-}
-
-/** The lease was lost or dropped: the key is gone (or will be) with it, whatever was put under it. */
-export interface LeaseReplaced {
-  readonly type: "leaseReplaced";
-}
-
-/** Why a heartbeat is put (a label of blockx_worker_heartbeat_puts_total). */
-export type PutReason =
-  | "FIRST" // nothing was put under the current lease yet
-  | "EVERY_INTERVAL" // mode EVERY_INTERVAL puts every sample
-  | "CAPACITY_CHANGED" // taskSlots or free capacity differs from the last put
-  | "RED_LINE_CROSSED" // cpu, memory or error rate is on the other side of its red line
-  | "REFRESH" // nothing changed, but the last put is refreshMs old
-  | "RETRY"; // the previous put failed
-
-/** HeartbeatScheduleInstruction: what the adapter must do, imperatively. */
-export type HeartbeatScheduleInstruction = PutHeartbeat | ArmTimer;
-
-/** Put this value at the Worker's key under the current lease, then report putSucceeded/putFailed. */
-export interface PutHeartbeat {
-  readonly type: "putHeartbeat";
-  readonly heartbeat: WorkerHeartbeat;
-  readonly reason: PutReason;
-}
-
-/** Sample again at `atMs` (after the put, if one is asked for in the same decision, has ended). */
-export interface ArmTimer {
-  readonly type: "armTimer";
-  readonly atMs: number;
-}
-
 // ------------------------------------------------------------------ the core
 
 /**
@@ -120,9 +74,9 @@ function decisionKey(hb: WorkerHeartbeat, r: RedLines): DecisionKey {
 }
 
 /**
- * HeartbeatScheduleCore decides, for each sample of a Worker's state, whether it is put into etcd
- * (Sans-IO: the adapter samples, puts, arms timers and feeds back the outcomes; `nowMs` is the
- * wall clock the sample's `lastHeartbeatMs` carries).
+ * HeartbeatScheduleCore decides when the Worker's state is sampled and whether a sample is put
+ * into etcd (Sans-IO: its decisions ask the adapter to sample or put and say when to wake; the
+ * adapter feeds back the outcomes; `nowMs` is the wall clock the sample's `lastHeartbeatMs` carries).
  *
  * ON_CHANGE puts a sample when, compared with the last put that succeeded under the current lease:
  * the capacity changed, a red line was crossed, the last put failed, the lease is new, or the
@@ -148,6 +102,10 @@ export class HeartbeatScheduleCore {
   private lastPutFailed = false;
   /** The put asked for and not yet reported. */
   private inFlight: WorkerHeartbeat | null = null;
+  /** What the core waits for from the adapter: a sample it asked for, a put's outcome, or nothing. */
+  private awaiting: "none" | "sample" | "put" = "none";
+  /** When to wake next; 0 at first: the first timeAdvanced samples at once. */
+  private wakeAtMs: number | null = 0;
 
   constructor(config: HeartbeatScheduleConfig) {
     const problems = validateHeartbeatScheduleConfig(config);
@@ -155,36 +113,74 @@ export class HeartbeatScheduleCore {
     this.config = Object.freeze({ ...config, redLines: Object.freeze({ ...config.redLines }) });
   }
 
-  /** handle feeds one event; the returned instructions are carried out in order. */
-  handle(event: HeartbeatScheduleEvent, nowMs: number): HeartbeatScheduleInstruction[] {
+  /**
+   * handle feeds one event and returns the decision: the instructions, carried out in order, and
+   * when to wake next (null while a sample or a put is awaited: its report decides).
+   */
+  handle(event: HeartbeatScheduleEvent, nowMs: number): Decision<HeartbeatScheduleInstruction> {
+    const out: HeartbeatScheduleInstruction[] = [];
     switch (event.type) {
+      case "timeAdvanced":
+        if (this.awaiting === "none" && this.wakeAtMs !== null && nowMs >= this.wakeAtMs) {
+          this.awaiting = "sample";
+          this.wakeAtMs = null;
+          out.push({ type: "takeSample" });
+        }
+        break;
       case "sampleTaken": {
         if (this.inFlight !== null) throw new Error("HeartbeatScheduleCore: sampleTaken while a put is in flight");
+        this.awaiting = "none";
         const reason = this.putReason(event.sample, nowMs);
-        if (reason === null) return [{ type: "armTimer", atMs: this.nextWakeMs(nowMs) }];
+        if (reason === null) {
+          this.wakeAtMs = this.nextWakeMs(nowMs);
+          break;
+        }
         this.inFlight = event.sample;
-        return [{ type: "putHeartbeat", heartbeat: event.sample, reason }];
+        this.awaiting = "put";
+        this.wakeAtMs = null;
+        out.push({ type: "putHeartbeat", heartbeat: event.sample, reason });
+        break;
       }
+      case "sampleFailed":
+        this.awaiting = "none";
+        this.wakeAtMs = nowMs + this.config.intervalMs;
+        break;
       case "putSucceeded": {
         if (this.inFlight === null) throw new Error("HeartbeatScheduleCore: putSucceeded with no put in flight");
         this.inFlight = null;
+        this.awaiting = "none";
         this.lastPut = event.heartbeat;
         this.lastPutKey = decisionKey(event.heartbeat, this.config.redLines);
         this.lastPutAtMs = event.heartbeat.lastHeartbeatMs;
         this.lastPutFailed = false;
-        return [{ type: "armTimer", atMs: this.nextWakeMs(nowMs) }];
+        this.wakeAtMs = this.nextWakeMs(nowMs);
+        break;
       }
       case "putFailed": {
         if (this.inFlight === null) throw new Error("HeartbeatScheduleCore: putFailed with no put in flight");
         this.inFlight = null;
+        this.awaiting = "none";
         this.lastPutFailed = true;
-        return [{ type: "armTimer", atMs: nowMs + this.config.intervalMs }];
+        this.wakeAtMs = nowMs + this.config.intervalMs;
+        break;
       }
       case "leaseReplaced":
+        // The key went (or goes) with the old lease: the new one gets a put at once, unless a put
+        // under way reports first (its outcome then decides).
         this.lastPut = null;
         this.lastPutKey = null;
-        return [];
+        if (this.awaiting === "none") this.wakeAtMs = nowMs;
+        break;
     }
+    return { instructions: out, wakeAtMs: this.wakeAtMs };
+  }
+
+  /** validateState checks the invariants and throws on a broken one; tests call it after every step. */
+  validateState(): void {
+    if ((this.inFlight !== null) !== (this.awaiting === "put")) throw new Error(`a put is ${this.inFlight ? "" : "not "}in flight while awaiting ${this.awaiting}`);
+    if (this.awaiting !== "none" && this.wakeAtMs !== null) throw new Error(`a wake-up at ${this.wakeAtMs} while awaiting a ${this.awaiting}`);
+    if (this.awaiting === "none" && this.wakeAtMs === null) throw new Error("nothing awaited and no wake-up: the heartbeat would stop");
+    if ((this.lastPut === null) !== (this.lastPutKey === null)) throw new Error("the last put and its decision key disagree");
   }
 
   /** lastPublished is the heartbeat most recently put under the current lease (null: none). */
