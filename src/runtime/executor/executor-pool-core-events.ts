@@ -8,8 +8,10 @@
 export type ExecutorPoolEvent = TimeAdvanced | ExecutorIntroduced | ExecutorHeardFrom | ExecutorDied | CallSubmitted | CallEnded | CallRunning | CallWaiting | MemorySampled;
 
 /**
- * The adapter's periodic timer fired: pings become due, silent executors turn out hung, dead slots
- * become due to start. A fresh pool's first timeAdvanced starts every executor.
+ * The driver's timer fired (at the decision's wakeAtMs, or earlier): pings become due, silent
+ * executors turn out hung, dead slots become due to start, calls past the wall-clock ceiling get
+ * their executor killed, memory is due to be sampled. A fresh pool's first timeAdvanced starts
+ * every executor.
  */
 export interface TimeAdvanced {
   readonly type: "timeAdvanced";

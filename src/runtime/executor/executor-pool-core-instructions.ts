@@ -4,7 +4,18 @@
  * incarnation it is about (`${index}.${generation}`), so the adapter can tell a stale instruction
  * from a current one. The adapter carries them out in order.
  */
-export type ExecutorPoolInstruction = KillHungExecutor | KillExecutor | StartExecutor | PingExecutor | SendCall | ScheduleRestart | RecycleExecutor;
+export type ExecutorPoolInstruction = KillHungExecutor | KillExecutor | StartExecutor | PingExecutor | SendCall | ScheduleRestart | RecycleExecutor | SampleMemory;
+
+/**
+ * SampleMemory: read the resident memory of every live executor's process tree now and report
+ * each as memorySampled (the pool's one periodic IO; the core judges the figures).
+ */
+export interface SampleMemory {
+  readonly type: "sampleMemory";
+  /** SampleMemory concerns no one slot; -1 keeps the instructions' shape. */
+  readonly index: -1;
+  readonly executorId: "";
+}
 
 /**
  * RecycleExecutor: the idle executor served another owner; calls of a new owner wait for it. Kill
@@ -65,8 +76,8 @@ export interface SendCall {
 
 /**
  * ScheduleRestart: the slot's executor is down and may start again at `restartAtMs` (exponential
- * backoff); the first timeAdvanced at or after that returns its startExecutor. The adapter's
- * periodic timer covers it; the adapter logs it.
+ * backoff); the first timeAdvanced at or after that returns its startExecutor (the decision's
+ * wakeAtMs covers it); the adapter logs it.
  */
 export interface ScheduleRestart {
   readonly type: "scheduleRestart";

@@ -16,13 +16,16 @@ const timing: PoolCoreTiming = {
   stallMs: 100,
   wallClockCeilingMs: 3000,
   memoryLimitBytes: 1000,
+  memorySampleMs: 50,
 };
 
 /** step feeds one event and checks every invariant after it. */
 function step(core: ExecutorPoolCore, event: ExecutorPoolEvent, nowMs: number): ExecutorPoolInstruction[] {
-  const out = core.handle(event, nowMs);
+  const d = core.handle(event, nowMs);
   core.validateState();
-  return out;
+  // Once time was applied, the next wake-up is in the future: a driver never spins on a due deadline.
+  if (event.type === "timeAdvanced" && d.wakeAtMs !== null) expect(d.wakeAtMs).toBeGreaterThan(nowMs);
+  return d.instructions.filter((i) => i.type !== "sampleMemory");
 }
 
 /** indexes of the instructions of one type. */
@@ -41,6 +44,34 @@ function readyPool(n: number, t: PoolCoreTiming = timing): ExecutorPoolCore {
   for (let i = 0; i < n; i++) step(core, { type: "executorIntroduced", index: i }, 0);
   return core;
 }
+
+describe("ExecutorPoolCore wake-ups", () => {
+  test("each decision says when the next thing falls due: starts, pings, a silent executor's end, a call's ceiling, the memory sample", () => {
+    const core = new ExecutorPoolCore(1, timing);
+    const wake = (e: ExecutorPoolEvent, t: number) => core.handle(e, t).wakeAtMs;
+    expect(wake({ type: "timeAdvanced" }, 0)).toBe(50); // started: the Hello deadline (15001) and the first memory sample
+    expect(wake({ type: "timeAdvanced" }, 50)).toBe(100);
+    expect(wake({ type: "executorIntroduced", index: 0 }, 60)).toBe(100);
+    const sampleFree: PoolCoreTiming = { ...timing, memoryLimitBytes: Number.POSITIVE_INFINITY };
+    const quiet = new ExecutorPoolCore(1, sampleFree);
+    expect(quiet.handle({ type: "timeAdvanced" }, 0).wakeAtMs).toBe(15_001); // no limit, nothing sampled: the Hello deadline
+    expect(quiet.handle({ type: "executorIntroduced", index: 0 }, 10).wakeAtMs).toBe(1_000); // the first ping
+    expect(quiet.handle({ type: "timeAdvanced" }, 1_000).wakeAtMs).toBe(2_000);
+    quiet.handle({ type: "callSubmitted", callId: "c" }, 1_100);
+    expect(quiet.handle({ type: "executorHeardFrom", index: 0 }, 1_500).wakeAtMs).toBe(2_000);
+    expect(quiet.handle({ type: "callRunning", callId: "c" }, 1_600).wakeAtMs).toBe(2_000);
+    // Heard of at each ping, the executor's next deadline is its call's ceiling.
+    for (let t = 2_000; t <= 4_000; t += 1_000) {
+      quiet.handle({ type: "executorHeardFrom", index: 0 }, t);
+      quiet.handle({ type: "timeAdvanced" }, t);
+    }
+    expect(quiet.handle({ type: "executorHeardFrom", index: 0 }, 4_500).wakeAtMs).toBe(4_601); // 1600 + 3000 + 1
+    const killed = quiet.handle({ type: "timeAdvanced" }, 4_601);
+    expect(killed.instructions.map((i) => i.type)).toEqual(["killExecutor"]);
+    expect(killed.wakeAtMs).toBeNull(); // told to die: nothing until its death is reported
+    expect(quiet.handle({ type: "executorDied", index: 0 }, 4_700).wakeAtMs).toBe(4_800); // the restart, after its backoff
+  });
+});
 
 describe("ExecutorPoolCore kills", () => {
   const kills = (out: ExecutorPoolInstruction[]) => out.filter((i) => i.type === "killExecutor");

@@ -1,5 +1,6 @@
 import type { ExecutorPoolEvent } from "./executor-pool-core-events";
 import type { ExecutorPoolInstruction } from "./executor-pool-core-instructions";
+import type { Decision } from "../../common/core/decision";
 import { backoffMs } from "../../common/retry/backoff";
 
 export type ExecutorState = "STARTING" | "READY" | "DEAD";
@@ -40,7 +41,7 @@ interface Slot {
   draining: boolean;
   /** When one of its calls last ended, or it last went from idle to busy: how stalled() judges it. */
   progressAtMs: number;
-  /** This incarnation was told to be killed (memory, wall clock): not told again. */
+  /** This incarnation was told to be killed (hung, memory, wall clock): not told again, not pinged. */
   killed: boolean;
 }
 
@@ -69,6 +70,8 @@ export interface PoolCoreTiming {
   readonly wallClockCeilingMs: number;
   /** An executor's process tree resident above this many bytes is killed (EXECUTOR_MEMORY_LIMIT_MB). */
   readonly memoryLimitBytes: number;
+  /** How often live executors' memory is sampled (sampleMemory) while the limit is finite. */
+  readonly memorySampleMs: number;
 }
 
 /**
@@ -100,6 +103,8 @@ export class ExecutorPoolCore {
   private readonly runningSince = new Map<string, number>();
   /** The time of the last event: what validateState judges "could take it" at. */
   private nowMs = 0;
+  /** When live executors' memory is next sampled. */
+  private nextSampleAtMs = 0;
 
   constructor(
     count: number,
@@ -126,8 +131,16 @@ export class ExecutorPoolCore {
     }));
   }
 
-  /** handle applies one event at `nowMs` and returns what the adapter must do now, in order. */
-  handle(event: ExecutorPoolEvent, nowMs: number): ExecutorPoolInstruction[] {
+  /**
+   * handle applies one event at `nowMs` and returns the decision: what the adapter must do now, in
+   * order, and when the next thing falls due (a restart, a ping, a hung or overrunning executor, a
+   * stalled one widening the spread for waiting calls, a memory sample).
+   */
+  handle(event: ExecutorPoolEvent, nowMs: number): Decision<ExecutorPoolInstruction> {
+    return { instructions: this.step(event, nowMs), wakeAtMs: this.wakeAtMs() };
+  }
+
+  private step(event: ExecutorPoolEvent, nowMs: number): ExecutorPoolInstruction[] {
     const out: ExecutorPoolInstruction[] = [];
     this.nowMs = nowMs;
     switch (event.type) {
@@ -160,6 +173,8 @@ export class ExecutorPoolCore {
         this.countWaiting(event.ownerKey ?? "", 1);
         break;
       case "callRunning":
+        // Deleted first, so the map stays in the order the calls started running (wakeAtMs reads its head).
+        this.runningSince.delete(event.callId);
         if (this.assigned.has(event.callId)) this.runningSince.set(event.callId, nowMs);
         return out; // frees nothing: no call to place
       case "callWaiting":
@@ -191,6 +206,38 @@ export class ExecutorPoolCore {
     }
     this.dispatchWaiting(out, nowMs);
     return out;
+  }
+
+  /**
+   * wakeAtMs: the earliest time something falls due, or null when nothing will until an event.
+   * O(slots), plus the running calls of executors already told to die (the oldest running call
+   * heads the map).
+   */
+  private wakeAtMs(): number | null {
+    let at = Number.POSITIVE_INFINITY;
+    let live = false;
+    for (const s of this.slotList) {
+      if (s.state === "DEAD") {
+        at = Math.min(at, s.restartAtMs);
+        continue;
+      }
+      if (s.killed) continue; // told to die: its death is the next news
+      live = true;
+      if (s.state === "STARTING") at = Math.min(at, s.startedAtMs + this.timing.startTimeoutMs + 1);
+      else {
+        at = Math.min(at, s.lastHeardMs + this.timing.pingTimeoutMs + 1, s.lastPingMs + this.timing.pingIntervalMs);
+        // A busy executor that stalls widens the spread for calls that wait.
+        const stallsAt = s.progressAtMs + this.timing.stallMs;
+        if (this.waiting.length > 0 && s.calls.size > 0 && stallsAt > this.nowMs) at = Math.min(at, stallsAt);
+      }
+    }
+    for (const [callId, since] of this.runningSince) {
+      if (this.assigned.get(callId)?.killed) continue;
+      at = Math.min(at, since + this.timing.wallClockCeilingMs + 1);
+      break;
+    }
+    if (live && Number.isFinite(this.timing.memoryLimitBytes)) at = Math.min(at, this.nextSampleAtMs);
+    return at === Number.POSITIVE_INFINITY ? null : at;
   }
 
   // ---------------------------------------------------------------- queries
@@ -407,9 +454,15 @@ export class ExecutorPoolCore {
           s.lastPingMs = nowMs;
           starts.push({ type: "startExecutor", index: s.index, executorId: this.executorId(s.index) });
         }
+      } else if (s.killed) {
+        // Told to die (hung, memory, wall clock): nothing more of it until its death is reported.
       } else if (s.state === "STARTING") {
-        if (nowMs - s.startedAtMs > this.timing.startTimeoutMs) out.push({ type: "killHungExecutor", index: s.index, executorId: this.executorId(s.index), cause: "NO_HELLO" });
+        if (nowMs - s.startedAtMs > this.timing.startTimeoutMs) {
+          s.killed = true;
+          out.push({ type: "killHungExecutor", index: s.index, executorId: this.executorId(s.index), cause: "NO_HELLO" });
+        }
       } else if (nowMs - s.lastHeardMs > this.timing.pingTimeoutMs) {
+        s.killed = true;
         out.push({ type: "killHungExecutor", index: s.index, executorId: this.executorId(s.index), cause: "NO_PONG" });
       } else if (nowMs - s.lastPingMs >= this.timing.pingIntervalMs) {
         s.lastPingMs = nowMs;
@@ -422,6 +475,11 @@ export class ExecutorPoolCore {
       if (!s || s.killed || nowMs - since <= this.timing.wallClockCeilingMs) continue;
       s.killed = true;
       out.push({ type: "killExecutor", index: s.index, executorId: this.executorId(s.index), cause: "WALL_CLOCK", callId, ranMs: nowMs - since });
+    }
+    const live = this.slotList.some((s) => s.state !== "DEAD" && !s.killed);
+    if (live && Number.isFinite(this.timing.memoryLimitBytes) && nowMs >= this.nextSampleAtMs) {
+      this.nextSampleAtMs = nowMs + this.timing.memorySampleMs;
+      out.push({ type: "sampleMemory", index: -1, executorId: "" });
     }
     out.push(...starts, ...pings);
   }

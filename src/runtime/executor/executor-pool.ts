@@ -1,4 +1,5 @@
 import { runningNowMs } from "../../common/clock/running-clock";
+import { CoreDriver } from "../../common/core/core-driver";
 import { createHash, randomBytes } from "node:crypto";
 import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
@@ -27,8 +28,8 @@ import { sourceBytesOver } from "../functions/function-lookup";
 import { PROTOCOL_VERSION, SOURCE_NOT_CACHED, type ExecutorMessage, type LogLine, type PoolMessage, type PrefetchedWire, type ResumeResult, type SuspensionRequest } from "./protocol";
 import { type JsonValue } from "../json/raw-json";
 
-/** How often the pool checks pings, memory, wall-clock ceilings and restarts. */
-const TICK_MS = 50;
+/** How often live executors' memory is read (EXECUTOR_MEMORY_LIMIT_MB is enforced between reads). */
+const MEMORY_SAMPLE_MS = 50;
 /** How deep a call's input may nest: the executor's JSON reader recurses per level. */
 const MAX_INPUT_DEPTH = 256;
 /** Digests the pool remembers having sent to one executor (the executor keeps fewer: a miss is resent). */
@@ -122,7 +123,8 @@ export class ExecutorPool {
   private readonly runtimeDir: string;
   private readonly socketPath: string;
   private listener: UnixSocketListener<unknown> | null = null;
-  private timer: ReturnType<typeof setInterval> | null = null;
+  /** Runs the core on the running clock: one timer at its next wake-up. */
+  private readonly driver: CoreDriver<ExecutorPoolEvent, ExecutorPoolInstruction>;
   private closed = false;
   private restarts = 0;
   private sourcesSent = 0;
@@ -166,7 +168,9 @@ export class ExecutorPool {
       stallMs: EXECUTOR_STALL_MS,
       wallClockCeilingMs: config.wallClockCeilingMs,
       memoryLimitBytes: config.memoryLimitBytes,
+      memorySampleMs: MEMORY_SAMPLE_MS,
     });
+    this.driver = new CoreDriver(this.core, { name: "executor-pool", carryOut: (i) => this.carryOut(i), nowMs: runningNowMs, timeAdvanced: { type: "timeAdvanced" }, log });
     this.executors = Array.from({ length: config.executorCount }, () => null);
     this.lonePoll = new LoneCallPoll(config.hotWaitUs);
     this.python = python;
@@ -197,7 +201,6 @@ export class ExecutorPool {
     }
     // A fresh core has every slot due to start.
     pool.apply({ type: "timeAdvanced" });
-    pool.timer = setInterval(() => pool.tick(), TICK_MS);
     try {
       await pool.waitReady(opts.waitForAll ? config.executorCount : 1, 30_000);
     } catch (e) {
@@ -290,7 +293,7 @@ export class ExecutorPool {
     if (this.closed) return;
     this.closed = true;
     this.lonePoll.stop();
-    if (this.timer) clearInterval(this.timer);
+    this.driver.stop();
     for (const call of [...this.calls.values()]) {
       if (!call.executor) this.finish(call, this.failure(CallErrorCode.PoolClosed, "the executor pool is shut down"));
     }
@@ -348,12 +351,18 @@ export class ExecutorPool {
     this.executors[index] = e;
   }
 
-  /** apply feeds one event to the core (at `nowMs`, default now) and carries out its instructions, in order. */
-  private apply(event: ExecutorPoolEvent, nowMs = runningNowMs()): void {
-    for (const i of this.core.handle(event, nowMs)) this.carryOut(i);
+  /**
+   * apply feeds one event to the core through its driver and carries out the instructions, in order
+   * (an event reported while instructions are carried out, such as a killed executor's death, is
+   * applied at once, between them, as the core allows); the driver's one timer wakes the core when
+   * the decision says.
+   */
+  private apply(event: ExecutorPoolEvent): void {
+    this.driver.send(event);
   }
 
   private carryOut(i: ExecutorPoolInstruction): void {
+    if (i.type === "sampleMemory") return this.sampleMemory();
     const e = this.executors[i.index] ?? null;
     const current = e !== null && !e.dead && e.id === i.executorId ? e : null;
     switch (i.type) {
@@ -553,19 +562,14 @@ export class ExecutorPool {
     this.markDead(e, null);
   }
 
-  /**
-   * tick: the periodic timer. Each live executor's memory is read (the one IO of the tick), then
-   * the core decides, at one instant, what is due: kills (memory, wall clock, hung), starts, pings.
-   */
-  private tick(): void {
+  /** sampleMemory reads each live executor's resident memory (the pool's one periodic IO) for the core to judge. */
+  private sampleMemory(): void {
     if (this.closed) return;
-    const now = runningNowMs();
     for (const e of this.executors) {
       if (!e || e.dead) continue;
       const rss = e.process.rssBytes();
-      if (rss !== null) this.apply({ type: "memorySampled", index: e.index, rssBytes: rss }, now);
+      if (rss !== null) this.apply({ type: "memorySampled", index: e.index, rssBytes: rss });
     }
-    this.apply({ type: "timeAdvanced" }, now);
   }
 
   /** killOverLimit carries out the core's killExecutor: over the memory limit, or a call past the wall-clock ceiling. */
