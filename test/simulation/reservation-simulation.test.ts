@@ -16,7 +16,10 @@ import { coordCodeToGRPC } from "../../src/coordinator/adapters/coord-code-to-gr
 import { grpcErrToSlotError } from "../../src/coordinator/adapters/worker-rpc-client";
 import { defaultCoordinatorCoreConfig } from "../../src/coordinator/core/config";
 import { CoordinatorCore } from "../../src/coordinator/core/coordinator-core";
-import { type ReservationInstruction, ReservationCore } from "../../src/coordinator/core/reservation-core";
+import { type ReservationDecision, type ReservationInstruction, ReservationCore } from "../../src/coordinator/core/reservation-core";
+
+/** one: a reservation step as the one thing it amounts to: the reply once it is over, else the request to send. */
+const one = (d: ReservationDecision): ReservationInstruction => d.reply ?? d.instructions[0]!;
 import type { SlotReservation } from "../../src/coordinator/core/slot-reservation";
 import { workerCodeToGRPC } from "../../src/worker/adapters/worker-code-to-grpc";
 import { WorkerCore } from "../../src/worker/core/worker-core";
@@ -185,7 +188,7 @@ function runSimulation(o: SimOptions) {
       if (settled) return;
       settled = true;
       note(`${r.coordinator.name} r${r.id} <- ${w.addr}: ${why}`);
-      execute(r, r.coordinator.reservations.handle({ type: "workerAnswered", reservationId: r.id, answer: a }, now));
+      execute(r, one(r.coordinator.reservations.handle({ type: "workerAnswered", reservationId: r.id, answer: a }, now)));
     };
     const sentAt = now;
     at(sentAt + instr.timeoutMs, `deadline r${r.id}`, () => answer({ err: grpcErrToSlotError({ code: grpc.status.DEADLINE_EXCEEDED, details: "Deadline exceeded" }) }, "deadline exceeded"));
@@ -219,7 +222,7 @@ function runSimulation(o: SimOptions) {
     const r: Reservation = { id: ++nextReservation, coordinator: c, taskId };
     reservations.set(r.id, r);
     note(`${c.name} r${r.id} ReserveWorkerSlot ${taskId}`);
-    execute(r, c.reservations.handle({ type: "reservationRequested", reservationId: r.id, taskId }, now));
+    execute(r, one(c.reservations.handle({ type: "reservationRequested", reservationId: r.id, taskId }, now)));
   };
 
   // Heartbeats (the etcd watch delivers each Worker's put to every Coordinator whose watch is up).

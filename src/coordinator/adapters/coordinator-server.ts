@@ -17,7 +17,8 @@ import type {
 import { ErrorCode } from "../../common/error-code";
 import { CoordinatorError } from "../core/coordinator-error";
 import type { CoordinatorCore } from "../core/coordinator-core";
-import { type Reply, ReservationCore } from "../core/reservation-core";
+import { type Reply, type RequestSlot, type ReservationEvent, ReservationCore } from "../core/reservation-core";
+import { CoreDriver } from "../../common/core/core-driver";
 import { ReservationOutcomeLog, RESERVATION_LOG_CAPACITY } from "../core/reservation-outcome-log";
 import { coordCodeToGRPC } from "./coord-code-to-grpc";
 import type { SlotReservation, SlotReserver } from "./slot-reserver";
@@ -63,8 +64,23 @@ export interface CoordinatorServerMetrics {
 /** GetReservationOutcomes answers this many recent reservations when the request asks for 0. */
 export const DEFAULT_OUTCOMES_LIMIT = 100;
 
+/** PendingReservation: one reservation under way in CoordinatorServer.drive. */
+interface PendingReservation {
+  readonly taskId: string;
+  readonly isCancelled: () => boolean;
+  readonly clientIdentity: string;
+  readonly asked: { workerAddr: string; count: number };
+  readonly span: Span;
+  readonly resolve: (reply: Reply) => void;
+  readonly reject: (e: unknown) => void;
+}
+
 export class CoordinatorServer {
   private readonly reservations: ReservationCore;
+  /** Runs the reservations' core: carries out each requestSlot (IO; its answer comes back as an event). */
+  private readonly driver: CoreDriver<ReservationEvent, RequestSlot>;
+  /** Reservations under way, by id: what their steps need and who waits for their reply. */
+  private readonly pending = new Map<number, PendingReservation>();
   private nextReservationId = 0;
   /** What GetReservationOutcomes (the dashboard) reads, timed by the server's wall clock (shown to people). */
   private readonly outcomes: ReservationOutcomeLog;
@@ -85,6 +101,7 @@ export class CoordinatorServer {
   ) {
     const limits = { maxCandidates, maxTimeoutRetries: config.maxTimeoutRetries, workerRpcTimeoutMs: config.workerRpcTimeoutMs, slotTtlMs };
     this.reservations = new ReservationCore(core, limits, () => this.stepping.stage("select candidate"));
+    this.driver = new CoreDriver(this.reservations, { name: "reservations", carryOut: (i) => void this.requestSlot(i), nowMs: this.nowMs, timeAdvanced: { type: "timeAdvanced" }, log });
     this.outcomes = new ReservationOutcomeLog(this.nowMs());
   }
 
@@ -163,35 +180,64 @@ export class CoordinatorServer {
     return { grants };
   }
 
-  /** drive runs one reservation through the core: each requestSlot sent, each answer fed back, to the reply. */
-  private async drive(taskId: string, isCancelled: () => boolean, clientIdentity: string, asked: { workerAddr: string; count: number }, span: Span): Promise<Reply> {
+  /**
+   * drive runs one reservation through the core under the driver: each requestSlot the core decides
+   * is sent (carryOut), each answer fed back as an event, until the core's reply ends it.
+   */
+  private drive(taskId: string, isCancelled: () => boolean, clientIdentity: string, asked: { workerAddr: string; count: number }, span: Span): Promise<Reply> {
     const reservationId = ++this.nextReservationId;
-    span.stage("validate");
-    let next = this.step(span, { type: "reservationRequested", reservationId, taskId });
-    while (next.type === "requestSlot") {
-      if (isCancelled()) return this.reservations.handle({ type: "clientCancelled", reservationId }, this.nowMs());
-      const { workerAddr } = next;
-      asked.workerAddr = workerAddr;
-      asked.count++;
-      const sent = performance.now();
-      span.stage("RequestTaskSlot", { workerAddr, attempt: asked.count });
-      const answer = await this.reserver.requestTaskSlot(workerAddr, { taskId, ttlMs: next.ttlMs, timeoutMs: next.timeoutMs, clientIdentity });
-      span.stage("handle answer", answer.snapshot ? { slotId: answer.snapshot.slotId } : { code: answer.err.code });
-      this.metrics?.workerRpcSeconds?.observe({}, (performance.now() - sent) / 1000);
-      this.noteAnswer(taskId, workerAddr, answer);
-      next = this.step(span, { type: "workerAnswered", reservationId, answer });
-    }
-    return next;
+    return new Promise<Reply>((resolve, reject) => {
+      this.pending.set(reservationId, { taskId, isCancelled, clientIdentity, asked, span, resolve, reject });
+      span.stage("validate");
+      this.feed(reservationId, { type: "reservationRequested", reservationId, taskId });
+    });
   }
 
-  /** step feeds the core one event; its validation mark goes to `span`. */
-  private step(span: Span, event: Parameters<ReservationCore["handle"]>[0]): ReturnType<ReservationCore["handle"]> {
-    this.stepping = span;
+  /** feed hands the core one event of a reservation (its validation mark goes to the reservation's span) and ends it on a reply. */
+  private feed(reservationId: number, event: ReservationEvent): void {
+    const p = this.pending.get(reservationId);
+    if (!p) return;
+    this.stepping = p.span;
+    let reply: Reply | undefined;
     try {
-      return this.reservations.handle(event, this.nowMs());
+      reply = this.driver.send<Reply>(event);
+    } catch (e) {
+      this.pending.delete(reservationId);
+      p.reject(e);
+      return;
     } finally {
       this.stepping = NOOP_SPAN;
     }
+    if (reply) {
+      this.pending.delete(reservationId);
+      p.resolve(reply);
+    }
+  }
+
+  /** requestSlot carries out the core's requestSlot: the client may have gone; else ask the Worker and feed back its answer. */
+  private async requestSlot(next: RequestSlot): Promise<void> {
+    const p = this.pending.get(next.reservationId);
+    if (!p) return;
+    const { reservationId, workerAddr } = next;
+    if (p.isCancelled()) return this.feed(reservationId, { type: "clientCancelled", reservationId });
+    p.asked.workerAddr = workerAddr;
+    p.asked.count++;
+    const sent = performance.now();
+    p.span.stage("RequestTaskSlot", { workerAddr, attempt: p.asked.count });
+    let answer: SlotReservation;
+    try {
+      answer = await this.reserver.requestTaskSlot(workerAddr, { taskId: p.taskId, ttlMs: next.ttlMs, timeoutMs: next.timeoutMs, clientIdentity: p.clientIdentity });
+    } catch (e) {
+      // The reserver answers every failure as a SlotReservation; a throw is a bug: the reservation ends with it.
+      this.pending.delete(reservationId);
+      this.driver.send({ type: "clientCancelled", reservationId }); // closes it in the core
+      p.reject(e);
+      return;
+    }
+    p.span.stage("handle answer", answer.snapshot ? { slotId: answer.snapshot.slotId } : { code: answer.err.code });
+    this.metrics?.workerRpcSeconds?.observe({}, (performance.now() - sent) / 1000);
+    this.noteAnswer(p.taskId, workerAddr, answer);
+    this.feed(reservationId, { type: "workerAnswered", reservationId, answer });
   }
 
   private noteAnswer(taskId: string, workerAddr: string, answer: SlotReservation): void {

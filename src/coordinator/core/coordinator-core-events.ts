@@ -9,7 +9,12 @@ import type { WorkerHeartbeat } from "../../common/registry/worker-heartbeat";
  * (the Worker's answer to one RequestTaskSlot), and one is the reservation loop asking for a
  * candidate: candidateRequested, the only event with a reply (a CandidateResult).
  */
-export type CoordinatorEvent = WorkerViewEvent | CandidateRequested | SlotFeedbackEvent;
+export type CoordinatorEvent = WorkerViewEvent | CandidateRequested | SlotFeedbackEvent | TimeAdvanced;
+
+/** Time passed. Nothing in the core falls due by itself (its decisions never ask to wake); accepted like every core's. */
+export interface TimeAdvanced {
+  readonly type: "timeAdvanced";
+}
 
 /** WorkerViewEvent: the events of the registry watcher (EtcdWorkerWatcher feeds exactly these). */
 export type WorkerViewEvent = WorkerListLoaded | WorkerUpdated | WorkerRemoved | WatchDisconnected | WatchReconnected;

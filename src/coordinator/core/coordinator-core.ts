@@ -203,7 +203,7 @@ export class CoordinatorCore {
    * documented on its type (coordinator-core-events.ts).
    */
   handle<E extends CoordinatorEvent>(event: E, nowMs: number): CoordinatorDecision<ReplyOf<E>> {
-    const decision: CoordinatorDecision = { reply: this.step(event, nowMs) };
+    const decision: CoordinatorDecision = { reply: this.step(event, nowMs), instructions: [], wakeAtMs: null };
     return decision as CoordinatorDecision<ReplyOf<E>>;
   }
 
@@ -236,6 +236,9 @@ export class CoordinatorCore {
         return undefined;
       case "workerWasFull":
         // A full Worker is healthy; its next heartbeat will show the capacity.
+        return undefined;
+      case "timeAdvanced":
+        // Nothing here falls due by itself: ages and the grace period are judged at each request.
         return undefined;
     }
   }

@@ -6,7 +6,12 @@ import type { SlotReservation } from "./slot-reservation";
  * away. Each reservation has at most one request outstanding, so every event gets exactly one
  * instruction back.
  */
-export type ReservationEvent = ReservationRequested | WorkerAnswered | ClientCancelled;
+export type ReservationEvent = ReservationRequested | WorkerAnswered | ClientCancelled | TimeAdvanced;
+
+/** Time passed. Nothing of a reservation falls due by itself (each RPC carries its deadline); accepted like every core's. */
+export interface TimeAdvanced {
+  readonly type: "timeAdvanced";
+}
 
 /** A client called ReserveWorkerSlot{task_id}. `reservationId` is the adapter's, unique per call. */
 export interface ReservationRequested {

@@ -1,7 +1,14 @@
+import type { Decision } from "../../common/core/decision";
 import type { ReserveWorkerSlotResponse } from "../../gen/coordinator/v1/coordinator";
 import type { CoordinatorError } from "./coordinator-error";
 
-/** ReservationInstruction: ask one Worker for a slot, or answer the client (the reservation is then over). */
+/**
+ * ReservationDecision: one step of ReservationCore (the cores' one Decision shape): the requestSlot
+ * to send, if any, and, once the reservation is over, its Reply.
+ */
+export type ReservationDecision = Decision<RequestSlot, Reply>;
+
+/** ReservationInstruction: what a step amounts to: ask one Worker for a slot, or answer the client (the reservation is then over). */
 export type ReservationInstruction = RequestSlot | Reply;
 
 export interface RequestSlot {

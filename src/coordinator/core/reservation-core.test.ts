@@ -4,7 +4,7 @@ import { testHeartbeat } from "../../../test/support/heartbeat";
 import { TaskSnapshot } from "../../gen/worker/v1/worker";
 import { defaultCoordinatorCoreConfig } from "./config";
 import { CoordinatorCore } from "./coordinator-core";
-import { CLIENT_CANCELLED, type ReservationInstruction, ReservationCore } from "./reservation-core";
+import { CLIENT_CANCELLED, type ReservationDecision, type ReservationInstruction, ReservationCore } from "./reservation-core";
 import type { SlotReservation } from "./slot-reservation";
 
 const NOW = 1_700_000_000_000;
@@ -21,9 +21,17 @@ function setup(opts: { maxCandidates?: number; maxTimeoutRetries?: number } = {}
 }
 
 /** play feeds the answers in order and returns every instruction, the reply last. */
+/** one: a decision as the one thing it amounts to: the reply once the reservation is over, else the request to send. */
+function one(r: ReservationCore, d: ReservationDecision): ReservationInstruction {
+  r.validateState();
+  expect(d.wakeAtMs).toBeNull();
+  expect(d.instructions.length + (d.reply ? 1 : 0)).toBe(1);
+  return d.reply ?? d.instructions[0]!;
+}
+
 function play(r: ReservationCore, taskId: string, answers: SlotReservation[]): ReservationInstruction[] {
-  const out = [r.handle({ type: "reservationRequested", reservationId: 1, taskId }, NOW)];
-  for (const answer of answers) out.push(r.handle({ type: "workerAnswered", reservationId: 1, answer }, NOW));
+  const out = [one(r, r.handle({ type: "reservationRequested", reservationId: 1, taskId }, NOW))];
+  for (const answer of answers) out.push(one(r, r.handle({ type: "workerAnswered", reservationId: 1, answer }, NOW)));
   return out;
 }
 const asked = (xs: ReservationInstruction[]) => xs.flatMap((x) => (x.type === "requestSlot" ? [x.workerAddr] : []));
@@ -81,8 +89,8 @@ describe("ReservationCore", () => {
     core.handle({ type: "watchDisconnected" }, NOW - 20_000);
     expect(play(r, "t1", [])[0]).toMatchObject({ type: "reply", outcome: "unavailable" });
     core.handle({ type: "watchReconnected" }, NOW);
-    expect(r.handle({ type: "reservationRequested", reservationId: 7, taskId: "t7" }, NOW).type).toBe("requestSlot");
-    const cancelled = r.handle({ type: "clientCancelled", reservationId: 7 }, NOW);
+    expect(one(r, r.handle({ type: "reservationRequested", reservationId: 7, taskId: "t7" }, NOW)).type).toBe("requestSlot");
+    const cancelled = r.handle({ type: "clientCancelled", reservationId: 7 }, NOW).reply!;
     expect(cancelled.outcome).toBe("cancelled");
     expect(!cancelled.result.ok && cancelled.result.err.rawMessage).toBe(CLIENT_CANCELLED);
     expect(r.openReservations).toBe(0);

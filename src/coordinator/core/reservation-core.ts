@@ -1,14 +1,14 @@
 import { ErrorCode } from "../../common/error-code";
 import type { ReserveWorkerSlotResponse } from "../../gen/coordinator/v1/coordinator";
 import type { ClientCancelled, ReservationEvent, ReservationRequested, WorkerAnswered } from "./reservation-core-events";
-import type { Reply, RequestSlot, ReservationInstruction, ReservationOutcome } from "./reservation-core-instructions";
+import type { Reply, RequestSlot, ReservationDecision, ReservationInstruction, ReservationOutcome } from "./reservation-core-instructions";
 import type { SlotError } from "./slot-reservation";
 import type { CoordinatorCore } from "./coordinator-core";
 import { CoordinatorError } from "./coordinator-error";
 import { validateReserveRequest } from "./validate";
 
 export type { ClientCancelled, ReservationEvent, ReservationRequested, WorkerAnswered } from "./reservation-core-events";
-export type { Reply, RequestSlot, ReservationInstruction, ReservationOutcome } from "./reservation-core-instructions";
+export type { Reply, RequestSlot, ReservationDecision, ReservationInstruction, ReservationOutcome } from "./reservation-core-instructions";
 
 export interface ReservationCoreConfig {
   /** Candidates tried one after another (COORDINATOR_MAX_CANDIDATES). */
@@ -53,10 +53,18 @@ export class ReservationCore {
     private readonly onValidated: () => void = () => {},
   ) {}
 
-  /** handle: a cancelled client always gets its reply at once; any other event may send another request. */
-  handle(event: ClientCancelled, nowMs: number): Reply;
-  handle(event: ReservationEvent, nowMs: number): ReservationInstruction;
-  handle(event: ReservationEvent, nowMs: number): ReservationInstruction {
+  /**
+   * handle applies one event and returns the decision: at most one requestSlot to send, or the
+   * reservation's reply once it is over (a cancelled client always gets its reply at once). Nothing
+   * here falls due by itself (each RPC carries its own deadline), so no decision asks to wake.
+   */
+  handle(event: ReservationEvent, nowMs: number): ReservationDecision {
+    const next = this.step(event, nowMs);
+    if (next === null) return { instructions: [], wakeAtMs: null };
+    return next.type === "reply" ? { instructions: [], reply: next, wakeAtMs: null } : { instructions: [next], wakeAtMs: null };
+  }
+
+  private step(event: ReservationEvent, nowMs: number): ReservationInstruction | null {
     switch (event.type) {
       case "reservationRequested":
         return this.requested(event, nowMs);
@@ -64,6 +72,17 @@ export class ReservationCore {
         return this.answered(event, nowMs);
       case "clientCancelled":
         return this.reply(event.reservationId, { ok: false, err: new CoordinatorError(ErrorCode.ErrSlotUncertain, CLIENT_CANCELLED) }, "cancelled");
+      case "timeAdvanced":
+        return null;
+    }
+  }
+
+  /** validateState checks the invariants and throws on a broken one; tests call it after every step. */
+  validateState(): void {
+    for (const [id, r] of this.open) {
+      if (r.candidates < 1 || r.candidates > this.config.maxCandidates) throw new Error(`reservation ${id} has tried ${r.candidates} candidates (1..${this.config.maxCandidates})`);
+      if (r.tries < 1 || r.tries > this.config.maxTimeoutRetries + 1) throw new Error(`reservation ${id} has sent ${r.tries} requests to ${r.workerAddr} (1..${this.config.maxTimeoutRetries + 1})`);
+      if (r.workerAddr === "" || r.exclude.has(r.workerAddr)) throw new Error(`reservation ${id} waits for ${JSON.stringify(r.workerAddr)}, which it may not ask`);
     }
   }
 
