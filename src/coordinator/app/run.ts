@@ -13,9 +13,11 @@ import { registerProcessMetrics } from "../../common/metrics/process-metrics";
 import { BundleCoordinatorServiceService } from "../../gen/bundlecoordinator/v1/bundle_coordinator";
 import { CoordinatorServiceService } from "../../gen/coordinator/v1/coordinator";
 import { CoordinatorServer } from "../adapters/coordinator-server";
-import { EtcdWorkerWatcher, UPDATE_AGE_BUCKETS_SECONDS } from "../adapters/etcd-worker-watcher";
+import { EtcdWorkerWatcher, UPDATE_AGE_BUCKETS_SECONDS, type WorkerViewSink } from "../adapters/etcd-worker-watcher";
 import { WorkerRPCClient } from "../adapters/worker-rpc-client";
 import { CoordinatorCore } from "../core/coordinator-core";
+import type { CoordinatorEvent } from "../core/coordinator-core-events";
+import { CoreDriver } from "../../common/core/core-driver";
 import type { CoordinatorRuntimeConfig } from "./config";
 import { startTrace } from "../../common/trace/trace-file";
 
@@ -114,7 +116,11 @@ export async function runCoordinator(config: CoordinatorRuntimeConfig): Promise<
   const boundAddr = await bindGrpcServer(grpcServer, config.listenAddr, await loadedServerCredentials(config.tls));
 
   const etcd = await createEtcdClient({ endpoints: config.watcher.endpoints, dialTimeoutMs: config.watcher.dialTimeoutMs, access: config.etcd });
-  const watcher = new EtcdWorkerWatcher(etcd, config.watcher, core, log.child({ component: "etcd-watcher" }), watcherMetrics, (addr) =>
+  // The registry's events reach the core through its driver (the core asks for no work and no
+  // wake-up: the driver only keeps its steps one at a time and logs their notes).
+  const viewDriver = new CoreDriver<CoordinatorEvent, never>(core, { name: "coordinator", carryOut: () => {}, nowMs: Date.now, timeAdvanced: { type: "timeAdvanced" }, log });
+  const view: WorkerViewSink = { handle: (event) => viewDriver.send(event) };
+  const watcher = new EtcdWorkerWatcher(etcd, config.watcher, view, log.child({ component: "etcd-watcher" }), watcherMetrics, (addr) =>
     workerRpc.forget(addr),
   );
   const watching = watcher.run();
