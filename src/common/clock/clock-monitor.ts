@@ -1,8 +1,9 @@
 import type { EtcdTls } from "../etcd/etcd-access";
 import type { Logger } from "../logging/logger";
 import type { MetricsRegistry } from "../metrics/metrics";
-import { ClockOffsetCore, type ClockDecision } from "./clock-offset-core";
-import { phaseDelayMs, sampleEtcdClock } from "./etcd-clock";
+import { CoreDriver } from "../core/core-driver";
+import { ClockMonitorCore, type ClockMonitorEvent, type ClockMonitorInstruction } from "./clock-monitor-core";
+import { sampleEtcdClock } from "./etcd-clock";
 
 export interface ClockMonitorOptions {
   readonly etcdEndpoints: readonly string[];
@@ -16,85 +17,68 @@ export interface ClockMonitorOptions {
 }
 
 /**
- * ClockMonitor measures this host's clock against etcd's for a long-running role: a burst of
- * samples at start, then one per heartbeat cycle (at most one per `minSpacingMs`, at a rotating
- * phase). It feeds ClockOffsetCore, exports the estimate through `report` (the
- * blockx_clock_offset_seconds gauge), logs an error when the clock becomes skewed and info when it
- * recovers. It never stops the role: a skewed Worker still serves, loudly.
+ * ClockMonitor measures this host's clock against etcd's for a long-running role: ClockMonitorCore
+ * decides when (a burst at start, then at most one sample per heartbeat cycle and `minSpacingMs`,
+ * at a rotating phase) and what the readings mean; this adapter takes the samples, exports the
+ * estimate through `report` (the blockx_clock_offset_seconds gauge) and writes the log lines.
  */
 export class ClockMonitor {
-  private readonly core: ClockOffsetCore;
-  private k = 0;
-  private inFlight = false;
-  private lastSampleMs = -Infinity;
+  private readonly driver: CoreDriver<ClockMonitorEvent, ClockMonitorInstruction>;
   private stopped = false;
-  private readonly timers = new Set<ReturnType<typeof setTimeout>>();
 
   constructor(
     private readonly opts: ClockMonitorOptions,
     private readonly report: (offsetSeconds: number) => void,
     private readonly log: Logger,
   ) {
-    this.core = new ClockOffsetCore({ maxOffsetMs: opts.maxOffsetMs, window: 8 });
+    const core = new ClockMonitorCore({ maxOffsetMs: opts.maxOffsetMs, startSamples: opts.startSamples, minSpacingMs: opts.minSpacingMs, window: 8 });
+    this.driver = new CoreDriver(core, { name: "clock", carryOut: (i) => this.carryOut(i), nowMs: () => Date.now(), timeAdvanced: { type: "timeAdvanced" }, log });
   }
 
   /** start takes the start-up burst in the background (the role does not wait for it). */
   start(): void {
-    const next = (left: number) => {
-      if (left <= 0 || this.stopped) return;
-      void this.sample().then(() => {
-        this.after(200 + phaseDelayMs(this.k) / 5, () => next(left - 1));
-      });
-    };
-    next(this.opts.startSamples);
+    this.driver.send({ type: "started" });
   }
 
-  /** onHeartbeatCycle: the heartbeat publisher's hook; takes a sample unless one is recent or running. */
+  /** onHeartbeatCycle: the heartbeat publisher's hook; the core takes a sample unless one is recent or running. */
   onHeartbeatCycle(): void {
-    if (this.stopped || this.inFlight || Date.now() - this.lastSampleMs < this.opts.minSpacingMs) return;
-    this.inFlight = true;
-    this.after(phaseDelayMs(this.k), () => void this.sample());
+    if (!this.stopped) this.driver.send({ type: "heartbeatCycle" });
   }
 
   stop(): void {
     this.stopped = true;
-    for (const t of this.timers) clearTimeout(t);
-    this.timers.clear();
+    this.driver.stop();
   }
 
-  private after(ms: number, fn: () => void): void {
-    if (this.stopped) return;
-    const t = setTimeout(() => {
-      this.timers.delete(t);
-      if (!this.stopped) fn();
-    }, ms);
-    this.timers.add(t);
-  }
-
-  private async sample(): Promise<void> {
-    this.inFlight = true;
-    this.k++;
-    const endpoint = this.opts.etcdEndpoints[this.k % this.opts.etcdEndpoints.length]!;
-    let decision: ClockDecision;
-    try {
-      const sample = await sampleEtcdClock(endpoint, { timeoutMs: 2_000, testOffsetMs: this.opts.testOffsetMs, tls: this.opts.etcdTls });
-      decision = this.core.handle({ type: "sampled", sample });
-    } catch (e) {
-      decision = this.core.handle({ type: "sampleFailed", reason: (e as Error).message });
-    } finally {
-      this.inFlight = false;
-      this.lastSampleMs = Date.now();
-    }
-    const est = decision.estimate;
-    if (est) this.report(est.offsetMs / 1000);
-    if (decision.transition && est) {
-      const fields = { component: "clock", offsetMs: Math.round(est.offsetMs), uncertaintyMs: Math.round(est.uncertaintyMs), maxOffsetMs: this.opts.maxOffsetMs };
-      if (decision.state === "SKEWED") {
-        this.log.error(fields, `this host's clock is ${Math.round(est.offsetMs)} ms off etcd's (tolerance ±${this.opts.maxOffsetMs} ms): Coordinators may count this Worker's heartbeats stale; sync the clock (chrony/systemd-timesyncd)`);
-      } else if (decision.transition.from === "SKEWED") {
-        this.log.info(fields, "this host's clock is back within tolerance of etcd's");
+  private carryOut(i: ClockMonitorInstruction): void {
+    switch (i.type) {
+      case "takeSample":
+        void this.sample(i.k);
+        return;
+      case "reportOffset":
+        this.report(i.offsetSeconds);
+        return;
+      case "logSkewed":
+      case "logRecovered": {
+        const est = i.estimate;
+        const fields = { component: "clock", offsetMs: Math.round(est.offsetMs), uncertaintyMs: Math.round(est.uncertaintyMs), maxOffsetMs: this.opts.maxOffsetMs };
+        if (i.type === "logSkewed") {
+          this.log.error(fields, `this host's clock is ${Math.round(est.offsetMs)} ms off etcd's (tolerance ±${this.opts.maxOffsetMs} ms): Coordinators may count this Worker's heartbeats stale; sync the clock (chrony/systemd-timesyncd)`);
+        } else this.log.info(fields, "this host's clock is back within tolerance of etcd's");
+        return;
       }
     }
+  }
+
+  private async sample(k: number): Promise<void> {
+    const endpoint = this.opts.etcdEndpoints[k % this.opts.etcdEndpoints.length]!;
+    let event: ClockMonitorEvent;
+    try {
+      event = { type: "sampled", sample: await sampleEtcdClock(endpoint, { timeoutMs: 2_000, testOffsetMs: this.opts.testOffsetMs, tls: this.opts.etcdTls }) };
+    } catch (e) {
+      event = { type: "sampleFailed", reason: (e as Error).message };
+    }
+    if (!this.stopped) this.driver.post(event);
   }
 }
 

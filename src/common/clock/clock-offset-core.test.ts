@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { mulberry32 } from "../../../test/support/mulberry32";
-import { boundsOf, ClockOffsetCore, type ClockSample } from "./clock-offset-core";
+import { boundsOf, ClockOffsetCore, type ClockEvent, type ClockReading, type ClockSample } from "./clock-offset-core";
 
 /**
  * exchange: what a host whose clock is `offsetMs` ahead of etcd's sees when it sends at local
@@ -12,11 +12,20 @@ function exchange(offsetMs: number, sentMs: number, serverDelayMs: number, backM
   return { sentMs, receivedMs: stampedLocal + backMs, referenceSecondMs: Math.floor(referenceMs / 1000) * 1000 };
 }
 
+/** read: one step, the invariants checked, the reading it answers. */
+function read(core: ClockOffsetCore, event: ClockEvent): ClockReading {
+  const d = core.handle(event);
+  core.validateState();
+  expect(d.instructions).toEqual([]);
+  expect(d.wakeAtMs).toBeNull();
+  return d.reply;
+}
+
 describe("ClockOffsetCore", () => {
   test("one sample bounds the offset to its second plus the round trip", () => {
     // A host 300 ms ahead asks once; the 1-second Date alone says little more than "within a second".
     const core = new ClockOffsetCore({ maxOffsetMs: 2500, window: 8 });
-    const d = core.handle({ type: "sampled", sample: exchange(300, 1_000_250, 4, 4) });
+    const d = read(core, { type: "sampled", sample: exchange(300, 1_000_250, 4, 4) });
     expect(d.state).toBe("OK");
     expect(d.transition).toEqual({ from: "UNKNOWN", to: "OK" });
     expect(d.estimate!.uncertaintyMs).toBe(504);
@@ -29,7 +38,7 @@ describe("ClockOffsetCore", () => {
     const transitions = [];
     let last;
     for (let i = 0; i < 8; i++) {
-      last = core.handle({ type: "sampled", sample: exchange(3200, 5_000_000 + i * 1379, 2, 2) });
+      last = read(core, { type: "sampled", sample: exchange(3200, 5_000_000 + i * 1379, 2, 2) });
       if (last.transition) transitions.push(last.transition);
     }
     expect(transitions).toEqual([{ from: "UNKNOWN", to: "SKEWED" }]);
@@ -41,8 +50,8 @@ describe("ClockOffsetCore", () => {
   test("a clock stepped back into line forgets the samples it contradicts and recovers", () => {
     // NTP steps a 5 s fast clock back: the next sample disagrees with every older one.
     const core = new ClockOffsetCore({ maxOffsetMs: 2500, window: 8 });
-    for (let i = 0; i < 5; i++) core.handle({ type: "sampled", sample: exchange(5000, 10_000_000 + i * 1379, 1, 1) });
-    const d = core.handle({ type: "sampled", sample: exchange(0, 10_010_000, 1, 1) });
+    for (let i = 0; i < 5; i++) read(core, { type: "sampled", sample: exchange(5000, 10_000_000 + i * 1379, 1, 1) });
+    const d = read(core, { type: "sampled", sample: exchange(0, 10_010_000, 1, 1) });
     expect(d.transition).toEqual({ from: "SKEWED", to: "OK" });
     expect(d.estimate!.samples).toBe(1);
     expect(Math.abs(d.estimate!.offsetMs)).toBeLessThanOrEqual(d.estimate!.uncertaintyMs);
@@ -50,9 +59,9 @@ describe("ClockOffsetCore", () => {
 
   test("a failed sample (etcd away) keeps the last estimate and state", () => {
     const core = new ClockOffsetCore({ maxOffsetMs: 2500, window: 8 });
-    const before = core.handle({ type: "sampled", sample: exchange(-4000, 2_000_100, 1, 1) });
+    const before = read(core, { type: "sampled", sample: exchange(-4000, 2_000_100, 1, 1) });
     expect(before.state).toBe("SKEWED");
-    const d = core.handle({ type: "sampleFailed", reason: "connection refused" });
+    const d = read(core, { type: "sampleFailed", reason: "connection refused" });
     expect(d).toEqual({ estimate: before.estimate, state: "SKEWED", transition: null });
   });
 
@@ -73,7 +82,7 @@ describe("ClockOffsetCore", () => {
           steppedAt = i;
         }
         t += 50 + Math.floor(rnd() * 3000);
-        const d = core.handle({ type: "sampled", sample: exchange(offset, t, Math.floor(rnd() * 30), Math.floor(rnd() * 30)) });
+        const d = read(core, { type: "sampled", sample: exchange(offset, t, Math.floor(rnd() * 30), Math.floor(rnd() * 30)) });
         const e = d.estimate!;
         const settled = i < steppedAt || i >= steppedAt + window - 1;
         if (settled && Math.abs(offset - e.offsetMs) > e.uncertaintyMs + 1e-9) {

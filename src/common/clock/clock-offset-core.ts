@@ -5,6 +5,7 @@
  *
  * Offsets are this host's clock minus the reference's (positive: this host is ahead).
  */
+import type { Decision } from "../core/decision";
 
 /** ClockSample is one exchange: local send and receive times, and the reference's `Date` (whole seconds, in ms). */
 export interface ClockSample {
@@ -36,12 +37,12 @@ export function boundsOf(s: ClockSample): OffsetBounds {
   return { lowMs: s.sentMs - s.referenceSecondMs - 1000, highMs: s.receivedMs - s.referenceSecondMs };
 }
 
-export type ClockEvent = { readonly type: "sampled"; readonly sample: ClockSample } | { readonly type: "sampleFailed"; readonly reason: string };
+export type ClockEvent = { readonly type: "sampled"; readonly sample: ClockSample } | { readonly type: "sampleFailed"; readonly reason: string } | { readonly type: "timeAdvanced" };
 
 export type ClockState = "UNKNOWN" | "OK" | "SKEWED";
 
-/** ClockDecision: the estimate after the event and the state; `transition` is set when the state changed (the adapter logs it). */
-export interface ClockDecision {
+/** ClockReading: the estimate after the event and the state; `transition` is set when the state changed (the adapter logs it). */
+export interface ClockReading {
   readonly estimate: ClockOffsetEstimate | null;
   readonly state: ClockState;
   readonly transition: { readonly from: ClockState; readonly to: ClockState } | null;
@@ -71,8 +72,24 @@ export class ClockOffsetCore {
     if (!(opts.window >= 1) || !(opts.maxOffsetMs >= 0)) throw new RangeError("ClockOffsetCore: window >= 1 and maxOffsetMs >= 0");
   }
 
-  handle(event: ClockEvent): ClockDecision {
-    if (event.type === "sampleFailed") return { estimate: this.estimate, state: this.state, transition: null };
+  /**
+   * handle applies one event; the decision's reply is the reading after it. The estimator asks for
+   * no work and no wake-up (ClockMonitorCore decides when to sample). Time plays no part: a
+   * sample carries its own.
+   */
+  handle(event: ClockEvent, _nowMs = 0): Decision<never, ClockReading> & { readonly reply: ClockReading } {
+    return { instructions: [], reply: this.apply(event), wakeAtMs: null };
+  }
+
+  /** validateState checks the invariants and throws on a broken one; tests call it after every step. */
+  validateState(): void {
+    if (this.recent.length > this.opts.window) throw new Error(`${this.recent.length} samples kept, over the window of ${this.opts.window}`);
+    if ((this.estimate === null) !== (this.state === "UNKNOWN")) throw new Error(`state ${this.state} with${this.estimate ? "" : "out"} an estimate`);
+    if (this.estimate && this.estimate.uncertaintyMs < 0) throw new Error("an estimate of negative width");
+  }
+
+  private apply(event: ClockEvent): ClockReading {
+    if (event.type !== "sampled") return { estimate: this.estimate, state: this.state, transition: null };
     this.recent.push(boundsOf(event.sample));
     if (this.recent.length > this.opts.window) this.recent.shift();
     let low = -Infinity;

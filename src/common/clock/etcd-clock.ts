@@ -1,6 +1,7 @@
 import type { EtcdTls } from "../etcd/etcd-access";
 import { etcdFetch } from "../etcd/etcd-http";
-import { ClockOffsetCore, type ClockDecision, type ClockSample } from "./clock-offset-core";
+import { phaseDelayMs } from "./clock-monitor-core";
+import { ClockOffsetCore, type ClockReading, type ClockSample } from "./clock-offset-core";
 
 export interface EtcdClockOptions {
   /** One exchange's timeout. */
@@ -27,14 +28,6 @@ export async function sampleEtcdClock(endpoint: string, opts: EtcdClockOptions):
   return { sentMs, receivedMs, referenceSecondMs };
 }
 
-/**
- * phaseDelayMs: the k-th sample's delay within its cycle, spread over a second (steps of 379 ms
- * mod 1000), so that samples land at different phases of etcd's second whatever the heartbeat
- * interval (2000 ms would otherwise sample the same phase forever) and their bounds narrow.
- */
-export function phaseDelayMs(k: number): number {
-  return (k * 379) % 1000;
-}
 
 /**
  * measureEtcdClockOffset takes `samples` exchanges with one etcd endpoint, 200-400 ms apart at
@@ -44,14 +37,14 @@ export function phaseDelayMs(k: number): number {
 export async function measureEtcdClockOffset(
   endpoint: string,
   opts: EtcdClockOptions & { readonly samples: number; readonly maxOffsetMs: number },
-): Promise<ClockDecision> {
+): Promise<ClockReading> {
   const core = new ClockOffsetCore({ maxOffsetMs: opts.maxOffsetMs, window: opts.samples });
-  let decision: ClockDecision | null = null;
+  let decision: ClockReading | null = null;
   let lastError = "";
   for (let i = 0; i < opts.samples; i++) {
     if (i > 0) await Bun.sleep(200 + phaseDelayMs(i) / 5);
     try {
-      decision = core.handle({ type: "sampled", sample: await sampleEtcdClock(endpoint, opts) });
+      decision = core.handle({ type: "sampled", sample: await sampleEtcdClock(endpoint, opts) }).reply;
     } catch (e) {
       lastError = (e as Error).message;
     }
