@@ -1,9 +1,10 @@
 import type { ExecutorPoolEvent } from "./executor-pool-core-events";
 import type { ExecutorPoolInstruction } from "./executor-pool-core-instructions";
 import type { Decision } from "../../common/core/decision";
+import { assertExecutorTransition, type ExecutorState } from "./executor-transitions";
 import { backoffMs } from "../../common/retry/backoff";
 
-export type ExecutorState = "STARTING" | "READY" | "DEAD";
+export type { ExecutorState } from "./executor-transitions";
 
 /** ExecutorSlotView is what the core tells about one slot (stats, tests): a copy. */
 export interface ExecutorSlotView {
@@ -151,7 +152,7 @@ export class ExecutorPoolCore {
         const s = this.slot(event.index);
         // Only a STARTING executor can introduce itself: a Hello that races its own death is refused.
         if (s.state !== "STARTING") break;
-        s.state = "READY";
+        this.moveTo(s, "READY");
         s.diedAtStart = false;
         s.readyAtMs = nowMs;
         s.lastHeardMs = nowMs;
@@ -311,6 +312,11 @@ export class ExecutorPoolCore {
 
   // ---------------------------------------------------------------- internals
 
+  private moveTo(s: Slot, to: ExecutorState): void {
+    assertExecutorTransition(s.index, s.state, to);
+    s.state = to;
+  }
+
   private slot(index: number): Slot {
     const s = this.slotList[index];
     if (s === undefined) throw new Error(`ExecutorPoolCore: no executor slot ${index} (there are ${this.slotList.length})`);
@@ -414,7 +420,7 @@ export class ExecutorPoolCore {
   /** recycle retires an idle executor for a fresh one, due at once: it did not fail, so no backoff. */
   private recycle(s: Slot, nowMs: number, out: ExecutorPoolInstruction[]): void {
     out.push({ type: "recycleExecutor", index: s.index, executorId: this.executorId(s.index) });
-    s.state = "DEAD";
+    this.moveTo(s, "DEAD");
     s.owner = null;
     s.draining = false;
     s.diedAtStart = false;
@@ -426,7 +432,7 @@ export class ExecutorPoolCore {
     const healthy = s.state === "READY" && nowMs - s.readyAtMs >= this.timing.healthyAfterMs;
     s.recentDeaths = healthy ? 1 : s.recentDeaths + 1;
     s.diedAtStart = s.state === "STARTING";
-    s.state = "DEAD";
+    this.moveTo(s, "DEAD");
     s.owner = null;
     s.draining = false;
     for (const id of s.calls) {
@@ -446,7 +452,7 @@ export class ExecutorPoolCore {
     for (const s of this.slotList) {
       if (s.state === "DEAD") {
         if (nowMs >= s.restartAtMs) {
-          s.state = "STARTING";
+          this.moveTo(s, "STARTING");
           s.generation++;
           s.startedAtMs = nowMs;
           s.killed = false;
