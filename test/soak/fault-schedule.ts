@@ -41,8 +41,14 @@ const PER_WORKER: ReadonlySet<FaultKind> = new Set(["workerKill", "executorKill"
  * kindsFor: the kinds a store can meet. SQLite is a file on the Workers' own host: there is no
  * connection to sever (storeSilent is its write lock held by another process instead).
  */
-export function kindsFor(store: "sqlite" | "postgres"): readonly FaultKind[] {
-  return store === "sqlite" ? FAULT_KINDS.filter((k) => k !== "storeSevered") : FAULT_KINDS;
+/** SoakStoreKind: the soak's table stores; sqlite and parquet are files on the Workers' one host, postgres a server every Worker reaches over the network. */
+export type SoakStoreKind = "sqlite" | "postgres" | "parquet";
+
+/** onHost: a store of files on the Workers' host (no connection to sever; a silent store is a held lock). */
+export const onHost = (store: SoakStoreKind): boolean => store !== "postgres";
+
+export function kindsFor(store: SoakStoreKind): readonly FaultKind[] {
+  return onHost(store) ? FAULT_KINDS.filter((k) => k !== "storeSevered") : FAULT_KINDS;
 }
 
 /** FaultEvent: one fault, what it does to whom, when (ms after the soak starts) and for how long. */
@@ -85,7 +91,7 @@ export interface ScheduleOptions {
   readonly meanGapMs: number;
   readonly thresholds: Thresholds;
   /** The table store (default postgres): its kinds (kindsFor) and how long a silent store lasts. */
-  readonly store?: "sqlite" | "postgres";
+  readonly store?: SoakStoreKind;
 }
 
 /**
@@ -100,7 +106,7 @@ export interface ScheduleOptions {
  * a held SQLite lock outlasts the busy timeout but not the lease (past it, every Worker's epoch
  * would end: that is the pause's kind).
  */
-export function durationRange(kind: FaultKind, t: Thresholds, store: "sqlite" | "postgres" = "postgres"): readonly [number, number] {
+export function durationRange(kind: FaultKind, t: Thresholds, store: SoakStoreKind = "postgres"): readonly [number, number] {
   switch (kind) {
     case "workerKill":
       return [1_000, 5_000];
@@ -119,7 +125,7 @@ export function durationRange(kind: FaultKind, t: Thresholds, store: "sqlite" | 
     case "clientPartition":
       return [t.lostAfterMs + 1_000, t.lostAfterMs + 3_000];
     case "storeSilent":
-      return store === "sqlite" ? [t.statementMs + 500, Math.max(t.statementMs + 501, t.leaseMs - 500)] : [t.deadlineMs + Math.ceil(t.leaseMs / 3) + 200, t.deadlineMs + Math.ceil(t.leaseMs / 3) + 1_500];
+      return onHost(store) ? [t.statementMs + 500, Math.max(t.statementMs + 501, t.leaseMs - 500)] : [t.deadlineMs + Math.ceil(t.leaseMs / 3) + 200, t.deadlineMs + Math.ceil(t.leaseMs / 3) + 1_500];
     case "storeSevered":
       return [500, 3_000];
     case "submitAnswerLost":
@@ -191,7 +197,7 @@ export function faultSchedule(o: ScheduleOptions): FaultEvent[] {
 }
 
 /** firstRoundMs: the longest one fault of each kind a store meets can take, back to back (a fault window must be longer). */
-export function firstRoundMs(t: Thresholds, store: "sqlite" | "postgres" = "postgres"): number {
+export function firstRoundMs(t: Thresholds, store: SoakStoreKind = "postgres"): number {
   return kindsFor(store).reduce((sum, k) => sum + durationRange(k, t, store)[1], 0);
 }
 

@@ -1,4 +1,5 @@
 import { Database } from "bun:sqlite";
+import { join } from "node:path";
 import { readRegisteredWorkers } from "../../src/sdk/worker-registry";
 import type { FaultEvent, FaultKind, Thresholds } from "./fault-schedule";
 import { childPids } from "../support/proc-scan";
@@ -219,31 +220,39 @@ class StoreSilent implements Fault {
       relay.heal();
       return { what: `${w.name}'s Postgres connections silent for ${e.durationMs} ms (it gives up on a call after ${this.t.deadlineMs} ms)`, effective: true };
     }
-    const held = await holdWriteLock(this.c.tableStore, e.durationMs);
-    return { what: held ? `the SQLite file's write lock held by another process for ${e.durationMs} ms (busy timeout ${this.t.statementMs} ms)` : "the SQLite file's write lock could not be taken", effective: held };
+    // A Parquet dataset's commits take its writer lock, its leases and runs its catalog's: both are held.
+    const parquet = this.c.tableStore.startsWith("parquet://") ? this.c.tableStore.slice("parquet://".length) : null;
+    const files = parquet ? [join(parquet, "_blockx", "writer.lock"), join(parquet, "_blockx", "catalog.sqlite")] : [this.c.tableStore];
+    const what = parquet ? "the Parquet dataset's writer lock and catalog" : "the SQLite file's write lock";
+    const held = await holdWriteLocks(files, e.durationMs);
+    return { what: held ? `${what} held by another process for ${e.durationMs} ms (busy timeout ${this.t.statementMs} ms)` : `${what} could not be taken`, effective: held };
   }
 }
 
-/** holdWriteLock takes the SQLite file's write lock (tried for 2 s) and holds it for `ms`. */
-async function holdWriteLock(path: string, ms: number): Promise<boolean> {
-  const db = new Database(path);
+/** holdWriteLocks takes each SQLite file's write lock (tried for 2 s in all) and holds them for `ms`. */
+async function holdWriteLocks(paths: readonly string[], ms: number): Promise<boolean> {
+  const dbs = paths.map((p) => new Database(p));
+  const begun: Database[] = [];
   try {
-    db.exec("PRAGMA busy_timeout = 0");
     const until = performance.now() + 2_000;
-    for (;;) {
-      try {
-        db.exec("BEGIN IMMEDIATE");
-        break;
-      } catch {
-        if (performance.now() > until) return false;
-        await Bun.sleep(10);
+    for (const db of dbs) {
+      db.exec("PRAGMA busy_timeout = 0");
+      for (;;) {
+        try {
+          db.exec("BEGIN IMMEDIATE");
+          begun.push(db);
+          break;
+        } catch {
+          if (performance.now() > until) return false;
+          await Bun.sleep(10);
+        }
       }
     }
     await Bun.sleep(ms);
-    db.exec("ROLLBACK");
     return true;
   } finally {
-    db.close();
+    for (const db of begun) db.exec("ROLLBACK");
+    for (const db of dbs) db.close();
   }
 }
 

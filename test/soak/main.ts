@@ -1,5 +1,5 @@
 /**
- * `make soak SEED=n MINUTES=m [BASELINE_SECONDS=60] [STORE=sqlite|postgres]`: the long soak, after
+ * `make soak SEED=n MINUTES=m [BASELINE_SECONDS=60] [STORE=sqlite|postgres|parquet]`: the long soak, after
  * a fault-free baseline on the same cluster. Every Worker is a host of its own on the network (TCP
  * fault relays to its clients, etcd and, with STORE=postgres, Postgres: a private server started for
  * the soak). Prints the fault log as it goes, then the report; writes every task's outcome to
@@ -24,14 +24,15 @@ const seed = intArg("SEED", 1);
 const minutes = intArg("MINUTES", 10);
 const baselineSeconds = intArg("BASELINE_SECONDS", 60);
 const store = process.env.STORE || "sqlite";
-if (store !== "sqlite" && store !== "postgres") {
-  console.error(`STORE must be sqlite or postgres, got ${JSON.stringify(store)}`);
+if (store !== "sqlite" && store !== "postgres" && store !== "parquet") {
+  console.error(`STORE must be sqlite, postgres or parquet, got ${JSON.stringify(store)}`);
   process.exit(2);
 }
-// Postgres moves fewer rows per second here (every commit of a table waits for its lock): smaller
-// tasks, fewer at once, as in the short soak, unless set.
-const blocksPerTask = intArg("BLOCKS_PER_TASK", store === "postgres" ? 25 : 100, 1);
-const concurrency = intArg("CONCURRENCY", store === "postgres" ? 4 : 6, 1);
+// Postgres and Parquet move fewer rows per second here (every commit of a table waits for its lock;
+// a Parquet commit encodes and fsyncs files): smaller tasks, fewer at once, unless set.
+const slower = store === "postgres" || store === "parquet";
+const blocksPerTask = intArg("BLOCKS_PER_TASK", slower ? 25 : 100, 1);
+const concurrency = intArg("CONCURRENCY", slower ? 4 : 6, 1);
 // Worker variables to try under the soak, passed through: IO_*, CALL_MAX_ATTEMPTS, EXECUTOR_*.
 const workerEnv = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => /^(IO_|EXECUTOR_|CALL_MAX_ATTEMPTS$)/.test(e[0]) && e[1] !== undefined));
 const started = new Date().toISOString();

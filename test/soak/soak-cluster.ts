@@ -2,6 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadClientConfig, type ClientConfig } from "../../src/sdk/client-config";
+import type { SoakStoreKind } from "./fault-schedule";
 import type { PrivatePostgres } from "../../src/dev/adapters/private-postgres";
 import { BlockxProcess, type LogLine } from "../support/blockx-process";
 import { EtcdProcess } from "../support/etcd";
@@ -112,11 +113,12 @@ export class Member {
 
 /**
  * SoakStore: where the Workers' rows go. `sqlite`: one host, every Worker sharing one file.
+ * `parquet`: one host, every Worker sharing one Parquet dataset folder (TABLE_STORE_URL=parquet://).
  * `postgres`: every Worker a host of its own (its own state, cache, functions and temporary
  * folders, nothing shared on disk) writing one Postgres: the run's (BLOCKX_TEST_POSTGRES_URL, a
  * fresh database) under `make test`, else a private server started for the soak.
  */
-export type SoakStore = "sqlite" | "postgres";
+export type SoakStore = SoakStoreKind;
 
 export interface SoakClusterOptions {
   readonly store: SoakStore;
@@ -134,7 +136,7 @@ export interface SoakClusterOptions {
  */
 export class SoakCluster {
   readonly dir = mkdtempSync(join(tmpdir(), "blockx-soak-"));
-  /** The table store the checker reads: the SQLite file, or the Postgres database's URL. */
+  /** The table store the checker reads: the SQLite file, the Parquet dataset's parquet:// URL, or the Postgres database's URL. */
   tableStore = join(this.dir, "tables.sqlite");
   /** The soak's own Postgres, when it started one (stopped with the cluster). */
   private postgres: PrivatePostgres | undefined;
@@ -154,12 +156,13 @@ export class SoakCluster {
     try {
       c.setBackendFaults({ latencyMs: 0, errorRate: 0 });
       if (o.store === "postgres") c.tableStore = await c.startPostgres();
+      if (o.store === "parquet") c.tableStore = `parquet://${join(c.dir, "dataset")}`;
       const common = { ETCD_ENDPOINTS: c.etcd.endpoint, BLOCKX_LOG_LEVEL: "info" };
       for (let i = 0; i < o.workers; i++) {
         const port = await freePort();
         // Every Worker a host of its own on the network: its clients, etcd and Postgres reached through relays.
         const links = await c.linksFor(port, o.store);
-        const store = o.store === "postgres" ? c.hostFolders(`host-${i + 1}`, links.store!) : { TABLE_STORE_PATH: c.tableStore };
+        const store = o.store === "postgres" ? c.hostFolders(`host-${i + 1}`, links.store!) : o.store === "parquet" ? { TABLE_STORE_URL: c.tableStore } : { TABLE_STORE_PATH: c.tableStore };
         c.workers.push(
           new Member(
             `worker-${i + 1}`,

@@ -423,7 +423,7 @@ export function formatReport(r: SoakReport): string {
   const c = r.check;
   const rows = (kind: SoakTable["kind"]) => r.tasks.filter((t) => tableNamed(t.table).kind === kind).length;
   const lines = [
-    `BlockX soak, seed ${r.seed}, table store ${r.store === "postgres" ? "Postgres (every Worker its own host)" : "SQLite (one file on the Workers' host)"}, every Worker behind its links (clients, etcd${r.store === "postgres" ? ", Postgres" : ""}): ${r.passed ? "PASSED" : "FAILED"}`,
+    `BlockX soak, seed ${r.seed}, table store ${r.store === "postgres" ? "Postgres (every Worker its own host)" : r.store === "parquet" ? "Parquet (one dataset folder on the Workers' host)" : "SQLite (one file on the Workers' host)"}, every Worker behind its links (clients, etcd${r.store === "postgres" ? ", Postgres" : ""}): ${r.passed ? "PASSED" : "FAILED"}`,
     `wall ${r.wallSeconds.toFixed(1)} s, backfill under faults ${r.backfillSeconds.toFixed(1)} s; thresholds: lease ${r.thresholds.leaseMs} ms, SDK lost-after ${r.thresholds.lostAfterMs} ms, statement timeout ${r.thresholds.statementMs} ms (given up on at ${r.thresholds.deadlineMs} ms)`,
     "",
     "faults that took effect, by kind:",
