@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { CoreDriver, type DriverTimers } from "./core-driver";
 import type { Decision } from "./decision";
 
-type Ev = { type: "add"; n: number } | { type: "echo"; s: string } | { type: "timeAdvanced" } | { type: "noop" };
+type Ev = { type: "add"; n: number } | { type: "echo"; s: string } | { type: "pair"; s: string } | { type: "timeAdvanced" } | { type: "noop" };
 type Ins = { type: "say"; s: string };
 
 /** A toy core: `add` schedules a wake-up n ms later; timeAdvanced says "due" for each due one; `echo` replies. */
@@ -23,6 +23,9 @@ class ToyCore {
       case "echo":
         reply = e.s;
         out.push({ type: "say", s: `echo ${e.s}` });
+        break;
+      case "pair":
+        out.push({ type: "say", s: `${e.s}1` }, { type: "say", s: `${e.s}2` });
         break;
       case "timeAdvanced":
         for (const d of this.due.filter((d) => d <= nowMs)) out.push({ type: "say", s: `due ${d}` });
@@ -108,6 +111,13 @@ describe("CoreDriver", () => {
     };
     driver.send({ type: "echo", s: "a" });
     expect(said).toEqual(["echo a", "echo b", "echo c"]);
+    // Posted while the first of two instructions is carried out: after the second, not between.
+    said.length = 0;
+    carry.hook = (s) => {
+      if (s === "p1") driver.post({ type: "echo", s: "late" });
+    };
+    driver.send({ type: "pair", s: "p" });
+    expect(said).toEqual(["p1", "p2", "echo late"]);
   });
 
   test("a post outside a step is applied at once", () => {
