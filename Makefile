@@ -28,7 +28,7 @@ SOURCE_DIGEST = $(shell sha256sum $(sort $(SOURCES)) | sha256sum | cut -c1-16)
 export PATH := $(abspath $(CACHE)/bun/node_modules/.bin):$(PATH)
 export BLOCKX_ETCD_BIN := $(abspath $(ETCD))
 
-.PHONY: deps build dist test typecheck proto py-stubs bench clean run demo soak source-digest mutants
+.PHONY: fuzz deps build dist test typecheck proto py-stubs bench clean run demo soak source-digest mutants
 .DEFAULT_GOAL := build
 
 deps: $(BUN) $(DEPS_STAMP) $(ETCD) $(GRPCIO_STAMP) $(GANACHE_STAMP) $(SYSTEMD_STAMP) $(QEMU_STAMP) $(ARM64_LIBC)/lib/ld-linux-aarch64.so.1 $(DIST_RUNTIMES) $(CHROMIUM_STAMP) $(POSTGRES_STAMP) $(BWRAP_STAMP) $(BWRAP_CACHE)
@@ -216,6 +216,13 @@ MINUTES ?= 10
 STORE ?= sqlite
 soak: deps build
 	SEED=$(SEED) MINUTES=$(MINUTES) STORE=$(STORE) BLOCKS_PER_TASK=$(BLOCKS_PER_TASK) CONCURRENCY=$(CONCURRENCY) $(BUN) test/soak/main.ts
+
+# Hostile input at every surface (test/fuzz), with a larger budget than make test's 22 cases a
+# method: FUZZ_CASES a gRPC method (10x that per config loader), FUZZ_SEED to vary the cases.
+FUZZ_CASES ?= 220
+FUZZ_SEED ?= 20261206
+fuzz: deps build
+	FUZZ_CASES=$(FUZZ_CASES) FUZZ_SEED=$(FUZZ_SEED) ./scripts/run-tests.sh test/fuzz
 
 # Each test/mutants/*.patch breaks a promise on purpose; its tests must fail (scripts/mutants.sh).
 mutants: deps build

@@ -1,4 +1,5 @@
 import * as grpc from "@grpc/grpc-js";
+import { addStrictService } from "../../common/grpc/malformed-requests";
 import { createEtcdClient } from "../../common/etcd/etcd-client";
 import { announceEtcdAccess } from "../../common/etcd/etcd-access";
 import { sdNotify } from "../../common/lifecycle/sd-notify";
@@ -101,13 +102,13 @@ export async function runCoordinator(config: CoordinatorRuntimeConfig): Promise<
   const health = new HealthStatus([config.profile.service]);
   health.register(grpcServer);
   if (config.profile.deployment === "block") {
-    grpcServer.addService(CoordinatorServiceService, {
+    addStrictService(grpcServer, CoordinatorServiceService, {
       reserveWorkerSlot: server.grpcHandler(config.tls),
       reserveWorkerSlots: server.grpcBatchHandler(config.tls),
       getReservationOutcomes: server.grpcOutcomesHandler(config.tls),
     });
   } else {
-    grpcServer.addService(BundleCoordinatorServiceService, {
+    addStrictService(grpcServer, BundleCoordinatorServiceService, {
       reserveWorkerSlot: server.grpcHandler(config.tls),
       reserveWorkerSlots: server.grpcBatchHandler(config.tls),
       getReservationOutcomes: server.grpcOutcomesHandler(config.tls),

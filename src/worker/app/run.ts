@@ -1,4 +1,5 @@
 import * as grpc from "@grpc/grpc-js";
+import { addStrictService } from "../../common/grpc/malformed-requests";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { ConfigError } from "../../common/config/env-config";
@@ -96,7 +97,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   const grpcServer = new grpc.Server(GRPC_SERVER_OPTIONS);
   const health = new HealthStatus(["worker.v1.WorkerService"]);
   health.register(grpcServer);
-  grpcServer.addService(WorkerServiceService, handlers);
+  addStrictService(grpcServer, WorkerServiceService, handlers);
   const boundAddr = await bindGrpcServer(grpcServer, config.listenAddr, await loadedServerCredentials(config.tls));
   const workerAddr = advertisedAddr(config, boundAddr);
 
