@@ -561,6 +561,30 @@ describe("faults", () => {
     expect(expectOk(await run(pool, "def main(ctx, x):\n    return 'ok'\n"))).toBe("ok");
   });
 
+  test("scratch is the executor's own bounded tmpfs: 300 MiB written under a 64 MiB limit fails the call and leaves nothing on the host", async () => {
+    const pool = await startPool({ executorCount: 1, memoryLimitBytes: 64 * 1024 * 1024 });
+    const runtimeDir = (pool as unknown as { runtimeDir: string }).runtimeDir;
+    const fill = "import os\ndef main(ctx, mb):\n    chunk = b'x' * (1 << 20)\n    with open('big', 'wb') as f:\n        for _ in range(mb):\n            f.write(chunk)\n            f.flush()\n    return os.path.getsize('big')\n";
+    const out = await run(pool, fill, 300, {}, 60_000);
+    // Either the tmpfs is full (ENOSPC: it is as large as the limit) or its files and the interpreter pass the limit first.
+    if (out.ok) throw new Error(`300 MiB of scratch were written under a 64 MiB limit (${JSON.stringify(out.value)})`);
+    expect(["OOM_KILLED", "USER_ERROR"]).toContain(out.error.code);
+    if (out.error.code === "USER_ERROR") expect(out.error.message).toContain("No space left on device");
+    // Nothing of it is on the host: the scratch folder the host keeps for the executor stays empty.
+    const hostBytes = (dir: string): number => readdirSync(dir, { recursive: true, withFileTypes: true }).filter((d) => d.isFile()).reduce((n, d) => n + Bun.file(join(d.parentPath, d.name)).size, 0);
+    expect(hostBytes(runtimeDir)).toBeLessThan(8 * 1024 * 1024);
+    await eventually(() => pool.stats().executors.every((e) => e.state === "READY"));
+    expect(expectOk(await run(pool, "def main(ctx, x):\n    return 'ok'\n"))).toBe("ok");
+  });
+
+  test("the files in scratch count against the memory limit: 100 MiB of them, held, under a 100 MiB limit is OOM_KILLED", async () => {
+    // The tmpfs is as large as the limit; with the interpreter's own memory the total passes it, and no RSS shows the files.
+    const pool = await startPool({ executorCount: 1, memoryLimitBytes: 100 * 1024 * 1024 });
+    const hold = "import time\ndef main(ctx, mb):\n    chunk = b'x' * (1 << 20)\n    with open('held', 'wb') as f:\n        try:\n            for _ in range(mb):\n                f.write(chunk)\n                f.flush()\n        except OSError:\n            pass\n    time.sleep(30)\n    return 'held'\n";
+    const err = expectError(await run(pool, hold, 100, {}, 60_000), "OOM_KILLED");
+    expect(err.message).toContain("scratch");
+  });
+
   test("reference cycles by the million are still collected: the call ends within the memory limit, its executor lives on", async () => {
     // 5 million self-referencing lists (~100 bytes each) are ~500 MB if never collected: over the 300 MiB limit.
     const pool = await startPool({ executorCount: 1, memoryLimitBytes: 300 * 1024 * 1024 });

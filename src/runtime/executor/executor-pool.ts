@@ -338,6 +338,8 @@ export class ExecutorPool {
       socketPath: this.socketPath,
       // One per incarnation, wiped when it exits.
       scratchDir: join(this.runtimeDir, `scratch-${id}`),
+      // Its files count against its memory limit (memoryBytes), so the limit bounds them too.
+      scratchBytes: this.config.memoryLimitBytes,
       sandbox: this.sandbox,
       pythonPath: this.pythonPath,
       token,
@@ -567,8 +569,8 @@ export class ExecutorPool {
     if (this.closed) return;
     for (const e of this.executors) {
       if (!e || e.dead) continue;
-      const rss = e.process.rssBytes();
-      if (rss !== null) this.apply({ type: "memorySampled", index: e.index, rssBytes: rss });
+      const held = e.process.memoryBytes();
+      if (held !== null) this.apply({ type: "memorySampled", index: e.index, rssBytes: held });
     }
   }
 
@@ -579,7 +581,7 @@ export class ExecutorPool {
       this.log.error({ component: "executor-pool", executorId: e.id, rssBytes: i.rssBytes, ...this.callsHeld(e) }, "executor over its memory limit; killing it");
       this.killExecutor(e, {
         code: CallErrorCode.OomKilled,
-        message: `executor ${e.id} used ${mb(i.rssBytes)}, over its memory limit of ${mb(this.config.memoryLimitBytes)}, and was killed`,
+        message: `executor ${e.id} used ${mb(i.rssBytes)} (its processes' memory and the files in its scratch and /tmp), over its memory limit of ${mb(this.config.memoryLimitBytes)}, and was killed`,
       });
       return;
     }
@@ -808,7 +810,7 @@ function startSandboxOnce(sandbox: BwrapSandbox, isolation: Isolation, argv: str
   if (isolation.runAs) chownSync(scratchDir, isolation.runAs.uid, isolation.runAs.gid);
   const fd = sandbox.openSeccomp();
   try {
-    const full = sandbox.argv({ packageDir: at.packageDir, socketPath: at.socketPath, scratchDir }, argv);
+    const full = sandbox.argv({ packageDir: at.packageDir, socketPath: at.socketPath, scratchDir, scratchBytes: 1 << 20 }, argv);
     let r: { exitCode: number | null; stderr: Buffer | undefined };
     try {
       r = Bun.spawnSync(full, { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", PYTHONPATH: at.packageDir }, stdio: ["ignore", "ignore", "pipe", fd] });

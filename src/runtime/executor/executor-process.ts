@@ -1,5 +1,5 @@
 import { procChildren } from "./proc-children";
-import { chownSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { chownSync, mkdirSync, readFileSync, rmSync, statfsSync } from "node:fs";
 import type { Logger } from "../../common/logging/logger";
 import { forEachLine } from "../../common/streams/for-each-line";
 import type { Isolation } from "./isolation";
@@ -20,6 +20,8 @@ export interface ExecutorSpawnSpec {
   readonly socketPath: string;
   /** The executor's own scratch folder (its working directory); made here, wiped when it exits. */
   readonly scratchDir: string;
+  /** The sandbox's scratch size (SandboxMounts.scratchBytes). */
+  readonly scratchBytes: number;
   /** The sandbox it starts in (EXECUTOR_SANDBOX=on), or null. */
   readonly sandbox: BwrapSandbox | null;
   /** The PYTHONPATH: the blockx_executor package, readable by EXECUTOR_USER. */
@@ -50,6 +52,8 @@ export class ExecutorProcess {
   readonly id: string;
   private readonly proc: ReturnType<typeof Bun.spawn>;
   private readonly ownProcessGroup: boolean;
+  /** Runs in the sandbox (its scratch and /tmp are tmpfs whose files count as its memory). */
+  private readonly sandboxed: boolean;
   /** Its stderr lines until it connected (the last START_STDERR_LINES). */
   readonly startStderr: string[] = [];
   private connected = false;
@@ -68,13 +72,14 @@ export class ExecutorProcess {
   constructor(spec: ExecutorSpawnSpec, log: Logger, onExit: (exit: ExecutorExit) => void, callsHeld: () => CallsHeld = () => ({})) {
     this.id = spec.id;
     this.ownProcessGroup = spec.isolation.ownProcessGroup;
+    this.sandboxed = spec.sandbox !== null;
     const runAs = spec.isolation.runAs;
     mkdirSync(spec.scratchDir, { recursive: true, mode: 0o700 });
     if (runAs) chownSync(spec.scratchDir, runAs.uid, runAs.gid);
     const command = [spec.python, "-m", "blockx_executor", "--socket", spec.socketPath, "--id", spec.id];
     const sandbox = spec.sandbox;
     const seccompFd = sandbox?.openSeccomp() ?? null;
-    const argv = sandbox ? sandbox.argv({ packageDir: spec.pythonPath, socketPath: spec.socketPath, scratchDir: spec.scratchDir }, command) : command;
+    const argv = sandbox ? sandbox.argv({ packageDir: spec.pythonPath, socketPath: spec.socketPath, scratchDir: spec.scratchDir, scratchBytes: spec.scratchBytes }, command) : command;
     // The child's fds past stdio: the seccomp program at 3 (bwrap reads and closes it), then the
     // block store, which the executor keeps (bwrap and setpriv leave inherited fds open).
     const extraFds: number[] = seccompFd !== null ? [seccompFd] : [];
@@ -205,6 +210,27 @@ export class ExecutorProcess {
    * rssBytes is the resident memory of the executor and everything under it (bwrap, its init,
    * the interpreter, anything it forked), from /proc, or null when it cannot be read.
    */
+  /**
+   * memoryBytes: what the executor holds in memory: its tree's resident memory and, in the
+   * sandbox, the files in its scratch and /tmp (tmpfs pages no RSS shows), read through the
+   * interpreter's root (/proc/PID/root; 0 where that cannot be read). Null when the process is gone.
+   */
+  memoryBytes(): number | null {
+    const rss = this.rssBytes();
+    if (rss === null || !this.sandboxed) return rss;
+    const root = `/proc/${this.interpreterPid()}/root`;
+    let files = 0;
+    for (const dir of [SANDBOX_SCRATCH_DIR, "/tmp"]) {
+      try {
+        const s = statfsSync(root + dir);
+        files += (s.blocks - s.bfree) * s.bsize;
+      } catch {
+        // not readable from here (or gone): the tmpfs's own size still bounds it
+      }
+    }
+    return rss + files;
+  }
+
   rssBytes(): number | null {
     let total = 0;
     let seen = 0;

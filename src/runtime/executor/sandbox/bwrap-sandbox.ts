@@ -7,7 +7,7 @@ import { hostSeccompArch, processFilterBytes, socketFilterBytes } from "./seccom
 /** Where an executor finds its scratch folder inside the sandbox (its working directory). */
 export const SANDBOX_SCRATCH_DIR = "/scratch";
 /** The size of the sandbox's private /tmp (memory-backed; counted in the executor's memory). */
-const TMP_SIZE_BYTES = 64 * 1024 * 1024;
+export const TMP_SIZE_BYTES = 64 * 1024 * 1024;
 /** The child's file descriptor carrying the seccomp program (stdin, stdout, stderr come first). */
 export const SECCOMP_CHILD_FD = 3;
 
@@ -17,8 +17,14 @@ export interface SandboxMounts {
   readonly packageDir: string;
   /** The pool's Unix socket (the only socket file shown, same path inside). */
   readonly socketPath: string;
-  /** This executor's own scratch folder, shown read-write at SANDBOX_SCRATCH_DIR. */
+  /** This executor's own scratch folder on the host (the unsandboxed working folder; unused inside). */
   readonly scratchDir: string;
+  /**
+   * The size of the executor's scratch (a tmpfs at SANDBOX_SCRATCH_DIR, its own, gone with it):
+   * writes past it fail with ENOSPC. Its pages are memory no process's RSS shows, so the pool
+   * counts what the executor's scratch and /tmp hold against its memory limit too.
+   */
+  readonly scratchBytes: number;
 }
 
 /**
@@ -104,7 +110,9 @@ export class BwrapSandbox {
     a.push("--ro-bind", mounts.packageDir, mounts.packageDir);
     dirsAbove(mounts.socketPath);
     a.push("--bind", mounts.socketPath, mounts.socketPath);
-    a.push("--bind", mounts.scratchDir, SANDBOX_SCRATCH_DIR, "--chdir", SANDBOX_SCRATCH_DIR);
+    // Scratch is a tmpfs of its own, bounded: a bind of a host folder (on /run under systemd, a
+    // host-wide tmpfs) let one function fill it for every service on the host.
+    a.push("--perms", "1777", "--size", String(Math.max(1 << 20, Math.trunc(mounts.scratchBytes))), "--tmpfs", SANDBOX_SCRATCH_DIR, "--chdir", SANDBOX_SCRATCH_DIR);
     a.push("--seccomp", String(SECCOMP_CHILD_FD));
     a.push("--");
     if (this.drop) {

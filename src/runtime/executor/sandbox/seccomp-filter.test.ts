@@ -13,6 +13,7 @@ import {
   socketFilterProgram,
   SYSCALLS,
   type SeccompArch,
+  KERNEL_SURFACE_SYSCALLS,
 } from "./seccomp-filter";
 
 const AUDIT = { x86_64: 0xc000003e, aarch64: 0xc00000b7, i386: 0x40000003, arm: 0x40000028 };
@@ -116,6 +117,17 @@ describe.each(["x86_64", "aarch64"] as SeccompArch[])("the %s process filter", (
     expect(run(bytes, { nr: nr.clone, arch: archValue, arg0: FORK_FLAGS })).toBe(SECCOMP_RET_ERRNO_EPERM);
     expect(run(bytes, { nr: nr.clone, arch: archValue, arg0: 0x4111 })).toBe(SECCOMP_RET_ERRNO_EPERM); // CLONE_VM|CLONE_VFORK|SIGCHLD
     for (const n of nr.denied) expect(run(bytes, { nr: n, arch: archValue })).toBe(SECCOMP_RET_ERRNO_EPERM);
+  });
+
+  test("each system call of the kernel surface user code has no need for fails with EPERM", () => {
+    const denied = KERNEL_SURFACE_SYSCALLS[arch];
+    expect(Object.keys(denied)).toContain("userfaultfd");
+    for (const [name, n] of Object.entries(denied)) expect([name, run(bytes, { nr: n, arch: archValue })]).toEqual([name, SECCOMP_RET_ERRNO_EPERM]);
+  });
+
+  test("what Python itself calls still passes: read, write, mmap, futex, openat, close, getrandom, epoll, poll", () => {
+    const common = arch === "x86_64" ? [0, 1, 9, 202, 257, 3, 318, 232, 7] : [63, 64, 222, 98, 56, 57, 278, 22, 73];
+    for (const n of common) expect(run(bytes, { nr: n, arch: archValue })).toBe(SECCOMP_RET_ALLOW);
   });
 
   test("clone3 answers ENOSYS, so the C library falls back to clone, whose flags the filter reads", () => {

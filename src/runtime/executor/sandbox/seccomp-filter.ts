@@ -81,6 +81,46 @@ export const PROCESS_SYSCALLS: Record<SeccompArch, { clone: number; clone3: numb
   // execve 221, execveat 281
   aarch64: { clone: 220, clone3: 435, denied: [221, 281] },
 };
+/**
+ * KERNEL_SURFACE_SYSCALLS: system calls user code has no need for and that widen the kernel surface
+ * other people's code can reach (each a source of privilege escalations or of reading other
+ * processes), denied with EPERM by the process filter. Python's standard library calls none of
+ * them; native code a function brings (an extension module it wrote to scratch) could. Why each:
+ * - ptrace, process_vm_readv/writev, kcmp, pidfd_getfd: reading or writing another process (the
+ *   executor's own siblings of the same user, whose calls are other tasks');
+ * - userfaultfd: the classic way to widen a kernel race's window; perf_event_open: a long list of
+ *   kernel bugs and side channels; bpf: loading programs into the kernel;
+ * - keyctl, add_key, request_key: the kernel keyring (shared by a user's processes);
+ * - mount, umount2, pivot_root, open_tree, move_mount, fsopen, fsconfig, fsmount, fspick,
+ *   mount_setattr, unshare, setns: new namespaces and mounts (the sandbox's own are set up before
+ *   this filter, by bwrap); open_by_handle_at, name_to_handle_at: opening files by handle, around
+ *   the mount namespace;
+ * - kexec_load, kexec_file_load, init_module, finit_module, delete_module, reboot, swapon,
+ *   swapoff, acct, quotactl, syslog, settimeofday, clock_settime, clock_adjtime, adjtimex,
+ *   lookup_dcookie, vhangup, fanotify_init, personality, and x86_64's iopl and ioperm: the
+ *   administrator's, and a few with a record of kernel bugs.
+ */
+export const KERNEL_SURFACE_SYSCALLS: Record<SeccompArch, Readonly<Record<string, number>>> = {
+  x86_64: {
+    ptrace: 101, process_vm_readv: 310, process_vm_writev: 311, kcmp: 312, pidfd_getfd: 438,
+    userfaultfd: 323, perf_event_open: 298, bpf: 321,
+    keyctl: 250, add_key: 248, request_key: 249,
+    mount: 165, umount2: 166, pivot_root: 155, open_tree: 428, move_mount: 429, fsopen: 430, fsconfig: 431, fsmount: 432, fspick: 433, mount_setattr: 442, unshare: 272, setns: 308,
+    open_by_handle_at: 304, name_to_handle_at: 303,
+    kexec_load: 246, kexec_file_load: 320, init_module: 175, finit_module: 313, delete_module: 176, reboot: 169, swapon: 167, swapoff: 168, acct: 163, quotactl: 179, syslog: 103,
+    settimeofday: 164, clock_settime: 227, clock_adjtime: 305, adjtimex: 159, lookup_dcookie: 212, vhangup: 153, fanotify_init: 300, personality: 135, iopl: 172, ioperm: 173,
+  },
+  aarch64: {
+    ptrace: 117, process_vm_readv: 270, process_vm_writev: 271, kcmp: 272, pidfd_getfd: 438,
+    userfaultfd: 282, perf_event_open: 241, bpf: 280,
+    keyctl: 219, add_key: 217, request_key: 218,
+    mount: 40, umount2: 39, pivot_root: 41, open_tree: 428, move_mount: 429, fsopen: 430, fsconfig: 431, fsmount: 432, fspick: 433, mount_setattr: 442, unshare: 97, setns: 268,
+    open_by_handle_at: 265, name_to_handle_at: 264,
+    kexec_load: 104, kexec_file_load: 294, init_module: 105, finit_module: 273, delete_module: 106, reboot: 142, swapon: 224, swapoff: 225, acct: 89, quotactl: 60, syslog: 116,
+    settimeofday: 170, clock_settime: 112, clock_adjtime: 266, adjtimex: 171, lookup_dcookie: 18, vhangup: 58, fanotify_init: 262, personality: 92,
+  },
+};
+
 /** clone(2) flag of a new thread (sharing the caller's thread group): the only clone allowed. */
 export const CLONE_THREAD = 0x00010000;
 const ENOSYS = 38;
@@ -91,6 +131,7 @@ const JSET_K = 0x45;
  * processFilterProgram is the second filter, the one the executor installs on itself once it
  * runs (bwrap's filter applies before bwrap executes the interpreter, so it cannot forbid exec):
  * - execve, execveat, fork and vfork fail with EPERM;
+ * - the system calls of KERNEL_SURFACE_SYSCALLS fail with EPERM;
  * - clone succeeds only for a new thread (CLONE_THREAD in its flags), else EPERM;
  * - clone3 fails with ENOSYS, so the C library falls back to clone, whose flags a filter can read
  *   (clone3 passes them in memory);
@@ -105,6 +146,7 @@ export function processFilterProgram(arch: SeccompArch): BpfInstruction[] {
   body.push({ code: JEQ_K, k: nr.clone, jumpTrueTo: "clone" });
   body.push({ code: JEQ_K, k: nr.clone3, jumpTrueTo: "enosys" });
   for (const n of nr.denied) body.push({ code: JEQ_K, k: n, jumpTrueTo: "deny" });
+  for (const n of Object.values(KERNEL_SURFACE_SYSCALLS[arch])) body.push({ code: JEQ_K, k: n, jumpTrueTo: "deny" });
   body.push({ code: RET_K, k: SECCOMP_RET_ALLOW });
   const cloneAt = body.length;
   body.push({ code: LD_W_ABS, k: OFFSET_ARG0_LOW });
