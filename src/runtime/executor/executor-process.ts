@@ -1,5 +1,5 @@
 import { procChildren } from "./proc-children";
-import { chownSync, mkdirSync, readFileSync, rmSync, statfsSync } from "node:fs";
+import { chownSync, mkdirSync, readFileSync, readlinkSync, rmSync, statfsSync } from "node:fs";
 import type { Logger } from "../../common/logging/logger";
 import { forEachLine } from "../../common/streams/for-each-line";
 import type { Isolation } from "./isolation";
@@ -218,15 +218,18 @@ export class ExecutorProcess {
   memoryBytes(): number | null {
     const rss = this.rssBytes();
     if (rss === null || !this.sandboxed) return rss;
-    const root = `/proc/${this.interpreterPid()}/root`;
+    const pid = this.interpreterPid();
     let files = 0;
-    for (const dir of [SANDBOX_SCRATCH_DIR, "/tmp"]) {
-      try {
-        const s = statfsSync(root + dir);
-        files += (s.blocks - s.bfree) * s.bsize;
-      } catch {
-        // not readable from here (or gone): the tmpfs's own size still bounds it
+    try {
+      // Only a process inside its sandbox: until bwrap has made it (or for bwrap itself), /proc/PID/root
+      // is this host's root, whose /tmp holds everyone's files, not the executor's.
+      if (readlinkSync(`/proc/${pid}/ns/mnt`) === readlinkSync("/proc/self/ns/mnt")) return rss;
+      for (const dir of [SANDBOX_SCRATCH_DIR, "/tmp"]) {
+        const s = statfsSync(`/proc/${pid}/root${dir}`);
+        if (s.type === TMPFS_MAGIC) files += (s.blocks - s.bfree) * s.bsize;
       }
+    } catch {
+      // not readable from here (or gone): the tmpfs's own size still bounds its files
     }
     return rss + files;
   }
@@ -267,6 +270,9 @@ export function callsHeldFields(callIds: readonly string[]): CallsHeld {
   if (callIds.length <= MAX_LOGGED_CALL_IDS) return { callIds };
   return { callIds: callIds.slice(0, MAX_LOGGED_CALL_IDS), moreCalls: callIds.length - MAX_LOGGED_CALL_IDS };
 }
+
+/** statfs's f_type of a tmpfs (linux/magic.h): only the sandbox's own tmpfs mounts count as an executor's memory. */
+const TMPFS_MAGIC = 0x01021994;
 
 /** How many processes of an executor's tree rssBytes reads at most (a fork bomb's are bounded by RLIMIT_NPROC anyway). */
 const MAX_TREE_PROCESSES = 64;
