@@ -1,3 +1,4 @@
+import { redactSecrets } from "../../common/config/secret-text";
 import { findPostgresBinDir, postgresBinDirs, PrivatePostgres } from "../adapters/private-postgres";
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -169,8 +170,9 @@ export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise
   const core = new SupervisorCore(plan, { readyTimeoutMs: config.readyTimeoutMs, stopGraceMs: config.stopGraceMs });
   const children = new Map<string, DevChild>();
   const endpoints = new Map<string, string>();
-  const say = (line: string) => process.stderr.write(`blockx dev: ${line}\n`);
-  const echo = (line: string) => process.stderr.write(line + "\n");
+  // The terminal never shows a secret (a store URL's password); the 0600 env file keeps them.
+  const say = (line: string) => process.stderr.write(redactSecrets(`blockx dev: ${line}\n`));
+  const echo = (line: string) => process.stderr.write(redactSecrets(line + "\n"));
   say(`directory ${layout.dir} (logs: <child>.log)`);
 
   let finish!: (code: number) => void;

@@ -1,3 +1,4 @@
+import { HIDDEN, redactUrlCredentials } from "../../common/config/secret-text";
 import { SQL, type TransactionSQL } from "bun";
 import { exactInt, parseExactJson } from "../../common/json/exact-json";
 import { callResult, type GroupCommitResult, GroupCommitQueue } from "./group-commit-queue";
@@ -102,12 +103,12 @@ export const postgresStore: StoreKind = {
     }),
 };
 
-/** redactUrl: the URL without its password, for messages and logs. */
+/** redactUrl: the URL without its password and secret query parameters, for messages and logs. */
 export function redactUrl(url: string): string {
   try {
     const u = new URL(url);
-    if (u.password) u.password = "***";
-    return u.toString();
+    if (u.password) u.password = HIDDEN;
+    return redactUrlCredentials(u.toString());
   } catch {
     return "postgres://?";
   }
