@@ -286,15 +286,31 @@ export class BlockxClient implements TaskRuns {
 
   /**
    * streamLogs hands a task's log lines to `onLine`: its last `tail` (0: all kept), then, with
-   * `follow`, each new one until the task is terminal. Resolves when the stream ends.
+   * `follow`, each new one until the task is terminal. Resolves when the stream ends, or at once
+   * when `signal` aborts: the stream is cancelled then, so a reader that went away (a closed
+   * dashboard page) holds no stream on the Worker until the task ends.
    */
-  streamLogs(ref: TaskRef, o: { tail?: number; follow?: boolean }, onLine: (line: TaskLogLine) => void): Promise<void> {
+  streamLogs(ref: TaskRef, o: { tail?: number; follow?: boolean; signal?: AbortSignal }, onLine: (line: TaskLogLine) => void): Promise<void> {
     const w = this.transport.worker(ref.workerAddr);
     return new Promise((resolve, reject) => {
+      if (o.signal?.aborted) return resolve();
       const stream = w.client.streamTaskLogs({ taskId: ref.taskId, tail: o.tail ?? 0, follow: o.follow ?? false }, w.metadata());
+      const onAbort = () => {
+        stream.cancel();
+        resolve();
+      };
+      o.signal?.addEventListener("abort", onAbort, { once: true });
+      const done = () => o.signal?.removeEventListener("abort", onAbort);
       stream.on("data", (l: TaskLogLine) => onLine(l));
-      stream.on("end", () => resolve());
-      stream.on("error", (e) => reject(toBlockxError(e, `StreamTaskLogs ${ref.taskId} on ${ref.workerAddr}`)));
+      stream.on("end", () => {
+        done();
+        resolve();
+      });
+      stream.on("error", (e) => {
+        done();
+        // A cancel we asked for ends as CANCELLED: the promise has resolved already.
+        reject(toBlockxError(e, `StreamTaskLogs ${ref.taskId} on ${ref.workerAddr}`));
+      });
     });
   }
 
