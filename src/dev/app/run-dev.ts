@@ -1,4 +1,4 @@
-import { redactSecrets } from "../../common/config/secret-text";
+import { redactSecrets, rememberSecret } from "../../common/config/secret-text";
 import { findPostgresBinDir, postgresBinDirs, PrivatePostgres } from "../adapters/private-postgres";
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -55,7 +55,8 @@ function prepareDir(config: DevConfig): { layout: DevLayout; temporary: boolean 
 
 /**
  * startDevPostgres starts `--postgres`'s private server (Debian's binaries; a temporary folder that
- * `nobody` can reach when running as root) with a database `blockx` for the Workers' tables.
+ * `nobody` can reach when running as root) with a database `blockx` for the Workers' tables. Only
+ * the password (random, in the URL and in the 0600 blockx-dev.env) gets in: see PrivatePostgres.
  */
 async function startDevPostgres(config: DevConfig): Promise<{ server: PrivatePostgres; url: string }> {
   if (config.tableStoreUrl !== "") throw new DevError("CONFLICTING_STORES", "--postgres starts a Postgres of its own: unset TABLE_STORE_URL, or drop --postgres to use that one");
@@ -69,6 +70,8 @@ async function startDevPostgres(config: DevConfig): Promise<{ server: PrivatePos
   }
   try {
     const server = await PrivatePostgres.start({ binDir, port: await freePort() });
+    // The URL carries the password: the terminal and the logs show it as ***; blockx-dev.env (0600) has it.
+    rememberSecret("value", server.password);
     return { server, url: await server.createDatabase("blockx") };
   } catch (e) {
     throw new DevError("POSTGRES_FAILED", `the private Postgres did not start: ${(e as Error).message}`);
@@ -242,7 +245,9 @@ export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise
       ui = startUiServer(uiClient, { listenAddr: "127.0.0.1:0", refreshMs: 1000, maxStreams: 32 }, createLogger("warn", { role: "ui" }, 2));
     }
     const vars = clientEnvironment({ layout, endpoints, etcdClientPort, tableStoreUrl, metricsAddrs, tls, ...(ui ? { uiUrl: ui.url } : {}) });
-    writeFileSync(layout.envFilePath, renderEnvFile(vars));
+    // 0600: it holds the private Postgres's password and the dashboard's token (a kept file keeps its mode: set it again).
+    writeFileSync(layout.envFilePath, renderEnvFile(vars), { mode: 0o600 });
+    chmodSync(layout.envFilePath, 0o600);
     const width = Math.max(...ready.map(([id]) => id.length));
     const lines = ["ready:", ...ready.map(([id, ep]) => `  ${id.padEnd(width)}  ${ep}  (pid ${children.get(id)?.pid})`)];
     lines.push(`client environment (also in ${layout.envFilePath}; \`source\` it):`, ...renderEnvFile(vars).trimEnd().split("\n").map((l) => `  ${l}`));
