@@ -101,7 +101,10 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   const workerAddr = advertisedAddr(config, boundAddr);
 
   const incarnation = randomBytes(6).toString("hex");
-  const core = new WorkerCore({ taskSlots: config.taskSlots, retentionMs: config.resultRetentionMs, workerAddr, maxSlotTtlMs: config.maxSlotTtlMs }, incarnation);
+  const core = new WorkerCore(
+    { taskSlots: config.taskSlots, retentionMs: config.resultRetentionMs, workerAddr, maxSlotTtlMs: config.maxSlotTtlMs, retainedTasksMax: config.retainedTasksMax, retainedBytesMax: config.retainedBytesMax },
+    incarnation,
+  );
   const errors = new ErrorRateWindow();
   const functions = functionsFromDir(config.functionsDir, log);
   const faults = new FaultInjector(config.localTestFaults, config.localTestFaultsFile, log.child({ component: "localtestservice" })).start();
@@ -182,6 +185,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     commitCounts: () => tableStore.commitCounts(),
   });
   driver.onTaskEnded = (state, snapshot) => metrics.taskEnded(state, snapshot);
+  driver.onRetainedEvicted = () => metrics.retainedEvicted();
   runner.onCallFinished = (systemFailure, info) => {
     errors.record(systemFailure, Date.now());
     metrics.callFinished(systemFailure, info);
