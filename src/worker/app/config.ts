@@ -87,6 +87,13 @@ export function workerVars(profile: WorkerProfile) {
       intSchema(1, 3_600_000),
     ),
     resultRetentionMs: envVar("RESULT_RETENTION_MS", "300000", MS_RULE, "how long a finished task's result stays queryable", intSchema(1, MAX_MS)),
+    maxWatchStreams: envVar(
+      "WORKER_MAX_WATCH_STREAMS",
+      "4096",
+      "an integer from 1 to 1000000",
+      "WatchTasks streams open at once (each holds memory while its client keeps it); more are RESOURCE_EXHAUSTED, and the SDKs poll instead",
+      intSchema(1, 1_000_000),
+    ),
     retainedTasksMax: envVar(
       "WORKER_RETAINED_TASKS_MAX",
       "10000",
@@ -171,6 +178,7 @@ export interface WorkerRuntimeConfig extends TableStoreConfig {
   readonly leaseTtlSeconds: number;
   readonly resultRetentionMs: number;
   readonly retainedTasksMax: number;
+  readonly maxWatchStreams: number;
   readonly retainedBytesMax: number;
   readonly maxSlotTtlMs: number;
   readonly drainTimeoutMs: number;
@@ -259,6 +267,7 @@ export function loadWorkerRuntimeConfigFromEnv(
     leaseTtlSeconds: v.leaseTtlSeconds,
     resultRetentionMs: v.resultRetentionMs,
     retainedTasksMax: v.retainedTasksMax,
+    maxWatchStreams: v.maxWatchStreams,
     retainedBytesMax: v.retainedBytesMax,
     maxSlotTtlMs: v.maxSlotTtlMs,
     drainTimeoutMs: v.drainTimeoutMs,

@@ -167,7 +167,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   const plan = (task: Task | undefined) => planTask(task, config.profile, functions.current(task?.functionCallConfig?.function?.name || undefined), planLimits);
   const driver = new WorkerDriver(core, runner, plan, log.child({ component: "worker-driver" }), monotonicNowMs, fencing.claims());
   driver.callTimesOf = (taskId) => callTimes.of(taskId);
-  const svc = new WorkerService(driver, log.child({ component: "worker-service" }), config.tls);
+  const svc = new WorkerService(driver, log.child({ component: "worker-service" }), config.tls, config.maxWatchStreams);
   if (tracer.enabled) {
     const tasks = new TaskTrace(tracer);
     const publish = driver.onSnapshot;
