@@ -149,7 +149,7 @@ export function renderEnvHelp(vars: EnvVars): string {
     .map((v) => {
       const def = v.defaultRaw === "" ? "(empty)" : v.defaultRaw;
       const secret = v.secret ? "; a secret: never printed" : "";
-      return `  ${v.name.padEnd(width)}  default ${def}\n  ${" ".repeat(width)}  ${v.description} (${v.rule}; flag ${flagName(v.name)}${secret})`;
+      return `  ${v.name.padEnd(width)}  default ${def}\n  ${" ".repeat(width)}  ${v.description} (${v.rule}${secret}; flag ${flagName(v.name)})`;
     })
     .join("\n");
 }
