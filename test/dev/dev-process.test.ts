@@ -156,6 +156,8 @@ describe("blockx dev", () => {
     const password = new URL(env.TABLE_STORE_URL!).password;
     expect(dev.stderr).toContain("TABLE_STORE_URL='postgres://blockx:***@127.0.0.1:");
     expect(dev.stderr + JSON.stringify(dev.lines)).not.toContain(password);
+    // The dashboard's URL is shown whole, token and all: the terminal's user opens it (the env lines show it as ***).
+    expect(dev.stderr).toMatch(/^blockx dev: dashboard: http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]{32}$/m);
     expect(await runBlockStats(env, "dev-pg", 100, 119)).toMatchObject({ state: TaskState.SUCCEEDED, callsTotal: 20 });
     expect((await rawRows(env.TABLE_STORE_URL!, "block_stats")).map((x) => Number(x.block)).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => 100 + i));
     const table = Bun.spawnSync([BLOCKX_BINARY, "table", "block_stats", "--limit", "0", "--json"], { env: { ...process.env, ...env }, cwd: dir });

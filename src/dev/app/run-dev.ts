@@ -252,9 +252,10 @@ export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise
     const lines = ["ready:", ...ready.map(([id, ep]) => `  ${id.padEnd(width)}  ${ep}  (pid ${children.get(id)?.pid})`)];
     lines.push(`client environment (also in ${layout.envFilePath}; \`source\` it):`, ...renderEnvFile(vars).trimEnd().split("\n").map((l) => `  ${l}`));
     lines.push("metrics (Prometheus text at /metrics):", ...[...metricsAddrs].map(([id, a]) => `  ${id.padEnd(width)}  http://${a}/metrics`));
-    if (ui) lines.push(`dashboard: ${ui.url}`);
     lines.push("Ctrl-C stops everything.");
     say(lines.join("\n"));
+    // Unredacted on purpose: the dashboard's URL carries its token, for this terminal's user to open (as `blockx ui` prints it).
+    if (ui) process.stderr.write(`blockx dev: dashboard: ${ui.url}\n`);
     // One machine-readable line on stdout, for scripts that start dev in the background.
     const metrics = Object.fromEntries(metricsAddrs);
     process.stdout.write(JSON.stringify({ msg: "dev ready", dir: layout.dir, envFile: layout.envFilePath, endpoints: Object.fromEntries(ready), metrics, ui: ui?.url ?? "" }) + "\n");
