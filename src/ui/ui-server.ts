@@ -14,6 +14,8 @@ import pageText from "./assets/dashboard.html" with { type: "text" };
 const PAGE = pageText as unknown as string;
 /** Task ids are UUIDs or client-chosen names; anything longer or stranger is refused before any RPC. */
 const TASK_ID = /^[A-Za-z0-9._:\-]{1,200}$/;
+/** At most one "dashboard request refused" line this often (ms). */
+const REFUSAL_LOG_MS = 10_000;
 /** Log lines the task page asks for first (then follows). */
 const LOG_TAIL = 200;
 /** Recent reservations shown per Coordinator. */
@@ -146,6 +148,8 @@ export function startUiServer(client: BlockxClient, o: UiServerOptions, log: Log
   };
 
   let hosts: ReadonlySet<string> = new Set();
+  let lastRefusalLogMs = Number.NEGATIVE_INFINITY;
+  let refusedSinceLog = 0;
   const cookieName = () => `blockx_ui_${server.port}`;
   const cookieOf = (req: Request): string | null => {
     for (const part of (req.headers.get("cookie") ?? "").split(";")) {
@@ -166,7 +170,14 @@ export function startUiServer(client: BlockxClient, o: UiServerOptions, log: Log
         { token, hosts, port: server.port ?? 0 },
       );
       if (access.kind === "refuse") {
-        log.warn({ component: "ui", status: access.status, path: url.pathname.slice(0, 100), reason: access.reason }, "dashboard request refused");
+        // One line per REFUSAL_LOG_MS at most, with how many were refused since: a page hammering the port cannot flood the log.
+        const now = performance.now();
+        refusedSinceLog++;
+        if (now - lastRefusalLogMs >= REFUSAL_LOG_MS) {
+          log.warn({ component: "ui", status: access.status, path: url.pathname.slice(0, 100), reason: access.reason, refused: refusedSinceLog }, "dashboard request refused");
+          lastRefusalLogMs = now;
+          refusedSinceLog = 0;
+        }
         return json({ error: access.reason }, access.status);
       }
       const res = await route(req, url);
