@@ -62,7 +62,9 @@ _CODE_BY_STATUS = {
 
 
 def _now_ms() -> float:
-    return time.time() * 1000
+    """The client's clock, in ms: monotonic, so deadlines and intervals (a quiet stream, an unreachable
+    Worker, progress rates) stay right when the wall clock is stepped. grpcio takes relative timeouts."""
+    return time.monotonic() * 1000
 
 
 #: run_task's SubmitTask asks the Worker to answer at the task's end if that comes within this long

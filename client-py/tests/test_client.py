@@ -201,3 +201,28 @@ def test_from_env_rejects_bad_variables():
     c = Client.from_env({"PROXY_SOCKET_PATH": "/run/x.sock", "BLOCKX_COORDINATOR_ADDRS": "a:1,b:2"})  # no transport: the proxy's socket needs none
     assert c.via_proxy and c.config.coordinator_addrs == ("a:1", "b:2")
     assert not Client.from_env({"PROXY_SOCKET_PATH": "/run/x.sock"}, direct=True).via_proxy
+
+
+
+SLOW = "import time\ndef main(ctx, x):\n    time.sleep(2.5)\n    return x\n"
+
+
+def test_a_wall_clock_stepped_ahead_mid_run_changes_no_interval(client, mode, monkeypatch):
+    """Issue 51, item 7: the client measured its intervals and deadlines with time.time(), so a wall
+    clock stepped an hour ahead mid-run (NTP, a laptop waking) counted that hour into the progress
+    rate (two calls in 3,600 s) and into its deadline. Two calls of 2.5 s on two executors: the rate
+    seen at their end is about 0.8 calls a second, and the run ends SUCCEEDED on its first attempt."""
+    import time as time_module
+    real = time_module.time
+    seen = []
+
+    def step(p, s):
+        if not seen:
+            monkeypatch.setattr(time_module, "time", lambda: real() + 3600)
+        seen.append(p)
+
+    run = client.run_task(source=SLOW, inputs=[1, 2], timeout=120, on_progress=step)
+    assert run.state == "SUCCEEDED" and run.attempts == 1
+    assert run.result() == [1, 2]
+    assert seen[-1].done == 2
+    assert 0.1 < seen[-1].rate_per_s < 10, seen[-1]

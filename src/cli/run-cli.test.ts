@@ -85,7 +85,7 @@ describe("runCli", () => {
     expect(extra.err).toEqual(['blockx demo: unexpected argument "b" (see --help)']);
   });
 
-  test("errors from the command: usage and configuration exit 2, executors that cannot start exit 1, anything else is thrown", async () => {
+  test("errors from the command: usage and configuration exit 2, executors that cannot start exit 1, anything else prints its stack and exits 1", async () => {
     const usage = setup(new UsageError("no such file: f.py"));
     expect(await usage.run("demo")).toBe(2);
     expect(usage.err).toEqual(["blockx demo: no such file: f.py"]);
@@ -96,6 +96,7 @@ describe("runCli", () => {
     expect(await executors.run("demo")).toBe(1);
     expect(executors.err).toEqual(["blockx demo: executors cannot start: EXECUTORS_DIED_AT_START: python3 said no"]);
     const bug = setup(new RangeError("a bug"));
-    await expect(bug.run("demo")).rejects.toThrow("a bug");
+    expect(await bug.run("demo")).toBe(1);
+    expect(bug.err[0]).toStartWith("blockx demo: RangeError: a bug\n");
   });
 });

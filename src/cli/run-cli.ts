@@ -1,4 +1,5 @@
 import { ConfigError } from "../common/config/env-config";
+import { redactSecrets } from "../common/config/secret-text";
 import { ExecutorStartError } from "../runtime/executor/executor-start-error";
 import { parseCommandArgs } from "./args";
 import { renderCommandHelp, renderUsage } from "./help";
@@ -11,7 +12,11 @@ export interface CliOutput {
   err(text: string): void;
 }
 
-const consoleOutput: CliOutput = { out: (t) => console.log(t), err: (t) => console.error(t) };
+/**
+ * Every error passes `redactSecrets`: one quoting a secret the configuration read prints `***` instead.
+ * stdout carries help (declarations, never values: its `postgres://user:password@` example stays).
+ */
+const consoleOutput: CliOutput = { out: (t) => console.log(t), err: (t) => console.error(redactSecrets(t)) };
 
 /**
  * runCli dispatches `blockx <command> [args]`. It answers `--help` (anywhere on the line) and
@@ -53,6 +58,8 @@ export async function runCli(argv: readonly string[], registry: CommandRegistry,
       output.err(`blockx ${command.name}: executors cannot start: ${e.message}`);
       return 1;
     }
-    throw e;
+    // Anything else: its message and stack, redacted (the runtime's own report would quote secrets).
+    output.err(`blockx ${command.name}: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+    return 1;
   }
 }

@@ -67,6 +67,11 @@ export class ReturnValueWriter implements Writer {
     return undefined;
   }
 
+  /** keptBytes: the JSON bytes of the values kept (what the Worker holds for the task's result). */
+  resultBytes(): number {
+    return this.keptBytes;
+  }
+
   /** The values once the WRITE phase sealed them; none for a task that did not succeed. */
   returnValues(): readonly JsonValue[] | undefined {
     return this.sealed;

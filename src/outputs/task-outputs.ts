@@ -67,6 +67,11 @@ export class TaskOutputs {
     return this.writers.flatMap((w) => w.summary() ?? []);
   }
 
+  /** resultBytes: JSON bytes of the return values kept (what the task's result holds in memory). */
+  resultBytes(): number {
+    return this.writers.reduce((n, w) => n + ((w as { resultBytes?: () => number }).resultBytes?.() ?? 0), 0);
+  }
+
   /** The task's return values in input order (a return_value output, once sealed by `finish`); [] otherwise. */
   returnValues(): readonly JsonValue[] {
     return this.writers.map((w) => w.returnValues()).find((v) => v !== undefined) ?? [];

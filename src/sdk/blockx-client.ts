@@ -30,8 +30,14 @@ import { parseRunElsewhere } from "../common/run-elsewhere";
 
 
 
+/**
+ * The client's clock is monotonic: every interval it measures (a quiet stream, an unreachable
+ * Worker, progress rates) and every deadline it keeps stays right when the wall clock is stepped
+ * (NTP, a suspended laptop). Wall time enters only at the edges: a caller's absolute `deadlineMs`
+ * (fromWall) and the deadlines handed to grpc-js, which compares them with Date.now() (grpcDeadline).
+ */
 const systemClock: ClientClock = {
-  now: () => Date.now(),
+  now: () => performance.timeOrigin + performance.now(),
   random: () => Math.random(),
   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
 };
@@ -169,7 +175,7 @@ export class BlockxClient implements TaskRuns {
 
   /** deadlineOf: the wall-clock deadline of a run of `task` started now. @internal */
   deadlineOf(task: Task, opts: Pick<RunTaskOptions, "deadlineMs" | "timeoutMs">): number {
-    return opts.deadlineMs ?? this.clock.now() + (opts.timeoutMs ?? (task.taskTimeoutMs || DEFAULT_TASK_TIMEOUT_MS) + RUN_MARGIN_MS);
+    return opts.deadlineMs !== undefined ? this.fromWall(opts.deadlineMs) : this.clock.now() + (opts.timeoutMs ?? (task.taskTimeoutMs || DEFAULT_TASK_TIMEOUT_MS) + RUN_MARGIN_MS);
   }
 
   /** submit reserves a slot and submits the task, with the retry rules; it does not wait for the task. */
@@ -180,7 +186,7 @@ export class BlockxClient implements TaskRuns {
 
   /** watch follows a submitted task until it is terminal and returns its result; WORKER_LOST if its Worker went away. */
   async watch(ref: TaskRef, opts: Pick<RunTaskOptions, "deadlineMs" | "timeoutMs" | "onProgress" | "onEvent"> = {}): Promise<TaskResult> {
-    const deadlineMs = opts.deadlineMs ?? this.clock.now() + (opts.timeoutMs ?? 8 * 3600_000);
+    const deadlineMs = opts.deadlineMs !== undefined ? this.fromWall(opts.deadlineMs) : this.clock.now() + (opts.timeoutMs ?? 8 * 3600_000);
     const outcome = await this.follow(ref, deadlineMs, opts.onProgress, (e) => opts.onEvent?.(e));
     if (outcome.kind === "lost") throw new BlockxError("WORKER_LOST", `task ${ref.taskId}: Worker ${ref.workerAddr} was lost (${outcome.reason})`);
     return outcome.result;
@@ -286,15 +292,31 @@ export class BlockxClient implements TaskRuns {
 
   /**
    * streamLogs hands a task's log lines to `onLine`: its last `tail` (0: all kept), then, with
-   * `follow`, each new one until the task is terminal. Resolves when the stream ends.
+   * `follow`, each new one until the task is terminal. Resolves when the stream ends, or at once
+   * when `signal` aborts: the stream is cancelled then, so a reader that went away (a closed
+   * dashboard page) holds no stream on the Worker until the task ends.
    */
-  streamLogs(ref: TaskRef, o: { tail?: number; follow?: boolean }, onLine: (line: TaskLogLine) => void): Promise<void> {
+  streamLogs(ref: TaskRef, o: { tail?: number; follow?: boolean; signal?: AbortSignal }, onLine: (line: TaskLogLine) => void): Promise<void> {
     const w = this.transport.worker(ref.workerAddr);
     return new Promise((resolve, reject) => {
+      if (o.signal?.aborted) return resolve();
       const stream = w.client.streamTaskLogs({ taskId: ref.taskId, tail: o.tail ?? 0, follow: o.follow ?? false }, w.metadata());
+      const onAbort = () => {
+        stream.cancel();
+        resolve();
+      };
+      o.signal?.addEventListener("abort", onAbort, { once: true });
+      const done = () => o.signal?.removeEventListener("abort", onAbort);
       stream.on("data", (l: TaskLogLine) => onLine(l));
-      stream.on("end", () => resolve());
-      stream.on("error", (e) => reject(toBlockxError(e, `StreamTaskLogs ${ref.taskId} on ${ref.workerAddr}`)));
+      stream.on("end", () => {
+        done();
+        resolve();
+      });
+      stream.on("error", (e) => {
+        done();
+        // A cancel we asked for ends as CANCELLED: the promise has resolved already.
+        reject(toBlockxError(e, `StreamTaskLogs ${ref.taskId} on ${ref.workerAddr}`));
+      });
     });
   }
 
@@ -304,7 +326,7 @@ export class BlockxClient implements TaskRuns {
     const req = { function: FunctionRef.fromPartial(fn), args: Buffer.from(JSON.stringify(args ?? null)), timeoutMs: opts.timeoutMs ?? 0 };
     const deadline = this.clock.now() + Math.max(this.config.rpcTimeoutMs, (opts.timeoutMs ?? 0) + 5000);
     try {
-      return opts.debug ? await si.debugInvoke(req, deadline) : await si.invoke(req, deadline);
+      return opts.debug ? await si.debugInvoke(req, this.grpcDeadline(deadline)) : await si.invoke(req, this.grpcDeadline(deadline));
     } catch (e) {
       throw toBlockxError(e, `Invoke on the Sync Invoker at ${this.config.syncInvokerAddr}`);
     }
@@ -320,8 +342,19 @@ export class BlockxClient implements TaskRuns {
     }
   }
 
+  /** rpcDeadline: one RPC's deadline for grpc-js (wall clock), at most `capMs` (the client's clock). */
   private rpcDeadline(capMs = Infinity): number {
-    return Math.min(capMs, this.clock.now() + this.config.rpcTimeoutMs);
+    return this.grpcDeadline(Math.min(capMs, this.clock.now() + this.config.rpcTimeoutMs));
+  }
+
+  /** grpcDeadline: a deadline on the client's (monotonic) clock as grpc-js wants it: wall-clock ms, as much time from now. */
+  private grpcDeadline(deadlineMs: number): number {
+    return Date.now() + (deadlineMs - this.clock.now());
+  }
+
+  /** fromWall: a caller's absolute wall-clock deadline on the client's clock, as much time from now. */
+  private fromWall(wallMs: number): number {
+    return this.clock.now() + (wallMs - Date.now());
   }
 
   /**
@@ -488,7 +521,7 @@ export class BlockxClient implements TaskRuns {
       let heardMs = this.clock.now();
       let probing = false;
       const open = new Set(taskIds);
-      const call = w.client.watchTasks({ taskIds: [...taskIds], withResults: true, terminalOnly: o.terminalOnly ?? false }, w.metadata(), { deadline: deadlineMs });
+      const call = w.client.watchTasks({ taskIds: [...taskIds], withResults: true, terminalOnly: o.terminalOnly ?? false }, w.metadata(), { deadline: this.grpcDeadline(deadlineMs) });
       const finish = (r: { err?: grpc.ServiceError; silentSinceMs?: number }) => {
         if (settled) return;
         settled = true;
@@ -502,7 +535,7 @@ export class BlockxClient implements TaskRuns {
         if (taskId === undefined) return;
         probing = true;
         const sentMs = this.clock.now();
-        unary(w.client.getTaskResult.bind(w.client), { taskId }, w.metadata(), Math.min(deadlineMs, sentMs + this.config.workerLostAfterMs)).then(
+        unary(w.client.getTaskResult.bind(w.client), { taskId }, w.metadata(), this.grpcDeadline(Math.min(deadlineMs, sentMs + this.config.workerLostAfterMs))).then(
           (res) => {
             probing = false;
             heardMs = this.clock.now();

@@ -98,7 +98,9 @@ beforeAll(async () => {
   for (const [i, id] of bundleIds.entries()) await client.watch(await client.submit(bundles(id, "bundle_rows", 100 * i + 1, 100 * i + 100, 10, "ui_bundles")));
   // `blockx ui` as the README starts it: the client variables of blockx-dev.env (TLS, the proxy's socket), its own port.
   ui = BlockxProcess.spawn(["ui"], { ...env, UI_LISTEN: "127.0.0.1:0" });
-  uiUrl = String((await ui.waitForLog((l) => l.msg === "dashboard listening", 30_000)).url);
+  await ui.waitForLog((l) => l.msg === "dashboard listening", 30_000);
+  // The URL with its token is printed on stderr (the log line names the address only).
+  for (; !uiUrl; await Bun.sleep(50)) uiUrl = /^blockx ui: (http:\/\/\S+)$/m.exec(ui.stderr)?.[1] ?? "";
   mkdirSync(SHOTS, { recursive: true });
 }, 180_000);
 

@@ -8,7 +8,7 @@
 import { channelFor } from "../../src/common/tls/grpc-tls";
 import { compileTlsSetting } from "../../src/common/tls/tls-setting";
 import { afterEach, describe, expect, test } from "bun:test";
-import { chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FunctionCallConfig, Task, TaskState } from "../../src/gen/worker/v1/worker";
@@ -150,7 +150,14 @@ describe("blockx dev", () => {
     const { dir, dev } = startDev({ DEV_POSTGRES: "true", DEV_BUNDLE_WORKERS: "0" });
     const r = await ready(dev);
     const env = Object.fromEntries([...readFileSync(r.envFile, "utf8").matchAll(/^export (\w+)='([^']*)'$/gm)].map((m) => [m[1], m[2]]));
-    expect(env.TABLE_STORE_URL).toMatch(/^postgres:\/\/blockx@127\.0\.0\.1:\d+\/blockx$/);
+    // Its password (random) is in the 0600 env file's URL and nowhere on the terminal; without it Postgres refuses (test/dev/private-postgres.test.ts).
+    expect(env.TABLE_STORE_URL).toMatch(/^postgres:\/\/blockx:[A-Za-z0-9_-]{32}@127\.0\.0\.1:\d+\/blockx$/);
+    expect(statSync(r.envFile).mode & 0o777).toBe(0o600);
+    const password = new URL(env.TABLE_STORE_URL!).password;
+    expect(dev.stderr).toContain("TABLE_STORE_URL='postgres://blockx:***@127.0.0.1:");
+    expect(dev.stderr + JSON.stringify(dev.lines)).not.toContain(password);
+    // The dashboard's URL is shown whole, token and all: the terminal's user opens it (the env lines show it as ***).
+    expect(dev.stderr).toMatch(/^blockx dev: dashboard: http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]{32}$/m);
     expect(await runBlockStats(env, "dev-pg", 100, 119)).toMatchObject({ state: TaskState.SUCCEEDED, callsTotal: 20 });
     expect((await rawRows(env.TABLE_STORE_URL!, "block_stats")).map((x) => Number(x.block)).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => 100 + i));
     const table = Bun.spawnSync([BLOCKX_BINARY, "table", "block_stats", "--limit", "0", "--json"], { env: { ...process.env, ...env }, cwd: dir });

@@ -57,7 +57,7 @@ describe("chains config", () => {
     expect(problems(() => parseChainsConfig({ chains: { eth: { source: "ipc" } } }))[0]).toStartWith("CHAINS_CONFIG: chains.eth.source: ");
     expect(problems(() => parseChainsConfig({ chains: { Eth: { source: "localtestservice" } } }))[0]).toStartWith("CHAINS_CONFIG: chains.Eth: ");
     expect(problems(() => parseChainsConfig({ chain: {} }))[0]).toStartWith("CHAINS_CONFIG: ");
-    expect(problems(() => loadChainsConfig("{not json"))[0]).toStartWith("CHAINS_CONFIG: not valid JSON: ");
+    expect(problems(() => loadChainsConfig("{not json"))[0]).toStartWith("CHAINS_CONFIG: not valid JSON");
     expect(problems(() => loadChainsConfig("/no/such/chains.json"))).toEqual(['CHAINS_CONFIG: no such file "/no/such/chains.json" (give inline JSON starting with { or a file path)']);
   });
 

@@ -173,7 +173,11 @@ describe("README guide blocks", () => {
           expect(page.status).toBe(200);
           expect(await page.text()).toContain("<title>BlockX dashboard</title>");
           // The data behind it: dev's Workers from etcd, and both Coordinators answering.
-          const o = (await (await fetch(new URL("api/overview", url))).json()) as { workers: { addr: string }[]; coordinators: { cluster: string; error: string }[] };
+          // The printed URL carries the dashboard's token; a script sends it as a bearer token.
+          const token = new URL(url).searchParams.get("token") ?? "";
+          expect(token).not.toBe("");
+          expect((await fetch(new URL("api/overview", url))).status).toBe(401);
+          const o = (await (await fetch(new URL("api/overview", url), { headers: { authorization: `Bearer ${token}` } })).json()) as { workers: { addr: string }[]; coordinators: { cluster: string; error: string }[] };
           const workers = Object.entries(endpoints).filter(([id]) => /worker/.test(id)).map(([, a]) => a).sort();
           expect(o.workers.map((w) => w.addr).sort()).toEqual(workers);
           expect(o.coordinators.map((c) => [c.cluster, c.error]).sort()).toEqual([["block", ""], ["bundle", ""]]);

@@ -30,11 +30,12 @@ export class HeadlessChromium {
     });
   }
 
-  static async start(): Promise<HeadlessChromium> {
+  /** start; `extraArgs` go on chromium's command line (`--host-resolver-rules=MAP name 127.0.0.1`: a name that resolves here, as a rebinding attacker's would). */
+  static async start(extraArgs: readonly string[] = []): Promise<HeadlessChromium> {
     const profileDir = mkdtempSync(join(tmpdir(), "blockx-chromium-"));
     const proc = Bun.spawn(
       ["setpriv", "--pdeathsig", "KILL", "--", CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-        "--window-size=1400,900", "--remote-debugging-port=0", `--user-data-dir=${profileDir}`, "about:blank"],
+        "--window-size=1400,900", "--remote-debugging-port=0", `--user-data-dir=${profileDir}`, ...extraArgs, "about:blank"],
       // Its TMPDIR is the profile too: chromium puts its singleton socket's folder there, and the
       // profile's removal takes it along (else an org.chromium.Chromium.* folder stays in /tmp).
       { stdout: "ignore", stderr: "pipe", env: { ...process.env, TMPDIR: profileDir } },

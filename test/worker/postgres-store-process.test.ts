@@ -232,7 +232,7 @@ describe("Postgres table store across hosts", () => {
     const client2 = new BlockxClient(lane2.clientConfig({ BLOCKX_COORDINATOR_ADDRS: coord2.addr, BLOCKX_WORKER_LOST_AFTER_MS: "60000" }));
     cleanups.push(() => client2.close());
     const unreachable = await w2.proc.waitForLog((l) => l.msg.startsWith("table store unreachable"), 20_000);
-    expect(String(unreachable.reason)).toContain(`table store postgres://blockx@127.0.0.1:${pg.port}/down_test unavailable`);
+    expect(String(unreachable.reason)).toContain(`table store postgres://blockx:***@127.0.0.1:${pg.port}/down_test unavailable`);
     const refused = await client2.runTask(rangeTask("down-2", { source: BLOCK_STATS }, 1, 3, table("down_rows")), { timeoutMs: 4_000 }).then(
       () => null,
       (e: Error) => e.message,

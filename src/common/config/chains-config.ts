@@ -97,7 +97,9 @@ export function loadChainsConfig(raw: string, varName = "CHAINS_CONFIG"): Chains
   try {
     doc = JSON.parse(json);
   } catch (e) {
-    throw new ConfigError([`${varName}: not valid JSON: ${(e as Error).message}`]);
+    // The parser quotes the text it stopped at, which may be a node URL's key: name the place only.
+    const where = /position \d+|line \d+|column \d+/.exec((e as Error).message)?.[0];
+    throw new ConfigError([`${varName}: not valid JSON${where ? ` (at ${where})` : ""}${text === json ? "" : ` in ${JSON.stringify(text)}`} (the text is not quoted: it may hold node URLs with keys)`]);
   }
   return parseChainsConfig(doc, varName);
 }

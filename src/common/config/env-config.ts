@@ -1,10 +1,12 @@
 import { z } from "zod";
 import { flagTokens } from "./flag-tokens";
+import { rememberSecret, shownSecret, type SecretKind } from "./secret-text";
 
 /**
  * EnvVar describes one configuration variable of a role: its environment name, the default
  * (as the raw text an operator would write), the rule in words, and the zod schema that
  * turns the raw text into a typed value. `--help` prints these; `loadEnvConfig` applies them.
+ * A variable that can hold a secret has `secret` set: its value is never printed (see secret-text.ts).
  */
 export interface EnvVar<T> {
   readonly name: string;
@@ -12,6 +14,8 @@ export interface EnvVar<T> {
   readonly rule: string;
   readonly description: string;
   readonly schema: z.ZodType<T, string>;
+  /** Set when the value can hold a secret: `url` (shown with its credentials replaced) or `value` (never shown). */
+  readonly secret?: SecretKind;
 }
 
 export type EnvVars = Record<string, EnvVar<unknown>>;
@@ -31,8 +35,9 @@ export function envVar<T>(
   rule: string,
   description: string,
   schema: z.ZodType<T, string>,
+  options: { readonly secret?: SecretKind } = {},
 ): EnvVar<T> {
-  return { name, defaultRaw, rule, description, schema };
+  return { name, defaultRaw, rule, description, schema, ...(options.secret ? { secret: options.secret } : {}) };
 }
 
 // Schema builders whose failures all read "expected <rule>"; the loader adds name and value.
@@ -115,7 +120,8 @@ export function parseFlags(vars: EnvVars, argv: readonly string[]): { overrides:
 /**
  * loadEnvConfig validates every variable (flags first, then the environment, then the default)
  * and returns frozen typed values, or throws a ConfigError naming each bad variable, its rule
- * and the value given: `COORDINATOR_MAX_CANDIDATES: expected an integer >= 1, got "abc"`.
+ * and the value given: `COORDINATOR_MAX_CANDIDATES: expected an integer >= 1, got "abc"`. A secret
+ * variable's value is remembered for redaction and never quoted whole (`shownSecret`).
  */
 export function loadEnvConfig<V extends EnvVars>(
   vars: V,
@@ -126,9 +132,10 @@ export function loadEnvConfig<V extends EnvVars>(
   const out: Record<string, unknown> = {};
   for (const [key, v] of Object.entries(vars)) {
     const raw = overrides.get(v.name) ?? env[v.name] ?? v.defaultRaw;
+    if (v.secret) rememberSecret(v.secret, raw);
     const parsed = v.schema.safeParse(raw);
     if (parsed.success) out[key] = parsed.data;
-    else problems.push(`${v.name}: expected ${v.rule}, got ${JSON.stringify(raw)}`);
+    else problems.push(`${v.name}: expected ${v.rule}, got ${v.secret ? shownSecret(v.secret, raw) : JSON.stringify(raw)}`);
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(out) as EnvValues<V>;
@@ -141,7 +148,8 @@ export function renderEnvHelp(vars: EnvVars): string {
   return rows
     .map((v) => {
       const def = v.defaultRaw === "" ? "(empty)" : v.defaultRaw;
-      return `  ${v.name.padEnd(width)}  default ${def}\n  ${" ".repeat(width)}  ${v.description} (${v.rule}; flag ${flagName(v.name)})`;
+      const secret = v.secret ? "; a secret: never printed" : "";
+      return `  ${v.name.padEnd(width)}  default ${def}\n  ${" ".repeat(width)}  ${v.description} (${v.rule}${secret}; flag ${flagName(v.name)})`;
     })
     .join("\n");
 }

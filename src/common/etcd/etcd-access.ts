@@ -1,3 +1,4 @@
+import { rememberSecret } from "../config/secret-text";
 import { X509Certificate, createPrivateKey, type KeyObject } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
@@ -109,6 +110,7 @@ function compileAuth(v: EtcdAccessValues, problems: string[]): EtcdAuth | null {
       problems.push(`ETCD_PASSWORD_FILE: expected a password in ${JSON.stringify(file)}, got an empty file`);
       return null;
     }
+    rememberSecret("value", password);
   }
   return Object.freeze({ username, password });
 }

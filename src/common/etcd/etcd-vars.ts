@@ -18,7 +18,9 @@ export const etcdAccessVars = {
   etcdTlsKeyFile: envVar("ETCD_TLS_KEY_FILE", "", "a PEM file path, or empty", "the private key of ETCD_TLS_CERT_FILE", stringSchema()),
   etcdUsername: envVar("ETCD_USERNAME", "", "an etcd user name, or empty", "etcd user to authenticate as with a password (ETCD_PASSWORD_FILE or ETCD_PASSWORD)", stringSchema()),
   etcdPasswordFile: envVar("ETCD_PASSWORD_FILE", "", "a file path, or empty", "file holding ETCD_USERNAME's password (one line; keeps it out of a unit's Environment=)", stringSchema()),
-  etcdPassword: envVar("ETCD_PASSWORD", "", "a password, or empty", "ETCD_USERNAME's password in the environment (prefer ETCD_PASSWORD_FILE)", stringSchema()),
+  etcdPassword: envVar("ETCD_PASSWORD", "", "a password, or empty", "ETCD_USERNAME's password in the environment (prefer ETCD_PASSWORD_FILE)", stringSchema(), {
+    secret: "value",
+  }),
 };
 
 export type EtcdAccessValues = EnvValues<typeof etcdAccessVars>;

@@ -1,4 +1,5 @@
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -16,16 +17,25 @@ export function findPostgresBinDir(env: Readonly<Record<string, string | undefin
 
 const NOBODY = 65534;
 
+/** The client authentication every connection gets: a password (SCRAM), over TCP and the Unix socket alike. */
+const PG_HBA = ["# Written by blockx: every connection needs user blockx's password (SCRAM).", "local all all scram-sha-256", "host all all 127.0.0.1/32 scram-sha-256", "host all all ::1/128 scram-sha-256", ""].join("\n");
+
 /**
  * PrivatePostgres is a throwaway Postgres server: initdb into a fresh folder, listening on
- * 127.0.0.1:port (and a Unix socket in its own folder), trust authentication for user `blockx`,
- * tied to this process by `setpriv --pdeathsig KILL` so it dies with it. Postgres refuses to run as
+ * 127.0.0.1:port (and a Unix socket in its own folder), tied to this process by `setpriv
+ * --pdeathsig KILL` so it dies with it. Only whoever holds its password gets in: user `blockx`
+ * (a superuser, who could run programs as the server's account with `COPY ... TO PROGRAM`) has a
+ * random password, set in single-user mode before the server ever listens, and every connection
+ * (TCP and the socket) must prove it with scram-sha-256. Trust authentication on a loopback port,
+ * as before, let every local account in. The password is kept in `DIR/password` (0600, this
+ * process's user), so a kept folder starts again with it. Postgres refuses to run as
  * root: as root, the folder is given to `nobody` and both initdb and postgres run as `nobody`.
  * Used by the tests (one per run, from the preload) and by `blockx dev --postgres`.
  */
 export class PrivatePostgres {
   private proc: ReturnType<typeof Bun.spawn> | undefined;
   private stderr = "";
+  private secret = "";
 
   private constructor(
     readonly binDir: string,
@@ -33,6 +43,11 @@ export class PrivatePostgres {
     readonly port: number,
     private readonly ownsDir: boolean,
   ) {}
+
+  /** password: user blockx's password (random at initdb). */
+  get password(): string {
+    return this.secret;
+  }
 
   /** start: a fresh server in `dir` (default: a new temp folder, removed by destroy). */
   static async start(o: { binDir: string; port: number; dir?: string; log?: (line: string) => void }): Promise<PrivatePostgres> {
@@ -47,9 +62,13 @@ export class PrivatePostgres {
     return join(this.dir, "data");
   }
 
-  /** url: the superuser's URL to database `db` (default `postgres`). */
+  /** url: the superuser's URL to database `db` (default `postgres`), with its password. */
   url(db = "postgres"): string {
-    return `postgres://blockx@127.0.0.1:${this.port}/${db}`;
+    return `postgres://blockx:${encodeURIComponent(this.secret)}@127.0.0.1:${this.port}/${db}`;
+  }
+
+  private get passwordFile(): string {
+    return join(this.dir, "password");
   }
 
   get pid(): number | undefined {
@@ -68,10 +87,32 @@ export class PrivatePostgres {
       chownSync(this.dir, NOBODY, NOBODY);
       chownSync(this.dataDir, NOBODY, NOBODY);
     }
-    if (existsSync(join(this.dataDir, "PG_VERSION"))) return; // a kept folder: start it again
-    const p = Bun.spawn(this.asOwner([join(this.binDir, "initdb"), "-D", this.dataDir, "-U", "blockx", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"]), { stdout: "pipe", stderr: "pipe" });
-    const [code, err] = await Promise.all([p.exited, new Response(p.stderr).text()]);
+    if (existsSync(join(this.dataDir, "PG_VERSION"))) {
+      // A kept folder: start it again, with the password it was given.
+      try {
+        this.secret = readFileSync(this.passwordFile, "utf8").trim();
+      } catch (e) {
+        throw new Error(`a kept Postgres folder without its password file ${this.passwordFile}: ${(e as Error).message} (remove ${this.dir} to start afresh)`);
+      }
+      return;
+    }
+    // Trust only while nothing listens (initdb and single-user mode); pg_hba.conf demands the password before the server starts.
+    const init = Bun.spawn(this.asOwner([join(this.binDir, "initdb"), "-D", this.dataDir, "-U", "blockx", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"]), { stdout: "pipe", stderr: "pipe" });
+    const [code, err] = await Promise.all([init.exited, new Response(init.stderr).text()]);
     if (code !== 0) throw new Error(`initdb failed (${code}): ${err.trim().slice(-800)}`);
+    this.secret = randomBytes(24).toString("base64url");
+    writeFileSync(this.passwordFile, this.secret + "\n", { mode: 0o600 });
+    // Single-user mode reads the statement on stdin (an inherited pipe: no file for other accounts to read); SCRAM is PG 14+'s default encryption.
+    const single = Bun.spawn(this.asOwner([join(this.binDir, "postgres"), "--single", "-D", this.dataDir, "-c", "password_encryption=scram-sha-256", "postgres"]), {
+      stdin: new TextEncoder().encode(`ALTER ROLE blockx PASSWORD '${this.secret}'\n`),
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const [singleCode, singleOut, singleErr] = await Promise.all([single.exited, new Response(single.stdout).text(), new Response(single.stderr).text()]);
+    if (singleCode !== 0 || /ERROR/.test(singleOut + singleErr)) throw new Error(`setting the password failed (${singleCode}): ${(singleOut + singleErr).trim().slice(-800)}`);
+    const hba = join(this.dataDir, "pg_hba.conf");
+    writeFileSync(hba, PG_HBA, { mode: 0o600 });
+    if (process.getuid?.() === 0) chownSync(hba, NOBODY, NOBODY);
   }
 
   /** run starts (or restarts after stop) the server and waits until it accepts connections. */

@@ -1,3 +1,4 @@
+import { redactSecrets, rememberSecret } from "../../common/config/secret-text";
 import { findPostgresBinDir, postgresBinDirs, PrivatePostgres } from "../adapters/private-postgres";
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -53,7 +54,8 @@ function prepareDir(config: DevConfig): { layout: DevLayout; temporary: boolean 
 
 /**
  * startDevPostgres starts `--postgres`'s private server (Debian's binaries; a temporary folder that
- * `nobody` can reach when running as root) with a database `blockx` for the Workers' tables.
+ * `nobody` can reach when running as root) with a database `blockx` for the Workers' tables. Only
+ * the password (random, in the URL and in the 0600 blockx-dev.env) gets in: see PrivatePostgres.
  */
 async function startDevPostgres(config: DevConfig): Promise<{ server: PrivatePostgres; url: string }> {
   if (config.tableStoreUrl !== "") throw new DevError("CONFLICTING_STORES", "--postgres starts a Postgres of its own: unset TABLE_STORE_URL, or drop --postgres to use that one");
@@ -67,6 +69,8 @@ async function startDevPostgres(config: DevConfig): Promise<{ server: PrivatePos
   }
   try {
     const server = await PrivatePostgres.start({ binDir, port: await freePort() });
+    // The URL carries the password: the terminal and the logs show it as ***; blockx-dev.env (0600) has it.
+    rememberSecret("value", server.password);
     return { server, url: await server.createDatabase("blockx") };
   } catch (e) {
     throw new DevError("POSTGRES_FAILED", `the private Postgres did not start: ${(e as Error).message}`);
@@ -168,8 +172,9 @@ export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise
   const core = new SupervisorCore(plan, { readyTimeoutMs: config.readyTimeoutMs, stopGraceMs: config.stopGraceMs });
   const children = new Map<string, DevChild>();
   const endpoints = new Map<string, string>();
-  const say = (line: string) => process.stderr.write(`blockx dev: ${line}\n`);
-  const echo = (line: string) => process.stderr.write(line + "\n");
+  // The terminal never shows a secret (a store URL's password); the 0600 env file keeps them.
+  const say = (line: string) => process.stderr.write(redactSecrets(`blockx dev: ${line}\n`));
+  const echo = (line: string) => process.stderr.write(redactSecrets(line + "\n"));
   say(`directory ${layout.dir} (logs: <child>.log)`);
 
   let finish!: (code: number) => void;
@@ -239,14 +244,17 @@ export async function runDev(config: DevConfig, devEnv: DevEnvironment): Promise
       ui = startUiServer(uiClient, { listenAddr: "127.0.0.1:0", refreshMs: 1000, maxStreams: 32 }, createLogger("warn", { role: "ui" }, 2));
     }
     const vars = clientEnvironment({ layout, endpoints, etcdClientPort, tableStoreUrl, metricsAddrs, tls, ...(ui ? { uiUrl: ui.url } : {}) });
-    writeFileSync(layout.envFilePath, renderEnvFile(vars));
+    // 0600: it holds the private Postgres's password and the dashboard's token (a kept file keeps its mode: set it again).
+    writeFileSync(layout.envFilePath, renderEnvFile(vars), { mode: 0o600 });
+    chmodSync(layout.envFilePath, 0o600);
     const width = Math.max(...ready.map(([id]) => id.length));
     const lines = ["ready:", ...ready.map(([id, ep]) => `  ${id.padEnd(width)}  ${ep}  (pid ${children.get(id)?.pid})`)];
     lines.push(`client environment (also in ${layout.envFilePath}; \`source\` it):`, ...renderEnvFile(vars).trimEnd().split("\n").map((l) => `  ${l}`));
     lines.push("metrics (Prometheus text at /metrics):", ...[...metricsAddrs].map(([id, a]) => `  ${id.padEnd(width)}  http://${a}/metrics`));
-    if (ui) lines.push(`dashboard: ${ui.url}`);
     lines.push("Ctrl-C stops everything.");
     say(lines.join("\n"));
+    // Unredacted on purpose: the dashboard's URL carries its token, for this terminal's user to open (as `blockx ui` prints it).
+    if (ui) process.stderr.write(`blockx dev: dashboard: ${ui.url}\n`);
     // One machine-readable line on stdout, for scripts that start dev in the background.
     const metrics = Object.fromEntries(metricsAddrs);
     process.stdout.write(JSON.stringify({ msg: "dev ready", dir: layout.dir, envFile: layout.envFilePath, endpoints: Object.fromEntries(ready), metrics, ui: ui?.url ?? "" }) + "\n");

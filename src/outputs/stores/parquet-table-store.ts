@@ -1,3 +1,4 @@
+import { redactUrlCredentials } from "../../common/config/secret-text";
 import { threadEntry } from "../../common/threads/thread-entry";
 import { parquetRootOf } from "./parquet-layout";
 import { ParquetTables, parquetStoreError } from "./parquet-tables";
@@ -13,7 +14,7 @@ import { ThreadTableStore } from "./thread-table-store";
 export const parquetStore: StoreKind = {
   schemes: ["parquet:"],
   shared: false,
-  describe: (url) => url,
+  describe: (url) => redactUrlCredentials(url),
   open: (url, c, o) => new ParquetTableStore(parquetRootOf(url), { inline: o.inline ?? false, busyTimeoutMs: c.tableStoreStatementTimeoutMs }),
 };
 

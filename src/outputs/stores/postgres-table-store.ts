@@ -1,3 +1,4 @@
+import { HIDDEN, redactUrlCredentials } from "../../common/config/secret-text";
 import { SQL, type TransactionSQL } from "bun";
 import { exactInt, parseExactJson } from "../../common/json/exact-json";
 import { callResult, type GroupCommitResult, GroupCommitQueue } from "./group-commit-queue";
@@ -68,6 +69,15 @@ const UNAVAILABLE_CLASSES = new Set(["08", "53", "57", "58", "40"]);
  */
 const UNAVAILABLE_STATES = new Set(["25P03"]);
 
+/** isStaleShape: a table (42P01) or column (42703) that is not what the cached metadata says (dropped, or restored with other columns), or a row that does not fit the cached columns. */
+function isStaleShape(e: unknown): boolean {
+  // As the server said it, or as postgresStoreError wrapped it (INTERNAL, with its SQLSTATE).
+  // A row that does not fit the cached columns may fit the table's new ones: retried once after reloading.
+  if (e instanceof TableStoreError) return e.code === "ROW_MISMATCH" || (e.code === "INTERNAL" && /\(SQLSTATE (42P01|42703)\)$/.test(e.message));
+  const state = (e as { errno?: unknown })?.errno;
+  return state === "42P01" || state === "42703";
+}
+
 /** postgresStoreError maps what Bun's SQL client throws to a TableStoreError with a code (by SQLSTATE). */
 export function postgresStoreError(e: unknown, description: string): TableStoreError {
   if (e instanceof TableStoreError) return e;
@@ -102,12 +112,12 @@ export const postgresStore: StoreKind = {
     }),
 };
 
-/** redactUrl: the URL without its password, for messages and logs. */
+/** redactUrl: the URL without its password and secret query parameters, for messages and logs. */
 export function redactUrl(url: string): string {
   try {
     const u = new URL(url);
-    if (u.password) u.password = "***";
-    return u.toString();
+    if (u.password) u.password = HIDDEN;
+    return redactUrlCredentials(u.toString());
   } catch {
     return "postgres://?";
   }
@@ -417,8 +427,53 @@ export class PostgresTableStore implements TableStore {
    * now (the connection, a timeout, a deadlock, the COMMIT) fails the whole group, as it would each
    * call alone.
    */
-  private commitGroup(groups: readonly FencedWrites[]): Promise<GroupCommitResult[]> {
+  private async commitGroup(groups: readonly FencedWrites[]): Promise<GroupCommitResult[]> {
+    const stale = new Set<number>();
+    let results: GroupCommitResult[];
+    try {
+      results = await this.commitGroupOnce(groups, stale);
+    } catch (e) {
+      // A lone call writes without a savepoint: its error ends the transaction and comes here.
+      if (groups.length !== 1 || !isStaleShape(e)) throw e;
+      stale.add(0);
+      results = new Array(1);
+    }
+    if (stale.size === 0) return results;
+    // Calls that met a table dropped or restored behind the store's back (their cached shape is
+    // stale): its metadata is read again and those calls are committed once more, as a group of
+    // their own (the others have committed). Before, every later write was INTERNAL until restart.
+    const again = [...stale];
+    await this.refreshTables(again.flatMap((i) => groups[i]!.writes.map((w) => w.table)));
+    const retried = await this.commitGroupOnce(again.map((i) => groups[i]!), new Set());
+    again.forEach((i, k) => (results[i] = retried[k]!));
+    return results;
+  }
+
+  /**
+   * refreshTables forgets the cached shape of `tables` and, for one whose metadata outlived the
+   * table itself (an operator dropped it), removes that metadata (under the table's create lock):
+   * the next write makes the table again from its rows. A table restored with other columns is read anew.
+   */
+  private async refreshTables(tables: readonly string[]): Promise<void> {
+    for (const t of tables) this.tables.delete(t);
+    await this.guarded(() =>
+      this.transaction(async (tx) => {
+        for (const t of [...new Set(tables)].sort()) {
+          await this.run(tx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 7))`, [JSON.stringify(["create", t])]);
+          const there = await this.run<{ r: unknown }[]>(tx, `SELECT to_regclass($1) AS r`, [q(t)]);
+          if (there[0]?.r !== null && there[0]?.r !== undefined) continue;
+          await this.run(tx, `DELETE FROM _blockx_tables WHERE name = $1`, [t]);
+          await this.run(tx, `DELETE FROM _blockx_scope_spans WHERE name = $1`, [t]);
+        }
+      }),
+    );
+  }
+
+  /** commitGroupOnce: one group transaction; the indexes of calls that failed on a stale table shape go into `stale`. */
+  private commitGroupOnce(groups: readonly FencedWrites[], stale: Set<number>): Promise<GroupCommitResult[]> {
+    let current = -1;
     const own = (e: unknown): GroupCommitResult => {
+      if (isStaleShape(e)) stale.add(current);
       const err = postgresStoreError(e, this.description);
       if (err.code === "STORE_UNAVAILABLE") throw e;
       return callResult(err);
@@ -427,6 +482,7 @@ export class PostgresTableStore implements TableStore {
       const results: GroupCommitResult[] = new Array(groups.length);
       const prepared: (Prepared | null)[] = [];
       for (let i = 0; i < groups.length; i++) {
+        current = i;
         try {
           prepared.push(await this.prepare(groups[i]!.writes, groups[i]!.fence));
         } catch (e) {
@@ -455,6 +511,7 @@ export class PostgresTableStore implements TableStore {
             results[i] = { ok: true, outcomes: await this.apply(tx, p) }; // alone: no savepoint needed
             continue;
           }
+          current = i;
           try {
             results[i] = { ok: true, outcomes: await tx.savepoint((sp) => this.apply(sp, p)) };
           } catch (e) {

@@ -1,3 +1,4 @@
+import { redactUrlCredentials } from "../../common/config/secret-text";
 import { threadEntry } from "../../common/threads/thread-entry";
 import { SqliteTables } from "./sqlite-tables";
 import type { StoreKind } from "./store-kinds";
@@ -23,7 +24,7 @@ export function sqliteStoreError(e: unknown, description: string): TableStoreErr
 export const sqliteStore: StoreKind = {
   schemes: ["sqlite:"],
   shared: false,
-  describe: (url) => url,
+  describe: (url) => redactUrlCredentials(url),
   open: (url, c, o) => new SqliteTableStore(url === "" ? c.tableStorePath.trim() : sqlitePathOf(url), { inline: o.inline ?? false, busyTimeoutMs: c.tableStoreStatementTimeoutMs }),
 };
 

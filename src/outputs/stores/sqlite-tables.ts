@@ -82,10 +82,20 @@ export class SqliteTables extends LedgerEngine implements TableEngine {
    * its generation, and rows of a later run by their sequence).
    */
   commit(writes: readonly TableWrite[], fence: CallFence | null = null, issuedMs?: number): ReplaceOutcome[] {
-    const prepared = this.prepare(writes, fence, issuedMs);
-    let outcomes: ReplaceOutcome[] = [];
-    this.db.transaction(() => (outcomes = this.apply(prepared))).immediate();
-    return outcomes;
+    const once = () => {
+      const prepared = this.prepare(writes, fence, issuedMs);
+      let outcomes: ReplaceOutcome[] = [];
+      this.db.transaction(() => (outcomes = this.apply(prepared))).immediate();
+      return outcomes;
+    };
+    try {
+      return once();
+    } catch (e) {
+      // A table dropped or restored behind the store's back: its cached shape is stale. Once, afresh.
+      if (!isStaleShape(e)) throw e;
+      this.refreshTables(writes.map((w) => w.table));
+      return once();
+    }
   }
 
   /** wideScopes: scopes wider than one block overlapping from..to (see TableStore.wideScopes). */
@@ -117,13 +127,31 @@ export class SqliteTables extends LedgerEngine implements TableEngine {
    * nothing of it; each call would have met it alone too.
    */
   commitGroup(groups: readonly FencedWrites[], classify: (e: unknown) => TableStoreError): GroupCommitResult[] {
+    const stale = new Set<number>();
+    const results = this.commitGroupOnce(groups, classify, stale);
+    if (stale.size === 0) return results;
+    // Calls that met a table dropped or restored behind the store's back (their cached shape is
+    // stale): the tables' metadata is read again and those calls are committed once more, as a
+    // group of their own (the others have committed).
+    const again = [...stale];
+    this.refreshTables(again.flatMap((i) => groups[i]!.writes.map((w) => w.table)));
+    const retried = this.commitGroupOnce(again.map((i) => groups[i]!), classify, new Set());
+    again.forEach((i, k) => (results[i] = retried[k]!));
+    return results;
+  }
+
+  /** commitGroupOnce: one group transaction; the indexes of calls that failed on a stale table shape go into `stale`. */
+  private commitGroupOnce(groups: readonly FencedWrites[], classify: (e: unknown) => TableStoreError, stale: Set<number>): GroupCommitResult[] {
+    let current = -1;
     const own = (e: unknown): GroupCommitResult => {
+      if (isStaleShape(e)) stale.add(current);
       const err = classify(e);
       if (err.code === "STORE_UNAVAILABLE") throw e;
       return callResult(err);
     };
     const results: GroupCommitResult[] = new Array(groups.length);
     const prepared: (Prepared | null)[] = groups.map((g, i) => {
+      current = i;
       try {
         return this.prepare(g.writes, g.fence, g.issuedMs);
       } catch (e) {
@@ -135,6 +163,7 @@ export class SqliteTables extends LedgerEngine implements TableEngine {
       .transaction(() => {
         prepared.forEach((p, i) => {
           if (!p) return;
+          current = i;
           try {
             // A nested transaction is a savepoint: a failed call rolls back to it, alone.
             this.db.transaction(() => (results[i] = { ok: true, outcomes: this.apply(p) }))();
@@ -178,6 +207,16 @@ export class SqliteTables extends LedgerEngine implements TableEngine {
   }
 
   read(table: string, options: ReadOptions = {}): Record<string, CellValue>[] {
+    try {
+      return this.readOnce(table, options);
+    } catch (e) {
+      if (!isStaleShape(e)) throw e;
+      this.refreshTables([table]);
+      return this.readOnce(table, options);
+    }
+  }
+
+  private readOnce(table: string, options: ReadOptions): Record<string, CellValue>[] {
     checkTableName(table);
     if (options.orderBy !== undefined) checkColumnName(options.orderBy);
     const info = this.loadTable(table);
@@ -228,10 +267,32 @@ export class SqliteTables extends LedgerEngine implements TableEngine {
     for (const cells of rows) stmt.run(...cells.map(bindCell), ...hiddenValues);
   }
 
+  /**
+   * refreshTables forgets the cached shape of `tables` and, for one whose metadata outlived the
+   * table itself (an operator dropped it), removes that metadata: the next write makes the table
+   * again from its rows, as the first write did. A table restored with other columns is read anew.
+   */
+  private refreshTables(tables: readonly string[]): void {
+    for (const t of tables) this.tables.delete(t);
+    this.db
+      .transaction(() => {
+        for (const t of new Set(tables)) {
+          if (this.db.query(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?`).get(t) !== null) continue;
+          this.db.query(`DELETE FROM _blockx_tables WHERE name = ?`).run(t);
+          this.db.query(`DELETE FROM _blockx_scope_spans WHERE name = ?`).run(t);
+        }
+      })
+      .immediate();
+  }
+
   /** ensureTable: the table's info, creating it from `rows` when it does not exist (undefined: no rows to infer from). */
   private ensureTable(table: string, rows: readonly Row[], blockTable: boolean): TableInfo | undefined {
     let info = this.loadTable(table);
     if (!info) {
+      // SQLite's table names ignore case: "STATS" is the table "stats". The metadata's must too, or
+      // it would describe two tables where the file holds one (with the other's columns).
+      const other = this.db.query(`SELECT name FROM _blockx_tables WHERE name = ? COLLATE NOCASE AND name <> ?`).get(table, table) as { name: string } | null;
+      if (other) throw new TableStoreError("INVALID_ARGUMENT", `table ${JSON.stringify(table)}: the table ${JSON.stringify(other.name)} exists, and SQLite table names ignore case (use ${JSON.stringify(other.name)}, or another name)`);
       // Nothing to infer columns from: the table is created by the first call that has rows.
       if (rows.length === 0) return undefined;
       const columns = inferColumns(table, rows);
@@ -296,4 +357,15 @@ export class SqliteTables extends LedgerEngine implements TableEngine {
       })
       .immediate();
   }
+}
+
+/**
+ * isStaleShape: an error that a stale cached table shape may explain (a table dropped, or restored
+ * with other columns, behind the store's back): SQLite's words for a missing table or column, or a
+ * row that does not fit the cached columns. Retried once after reading the metadata again; a row
+ * that still does not fit is then the caller's ROW_MISMATCH.
+ */
+export function isStaleShape(e: unknown): boolean {
+  if (e instanceof TableStoreError) return e.code === "ROW_MISMATCH";
+  return /no such table|has no column named|no such column/.test((e as Error)?.message ?? "");
 }

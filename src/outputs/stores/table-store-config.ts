@@ -16,6 +16,7 @@ export const tableStoreVars = {
     "empty, postgres://user:password@host:port/database (also postgresql://; ?sslmode=... works), sqlite:///path, or parquet:///folder (parquet:folder: relative)",
     "the table store, by its URL's scheme: Postgres shared by every Worker host, a SQLite file, or a Parquet dataset folder any engine reads; empty: the SQLite file TABLE_STORE_PATH",
     stringSchema().refine((s) => s.trim() === "" || STORE_URL.test(s.trim())),
+    { secret: "url" },
   ),
   tableStorePath: envVar(
     "TABLE_STORE_PATH",

@@ -379,6 +379,69 @@ for (const kind of KINDS) describe(`table store contract: ${kind.name}`, () => {
     expect((await failure(s.read("t", { orderBy: "b" }))).message).toContain("table t has no column \"b\" to order by (columns: a)");
   });
 
+  /** sqlOn runs plain SQL on the store's database, behind the store's back (an operator's psql or sqlite3). */
+  const sqlOn = async (loc: string, statements: string[]) => {
+    if (loc.startsWith("postgres")) {
+      const { SQL } = await import("bun");
+      const sql = new SQL(loc, { max: 1 });
+      for (const st of statements) await sql.unsafe(st);
+      await sql.close();
+    } else {
+      const { Database } = await import("bun:sqlite");
+      const db = new Database(loc);
+      for (const st of statements) db.exec(st);
+      db.close();
+    }
+  };
+
+  // Issue 51, item 7: the metadata was cached for the process's life, so a table dropped or restored
+  // behind the store's back failed every later write as INTERNAL until the Worker restarted.
+  if (!kind.name.startsWith("Parquet")) {
+    test("a table dropped behind the store's back (with its metadata, or without) is made again by the next write; one restored with other columns takes rows of those; no restart needed", async () => {
+      const loc = await kind.location();
+      const s = store(loc);
+      const scope = { chain: "eth", fromBlock: 1, toBlock: 1 };
+      await appendRows(s, "t", [{ a: 1, b: "x" }]);
+      await replaceBlockRows(s, "blocks", scope, [{ n: 1 }]);
+      // The operator drops both: `t` leaving its metadata row, `blocks` with it.
+      await sqlOn(loc, [`DROP TABLE t`, `DROP TABLE blocks`, `DELETE FROM _blockx_tables WHERE name = 'blocks'`]);
+      await appendRows(s, "t", [{ a: 2, b: "y" }]);
+      await replaceBlockRows(s, "blocks", scope, [{ n: 2 }]);
+      expect((await s.read("t")).map((r) => [r.a, r.b])).toEqual([[2, "y"]]);
+      expect((await s.read("blocks")).map((r) => r.n)).toEqual([2]);
+      // Restored from elsewhere with other columns (b gone, c new), metadata and all.
+      const integer = loc.startsWith("postgres") ? "NUMERIC" : "";
+      await sqlOn(loc, [`DROP TABLE t`, `CREATE TABLE t (a ${integer}, c TEXT, _task_id TEXT, _call ${loc.startsWith("postgres") ? "BIGINT" : "INTEGER"})`, `UPDATE _blockx_tables SET kinds = '{"a":"INTEGER","c":"TEXT"}' WHERE name = 't'`]);
+      await appendRows(s, "t", [{ a: 3, c: "z" }]);
+      expect((await s.read("t")).map((r) => [r.a, r.c])).toEqual([[3, "z"]]);
+      // A row that fits neither the old nor the new shape is still the caller's mistake, not INTERNAL.
+      expect((await failure(appendRows(s, "t", [{ a: 4, b: "old" }]))).code).toBe("ROW_MISMATCH");
+      // A second store on the file (another Worker) that cached the table before: the same, for it.
+      const other = store(loc);
+      expect((await other.read("t")).length).toBe(1);
+      await sqlOn(loc, [`DROP TABLE t`]);
+      await appendRows(other, "t", [{ a: 5, d: 1.5 }]);
+      expect((await other.read("t")).map((r) => [r.a, r.d])).toEqual([[5, 1.5]]);
+    });
+  }
+
+  if (kind.name.startsWith("SQLite")) {
+    test("SQLite's table names ignore case: a table differing from an existing one only by case is refused, naming it, and the metadata stays one table's", async () => {
+      const loc = await kind.location();
+      const s = store(loc);
+      await appendRows(s, "stats", [{ a: 1 }]);
+      const e = await failure(appendRows(s, "STATS", [{ b: "x" }]));
+      expect(e.code).toBe("INVALID_ARGUMENT");
+      expect(e.message).toContain('the table "stats" exists, and SQLite table names ignore case');
+      expect((await failure(replaceBlockRows(s, "Stats", { chain: "eth", fromBlock: 1, toBlock: 1 }, [{ a: 2 }]))).code).toBe("INVALID_ARGUMENT");
+      const { Database } = await import("bun:sqlite");
+      const db = new Database(loc, { readonly: true });
+      expect(db.query(`SELECT name FROM _blockx_tables WHERE name = 'stats' COLLATE NOCASE`).all()).toEqual([{ name: "stats" }]);
+      db.close();
+      expect((await s.read("stats")).map((r) => r.a)).toEqual([1]);
+    });
+  }
+
   test("metadata that someone edited into nonsense is refused when read (CORRUPT_METADATA), not trusted", async () => {
     const loc = await kind.location();
     const s = store(loc);

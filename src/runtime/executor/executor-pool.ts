@@ -418,6 +418,7 @@ export class ExecutorPool {
       // It gets blocks by offset only if the file it read its identity from is the store's.
       e.readsStore = this.sharedBlockStore !== null && m.blockStore === this.sharedBlockStore.identity ? m.blockStore : null;
       e.process.markConnected();
+      this.lastSpawnError = "";
       this.log.info({ component: "executor-pool", executorId: e.id, pid: m.pid, python: m.python, ...(e.readsStore ? { readsBlockStore: e.readsStore } : {}) }, "executor ready");
       // Waiting calls are sent to it now.
       this.apply({ type: "executorIntroduced", index });
@@ -511,11 +512,35 @@ export class ExecutorPool {
   }
 
   private onExit(e: Executor, code: number | null, signal: string | null): void {
+    const spawnError = e.process.spawnError;
+    if (spawnError !== null) return this.onSpawnFailed(e, spawnError);
     if (!e.dead && !this.closed && !e.killReason) {
       this.log.warn({ component: "executor-pool", executorId: e.id, code, signal, ...this.callsHeld(e) }, "executor exited");
     }
     this.markDead(e, code);
   }
+
+  /**
+   * onSpawnFailed: the host refused to start an executor (out of file descriptors, processes, or
+   * space for its scratch folder). The slot restarts after its backoff like any executor that died
+   * at start; while no executor is READY, the calls waiting for one fail now, retryably, with the
+   * host's words, instead of waiting for a start that may not come. The error is logged once per
+   * distinct cause, not at every retry.
+   */
+  private onSpawnFailed(e: Executor, spawnError: string): void {
+    if (!this.closed && spawnError !== this.lastSpawnError) {
+      this.log.error({ component: "executor-pool", executorId: e.id, err: spawnError }, "executor could not be started (the host refused: file descriptors, processes or disk); retrying after the restart backoff");
+    }
+    this.lastSpawnError = spawnError;
+    e.killReason ??= { code: CallErrorCode.ExecutorCrashed, message: `executor ${e.id} could not be started: ${spawnError}` };
+    this.markDead(e, null);
+    if (this.closed || this.core.readyCount() > 0) return;
+    const message = `executors could not be started on this Worker: ${spawnError} (the host is out of file descriptors, processes or disk space; the pool retries, and so may the call)`;
+    for (const call of [...this.calls.values()]) if (call.executor === null) this.finish(call, this.failure(CallErrorCode.ExecutorCrashed, message));
+  }
+
+  /** The last spawn failure logged (one line per distinct cause); cleared when an executor says Hello. */
+  private lastSpawnError = "";
 
   /** markDead fails the executor's calls (once) and schedules its restart. */
   private markDead(e: Executor, exitCode: number | null): void {

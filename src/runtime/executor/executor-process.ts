@@ -50,7 +50,15 @@ export interface ExecutorExit {
  */
 export class ExecutorProcess {
   readonly id: string;
-  private readonly proc: ReturnType<typeof Bun.spawn>;
+  /** null when it could not be spawned (spawnError says why). */
+  private readonly proc: ReturnType<typeof Bun.spawn> | null = null;
+  /**
+   * Why the process could not be started at all (`EMFILE: too many open files`, EAGAIN, ENOSPC
+   * making its scratch folder), or null. Such an executor "exits" at once, asynchronously, like one
+   * that died at start: the pool restarts it after its backoff, and the host's shortage never
+   * becomes an exception thrown inside the pool's timer (which ended the Worker).
+   */
+  readonly spawnError: string | null = null;
   private readonly ownProcessGroup: boolean;
   /** Runs in the sandbox (its scratch and /tmp are tmpfs whose files count as its memory). */
   private readonly sandboxed: boolean;
@@ -73,6 +81,27 @@ export class ExecutorProcess {
     this.id = spec.id;
     this.ownProcessGroup = spec.isolation.ownProcessGroup;
     this.sandboxed = spec.sandbox !== null;
+    try {
+      this.proc = this.start(spec);
+    } catch (e) {
+      const err = e as NodeJS.ErrnoException;
+      this.spawnError = `${err.code ?? err.name}: ${err.message.replace(/^[A-Z]+: /, "")}`;
+      this.startStderr.push(`the executor could not be started: ${this.spawnError}`);
+      this.stderrDone = Promise.resolve();
+      const exit = { code: null, signal: null };
+      rmSync(spec.scratchDir, { recursive: true, force: true });
+      // Later, as a real exit comes: the pool has recorded this executor by then.
+      queueMicrotask(() => {
+        this.exit = exit;
+        onExit(exit);
+      });
+      return;
+    }
+    this.stderrDone = this.follow(spec, this.proc, log, onExit, callsHeld);
+  }
+
+  /** start makes the scratch folder and spawns the process; it throws what the host refused (EMFILE, EAGAIN, ENOSPC). */
+  private start(spec: ExecutorSpawnSpec): ReturnType<typeof Bun.spawn> {
     const runAs = spec.isolation.runAs;
     mkdirSync(spec.scratchDir, { recursive: true, mode: 0o700 });
     if (runAs) chownSync(spec.scratchDir, runAs.uid, runAs.gid);
@@ -88,8 +117,9 @@ export class ExecutorProcess {
       blockStoreChildFd = 3 + extraFds.length;
       extraFds.push(spec.blockStoreFd);
     }
+    let proc: ReturnType<typeof Bun.spawn>;
     try {
-      this.proc = Bun.spawn([...spec.isolation.argvPrefix, ...argv], {
+      proc = Bun.spawn([...spec.isolation.argvPrefix, ...argv], {
         cwd: spec.scratchDir,
         env: {
           PATH: process.env.PATH ?? "/usr/bin:/bin",
@@ -111,9 +141,14 @@ export class ExecutorProcess {
     } finally {
       if (seccompFd !== null) BwrapSandbox.closeSeccomp(seccompFd);
     }
-    const stdin = this.proc.stdin as import("bun").FileSink;
+    const stdin = proc.stdin as import("bun").FileSink;
     stdin.write(`${spec.token}\n`);
     void Promise.resolve(stdin.end()).catch(() => {});
+    return proc;
+  }
+
+  /** follow forwards the process's output to the log and reports its exit; resolves when its stderr ends. */
+  private follow(spec: ExecutorSpawnSpec, proc: ReturnType<typeof Bun.spawn>, log: Logger, onExit: (exit: ExecutorExit) => void, callsHeld: () => CallsHeld): Promise<void> {
     const id = spec.id;
     // Executors write nothing on stdout (user output is captured per call); stderr carries
     // warnings, and whatever user code writes past the capture: bounded in length and rate.
@@ -146,25 +181,26 @@ export class ExecutorProcess {
       if (this.retired) log.debug(fields, line);
       else log.warn(fields, line);
     };
-    void forEachLine(this.proc.stdout as ReadableStream<Uint8Array>, logLine("stdout"), STDERR_MAX_LINE_CHARS);
-    this.stderrDone = forEachLine(this.proc.stderr as ReadableStream<Uint8Array>, logLine("stderr"), STDERR_MAX_LINE_CHARS)
+    void forEachLine(proc.stdout as ReadableStream<Uint8Array>, logLine("stdout"), STDERR_MAX_LINE_CHARS);
+    const stderrDone = forEachLine(proc.stderr as ReadableStream<Uint8Array>, logLine("stderr"), STDERR_MAX_LINE_CHARS)
       .then(() => {
         if (tellTimer) clearTimeout(tellTimer);
         tellTimer = null;
         tellDropped();
       })
       .catch(() => {});
-    const proc = this.proc;
     void proc.exited.then((code) => {
       this.exit = { code, signal: proc.signalCode === null ? null : String(proc.signalCode) };
       // Its scratch folder dies with it: nothing one executor wrote is seen by the next.
       rmSync(spec.scratchDir, { recursive: true, force: true });
       onExit(this.exit);
     });
+    return stderrDone;
   }
 
+  /** pid: the process's, or -1 when it could not be spawned. */
   get pid(): number {
-    return this.proc.pid;
+    return this.proc?.pid ?? -1;
   }
 
   /**
@@ -172,6 +208,7 @@ export class ExecutorProcess {
    * sandbox, the last of bwrap's line of first children (bwrap, its init, the interpreter).
    */
   interpreterPid(): number {
+    if (!this.proc) return -1;
     let pid = this.proc.pid;
     for (let depth = 0; depth < 4; depth++) {
       const children = procChildren.childrenOf(pid);
@@ -183,7 +220,7 @@ export class ExecutorProcess {
 
   /** exited resolves when the process has exited. */
   get exited(): Promise<number> {
-    return this.proc.exited;
+    return this.proc?.exited ?? Promise.resolve(-1);
   }
 
   /** markConnected: it said Hello; its stderr from now on is no longer start-up output. */
@@ -198,6 +235,7 @@ export class ExecutorProcess {
 
   /** kill sends SIGKILL to the whole process group when it has one: anything it forked dies with it. */
   kill(): void {
+    if (!this.proc) return;
     try {
       if (this.ownProcessGroup) process.kill(-this.proc.pid, "SIGKILL");
       else this.proc.kill("SIGKILL");
@@ -235,6 +273,7 @@ export class ExecutorProcess {
   }
 
   rssBytes(): number | null {
+    if (!this.proc) return null;
     let total = 0;
     let seen = 0;
     const pending = [this.proc.pid];

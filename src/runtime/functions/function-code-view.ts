@@ -16,6 +16,8 @@ export interface FunctionSnapshot {
   readonly epoch: number;
   get(name: string): FunctionCode | undefined;
   names(): readonly string[];
+  /** Why a file of this name was not loaded (a symbolic link out of the folder), or undefined. */
+  refused?(name: string): string | undefined;
 }
 
 export function digestOf(source: string): string {
@@ -41,8 +43,8 @@ export class FunctionCodeView {
     return this.snapshot;
   }
 
-  /** update returns true when the set changed (and the epoch grew). */
-  update(sources: ReadonlyMap<string, string>): boolean {
+  /** update returns true when the set changed (and the epoch grew); `refused`: names not loaded, with why. */
+  update(sources: ReadonlyMap<string, string>, refused: ReadonlyMap<string, string> = new Map()): boolean {
     const prev = this.snapshot;
     const next = new Map<string, FunctionCode>();
     for (const [name, source] of sources) {
@@ -50,14 +52,18 @@ export class FunctionCodeView {
       const old = prev.get(name);
       next.set(name, old && old.source === source ? old : { name, source, digest: digestOf(source) });
     }
-    const same = next.size === prev.names().length && [...next.values()].every((f) => prev.get(f.name) === f);
+    const sameRefused = refused.size === this.refusedNow.size && [...refused].every(([k, v]) => this.refusedNow.get(k) === v);
+    const same = sameRefused && next.size === prev.names().length && [...next.values()].every((f) => prev.get(f.name) === f);
     if (same) return false;
-    this.snapshot = freeze(prev.epoch + 1, next);
+    this.refusedNow = new Map(refused);
+    this.snapshot = freeze(prev.epoch + 1, next, this.refusedNow);
     return true;
   }
+
+  private refusedNow: ReadonlyMap<string, string> = new Map();
 }
 
-function freeze(epoch: number, functions: Map<string, FunctionCode>): FunctionSnapshot {
+function freeze(epoch: number, functions: Map<string, FunctionCode>, refused: ReadonlyMap<string, string> = new Map()): FunctionSnapshot {
   const names = Object.freeze([...functions.keys()].sort());
-  return Object.freeze({ epoch, get: (name: string) => functions.get(name), names: () => names });
+  return Object.freeze({ epoch, get: (name: string) => functions.get(name), names: () => names, refused: (name: string) => refused.get(name) });
 }

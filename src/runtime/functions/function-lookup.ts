@@ -34,6 +34,8 @@ export function lookupFunction(functions: FunctionSnapshot | null, name: string,
   if (!e.ok) return { ok: false, reason: "BAD_ENTRY", message: `entry: ${e.message}` };
   if (!functions) return { ok: false, reason: "NO_FUNCTIONS_DIR", message: `no function ${JSON.stringify(name)}: this ${role} has no FUNCTIONS_DIR; send the source inline` };
   const code = functions.get(name);
+  const refused = code ? undefined : functions.refused?.(name);
+  if (refused) return { ok: false, reason: "NOT_FOUND", message: `function ${JSON.stringify(name)} in FUNCTIONS_DIR: ${refused}` };
   if (!code) {
     const have = functions.names();
     const list = have.length > NAMES_SHOWN ? `${have.slice(0, NAMES_SHOWN).join(", ")}, ...` : have.join(", ") || "none";

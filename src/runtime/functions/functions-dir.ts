@@ -1,27 +1,69 @@
-import { readdirSync, readFileSync, statSync } from "node:fs";
-import { basename, join } from "node:path";
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readFileSync, realpathSync } from "node:fs";
+import { basename, join, sep } from "node:path";
 import type { Logger } from "../../common/logging/logger";
 import { digestOf, FunctionCodeView, isFunctionName, type FunctionCode, type FunctionSnapshot } from "./function-code-view";
 
+/** Why a symbolic link out of the folder is not read: what a task naming it is told (never the target's content). */
+export const LINK_OUT_OF_DIR = "is a symbolic link leading out of FUNCTIONS_DIR: refused, and its target is never read (copy the file in, or link within the folder)";
+
+/**
+ * readFunctionFile reads `<dir>/<file>` as a function's source only if it is, after following any
+ * symbolic links, a regular file inside `dir` (`dirReal`: dir's real path): a link to the Worker's
+ * TLS key, say, submitted by name, came back quoted in a syntax-error traceback. The resolved path
+ * is opened with O_NOFOLLOW and checked again on the open file, so a link swapped in between is
+ * not followed either. Returns the source, or why not (`undefined` for what is not a file at all).
+ */
+export function readFunctionFile(dir: string, dirReal: string, file: string): { source: string } | { refused: string } | undefined {
+  const path = join(dir, file);
+  let real = path;
+  if (lstatSync(path).isSymbolicLink()) {
+    try {
+      real = realpathSync(path);
+    } catch {
+      return undefined; // a dangling link: nothing to read
+    }
+    if (!real.startsWith(dirReal + sep)) return { refused: `${file} ${LINK_OUT_OF_DIR}` };
+  }
+  let fd: number;
+  try {
+    fd = openSync(real, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ELOOP") return { refused: `${file} ${LINK_OUT_OF_DIR}` };
+    throw e;
+  }
+  try {
+    if (!fstatSync(fd).isFile()) return undefined;
+    return { source: readFileSync(fd, "utf8") };
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /**
  * readFunctionsDir reads every `<name>.py` file directly in `dir` (not recursively) into a
- * name -> source map. Files whose name is not a Python identifier are skipped with a reason.
+ * name -> source map. Files whose name is not a Python identifier are skipped with a reason;
+ * symbolic links leading out of `dir` are refused (`refused`, by name) and never read.
  */
-export function readFunctionsDir(dir: string): { sources: Map<string, string>; skipped: string[] } {
+export function readFunctionsDir(dir: string): { sources: Map<string, string>; skipped: string[]; refused: Map<string, string> } {
   const sources = new Map<string, string>();
   const skipped: string[] = [];
+  const refused = new Map<string, string>();
+  const dirReal = realpathSync(dir);
   for (const file of readdirSync(dir).sort()) {
     if (!file.endsWith(".py")) continue;
     const name = basename(file, ".py");
-    const path = join(dir, file);
-    if (!statSync(path).isFile()) continue;
     if (!isFunctionName(name)) {
       skipped.push(`${file}: the name is not a Python identifier`);
       continue;
     }
-    sources.set(name, readFileSync(path, "utf8"));
+    const read = readFunctionFile(dir, dirReal, file);
+    if (read === undefined) continue;
+    if ("refused" in read) {
+      skipped.push(read.refused);
+      refused.set(name, read.refused);
+    } else sources.set(name, read.source);
   }
-  return { sources, skipped };
+  return { sources, skipped, refused };
 }
 
 /**
@@ -43,8 +85,8 @@ export class FunctionsDirPoller {
   /** refresh reads the directory once; returns whether the view changed. */
   refresh(): boolean {
     try {
-      const { sources, skipped } = readFunctionsDir(this.dir);
-      const changed = this.view.update(sources);
+      const { sources, skipped, refused } = readFunctionsDir(this.dir);
+      const changed = this.view.update(sources, refused);
       if (changed) this.log.info({ component: "function-code", dir: this.dir, epoch: this.view.current().epoch, functions: sources.size, skipped }, "functions loaded");
       this.lastError = "";
       return changed;
@@ -110,7 +152,8 @@ export function siblingFunctions(dir: string): FunctionSnapshot {
       if (!read.has(name)) {
         let source: string | undefined;
         try {
-          source = readFileSync(join(dir, `${name}.py`), "utf8");
+          const read = readFunctionFile(dir, realpathSync(dir), `${name}.py`);
+          source = read && "source" in read ? read.source : undefined;
         } catch {
           source = undefined;
         }

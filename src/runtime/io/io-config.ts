@@ -13,6 +13,8 @@ export const ioVars = {
     "inline JSON starting with {, a JSON file path, or empty",
     "chains and their sources (rpc endpoints or localtestservice), see README; empty: every chain is the local test chain when LOCALTESTSERVICE_ENABLED=true, else none",
     stringSchema(),
+    // Inline JSON holds node URLs, whose credentials and keys are secrets.
+    { secret: "url" },
   ),
   rpcMaxAnswerBytes: envVar(
     "RPC_MAX_ANSWER_BYTES",

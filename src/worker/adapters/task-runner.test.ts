@@ -105,7 +105,7 @@ describe("TaskRunner", () => {
     expect(types.indexOf("phase:WRITE")).toBeGreaterThan(types.lastIndexOf("taskCallCountsChanged"));
     expect(types.at(-1)).toBe("taskSucceeded");
     expect(r.events.filter((e) => e.type === "taskCallCountsChanged").at(-1)).toMatchObject({ callsTotal: 3, callsSucceeded: 3, callsFailed: 0 });
-    expect(r.runner.result("t1")).toEqual({ returnValues: [1, 2, 3], firstError: undefined, writes: [] });
+    expect(r.runner.result("t1")).toEqual({ returnValues: [1, 2, 3], resultBytes: 3, firstError: undefined, writes: [] });
     expect(r.ioEnded).toEqual(["t1"]);
     expect(r.systemFailures).toEqual([false, false, false]);
   });

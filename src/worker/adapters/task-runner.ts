@@ -27,6 +27,8 @@ export type TaskCallIo = Pick<TaskIo, "call" | "end" | "isReadOp">;
 /** What GetTaskResult returns besides the snapshot: values, the first error, the tables written. */
 export interface TaskOutput {
   readonly returnValues: readonly JsonValue[];
+  /** JSON bytes of returnValues (0 when none). */
+  readonly resultBytes?: number;
   readonly firstError: CallError | undefined;
   readonly writes: readonly TableWriteSummary[];
 }
@@ -285,6 +287,17 @@ export class TaskRunner {
     return this.outputs.get(taskId);
   }
 
+  /**
+   * retainedBytes: what an ended task keeps in memory until it is forgotten: its result's JSON and
+   * its log lines (the bytes of their text), and a first error's traceback; the bounded rest (the
+   * write summaries, the story) is not counted.
+   */
+  retainedBytes(taskId: string): number {
+    const out = this.outputs.get(taskId);
+    const err = out?.firstError;
+    return (out?.resultBytes ?? 0) + this.logs.bytesOf(taskId) + (err ? err.message.length + (err.traceback?.length ?? 0) : 0);
+  }
+
   /** forget drops everything of a task: its plan (a slot that expired unsubmitted too), its output. */
   forget(taskId: string): void {
     this.stop(taskId);
@@ -490,7 +503,7 @@ export class TaskRunner {
     }
     // A return_value output: the values, ordered by call index, are the task's result.
     const returnValues = t.outputs.returnValues();
-    this.end(taskId, { returnValues, firstError: undefined, writes: summaries(t) }, { type: "taskSucceeded", taskId });
+    this.end(taskId, { returnValues, resultBytes: returnValues.length > 0 ? t.outputs.resultBytes() : 0, firstError: undefined, writes: summaries(t) }, { type: "taskSucceeded", taskId });
   }
 
   /** keepLogs files what a call logged and printed under its task, tagged with its input, and tells followers. */

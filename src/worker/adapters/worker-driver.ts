@@ -82,6 +82,9 @@ export class WorkerDriver {
     runner.onLogLines = (taskId, lines) => this.onLogLines(taskId, lines);
   }
 
+  /** Called for each ended task forgotten before its retention, over the retained bounds (a metric counts them). */
+  onRetainedEvicted: () => void = () => {};
+
   requestTaskSlot(taskId: string, ttlMs: number, requester: Requester): SnapshotReply {
     return this.send({ type: "taskSlotRequested", taskId, ttlMs, requester });
   }
@@ -215,6 +218,8 @@ export class WorkerDriver {
           this.ended.add(ins.snapshot.taskId);
           this.onTaskEnded(ins.snapshot.state, ins.snapshot);
           this.endRun(ins.snapshot);
+          // What it keeps until forgotten counts against the Worker's retained bounds (the core evicts the oldest).
+          this.driver.post({ type: "taskRetainedSizeKnown", taskId: ins.snapshot.taskId, bytes: this.runner.retainedBytes(ins.snapshot.taskId) });
         }
         this.publish(ins.snapshot);
         break;
@@ -227,6 +232,10 @@ export class WorkerDriver {
         this.runner.stop(ins.taskId);
         break;
       case "forgetTask":
+        if (ins.reason === "RETENTION_EVICTED") {
+          this.onRetainedEvicted();
+          this.log.debug({ taskId: ins.taskId }, "ended task forgotten before its retention: over the Worker's retained bounds (WORKER_RETAINED_TASKS_MAX, WORKER_RETAINED_BYTES_MAX)");
+        }
         this.ended.delete(ins.taskId);
         this.runner.forget(ins.taskId);
         break;

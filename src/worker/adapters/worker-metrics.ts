@@ -30,6 +30,8 @@ export interface WorkerMetricsSources {
 
 export interface WorkerMetrics {
   taskEnded(state: TaskState, snapshot: TaskSnapshot): void;
+  /** An ended task was forgotten before its retention: the Worker's retained bounds were reached. */
+  retainedEvicted(): void;
   callFinished(systemFailure: boolean, info: CallFinishedInfo): void;
 }
 
@@ -53,6 +55,10 @@ export function registerWorkerMetrics(registry: MetricsRegistry, src: WorkerMetr
     "Time a call (or sub-call) took from dispatch to its outcome, by outcome (OK or the call error code).",
     ["outcome"],
     CALL_BUCKETS_SECONDS,
+  );
+  const evicted = registry.counter(
+    "blockx_worker_retained_evicted_total",
+    "Ended tasks forgotten before RESULT_RETENTION_MS because the ended tasks kept more than WORKER_RETAINED_TASKS_MAX or WORKER_RETAINED_BYTES_MAX (oldest first).",
   );
   const inflight = registry.gauge("blockx_worker_calls_in_flight", "Calls and sub-calls of running tasks dispatched and not finished.");
   inflight.onCollect(() => inflight.set({}, src.inflightCalls()));
@@ -105,6 +111,9 @@ export function registerWorkerMetrics(registry: MetricsRegistry, src: WorkerMetr
   });
   for (const reason of Object.values(EXECUTOR_FAILURES)) deaths.inc({ reason: reason! }, 0);
   return {
+    retainedEvicted() {
+      evicted.inc({});
+    },
     taskEnded(state, snapshot) {
       const name = TaskState[state] ?? String(state);
       tasksEnded.inc({ state: name });

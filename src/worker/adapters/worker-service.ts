@@ -33,6 +33,8 @@ import type { TlsSetting } from "../../common/tls/tls-setting";
 import { ANONYMOUS, type Requester } from "../core/worker-core-events";
 
 const MAX_WATCHED_TASKS = 10_000;
+/** WORKER_MAX_WATCH_STREAMS' default. */
+export const DEFAULT_MAX_WATCH_STREAMS = 4096;
 /** SubmitTask's wait_ms: at most this long; and at most this many SubmitTasks wait at once (more answer at once). */
 export const MAX_SUBMIT_WAIT_MS = 10_000;
 const MAX_WAITING_SUBMITS = 10_000;
@@ -108,6 +110,8 @@ export class WorkerService {
     private readonly driver: WorkerDriver,
     private readonly log: Logger,
     private readonly tls: TlsSetting,
+    /** WORKER_MAX_WATCH_STREAMS: WatchTasks streams open at once; more are RESOURCE_EXHAUSTED (each holds memory for as long as its client keeps it). */
+    private readonly maxWatchStreams = DEFAULT_MAX_WATCH_STREAMS,
   ) {
     driver.onSnapshot = (s) => {
       this.publish(s);
@@ -291,6 +295,12 @@ export class WorkerService {
     for (const [i, id] of ids.entries()) {
       const badId = taskIdProblem(id, `task_ids[${i}]`);
       if (badId) return void call.emit("error", grpcError(grpc.status.INVALID_ARGUMENT, badId));
+    }
+    if (this.watches.size >= this.maxWatchStreams) {
+      return void call.emit(
+        "error",
+        grpcError(grpc.status.RESOURCE_EXHAUSTED, `at most ${this.maxWatchStreams} WatchTasks streams may be open on this Worker at once (WORKER_MAX_WATCH_STREAMS); watch several tasks in one stream, poll GetTaskResult, or retry later`),
+      );
     }
     // Snapshots still queued for existing watchers are older than what this watch reads now:
     // send them first, so this watcher never receives one after a newer one.

@@ -87,6 +87,27 @@ export function workerVars(profile: WorkerProfile) {
       intSchema(1, 3_600_000),
     ),
     resultRetentionMs: envVar("RESULT_RETENTION_MS", "300000", MS_RULE, "how long a finished task's result stays queryable", intSchema(1, MAX_MS)),
+    maxWatchStreams: envVar(
+      "WORKER_MAX_WATCH_STREAMS",
+      "4096",
+      "an integer from 1 to 1000000",
+      "WatchTasks streams open at once (each holds memory while its client keeps it); more are RESOURCE_EXHAUSTED, and the SDKs poll instead",
+      intSchema(1, 1_000_000),
+    ),
+    retainedTasksMax: envVar(
+      "WORKER_RETAINED_TASKS_MAX",
+      "10000",
+      "an integer from 1 to 10000000",
+      "ended tasks kept for RESULT_RETENTION_MS at most; beyond, the oldest ended are forgotten first (blockx_worker_retained_evicted_total)",
+      intSchema(1, 10_000_000),
+    ),
+    retainedBytesMax: envVar(
+      "WORKER_RETAINED_BYTES_MAX",
+      "536870912",
+      "an integer from 1048576 to 1099511627776, at least TASK_MAX_RESULT_BYTES + TASK_LOG_MAX_BYTES",
+      "bytes the ended tasks keep together (results' JSON, log lines, tracebacks) at most; beyond, the oldest ended are forgotten first (blockx_worker_retained_evicted_total)",
+      intSchema(1 << 20, 2 ** 40),
+    ),
     drainTimeoutMs: envVar("WORKER_DRAIN_TIMEOUT_MS", "30000", "an integer from 0 to 86400000", "on SIGTERM, how long running tasks may finish", intSchema(0, MAX_MS)),
     taskMaxInflightCalls: envVar("TASK_MAX_INFLIGHT_CALLS", "1024", "an integer from 1 to 1000000", "calls of one task in flight at once", intSchema(1, 1_000_000)),
     functionsDir: envVar("FUNCTIONS_DIR", "", "a directory path, or empty", "functions by name: <name>.py files, re-read every second (empty: inline sources only)", stringSchema()),
@@ -156,6 +177,9 @@ export interface WorkerRuntimeConfig extends TableStoreConfig {
   readonly heartbeatRedLines: RedLines;
   readonly leaseTtlSeconds: number;
   readonly resultRetentionMs: number;
+  readonly retainedTasksMax: number;
+  readonly maxWatchStreams: number;
+  readonly retainedBytesMax: number;
   readonly maxSlotTtlMs: number;
   readonly drainTimeoutMs: number;
   /** The call dispatcher's windows and retries, compiled once from TASK_MAX_INFLIGHT_CALLS, CALL_MAX_ATTEMPTS and the pool's size. */
@@ -207,6 +231,10 @@ export function loadWorkerRuntimeConfigFromEnv(
     problems.push(`WORKER_REGISTRY_PREFIX: ${(e as Error).message}`);
   }
   problems.push(...tableStoreProblems(v));
+  // One task's result and log must fit the aggregate, or the task that just ended would be over it alone.
+  if (v.retainedBytesMax < v.taskMaxResultBytes + v.taskLogMaxBytes) {
+    problems.push(`WORKER_RETAINED_BYTES_MAX: expected at least TASK_MAX_RESULT_BYTES + TASK_LOG_MAX_BYTES (${v.taskMaxResultBytes + v.taskLogMaxBytes}), got ${v.retainedBytesMax}`);
+  }
   if (v.heartbeatRefreshMs < v.heartbeatIntervalMs) {
     problems.push(`HEARTBEAT_REFRESH_MS: expected >= HEARTBEAT_INTERVAL_MS (${v.heartbeatIntervalMs}), got "${v.heartbeatRefreshMs}"`);
   }
@@ -238,6 +266,9 @@ export function loadWorkerRuntimeConfigFromEnv(
     heartbeatRedLines: Object.freeze({ cpu: v.heartbeatCpuRedLine, memory: v.heartbeatMemoryRedLine, errorRate: v.heartbeatErrorRateRedLine }),
     leaseTtlSeconds: v.leaseTtlSeconds,
     resultRetentionMs: v.resultRetentionMs,
+    retainedTasksMax: v.retainedTasksMax,
+    maxWatchStreams: v.maxWatchStreams,
+    retainedBytesMax: v.retainedBytesMax,
     maxSlotTtlMs: v.maxSlotTtlMs,
     drainTimeoutMs: v.drainTimeoutMs,
     dispatcher: Object.freeze({

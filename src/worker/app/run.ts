@@ -102,7 +102,10 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   const workerAddr = advertisedAddr(config, boundAddr);
 
   const incarnation = randomBytes(6).toString("hex");
-  const core = new WorkerCore({ taskSlots: config.taskSlots, retentionMs: config.resultRetentionMs, workerAddr, maxSlotTtlMs: config.maxSlotTtlMs }, incarnation);
+  const core = new WorkerCore(
+    { taskSlots: config.taskSlots, retentionMs: config.resultRetentionMs, workerAddr, maxSlotTtlMs: config.maxSlotTtlMs, retainedTasksMax: config.retainedTasksMax, retainedBytesMax: config.retainedBytesMax },
+    incarnation,
+  );
   const errors = new ErrorRateWindow();
   const functions = functionsFromDir(config.functionsDir, log);
   const faults = new FaultInjector(config.localTestFaults, config.localTestFaultsFile, log.child({ component: "localtestservice" })).start();
@@ -165,7 +168,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   const plan = (task: Task | undefined) => planTask(task, config.profile, functions.current(task?.functionCallConfig?.function?.name || undefined), planLimits);
   const driver = new WorkerDriver(core, runner, plan, log.child({ component: "worker-driver" }), monotonicNowMs, fencing.claims());
   driver.callTimesOf = (taskId) => callTimes.of(taskId);
-  const svc = new WorkerService(driver, log.child({ component: "worker-service" }), config.tls);
+  const svc = new WorkerService(driver, log.child({ component: "worker-service" }), config.tls, config.maxWatchStreams);
   if (tracer.enabled) {
     const tasks = new TaskTrace(tracer);
     const publish = driver.onSnapshot;
@@ -183,6 +186,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     commitCounts: () => tableStore.commitCounts(),
   });
   driver.onTaskEnded = (state, snapshot) => metrics.taskEnded(state, snapshot);
+  driver.onRetainedEvicted = () => metrics.retainedEvicted();
   runner.onCallFinished = (systemFailure, info) => {
     errors.record(systemFailure, Date.now());
     metrics.callFinished(systemFailure, info);

@@ -28,7 +28,21 @@ export interface WorkerCoreConfig {
    * long without submitting). Absent: DEFAULT_MAX_SLOT_TTL_MS.
    */
   readonly maxSlotTtlMs?: number;
+  /**
+   * WORKER_RETAINED_TASKS_MAX: ended tasks kept for their retention at most; beyond, the oldest
+   * ended are forgotten first (RETENTION_EVICTED). Absent: DEFAULT_RETAINED_TASKS_MAX.
+   */
+  readonly retainedTasksMax?: number;
+  /**
+   * WORKER_RETAINED_BYTES_MAX: bytes the ended tasks keep together (results, logs, tracebacks, as
+   * the adapter measures them: taskRetainedSizeKnown) at most; beyond, the oldest ended are
+   * forgotten first. Absent: DEFAULT_RETAINED_BYTES_MAX.
+   */
+  readonly retainedBytesMax?: number;
 }
+
+export const DEFAULT_RETAINED_TASKS_MAX = 10_000;
+export const DEFAULT_RETAINED_BYTES_MAX = 512 * 1024 * 1024;
 
 export const DEFAULT_TASK_SLOTS = 50;
 export const DEFAULT_RETENTION_MS = 300_000;
@@ -48,6 +62,10 @@ export function validateWorkerCoreConfig(c: WorkerCoreConfig): string[] {
   }
   if (c.maxSlotTtlMs !== undefined && (!Number.isSafeInteger(c.maxSlotTtlMs) || c.maxSlotTtlMs < 1 || c.maxSlotTtlMs > MAX_SLOT_TTL_MS)) {
     problems.push(`maxSlotTtlMs: expected an integer in 1..${MAX_SLOT_TTL_MS}, got ${c.maxSlotTtlMs}`);
+  }
+  for (const name of ["retainedTasksMax", "retainedBytesMax"] as const) {
+    const v = c[name];
+    if (v !== undefined && (!Number.isSafeInteger(v) || v < 1)) problems.push(`${name}: expected an integer >= 1, got ${v}`);
   }
   if (typeof c.workerAddr !== "string" || c.workerAddr.length === 0) {
     problems.push(`workerAddr: expected a non-empty string, got ${JSON.stringify(c.workerAddr)}`);

@@ -113,6 +113,11 @@ export class TaskLogBook {
     return { entries, droppedBefore, lastSeq: t.nextSeq - 1 };
   }
 
+  /** bytesOf: the UTF-8 bytes of the task's kept lines' text (0 for none). */
+  bytesOf(taskId: string): number {
+    return this.tasks.get(taskId)?.bytes ?? 0;
+  }
+
   /** dropped: how many of the task's lines were dropped over bytesPerTask so far. */
   dropped(taskId: string): number {
     return this.tasks.get(taskId)?.dropped ?? 0;

@@ -18,6 +18,7 @@ export type WorkerEvent =
   | TaskCallCountsChanged
   | TaskSucceeded
   | TaskFailed
+  | TaskRetainedSizeKnown
   | DrainingStarted
   | TimeAdvanced;
 
@@ -129,6 +130,18 @@ export interface TaskFailed {
   readonly type: "taskFailed";
   readonly taskId: string;
   readonly error: { readonly code: string; readonly message: string };
+}
+
+/**
+ * The adapter measured what an ended task keeps in memory until it is forgotten (its result's JSON,
+ * its log lines, its traceback), in bytes. Counted against retainedBytesMax; when the ended tasks
+ * together keep more (or number more than retainedTasksMax), the oldest ended are forgotten first.
+ * For a task that is not ended and kept: nothing.
+ */
+export interface TaskRetainedSizeKnown {
+  readonly type: "taskRetainedSizeKnown";
+  readonly taskId: string;
+  readonly bytes: number;
 }
 
 /** The Worker began to drain (SIGTERM): no new slots from now on, for good. */

@@ -55,7 +55,8 @@ export interface ForgetTask {
   readonly type: "forgetTask";
   readonly taskId: string;
   readonly slotId: string;
-  readonly reason: "SLOT_EXPIRED" | "RETENTION_EXPIRED";
+  /** RETENTION_EVICTED: forgotten before its retention ended, the oldest ended task over the Worker's retained bounds. */
+  readonly reason: "SLOT_EXPIRED" | "RETENTION_EXPIRED" | "RETENTION_EVICTED";
 }
 
 /**

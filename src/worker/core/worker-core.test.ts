@@ -764,3 +764,37 @@ describe("the slot TTL cap (WORKER_MAX_SLOT_TTL_MS)", () => {
     expect(ok(core.requestTaskSlot("t1", 5_000, T0 + 2_000)).deadlineMs).toBe(T0 + 7_000);
   });
 });
+
+describe("retained bounds (WORKER_RETAINED_TASKS_MAX, WORKER_RETAINED_BYTES_MAX)", () => {
+  /** run ends one task at `at`: submitted, succeeded; returns the instructions of its end. */
+  function run(core: WorkerCore, id: string, at: number): string[] {
+    ok(core.submitTask({ taskId: id, timeoutMs: 0 }, "", at));
+    return brief(core.handle({ type: "taskSucceeded", taskId: id }, at).instructions);
+  }
+
+  test("a client that ends more tasks than the Worker keeps: the oldest ended is forgotten first, before its retention, and said so", () => {
+    const core = checkedCore({ retainedTasksMax: 2 });
+    run(core, "a", T0);
+    run(core, "b", T0 + 1);
+    expect(run(core, "c", T0 + 2)).toEqual(["publish c SUCCEEDED BUILD", "forget a RETENTION_EVICTED"]);
+    expect(core.snapshots().map((s) => s.taskId).sort()).toEqual(["b", "c"]);
+    expect(err(core.handle({ type: "taskQueried", taskId: "a" }, T0 + 3)).code).toBe(ErrorCode.ErrSlotNotFound);
+    // Its own retention expiry later finds nothing to do; b's and c's come as usual.
+    expect(brief(core.handle({ type: "timeAdvanced" }, T0 + 300_002).instructions)).toEqual(["forget b RETENTION_EXPIRED", "forget c RETENTION_EXPIRED"]);
+  });
+
+  test("tasks whose results and logs together pass the bytes bound: the oldest go until the rest fit; the one that just ended stays even alone over it", () => {
+    const core = checkedCore({ retainedBytesMax: 100 });
+    run(core, "a", T0);
+    expect(brief(core.handle({ type: "taskRetainedSizeKnown", taskId: "a", bytes: 60 }, T0).instructions)).toEqual([]);
+    run(core, "b", T0 + 1);
+    expect(brief(core.handle({ type: "taskRetainedSizeKnown", taskId: "b", bytes: 30 }, T0 + 1).instructions)).toEqual([]);
+    run(core, "c", T0 + 2);
+    expect(brief(core.handle({ type: "taskRetainedSizeKnown", taskId: "c", bytes: 50 }, T0 + 2).instructions)).toEqual(["forget a RETENTION_EVICTED"]);
+    expect(brief(core.handle({ type: "taskRetainedSizeKnown", taskId: "c", bytes: 500 }, T0 + 2).instructions)).toEqual(["forget b RETENTION_EVICTED"]);
+    expect(core.snapshots().map((s) => s.taskId)).toEqual(["c"]);
+    // A size for a task not kept (unknown, or running) changes nothing.
+    expect(brief(core.handle({ type: "taskRetainedSizeKnown", taskId: "zz", bytes: 1 }, T0 + 3).instructions)).toEqual([]);
+    expect(core.story("a").length).toBe(0);
+  });
+});

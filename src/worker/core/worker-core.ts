@@ -4,6 +4,8 @@ import { DeadlineHeap } from "../../common/deadline-heap";
 import { type TaskSnapshot, TaskPhase, TaskState } from "../../gen/worker/v1/worker";
 import {
   DEFAULT_MAX_SLOT_TTL_MS,
+  DEFAULT_RETAINED_BYTES_MAX,
+  DEFAULT_RETAINED_TASKS_MAX,
   DEFAULT_TASK_TIMEOUT_MS,
   MAX_CANCEL_REASON_CHARS,
   MAX_SLOT_TTL_MS,
@@ -30,6 +32,7 @@ import {
   type TaskFailed,
   type TaskPhaseEntered,
   type TaskQueried,
+  type TaskRetainedSizeKnown,
   type TaskSlotRequested,
   type TaskSpec,
   type TaskSubmitted,
@@ -200,6 +203,15 @@ export class WorkerCore {
   /** The latest `nowMs` seen; every due item up to it has been applied. */
   private nowMs = Number.NEGATIVE_INFINITY;
   private readonly maxSlotTtlMs: number;
+  /**
+   * The ended tasks still kept, in the order they ended (a Map keeps insertion order), with the
+   * bytes each keeps (0 until taskRetainedSizeKnown): the oldest is forgotten first when they
+   * number more than retainedTasksMax or keep more than retainedBytesMax together.
+   */
+  private readonly retained = new Map<string, number>();
+  private retainedBytes = 0;
+  private readonly retainedTasksMax: number;
+  private readonly retainedBytesMax: number;
 
   /**
    * The constructor checks the config and the incarnation (INCARNATION_PATTERN: letters, digits,
@@ -213,6 +225,8 @@ export class WorkerCore {
     if (problems.length > 0) throw new Error(`invalid WorkerCore config: ${problems.join("; ")}`);
     this.config = Object.freeze({ ...config });
     this.maxSlotTtlMs = config.maxSlotTtlMs ?? DEFAULT_MAX_SLOT_TTL_MS;
+    this.retainedTasksMax = config.retainedTasksMax ?? DEFAULT_RETAINED_TASKS_MAX;
+    this.retainedBytesMax = config.retainedBytesMax ?? DEFAULT_RETAINED_BYTES_MAX;
     this.incarnation = incarnation;
   }
 
@@ -402,6 +416,12 @@ export class WorkerCore {
       if (list === undefined) heapDeadlines.set(rec, [d]);
       else list.push(d);
     }
+    // The retained list is exactly the ended records, and its byte sum is the counter, within both bounds (the last ended aside).
+    const ended = [...this.tasks.values()].filter((r) => isTerminal(r.state)).map((r) => r.taskId);
+    if (ended.length !== this.retained.size || ended.some((id) => !this.retained.has(id))) problems.push(`retained list (${this.retained.size}) is not the ${ended.length} ended tasks`);
+    const sum = [...this.retained.values()].reduce((a, b) => a + b, 0);
+    if (sum !== this.retainedBytes) problems.push(`retained bytes counted ${this.retainedBytes}, kept ${sum}`);
+    if (this.retained.size > 1 && (this.retained.size > this.retainedTasksMax || this.retainedBytes > this.retainedBytesMax)) problems.push(`${this.retained.size} ended tasks keep ${this.retainedBytes} bytes: over the bounds`);
     let allocated = 0;
     let running = 0;
     for (const [taskId, rec] of this.tasks) {
@@ -484,6 +504,8 @@ export class WorkerCore {
         return this.onOutcome(event.taskId, event.type, undefined, now, out);
       case "taskFailed":
         return this.onFailed(event, now, out);
+      case "taskRetainedSizeKnown":
+        return this.onRetainedSizeKnown(event, now, out);
       case "drainingStarted":
         this.draining = true;
         return NOTHING;
@@ -659,6 +681,41 @@ export class WorkerCore {
     return NOTHING;
   }
 
+  private onRetainedSizeKnown(e: TaskRetainedSizeKnown, now: number, out: WorkerInstruction[]): StepResult {
+    const before = this.retained.get(e.taskId);
+    if (before === undefined) return NOTHING;
+    this.retained.set(e.taskId, e.bytes);
+    this.retainedBytes += e.bytes - before;
+    this.maybeEvictRetained(now, out);
+    return NOTHING;
+  }
+
+  /**
+   * maybeEvictRetained forgets the oldest ended tasks while the kept ones are over either bound
+   * (RETENTION_EVICTED): the Worker's memory for results and logs is bounded whatever the rate of
+   * tasks. The task that ended last is kept even alone over the bytes bound (the adapter's per-task
+   * bounds, TASK_MAX_RESULT_BYTES and TASK_LOG_MAX_BYTES, are checked against this one at start).
+   */
+  private maybeEvictRetained(now: number, out: WorkerInstruction[]): void {
+    while (this.retained.size > 1 && (this.retained.size > this.retainedTasksMax || this.retainedBytes > this.retainedBytesMax)) {
+      const oldest = this.retained.keys().next().value!;
+      const rec = this.tasks.get(oldest);
+      if (!rec) {
+        this.dropRetained(oldest);
+        continue;
+      }
+      this.note(rec, now, "retentionEvicted", `forgotten early: the Worker keeps at most ${this.retainedTasksMax} ended tasks and ${this.retainedBytesMax} bytes of their results and logs`);
+      this.forget(rec, "RETENTION_EVICTED", out);
+    }
+  }
+
+  private dropRetained(taskId: string): void {
+    const bytes = this.retained.get(taskId);
+    if (bytes === undefined) return;
+    this.retained.delete(taskId);
+    this.retainedBytes -= bytes;
+  }
+
   private onFailed(e: TaskFailed, now: number, out: WorkerInstruction[]): StepResult {
     return this.onOutcome(e.taskId, e.type, { code: e.error.code, message: e.error.message }, now, out);
   }
@@ -776,9 +833,14 @@ export class WorkerCore {
     if (wasRunning && (to === "CANCELLED" || to === "TIMED_OUT")) {
       out.push({ type: "stopTask", taskId: rec.taskId, slotId: rec.slotId, reason: to, message: error?.message ?? "" });
     }
+    // Kept from now on: the oldest ended go first when the kept ones are over the Worker's bounds.
+    this.dropRetained(rec.taskId);
+    this.retained.set(rec.taskId, 0);
+    this.maybeEvictRetained(atMs, out);
   }
 
-  private forget(rec: TaskRecord, reason: "SLOT_EXPIRED" | "RETENTION_EXPIRED", out: WorkerInstruction[]): void {
+  private forget(rec: TaskRecord, reason: "SLOT_EXPIRED" | "RETENTION_EXPIRED" | "RETENTION_EVICTED", out: WorkerInstruction[]): void {
+    this.dropRetained(rec.taskId);
     this.transition(rec, "FORGOTTEN");
     out.push({ type: "forgetTask", taskId: rec.taskId, slotId: rec.slotId, reason });
   }

@@ -13,18 +13,45 @@ export type SyntheticRequest =
   | { readonly op: "chainId"; readonly chain: string };
 
 /**
+ * The synthetic chains kept at once (each remembers up to 65,536 block hashes and the accounts it
+ * generated): a function may name any number of chains, and one per name was kept for the process's
+ * life. Past this, the chain used least recently is dropped; a chain is a pure function of its name,
+ * so asking it again regenerates the same blocks (only the remembered hashes are lost).
+ */
+export const MAX_SYNTHETIC_CHAINS = 64;
+
+/**
  * SyntheticChains keeps one SyntheticChain per chain name, all with the same head, so that the
- * block hashes each remembers serve every request of its chain.
+ * block hashes each remembers serve every request of its chain; at most `max` of them, the least
+ * recently used dropped first.
  */
 export class SyntheticChains {
+  /** In order of last use (a Map keeps insertion order: a used chain is moved to the end). */
   private readonly chains = new Map<string, SyntheticChain>();
+  /** Chains dropped to stay within `max`. */
+  dropped = 0;
 
-  constructor(readonly head: number) {}
+  constructor(
+    readonly head: number,
+    readonly max = MAX_SYNTHETIC_CHAINS,
+  ) {}
 
   of(name: string): SyntheticChain {
     let c = this.chains.get(name);
-    if (!c) this.chains.set(name, (c = new SyntheticChain(name, { head: this.head })));
+    if (c) this.chains.delete(name);
+    else {
+      c = new SyntheticChain(name, { head: this.head });
+      if (this.chains.size >= this.max) {
+        this.chains.delete(this.chains.keys().next().value!);
+        this.dropped++;
+      }
+    }
+    this.chains.set(name, c);
     return c;
+  }
+
+  get size(): number {
+    return this.chains.size;
   }
 }
 
