@@ -164,7 +164,13 @@ export function startUiServer(client: BlockxClient, o: UiServerOptions, log: Log
     port,
     idleTimeout: 0, // event streams stay open
     async fetch(req) {
-      const url = new URL(req.url);
+      let url: URL;
+      try {
+        url = new URL(req.url);
+      } catch {
+        // An empty or malformed Host makes no URL: the caller's mistake (found by test/fuzz), not the dashboard's.
+        return json({ error: "bad request: the request's Host and path make no URL" }, 400);
+      }
       const access = decideAccess(
         { host: req.headers.get("host"), queryToken: url.searchParams.get("token"), cookieToken: cookieOf(req), authorization: req.headers.get("authorization") },
         { token, hosts, port: server.port ?? 0 },
