@@ -4,7 +4,7 @@ import { AdmissionLimiter, type AdmissionConfig } from "./admission-limiter";
 import { errorOf, type Backend, type BackendRegistry, type CacheDeclaration, type ResolvedOp } from "./backends/backend-registry";
 import { BackendError } from "../backend-error";
 import { processRunningClock } from "../../common/clock/running-clock";
-import { HeadCache } from "./head-cache";
+import { HeadCache, type HeadVerdict } from "./head-cache";
 import { IoWindow } from "./io-window";
 import { isFinal, ReadCache } from "./read-cache";
 import { SingleflightTable, type Flight } from "./singleflight";
@@ -64,6 +64,8 @@ export interface IoOptions {
    * alone, evicted values outlive their eviction by gigabytes (a 256 MiB cache held 1.5 GB).
    */
   readonly collectGarbage?: () => void;
+  /** Told what the head cache made of each fetched head (`key` is backend and chain): the adapter logs doubts. */
+  readonly onHeadVerdict?: (backend: string, chain: string, verdict: HeadVerdict) => void;
   /** Milliseconds this process has stood still so far (default: the process's RunningClock). */
   readonly stalledMs?: () => number;
   /** CPU milliseconds this process has used so far (default: process.cpuUsage()). */
@@ -202,6 +204,11 @@ export class IoSubsystem {
     return { tasks: this.tasks.size, flights: this.flights.size, flightTasks: this.flights.tasks };
   }
 
+  /** headsSettled resolves once every head fetch under way has been recorded (tests, tools). */
+  async headsSettled(): Promise<void> {
+    await Promise.all([...this.headFetches.values()]);
+  }
+
   /** isReadOp: `backend.op` exists and only reads (so it may be asked before a call asks it: IoPrefetchPlan). */
   isReadOp(backend: string, op: string): boolean {
     const resolved = this.backends.resolve(backend, op);
@@ -287,7 +294,10 @@ export class IoSubsystem {
     const { head, refresh } = this.heads.lookup(key, performance.now());
     if (refresh) {
       const fetched = b.head!(chain).then(
-        (h) => this.heads.refreshed(key, h, performance.now()),
+        (h) => {
+          const verdict = this.heads.refreshed(key, h, performance.now());
+          this.options.onHeadVerdict?.(b.name, chain, verdict);
+        },
         () => this.heads.refreshFailed(key, performance.now()),
       );
       this.headFetches.set(key, fetched);
@@ -302,6 +312,8 @@ export class IoSubsystem {
    * chain's first reads (the head unknown until the first fetch returns) would never be cached.
    */
   private cacheIfFinal(c: Cacheable, raw: RawJson): void {
+    // A null answer (a block the node does not have yet) is never immutable: tomorrow it is a block.
+    if (raw.byteLength === 4 && raw.span === null && raw.parse() === null) return;
     if (this.isFinalNow(c)) {
       this.cachePut(c.key, raw);
       return;

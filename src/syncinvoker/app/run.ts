@@ -48,7 +48,7 @@ export async function runSyncInvoker(config: SyncInvokerConfig): Promise<void> {
     faults,
     functions: () => functions.current(),
   });
-  const io = buildIoSubsystem(backends, config.io, registry);
+  const io = buildIoSubsystem(backends, config.io, registry, log);
   const precheck = new PrecheckRunner({
     python: resolvePython(config.pool.python),
     pythonPath: pool.pythonPath,

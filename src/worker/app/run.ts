@@ -113,7 +113,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     faults,
     functions: () => functions.current(),
   });
-  const io = buildIoSubsystem(backends, config.io, registry);
+  const io = buildIoSubsystem(backends, config.io, registry, log);
   const tableStore = openTableStore(config);
   // The table store is checked before the Worker registers: a wrong URL, a refused login or an
   // unwritable file stops it here, naming the variable (never the password), instead of a Worker

@@ -1,5 +1,6 @@
 import type { ChainConfig, ChainsConfig } from "../../../common/config/chains-config";
 import { BackendError } from "../../backend-error";
+import { knownFinalityDepth } from "../../../common/config/finality-defaults";
 import { LocalChainSource } from "../localtestservice/local-chain-source";
 import { LOCAL_TEST_CHAIN_OFF, type LocalTestChain } from "../localtestservice/local-test-chain";
 import { JsonRpcClient } from "../rpc/json-rpc-client";
@@ -8,7 +9,7 @@ import type { ChainSource } from "./chain-source";
 export interface ChainRoute {
   readonly chain: string;
   readonly source: ChainSource;
-  /** From the chains config; undefined = the Worker's IO_FINALITY_DEPTH. */
+  /** From the chains config, else the default for its chainId (finality-defaults.ts); undefined = the Worker's IO_FINALITY_DEPTH. */
   readonly finalityDepth: number | undefined;
   /** CHAINS_CONFIG's per-chain switch for rpc.send (off unless set). */
   readonly allowSend: boolean;
@@ -58,7 +59,7 @@ export class ChainRouter {
     const ctx: SourceContext = { ...opts, local: (chain) => this.local(chain) };
     for (const [chain, c] of Object.entries(config.chains ?? {})) {
       const source = openSource(chain, c, ctx);
-      this.routes.set(chain, { chain, source, finalityDepth: c.finalityDepth, allowSend: c.allowSend === true });
+      this.routes.set(chain, { chain, source, finalityDepth: c.finalityDepth ?? knownFinalityDepth(c.source === "rpc" ? c.chainId : undefined), allowSend: c.allowSend === true });
     }
   }
 
