@@ -226,7 +226,7 @@ export class ParquetTables extends LedgerEngine implements TableEngine {
         const bytes = encodeRows(
           infos[i]!,
           bound[i]!,
-          w.kind === "replaceBlock" ? { chain: w.scope.chain, fromBlock: w.scope.fromBlock, toBlock: w.scope.toBlock, runSeq: fence?.seq ?? 0 } : { taskId: fence?.taskId ?? null, callIndex: fence?.callIndex ?? null },
+          w.kind === "replaceBlock" ? { chain: w.scope.chain, fromBlock: w.scope.fromBlock, toBlock: w.scope.toBlock, runSeq: fence?.seq ?? 0, blockHash: w.scope.blockHash ?? null } : { taskId: fence?.taskId ?? null, callIndex: fence?.callIndex ?? null },
         );
         const rel = join(OWN_DIR, "staging", `${randomUUID()}.parquet.tmp`);
         writeDurable(join(this.root, rel), bytes);

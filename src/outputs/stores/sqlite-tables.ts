@@ -18,6 +18,8 @@ import {
   hiddenColumns,
   RUN_SEQ_COLUMN,
   SCOPE_COLUMNS,
+  BLOCK_HASH_COLUMN,
+  hiddenScopeValues,
   scopeIndexName,
   type TableInfo,
 } from "./table-schema";
@@ -184,7 +186,7 @@ export class SqliteTables extends LedgerEngine implements TableEngine {
     if (!info) throw new TableStoreError("NO_SUCH_TABLE", `no table ${JSON.stringify(table)}`);
     if (options.orderBy !== undefined) checkOrderColumn(table, info, options.orderBy);
     const limit = options.limit ?? 0;
-    const cols = [...info.columns.keys()].map((c) => `"${c}"`).concat(info.blockTable ? SCOPE_COLUMNS : []);
+    const cols = [...info.columns.keys()].map((c) => `"${c}"`).concat(info.blockTable ? [...SCOPE_COLUMNS, BLOCK_HASH_COLUMN] : []);
     const sql = `SELECT ${cols.join(", ")} FROM "${table}"${options.orderBy ? ` ORDER BY "${options.orderBy}"` : ""}${limit > 0 ? ` LIMIT ${Math.trunc(limit)}` : ""}`;
     const out = this.db.query(sql).all() as Record<string, CellValue>[];
     for (const r of out) {
@@ -207,7 +209,7 @@ export class SqliteTables extends LedgerEngine implements TableEngine {
    * past `scope` (SCOPE_CONFLICT: its blocks outside would lose their rows) or, under a fence,
    * when a removed row was written by a run claimed after this one (STALE_RUN).
    */
-  private replace(table: string, info: TableInfo, scope: { chain: string; fromBlock: number; toBlock: number }, rows: BoundCell[][], fence: CallFence | null): ReplaceOutcome {
+  private replace(table: string, info: TableInfo, scope: { chain: string; fromBlock: number; toBlock: number; blockHash?: string | null }, rows: BoundCell[][], fence: CallFence | null): ReplaceOutcome {
     const span = this.maxScopeSpan(table);
     // Overlap: from <= scope.to and to >= scope.from; a scope is at most `span` wide, so its
     // start lies in [scope.from - span, scope.to] (the index's range).
@@ -216,7 +218,7 @@ export class SqliteTables extends LedgerEngine implements TableEngine {
     // One pass: the delete returns the scopes it removed (a row each; distinct below).
     const removed = this.db.query(`DELETE FROM "${table}" WHERE ${overlap} RETURNING _scope_from AS f, _scope_to AS t, ${RUN_SEQ_COLUMN} AS s`).all(...params) as { f: number; t: number; s: number | null }[];
     const outcome = checkReplaced(table, scope, removed, fence);
-    this.insert(table, info, rows, [scope.chain, scope.fromBlock, scope.toBlock, fence?.seq ?? 0]);
+    this.insert(table, info, rows, hiddenScopeValues(scope, fence?.seq ?? 0));
     this.db.query(`UPDATE _blockx_scope_spans SET max_span = ? WHERE name = ? AND max_span < ?`).run(scope.toBlock - scope.fromBlock, table, scope.toBlock - scope.fromBlock);
     return outcome;
   }
@@ -237,7 +239,7 @@ export class SqliteTables extends LedgerEngine implements TableEngine {
       const columns = inferColumns(table, rows);
       const defs = [...columns].map(([c, k]) => `"${c}"${SQLITE_TYPE[k]}`);
       const hidden = blockTable
-        ? [`_chain TEXT NOT NULL`, `_scope_from INTEGER NOT NULL`, `_scope_to INTEGER NOT NULL`, `${RUN_SEQ_COLUMN} INTEGER NOT NULL DEFAULT 0`]
+        ? [`_chain TEXT NOT NULL`, `_scope_from INTEGER NOT NULL`, `_scope_to INTEGER NOT NULL`, `${RUN_SEQ_COLUMN} INTEGER NOT NULL DEFAULT 0`, `${BLOCK_HASH_COLUMN} TEXT`]
         : [`_task_id TEXT`, `_call INTEGER`];
       this.db
         .transaction(() => {
@@ -283,10 +285,12 @@ export class SqliteTables extends LedgerEngine implements TableEngine {
     return info;
   }
 
-  /** addFenceColumns gives a table made before fencing its hidden run columns (once; another process may race: IF NOT EXISTS is emulated). */
+  /** addFenceColumns gives a table made before fencing (or before block hashes) its hidden run and hash columns (once; another process may race: IF NOT EXISTS is emulated). */
   private addFenceColumns(table: string, info: TableInfo): void {
     const have = new Set((this.db.query(`PRAGMA table_info("${table}")`).all() as { name: string }[]).map((c) => c.name));
-    const missing = info.blockTable ? (have.has(RUN_SEQ_COLUMN) ? [] : [`${RUN_SEQ_COLUMN} INTEGER NOT NULL DEFAULT 0`]) : CALL_COLUMNS.filter((c) => !have.has(c)).map((c) => (c === "_call" ? `_call INTEGER` : `${c} TEXT`));
+    const missing = info.blockTable
+      ? [`${RUN_SEQ_COLUMN} INTEGER NOT NULL DEFAULT 0`, `${BLOCK_HASH_COLUMN} TEXT`].filter((def) => !have.has(def.split(" ")[0]!))
+      : CALL_COLUMNS.filter((c) => !have.has(c)).map((c) => (c === "_call" ? `_call INTEGER` : `${c} TEXT`));
     if (missing.length === 0) return;
     this.db
       .transaction(() => {

@@ -10,6 +10,8 @@ export interface BlockScope {
   readonly chain: string;
   readonly fromBlock: number;
   readonly toBlock: number;
+  /** The hash of toBlock the rows were computed from (the hidden `_block_hash`); absent or null: not known. */
+  readonly blockHash?: string | null;
 }
 
 /**
@@ -83,7 +85,7 @@ export interface TableStore {
   wideScopes(table: string, chain: string, fromBlock: number, toBlock: number, limit: number): Promise<WrittenScope[]>;
   /** check reaches the store with one round trip (a role's start-up check); STORE_UNAVAILABLE when it cannot. */
   check(): Promise<void>;
-  /** read returns a table's rows: user columns, then the hidden scope columns of a block table. */
+  /** read returns a table's rows: user columns, then the hidden scope columns and `_block_hash` of a block table. */
   read(table: string, options?: ReadOptions): Promise<Record<string, CellValue>[]>;
   close(): Promise<void>;
   /** commitCounts: calls' commits written so far and the transactions they went in (group commit). */

@@ -228,8 +228,10 @@ export class IoSubsystem {
     }
     if (task.ended) return Promise.resolve(this.local(backend, op, joinedAt, cancelled(backend, op), "cancelled"));
     const cacheable = resolved.op.kind === "read" ? this.cacheableOf(backend, op, resolved, params) : null;
-    // The cache holds only final answers, so a lookup needs no head; entering it does.
-    if (cacheable !== null && this.cache.enabled) {
+    // The cache holds answers that were final when they entered it; one is served only while its
+    // block is final by the head believed now (a chain confirmed to have gone back makes recent
+    // blocks non-final again): a block that may change is never served by its number alone.
+    if (cacheable !== null && this.cache.enabled && this.isFinalNow(cacheable)) {
       const hit = this.cache.get(cacheable.key);
       if (hit !== undefined) {
         this.observer.answered(backend, op, "cache");
