@@ -20,10 +20,12 @@ import {
   RUN_SEQ_COLUMN,
   BLOCK_HASH_COLUMN,
   hiddenScopeValues,
+  blockTableInfo,
+  scopeCountOf,
   scopeIndexName,
   type TableInfo,
 } from "./table-schema";
-import { type BlockScope, type CellValue, NO_OUTCOME, type CommitCounts, type ReadOptions, type ReplaceOutcome, type Row, type TableStore, TableStoreError, type TableWrite, type WrittenScope } from "./table-store";
+import { type BlockScope, type CellValue, NO_OUTCOME, type CommitCounts, type ReadOptions, type ReplaceOutcome, type Row, type TableStore, TableStoreError, type TableWrite, type WrittenScope, type ScopeCount } from "./table-store";
 import type { StoreKind } from "./store-kinds";
 import { type CallFence, decideClaim, fenceProblem, type RunClaim, type RunClaimRequest, type RunFence, type RunRow, type RunState } from "./run-fence";
 
@@ -386,6 +388,30 @@ export class PostgresTableStore implements TableStore {
     await this.guarded(() =>
       this.run(this.sql, `UPDATE _blockx_runs SET state = $1, updated_ms = ${NOW_MS} WHERE task_id = $2 AND generation = $3 AND epoch = $4 AND state = 'RUNNING'`, [state, fence.taskId, fence.generation, fence.epoch]),
     );
+  }
+
+  async scopeCounts(table: string, chain: string, fromBlock: number, toBlock: number): Promise<ScopeCount[]> {
+    checkTableName(table);
+    return this.guarded(async () => {
+      blockTableInfo(table, await this.loadTable(table));
+      const rows = await this.run<{ f: unknown; t: unknown; h: unknown; s: unknown; n: unknown }[]>(
+        this.sql,
+        `SELECT _scope_from::float8 AS f, _scope_to::float8 AS t, ${BLOCK_HASH_COLUMN} AS h, ${RUN_SEQ_COLUMN}::float8 AS s, COUNT(*)::float8 AS n FROM ${q(table)} ` +
+          `WHERE _chain = $1 AND _scope_from >= $2 AND _scope_from <= $3 GROUP BY _scope_from, _scope_to, ${BLOCK_HASH_COLUMN}, ${RUN_SEQ_COLUMN} ORDER BY 1, 2`,
+        [chain, fromBlock, toBlock],
+      );
+      return rows.map(scopeCountOf);
+    });
+  }
+
+  async scopeBounds(table: string, chain: string): Promise<{ fromBlock: number; toBlock: number } | null> {
+    checkTableName(table);
+    return this.guarded(async () => {
+      blockTableInfo(table, await this.loadTable(table));
+      const r = await this.run<{ f: number | null; t: number | null }[]>(this.sql, `SELECT MIN(_scope_from)::float8 AS f, MAX(_scope_to)::float8 AS t FROM ${q(table)} WHERE _chain = $1`, [chain]);
+      const b = r[0];
+      return !b || b.f === null || b.t === null ? null : { fromBlock: Number(b.f), toBlock: Number(b.t) };
+    });
   }
 
   async wideScopes(table: string, chain: string, fromBlock: number, toBlock: number, limit: number): Promise<WrittenScope[]> {

@@ -20,10 +20,12 @@ import {
   SCOPE_COLUMNS,
   BLOCK_HASH_COLUMN,
   hiddenScopeValues,
+  blockTableInfo,
+  scopeCountOf,
   scopeIndexName,
   type TableInfo,
 } from "./table-schema";
-import { type CellValue, NO_OUTCOME, type ReadOptions, type ReplaceOutcome, type Row, TableStoreError, type TableWrite, type WrittenScope } from "./table-store";
+import { type CellValue, NO_OUTCOME, type ReadOptions, type ReplaceOutcome, type Row, TableStoreError, type TableWrite, type WrittenScope, type ScopeCount } from "./table-store";
 import { callResult, type FencedWrites, type GroupCommitResult } from "./group-commit-queue";
 import type { TableEngine } from "./table-thread-protocol";
 import { type CallFence, fenceProblem, type RunClaim, type RunClaimRequest, type RunFence, type RunState } from "./run-fence";
@@ -88,6 +90,28 @@ export class SqliteTables extends LedgerEngine implements TableEngine {
     let outcomes: ReplaceOutcome[] = [];
     this.db.transaction(() => (outcomes = this.apply(prepared))).immediate();
     return outcomes;
+  }
+
+  /** scopeCounts: see TableStore.scopeCounts (the scope index's range, grouped). */
+  scopeCounts(table: string, chain: string, fromBlock: number, toBlock: number): ScopeCount[] {
+    checkTableName(table);
+    blockTableInfo(table, this.loadTable(table));
+    return (
+      this.db
+        .query(
+          `SELECT _scope_from AS f, _scope_to AS t, ${BLOCK_HASH_COLUMN} AS h, ${RUN_SEQ_COLUMN} AS s, COUNT(*) AS n FROM "${table}" ` +
+            `WHERE _chain = ? AND _scope_from >= ? AND _scope_from <= ? GROUP BY _scope_from, _scope_to, ${BLOCK_HASH_COLUMN}, ${RUN_SEQ_COLUMN} ORDER BY _scope_from, _scope_to`,
+        )
+        .all(chain, fromBlock, toBlock) as { f: unknown; t: unknown; h: unknown; s: unknown; n: unknown }[]
+    ).map(scopeCountOf);
+  }
+
+  /** scopeBounds: see TableStore.scopeBounds. */
+  scopeBounds(table: string, chain: string): { fromBlock: number; toBlock: number } | null {
+    checkTableName(table);
+    blockTableInfo(table, this.loadTable(table));
+    const r = this.db.query(`SELECT MIN(_scope_from) AS f, MAX(_scope_to) AS t FROM "${table}" WHERE _chain = ?`).get(chain) as { f: number | null; t: number | null };
+    return r.f === null || r.t === null ? null : { fromBlock: r.f, toBlock: r.t };
   }
 
   /** wideScopes: scopes wider than one block overlapping from..to (see TableStore.wideScopes). */

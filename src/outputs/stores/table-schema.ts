@@ -177,6 +177,18 @@ export function callIndexName(table: string): string {
   return `_blockx_call_${new Bun.CryptoHasher("sha256").update(table).digest("hex").slice(0, 24)}`;
 }
 
+/** blockTableInfo: a table verification may read: a block table (NO_SUCH_TABLE, or INVALID_ARGUMENT for a normal table). */
+export function blockTableInfo(table: string, info: TableInfo | undefined): TableInfo {
+  if (!info) throw new TableStoreError("NO_SUCH_TABLE", `no table ${JSON.stringify(table)}`);
+  if (!info.blockTable) throw new TableStoreError("INVALID_ARGUMENT", `table ${table} is a normal table; only block tables record blocks`);
+  return info;
+}
+
+/** scopeCountOf: a store's row of a scope query as a ScopeCount (numbers may arrive as text or floats). */
+export function scopeCountOf(r: { f: unknown; t: unknown; h: unknown; s: unknown; n: unknown }): { fromBlock: number; toBlock: number; blockHash: string | null; runSeq: number; rows: number } {
+  return { fromBlock: Number(r.f), toBlock: Number(r.t), blockHash: typeof r.h === "string" ? r.h : null, runSeq: Number(r.s ?? 0), rows: Number(r.n) };
+}
+
 /** checkOrderColumn: a reader sorts by one of the table's columns (its scope columns included). */
 export function checkOrderColumn(table: string, info: TableInfo, column: string): void {
   if (info.columns.has(column) || (info.blockTable && ([...SCOPE_COLUMNS, BLOCK_HASH_COLUMN] as readonly string[]).includes(column))) return;

@@ -58,7 +58,7 @@ export class BlockReader {
     if (toBlock - fromBlock + 1 > MAX_HEADER_RANGE) throw new BackendError("InvalidParams", `headers: at most ${MAX_HEADER_RANGE} blocks per request, asked ${toBlock - fromBlock + 1}`);
     const source = this.router.source(chain);
     const answers = await Promise.all(Array.from({ length: toBlock - fromBlock + 1 }, (_, i) => source.request("eth_getBlockByNumber", [hexQuantity(fromBlock + i), false])));
-    return checkHeaders(chain, answers.map(normalizeEth), fromBlock);
+    return checkHeaders(chain, answers.map(normalizeEth), fromBlock, source.linkedParents !== false);
   }
 
   async receipts(chain: string, ref: number | BlockTag): Promise<JsonValue> {

@@ -16,6 +16,8 @@ const INVALID_PARAMS = -32602;
  */
 export class LocalChainSource implements ChainSource {
   readonly kind = "localtestservice" as const;
+  /** The synthetic chain's parent links break every PARENT_LINK_RUN blocks by design (synthetic-chain.ts): not checked. */
+  readonly linkedParents = false;
 
   constructor(
     readonly chain: string,

@@ -9,6 +9,8 @@ export interface ChainSource {
   readonly chain: string;
   /** kind names the source in messages and in the router's listing (the chains config's `source`). */
   readonly kind: string;
+  /** linkedParents: false for a source whose blocks are not all linked by parentHash (the synthetic chain); absent: they are, and ranges are checked. */
+  readonly linkedParents?: boolean;
   /** request sends one JSON-RPC request; a node's error rejects with BackendError("JsonRpcError"). */
   request(method: string, params: readonly JsonValue[]): Promise<JsonValue>;
 }
