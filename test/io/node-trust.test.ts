@@ -5,6 +5,9 @@
  * receipts of another block, a broken parent link. Plus the finality depth a chain id implies.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { parseChainsConfig } from "../../src/common/config/chains-config";
 import { ChainRouter } from "../../src/runtime/chains/router/chain-router";
 import { BackendRegistry } from "../../src/runtime/io/backends/backend-registry";
@@ -20,6 +23,8 @@ function text(r: IoResult): string {
 }
 import { AnvilNode, ANVIL_CHAIN_ID } from "../support/anvil";
 import { LyingNode } from "../support/lying-node";
+import { BlockxProcess } from "../support/blockx-process";
+import { randomLanePrefix } from "../support/worker-double";
 
 let anvil: AnvilNode;
 let lying: LyingNode;
@@ -71,6 +76,27 @@ describe("chain id", () => {
     const ok = await registry({ chainId: ANVIL_CHAIN_ID }).call("blockdb", "block", { chain: "dev", number: 1 });
     expect(ok.ok).toBe(true);
   });
+
+  test("at a Worker's start: a node of another chain is named in its log before any call reaches it", async () => {
+    lying.lie = () => undefined;
+    const w = BlockxProcess.spawn(["worker"], {
+      ETCD_ENDPOINTS: process.env.BLOCKX_TEST_ETCD_ENDPOINT!,
+      WORKER_LISTEN: "127.0.0.1:0",
+      WORKER_REGISTRY_PREFIX: randomLanePrefix("block"),
+      EXECUTOR_COUNT: "1",
+      TABLE_STORE_PATH: join(mkdtempSync(join(tmpdir(), "blockx-trust-")), "tables.sqlite"),
+      CHAINS_CONFIG: JSON.stringify({ chains: { dev: { source: "rpc", endpoints: [lying.url], chainId: 1 } } }),
+    });
+    try {
+      const line = await w.waitForLog((l) => l.component === "chains" && l.level === "error");
+      expect(line).toMatchObject({ chain: "dev" });
+      expect(String(line.msg)).toContain(`ChainIdMismatch: chain dev: node ${lying.url} reports chain id ${ANVIL_CHAIN_ID}, but CHAINS_CONFIG says chainId 1 for dev`);
+    } finally {
+      await w.stop("SIGKILL");
+    }
+    const router = new ChainRouter(parseChainsConfig({ chains: { dev: { source: "rpc", endpoints: [lying.url], chainId: ANVIL_CHAIN_ID }, other: { source: "rpc", endpoints: [lying.url] } } }), { localTestChain: null });
+    expect(await router.checkChainIds()).toEqual([{ chain: "dev", ok: true, message: "ok" }]);
+  }, 60_000);
 
   test("on reconnect: the node is asked again after a failure, and a node of another chain behind the same address is refused", async () => {
     lying.lie = () => undefined;

@@ -257,6 +257,10 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   health.setAll(ServingStatus.SERVING);
   log.info({ addr: boundAddr, workerAddr, incarnation, prefix: config.registryPrefix, taskSlots: config.taskSlots }, "grpc listening");
   log.info(router.summary(), "chains");
+  // A node of another chain is named at start (its client checks again on every reconnect).
+  void router.checkChainIds().then((checks) => {
+    for (const c of checks) if (!c.ok) log.error({ component: "chains", chain: c.chain }, `chain ${c.chain}: ${c.message}`);
+  });
   sdNotify("READY=1"); // systemd Type=notify: serving, heartbeat published
 }
 

@@ -86,6 +86,24 @@ export class ChainRouter {
     return [...this.routes.values()];
   }
 
+  /**
+   * checkChainIds asks every configured node with a `chainId` for its chain id once (at a process's
+   * start), through its client, so that a node of another chain is named in the start-up log rather
+   * than at the first call: the answers, one per chain ("ok", or the error's message). Never throws;
+   * a node that is down now is checked again by its client before its first request.
+   */
+  async checkChainIds(): Promise<{ chain: string; ok: boolean; message: string }[]> {
+    const checked = this.chains().filter((r) => r.source.kind === "rpc" && (this.config.chains?.[r.chain] as { chainId?: number } | undefined)?.chainId !== undefined);
+    return Promise.all(
+      checked.map((r) =>
+        r.source.request("eth_chainId", []).then(
+          () => ({ chain: r.chain, ok: true, message: "ok" }),
+          (e: unknown) => ({ chain: r.chain, ok: false, message: e instanceof BackendError ? `${e.type}: ${e.message}` : String(e) }),
+        ),
+      ),
+    );
+  }
+
   /** summary is what a process logs at start: each chain's source, or that every chain is the local test chain. */
   summary(): { chains: string[]; unconfigured?: string } {
     const chains = this.chains().map((r) => `${r.chain}=${r.source.kind}`);
