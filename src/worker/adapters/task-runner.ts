@@ -54,6 +54,11 @@ export interface TaskRunnerDeps {
   readonly progressIntervalMs?: number;
   /** TASK_IO_PREFETCH: fetch a call's predicted first IO request before it starts (IoPrefetchPlan); default true. */
   readonly ioPrefetch?: boolean;
+  /**
+   * Whether a chain's blocks may change (the router's answer): a block table on a chain that cannot
+   * reorganise (the synthetic chain) records no block hash and reads none. Absent: every chain may.
+   */
+  readonly chainReorganises?: (chain: string) => boolean;
   /** Every commit's outcome as far as the store's reachability goes (RunFencing's health: the heartbeat's error rate). */
   readonly onStoreReached?: (reached: boolean, why: string) => void;
 }
@@ -258,7 +263,7 @@ export class TaskRunner {
       prefetch: this.prefetchPlanOf(this.ownerKeyOf(taskId), plan.fn),
       prefetchFailures: 0,
       firstIoOf: new Map(),
-      blockHashes: plan.scopeOf !== null && blockTablesOf(plan.outputs).length > 0 ? new Map() : null,
+      blockHashes: plan.scopeOf !== null && blockTablesOf(plan.outputs).length > 0 && plan.blocks !== null && (this.deps.chainReorganises?.(plan.blocks.chain) ?? true) ? new Map() : null,
       succeeded: 0,
       failed: 0,
       retried: 0,

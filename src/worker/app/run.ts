@@ -158,6 +158,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     maxResultBytes: config.taskMaxResultBytes,
     ioPrefetch: config.taskIoPrefetch,
     onStoreReached: (reached, why) => fencing.observe(reached, why),
+    chainReorganises: (chain) => router.reorganises(chain),
   });
   // A task by name pins the function snapshot current at its submission; a miss re-reads FUNCTIONS_DIR.
   const planLimits = { maxInputs: config.taskMaxInputs, maxSourceBytes: config.pool.maxSourceBytes };

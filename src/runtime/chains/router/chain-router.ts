@@ -104,6 +104,15 @@ export class ChainRouter {
     );
   }
 
+  /** reorganises: whether a chain's blocks may change (false for a fixed source, and for a chain this router does not know: no hash to read). */
+  reorganises(chain: string): boolean {
+    try {
+      return this.route(chain).source.fixed !== true;
+    } catch {
+      return false;
+    }
+  }
+
   /** summary is what a process logs at start: each chain's source, or that every chain is the local test chain. */
   summary(): { chains: string[]; unconfigured?: string } {
     const chains = this.chains().map((r) => `${r.chain}=${r.source.kind}`);
