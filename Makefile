@@ -7,6 +7,8 @@ BUN := $(CACHE)/bun/node_modules/.bin/bun
 ETCD := $(CACHE)/etcd/root/usr/bin/etcd
 GRPCIO_STAMP := $(CACHE)/python3-debs.stamp
 GANACHE_STAMP := $(CACHE)/ganache.stamp
+ANVIL_VERSION := 1.7.1
+ANVIL := $(CACHE)/anvil/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil
 SYSTEMD_STAMP := $(CACHE)/systemd-analyze.stamp
 POSTGRES_STAMP := $(CACHE)/postgres.stamp
 QEMU_STAMP := $(CACHE)/qemu-user-static.stamp
@@ -31,7 +33,7 @@ export BLOCKX_ETCD_BIN := $(abspath $(ETCD))
 .PHONY: fuzz deps build dist test typecheck proto py-stubs bench clean run demo soak source-digest mutants
 .DEFAULT_GOAL := build
 
-deps: $(BUN) $(DEPS_STAMP) $(ETCD) $(GRPCIO_STAMP) $(GANACHE_STAMP) $(SYSTEMD_STAMP) $(QEMU_STAMP) $(ARM64_LIBC)/lib/ld-linux-aarch64.so.1 $(DIST_RUNTIMES) $(CHROMIUM_STAMP) $(POSTGRES_STAMP) $(BWRAP_STAMP) $(BWRAP_CACHE)
+deps: $(BUN) $(DEPS_STAMP) $(ETCD) $(GRPCIO_STAMP) $(GANACHE_STAMP) $(ANVIL) $(SYSTEMD_STAMP) $(QEMU_STAMP) $(ARM64_LIBC)/lib/ld-linux-aarch64.so.1 $(DIST_RUNTIMES) $(CHROMIUM_STAMP) $(POSTGRES_STAMP) $(BWRAP_STAMP) $(BWRAP_CACHE)
 
 # Bun from the npm registry, pinned; bun-types in package.json carries the same version.
 $(BUN):
@@ -74,6 +76,13 @@ $(GANACHE_STAMP):
 	npm install --prefix $(CACHE)/ganache --no-save --no-audit --no-fund --loglevel=error ganache@7
 	/usr/bin/node $(CACHE)/ganache/node_modules/ganache/dist/node/cli.js --version
 	@touch $@
+
+# Foundry's anvil from the npm registry (the package ships the binary; nothing is downloaded at run
+# time): the node of the chain tests that need a chain that lies still or reorganises on request
+# (anvil_reorg, anvil_rollback), which ganache 7 cannot. Not a package.json dependency: the binary never runs it.
+$(ANVIL):
+	npm install --prefix $(CACHE)/anvil --no-save --no-audit --no-fund --loglevel=error @foundry-rs/anvil-linux-amd64@$(ANVIL_VERSION)
+	$(ANVIL) --version | head -1
 
 # Debian's systemd package for systemd-analyze: the tests verify deploy/systemd with it.
 $(SYSTEMD_STAMP):

@@ -10,7 +10,7 @@ import { blockxCommands } from "./commands";
 
 const COMMAND_NAMES = [
   "coordinator", "bundle-coordinator", "worker", "bundle-worker", "syncinvoker",
-  "submit", "watch", "result", "cancel", "logs", "tasks", "invoke", "precheck", "workers", "table",
+  "submit", "watch", "result", "cancel", "logs", "tasks", "invoke", "precheck", "workers", "table", "verify",
   "proxy", "exec", "localchain", "ui", "version", "install", "uninstall", "doctor", "certs", "etcd-roles", "dev",
 ];
 

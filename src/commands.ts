@@ -2,6 +2,7 @@ import { certsCommand } from "./cli/certs-command";
 import { clientCommands } from "./cli/client-commands";
 import { etcdRolesCommand } from "./cli/etcd-roles-command";
 import { execCommand } from "./cli/exec-command";
+import { verifyCommand } from "./cli/verify-command";
 import { installCommand } from "./cli/install/install-command";
 import { uninstallCommand } from "./cli/install/uninstall-command";
 import { localchainCommand } from "./cli/localchain-command";
@@ -26,6 +27,7 @@ export function blockxCommands(): CommandRegistry {
     ...workerCommands,
     syncInvokerCommand,
     ...clientCommands,
+    verifyCommand,
     proxyCommand,
     execCommand,
     localchainCommand,

@@ -42,6 +42,10 @@ class BlockDb(Protocol):
         """logs: eth_getLogs over from_block..to_block (inclusive), filtered by address and topics."""
         ...
 
+    def headers(self, from_block: int, to_block: int, chain: Optional[str] = None) -> List[Dict[str, JSON]]:
+        """headers: ``{"number", "hash", "parentHash"}`` of from_block..to_block, parent links checked."""
+        ...
+
     def head(self, chain: Optional[str] = None) -> int:
         """head: the chain's current head block number (never cached)."""
         ...

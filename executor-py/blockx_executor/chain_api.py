@@ -40,13 +40,15 @@ class BlockDb(_ChainBound):
     __slots__ = ()
 
     def block(self, number, full=True, chain=None):
-        """block returns the block (a dict, or None past the head); ``full=True`` gives full
-        transaction objects, ``full=False`` their hashes."""
+        """block returns the block (a dict); ``full=True`` gives full transaction objects,
+        ``full=False`` their hashes. A block the node does not have (past its head) raises a
+        retryable BackendError ``BlockUnavailable``; an answer about another block
+        ``NodeAnswerMismatch``."""
         return self._ctx.io("blockdb", "block", {"chain": self._chain_of(chain, "ctx.blockdb.block"), "number": number, "full": bool(full)})
 
     def receipts(self, number, chain=None):
         """receipts returns the block's transaction receipts, in transaction order (each with
-        its ``logs``), or None past the head."""
+        its ``logs``); past the head a retryable BackendError ``BlockUnavailable``."""
         return self._ctx.io("blockdb", "receipts", {"chain": self._chain_of(chain, "ctx.blockdb.receipts"), "number": number})
 
     def logs(self, from_block, to_block, address=None, topics=None, chain=None):
@@ -59,6 +61,11 @@ class BlockDb(_ChainBound):
         if topics is not None:
             params["topics"] = list(topics)
         return self._ctx.io("blockdb", "logs", params)
+
+    def headers(self, from_block, to_block, chain=None):
+        """headers returns ``{"number", "hash", "parentHash"}`` of blocks ``from_block``..``to_block``
+        (at most 10,000), each linked to the one before (else ``NodeAnswerMismatch``)."""
+        return self._ctx.io("blockdb", "headers", {"chain": self._chain_of(chain, "ctx.blockdb.headers"), "fromBlock": from_block, "toBlock": to_block})
 
     def head(self, chain=None):
         """head returns the chain's current head block number (an int; never cached)."""

@@ -28,6 +28,8 @@ export const blockTableOutput: Output<{ readonly kind: "blockTableWrite"; readon
  * rerun call never leaves a block's rows twice. An earlier scope reaching past the call's is never
  * cut (the store refuses it: SCOPE_CONFLICT); a rerun's bundles are aligned with the scopes written
  * before it when it is submitted (src/worker/core/scope-alignment.ts). Commits as each call finishes.
+ * Each row records the hash of its scope's last block as the call saw it (`_block_hash`, from
+ * WrittenCall.blockHash), so that a reorganisation that orphaned it can be seen (`blockx verify`).
  */
 export class BlockTableWriter implements Writer {
   private rows = 0;
@@ -39,7 +41,8 @@ export class BlockTableWriter implements Writer {
   ) {}
 
   stage(call: WrittenCall): TableWrite[] {
-    return [{ kind: "replaceBlock", table: this.table, scope: this.scopeOf(call.input), rows: rowsOf(call.value) }];
+    const scope = this.scopeOf(call.input);
+    return [{ kind: "replaceBlock", table: this.table, scope: { chain: scope.chain, fromBlock: scope.fromBlock, toBlock: scope.toBlock, blockHash: call.blockHash ?? null }, rows: rowsOf(call.value) }];
   }
 
   committed(call: WrittenCall): void {

@@ -8,6 +8,8 @@ export interface WrittenCall {
   readonly index: number;
   readonly input: JsonValue;
   readonly value: JsonValue;
+  /** The hash of the call's last block as the call saw it (block calls; null or absent: not known). */
+  readonly blockHash?: string | null;
 }
 
 /**

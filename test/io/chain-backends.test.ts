@@ -80,8 +80,9 @@ describe("one shape from either source", () => {
       const direct = await Promise.all(block.transactions.map((h) => node.rpc("eth_getTransactionReceipt", h)));
       expect(await value(r, "blockdb", "receipts", { chain: "dev", number: n })).toEqual(direct as JsonValue);
     }
-    expect(await value(r, "blockdb", "receipts", { chain: "dev", number: head + 100 })).toBeNull();
-    expect(await value(r, "blockdb", "block", { chain: "dev", number: head + 100 })).toBeNull();
+    // A block past the head is a retryable BlockUnavailable, never null (test/io/node-trust.test.ts).
+    expect(await error(r, "blockdb", "receipts", { chain: "dev", number: head + 100 })).toMatchObject({ type: "BlockUnavailable", retryable: true });
+    expect(await error(r, "blockdb", "block", { chain: "dev", number: head + 100 })).toMatchObject({ type: "BlockUnavailable", retryable: true });
   });
 
   test("logs filter by address and topics, as the node's eth_getLogs does; head is the node's block number", async () => {

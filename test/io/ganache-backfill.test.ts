@@ -141,7 +141,7 @@ function rowsOf(dir: string): Facts[] {
   const store = new RawTableReader(join(dir, "tables.sqlite"));
   try {
     return store.query("facts", "ORDER BY block").map((r) => {
-      const { _chain, _scope_from, _scope_to, _run_seq, ...facts } = r;
+      const { _chain, _scope_from, _scope_to, _run_seq, _block_hash, ...facts } = r;
       return facts as Facts;
     });
   } catch {
@@ -166,6 +166,12 @@ describe("a backfill over a real Ethereum node (ganache)", () => {
     expect(want.some((r) => r.tx_count > 1)).toBe(true);
     expect(want.some((r) => r.tx_count === 0)).toBe(true);
     expect(rowsOf(s.dir)).toEqual(want);
+    // Each block's rows record the hash of the block they were computed from: the node's own.
+    const recorded = new RawTableReader(join(s.dir, "tables.sqlite"));
+    const hashes = recorded.query("facts", "ORDER BY block").map((r) => `${r._scope_to}:${r._block_hash}`);
+    recorded.close();
+    const nodeHashes = await Promise.all(want.map(async (_r, n) => `${n}:${((await node.rpc("eth_getBlockByNumber", "0x" + n.toString(16), false)) as { hash: string }).hash}`));
+    expect(hashes).toEqual(nodeHashes);
 
     // A node's JSON-RPC error reaches the function as JsonRpcError with the node's own code (a read
     // method the allowlist passes, with a parameter the node refuses).

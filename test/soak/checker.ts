@@ -154,7 +154,7 @@ function compareRows(read: StoreRead, ranges: readonly CheckedRange[]): CheckRes
 function stray(t: Tally, table: string, row: RawRow): void {
   t.unexpectedRows++;
   t.foundRows++;
-  const { _chain, _scope_from, _scope_to, _task_id, _call, _run_seq, ...user } = row;
+  const { _chain, _scope_from, _scope_to, _task_id, _call, _run_seq, _block_hash, ...user } = row;
   const where = "_task_id" in row ? `task ${String(_task_id)}, call ${String(_call)}` : `chain ${String(_chain)}, scope ${String(_scope_from)}..${String(_scope_to)}`;
   t.problem(`${table}: a row outside every checked range (${where}: ${JSON.stringify(user).slice(0, 120)})`);
 }

@@ -76,6 +76,9 @@ export function canonicalRow(kinds: Record<string, string>, block: boolean, row:
     else if (k === "REAL") out[c] = Number(v);
     else out[c] = v;
   }
-  if (block) for (const c of ["_chain", "_scope_from", "_scope_to"]) out[c] = c === "_chain" ? String(row[c]) : Number(row[c]);
+  if (block) {
+    for (const c of ["_chain", "_scope_from", "_scope_to"]) out[c] = c === "_chain" ? String(row[c]) : Number(row[c]);
+    out._block_hash = typeof row._block_hash === "string" ? row._block_hash : null;
+  }
   return JSON.stringify(out);
 }

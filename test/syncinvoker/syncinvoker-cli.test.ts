@@ -17,7 +17,7 @@ test("blockx --help lists syncinvoker; syncinvoker --help lists its variables, t
     ["IO_CACHE_MAX_BYTES", "268435456"],
     ["IO_SINGLEFLIGHT", "true"],
     ["IO_TASK_WINDOW", "64"],
-    ["IO_FINALITY_DEPTH", "12"],
+    ["IO_FINALITY_DEPTH", "64"],
     ["IO_ADMISSION_QUEUE", "128"],
     ["EXECUTOR_COUNT", "8"],
     ["EXECUTOR_CALL_BUDGET_MS", "5000"],

@@ -19,7 +19,7 @@ import { RawTableReader } from "../support/raw-table-reader";
 import { metricSample, scrapedWorkerEnv } from "../support/worker-double";
 import { rangeTask, WorkerClient } from "../support/worker-client";
 
-/** The store holds blocks 0..299 and the chain's head is 299: with the finality depth of 12, 0..287 are final, 288..299 are not. */
+/** The store holds blocks 0..299 and the chain's head is 299: with a finality depth of 12 (IO_FINALITY_DEPTH below), 0..287 are final, 288..299 are not. */
 const HEAD = 299;
 const LAST_FINAL = HEAD - 12;
 /** BLOCK_STATS slowed down, so that a backfill lasts long enough to be interfered with. */
@@ -43,7 +43,7 @@ async function startWorker(extra: Record<string, string> = {}) {
   const store = join(dir, `store-${n}.blocks`);
   copyFileSync(rendered, store);
   const tables = join(dir, `tables-${n}.sqlite`);
-  const w = BlockxProcess.spawn(["worker"], scrapedWorkerEnv(tables, { LOCALTESTSERVICE_BLOCK_STORE: store, LOCALTESTSERVICE_HEAD: String(HEAD), ...extra }));
+  const w = BlockxProcess.spawn(["worker"], scrapedWorkerEnv(tables, { LOCALTESTSERVICE_BLOCK_STORE: store, LOCALTESTSERVICE_HEAD: String(HEAD), IO_FINALITY_DEPTH: "12", ...extra }));
   cleanups.push(() => w.stop("SIGKILL"));
   const client = new WorkerClient(await w.grpcAddr());
   cleanups.push(() => client.close());

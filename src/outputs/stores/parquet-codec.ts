@@ -1,4 +1,4 @@
-import { parquetReadObjects } from "hyparquet";
+import { parquetMetadataAsync, parquetReadObjects } from "hyparquet";
 import { parquetWriteBuffer, schemaFromColumnData } from "hyparquet-writer";
 import { exactInt, parseExactJson } from "../../common/json/exact-json";
 import { MAX_FILE_BYTES, MAX_ROW_BYTES } from "./parquet-layout";
@@ -20,6 +20,7 @@ export interface HiddenValues {
   readonly fromBlock?: number;
   readonly toBlock?: number;
   readonly runSeq?: number;
+  readonly blockHash?: string | null;
   readonly taskId?: string | null;
   readonly callIndex?: number | null;
 }
@@ -67,6 +68,7 @@ export function encodeRows(info: TableInfo, rows: readonly BoundCell[][], hidden
       { name: "_scope_from", data: fill(BigInt(hidden.fromBlock!)) as never, type: "INT64" as never, nullable: false },
       { name: "_scope_to", data: fill(BigInt(hidden.toBlock!)) as never, type: "INT64" as never, nullable: false },
       { name: "_run_seq", data: fill(BigInt(hidden.runSeq ?? 0)) as never, type: "INT64" as never, nullable: false },
+      { name: "_block_hash", data: fill(hidden.blockHash ?? null), type: "STRING", nullable: true },
     );
   } else {
     columnData.push(
@@ -88,7 +90,9 @@ export function encodeRows(info: TableInfo, rows: readonly BoundCell[][], hidden
 /** decodeRows: a file's rows as the store reads them: user columns, then a block table's scope columns. */
 export async function decodeRows(info: TableInfo, bytes: Uint8Array): Promise<Record<string, CellValue>[]> {
   const file = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
-  const columns = [...info.columns.keys(), ...(info.blockTable ? ["_chain", "_scope_from", "_scope_to"] : [])];
+  // Files written before block hashes were recorded have no _block_hash: read as null.
+  const hasHash = info.blockTable && (await parquetMetadataAsync(file)).schema.some((e) => e.name === "_block_hash");
+  const columns = [...info.columns.keys(), ...(info.blockTable ? ["_chain", "_scope_from", "_scope_to", ...(hasHash ? ["_block_hash"] : [])] : [])];
   const raw = (await parquetReadObjects({ file, columns, utf8: true, parsers: { jsonFromBytes: (b: Uint8Array) => b && text.decode(b) } })) as Record<string, unknown>[];
   return raw.map((r) => {
     const out: Record<string, CellValue> = {};
@@ -103,6 +107,7 @@ export async function decodeRows(info: TableInfo, bytes: Uint8Array): Promise<Re
       out._chain = String(r._chain);
       out._scope_from = Number(r._scope_from);
       out._scope_to = Number(r._scope_to);
+      out._block_hash = typeof r._block_hash === "string" ? r._block_hash : null;
     }
     return out;
   });

@@ -10,8 +10,8 @@ import { callFileName, chainPart, checkParquetTableName, MAX_FILES_PER_COMMIT, O
 import { type CallFence, fenceProblem, type RunClaim, type RunClaimRequest, type RunFence, type RunState } from "./run-fence";
 import { LedgerEngine, SqliteRunLedger } from "./sqlite-run-ledger";
 import { sqliteStoreError } from "./sqlite-table-store";
-import { bindRow, checkColumnName, checkOrderColumn, checkReplaced, checkScope, inferColumns, kindsText, parseTableMeta, type TableInfo } from "./table-schema";
-import { type CellValue, NO_OUTCOME, type ReadOptions, type ReplaceOutcome, TableStoreError, type TableWrite, type WrittenScope } from "./table-store";
+import { bindRow, blockTableInfo, checkColumnName, checkOrderColumn, checkReplaced, checkScope, inferColumns, kindsText, parseTableMeta, scopeCountOf, type TableInfo } from "./table-schema";
+import { type CellValue, NO_OUTCOME, type ReadOptions, type ReplaceOutcome, TableStoreError, type TableWrite, type WrittenScope, type ScopeCount } from "./table-store";
 import type { TableEngine } from "./table-thread-protocol";
 
 /** A call's writes checked, their rows encoded and staged (a durable file each under _blockx/staging), ready to plan. */
@@ -83,6 +83,14 @@ export class ParquetTables extends LedgerEngine implements TableEngine {
       `CREATE TABLE IF NOT EXISTS _blockx_files (tbl TEXT NOT NULL, part TEXT NOT NULL, name TEXT NOT NULL, scope_from INTEGER, scope_to INTEGER, seq INTEGER NOT NULL, rows INTEGER NOT NULL, PRIMARY KEY (tbl, part, name))`,
     );
     this.db.exec(`CREATE INDEX IF NOT EXISTS _blockx_files_scope ON _blockx_files (tbl, part, scope_to)`);
+    // A catalog made before block hashes were recorded gets the column (its files' scopes read null).
+    if (!(this.db.query(`PRAGMA table_info(_blockx_files)`).all() as { name: string }[]).some((c) => c.name === "block_hash")) {
+      try {
+        this.db.exec(`ALTER TABLE _blockx_files ADD COLUMN block_hash TEXT`);
+      } catch (e) {
+        if (!/duplicate column/i.test((e as Error).message)) throw e; // another process added it first
+      }
+    }
     this.db.exec(`CREATE TABLE IF NOT EXISTS _blockx_intents (id INTEGER PRIMARY KEY, ops TEXT NOT NULL)`);
     this.runs = new SqliteRunLedger(this.db, nowMs);
     this.lock = new Database(join(this.root, OWN_DIR, "writer.lock"), { create: true });
@@ -168,6 +176,25 @@ export class ParquetTables extends LedgerEngine implements TableEngine {
     return rows.map((r) => ({ fromBlock: r.f, toBlock: r.t }));
   }
 
+  /** scopeCounts: see TableStore.scopeCounts, from the catalog (one file per scope, its rows counted there). */
+  scopeCounts(table: string, chain: string, fromBlock: number, toBlock: number): ScopeCount[] {
+    checkParquetTableName(table);
+    blockTableInfo(table, this.loadTable(table));
+    return (
+      this.db
+        .query(`SELECT scope_from AS f, scope_to AS t, block_hash AS h, seq AS s, rows AS n FROM _blockx_files WHERE tbl = ? AND part = ? AND scope_from >= ? AND scope_from <= ? ORDER BY scope_from, scope_to`)
+        .all(table, chainPart(chain), fromBlock, toBlock) as { f: unknown; t: unknown; h: unknown; s: unknown; n: unknown }[]
+    ).map(scopeCountOf);
+  }
+
+  /** scopeBounds: see TableStore.scopeBounds, from the catalog. */
+  scopeBounds(table: string, chain: string): { fromBlock: number; toBlock: number } | null {
+    checkParquetTableName(table);
+    blockTableInfo(table, this.loadTable(table));
+    const r = this.db.query(`SELECT MIN(scope_from) AS f, MAX(scope_to) AS t FROM _blockx_files WHERE tbl = ? AND part = ?`).get(table, chainPart(chain)) as { f: number | null; t: number | null };
+    return r.f === null || r.t === null ? null : { fromBlock: r.f, toBlock: r.t };
+  }
+
   check(): void {
     this.db.query(`SELECT 1`).get();
   }
@@ -226,7 +253,7 @@ export class ParquetTables extends LedgerEngine implements TableEngine {
         const bytes = encodeRows(
           infos[i]!,
           bound[i]!,
-          w.kind === "replaceBlock" ? { chain: w.scope.chain, fromBlock: w.scope.fromBlock, toBlock: w.scope.toBlock, runSeq: fence?.seq ?? 0 } : { taskId: fence?.taskId ?? null, callIndex: fence?.callIndex ?? null },
+          w.kind === "replaceBlock" ? { chain: w.scope.chain, fromBlock: w.scope.fromBlock, toBlock: w.scope.toBlock, runSeq: fence?.seq ?? 0, blockHash: w.scope.blockHash ?? null } : { taskId: fence?.taskId ?? null, callIndex: fence?.callIndex ?? null },
         );
         const rel = join(OWN_DIR, "staging", `${randomUUID()}.parquet.tmp`);
         writeDurable(join(this.root, rel), bytes);
@@ -245,7 +272,7 @@ export class ParquetTables extends LedgerEngine implements TableEngine {
       const problem = fenceProblem(fence, this.runs.runRow(fence.taskId, issuedMs));
       if (problem) throw new TableStoreError("STALE_RUN", problem);
     }
-    const record = this.db.query(`INSERT INTO _blockx_files (tbl, part, name, scope_from, scope_to, seq, rows) VALUES (?, ?, ?, ?, ?, ?, ?)`);
+    const record = this.db.query(`INSERT INTO _blockx_files (tbl, part, name, scope_from, scope_to, seq, rows, block_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
     return writes.map((w, i) => {
       if (!infos[i]) return NO_OUTCOME; // no rows and no table yet: nothing to replace
       const staged = files[i]!;
@@ -255,7 +282,7 @@ export class ParquetTables extends LedgerEngine implements TableEngine {
         // Under a fence, the call's earlier file is replaced (a call's rows land once).
         const had = this.db.query(`DELETE FROM _blockx_files WHERE tbl = ? AND part = ? AND name = ? RETURNING name`).all(w.table, part, name).length > 0;
         if (staged) {
-          record.run(w.table, part, name, null, null, fence?.seq ?? 0, w.rows.length);
+          record.run(w.table, part, name, null, null, fence?.seq ?? 0, w.rows.length, null);
           ops.push({ op: "place", from: staged, to: join(w.table, part, name) });
         } else if (had) ops.push({ op: "remove", path: join(w.table, part, name) });
         return NO_OUTCOME;
@@ -266,7 +293,7 @@ export class ParquetTables extends LedgerEngine implements TableEngine {
         .all(w.table, part, w.scope.fromBlock, w.scope.toBlock) as { name: string; f: number; t: number; s: number }[];
       const outcome = checkReplaced(w.table, w.scope, removed, fence);
       const name = scopeFileName(w.scope.fromBlock, w.scope.toBlock);
-      if (staged) record.run(w.table, part, name, w.scope.fromBlock, w.scope.toBlock, fence?.seq ?? 0, w.rows.length);
+      if (staged) record.run(w.table, part, name, w.scope.fromBlock, w.scope.toBlock, fence?.seq ?? 0, w.rows.length, w.scope.blockHash ?? null);
       // The same scope's earlier file is replaced by the rename itself; any other is removed.
       const gone = removed.map((r) => r.name).filter((n) => !(staged && n === name));
       const dir = join(w.table, part);

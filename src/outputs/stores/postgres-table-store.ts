@@ -19,10 +19,14 @@ import {
   kindsText,
   parseTableMeta,
   RUN_SEQ_COLUMN,
+  BLOCK_HASH_COLUMN,
+  hiddenScopeValues,
+  blockTableInfo,
+  scopeCountOf,
   scopeIndexName,
   type TableInfo,
 } from "./table-schema";
-import { type BlockScope, type CellValue, NO_OUTCOME, type CommitCounts, type ReadOptions, type ReplaceOutcome, type Row, type TableStore, TableStoreError, type TableWrite, type WrittenScope } from "./table-store";
+import { type BlockScope, type CellValue, NO_OUTCOME, type CommitCounts, type ReadOptions, type ReplaceOutcome, type Row, type TableStore, TableStoreError, type TableWrite, type WrittenScope, type ScopeCount } from "./table-store";
 import type { StoreKind } from "./store-kinds";
 import { type CallFence, decideClaim, fenceProblem, type RunClaim, type RunClaimRequest, type RunFence, type RunRow, type RunState } from "./run-fence";
 
@@ -396,6 +400,30 @@ export class PostgresTableStore implements TableStore {
     );
   }
 
+  async scopeCounts(table: string, chain: string, fromBlock: number, toBlock: number): Promise<ScopeCount[]> {
+    checkTableName(table);
+    return this.guarded(async () => {
+      blockTableInfo(table, await this.loadTable(table));
+      const rows = await this.run<{ f: unknown; t: unknown; h: unknown; s: unknown; n: unknown }[]>(
+        this.sql,
+        `SELECT _scope_from::float8 AS f, _scope_to::float8 AS t, ${BLOCK_HASH_COLUMN} AS h, ${RUN_SEQ_COLUMN}::float8 AS s, COUNT(*)::float8 AS n FROM ${q(table)} ` +
+          `WHERE _chain = $1 AND _scope_from >= $2 AND _scope_from <= $3 GROUP BY _scope_from, _scope_to, ${BLOCK_HASH_COLUMN}, ${RUN_SEQ_COLUMN} ORDER BY 1, 2`,
+        [chain, fromBlock, toBlock],
+      );
+      return rows.map(scopeCountOf);
+    });
+  }
+
+  async scopeBounds(table: string, chain: string): Promise<{ fromBlock: number; toBlock: number } | null> {
+    checkTableName(table);
+    return this.guarded(async () => {
+      blockTableInfo(table, await this.loadTable(table));
+      const r = await this.run<{ f: number | null; t: number | null }[]>(this.sql, `SELECT MIN(_scope_from)::float8 AS f, MAX(_scope_to)::float8 AS t FROM ${q(table)} WHERE _chain = $1`, [chain]);
+      const b = r[0];
+      return !b || b.f === null || b.t === null ? null : { fromBlock: Number(b.f), toBlock: Number(b.t) };
+    });
+  }
+
   async wideScopes(table: string, chain: string, fromBlock: number, toBlock: number, limit: number): Promise<WrittenScope[]> {
     checkTableName(table);
     return this.guarded(async () => {
@@ -556,7 +584,7 @@ export class PostgresTableStore implements TableStore {
       if (!info) throw new TableStoreError("NO_SUCH_TABLE", `no table ${JSON.stringify(table)}`);
       if (options.orderBy !== undefined) checkOrderColumn(table, info, options.orderBy);
       // NUMERIC and jsonb as text: parsed here, exactly (Bun would parse jsonb with JSON.parse).
-      const cols = [...info.columns].map(([c, k]) => (k === "INTEGER" || k === "JSON" ? `${q(c)}::text AS ${q(c)}` : q(c))).concat(info.blockTable ? [`_chain`, `_scope_from::float8 AS _scope_from`, `_scope_to::float8 AS _scope_to`] : []);
+      const cols = [...info.columns].map(([c, k]) => (k === "INTEGER" || k === "JSON" ? `${q(c)}::text AS ${q(c)}` : q(c))).concat(info.blockTable ? [`_chain`, `_scope_from::float8 AS _scope_from`, `_scope_to::float8 AS _scope_to`, BLOCK_HASH_COLUMN] : []);
       const limit = options.limit ?? 0;
       const text = `SELECT ${cols.join(", ")} FROM ${q(table)}${options.orderBy ? ` ORDER BY ${q(options.orderBy)}` : ""}${limit > 0 ? ` LIMIT ${Math.trunc(limit)}` : ""}`;
       const rows = await this.run<Record<string, CellValue>[]>(this.sql, text);
@@ -631,7 +659,7 @@ export class PostgresTableStore implements TableStore {
       [scope.chain, scope.fromBlock - (span as number), scope.toBlock, scope.fromBlock],
     );
     const outcome = checkReplaced(table, scope, removed, fence);
-    await this.insert(tx, table, info, rows, [scope.chain, scope.fromBlock, scope.toBlock, fence?.seq ?? 0]);
+    await this.insert(tx, table, info, rows, hiddenScopeValues(scope, fence?.seq ?? 0));
     const width = scope.toBlock - scope.fromBlock;
     if (width > (span as number)) await this.run(tx, `UPDATE _blockx_scope_spans SET max_span = $1 WHERE name = $2 AND max_span < $1`, [width, table]);
     return outcome;
@@ -643,7 +671,7 @@ export class PostgresTableStore implements TableStore {
     const hidden = hiddenColumns(info);
     const cols = [...info.columns.keys(), ...hidden];
     const kinds = [...info.columns.values()];
-    const paramOf = [...kinds.map((k) => PG_PARAM[k]), ...hidden.map((c) => (c === "_chain" || c === "_task_id" ? PG_PARAM.HIDDEN_TEXT : PG_PARAM.HIDDEN_INT))];
+    const paramOf = [...kinds.map((k) => PG_PARAM[k]), ...hidden.map((c) => (c === "_chain" || c === "_task_id" || c === BLOCK_HASH_COLUMN ? PG_PARAM.HIDDEN_TEXT : PG_PARAM.HIDDEN_INT))];
     const perRow = cols.length;
     const chunk = Math.max(1, Math.floor(MAX_PARAMS / perRow));
     for (let start = 0; start < rows.length; start += chunk) {
@@ -669,7 +697,7 @@ export class PostgresTableStore implements TableStore {
         const exists = await this.run<unknown[]>(tx, `SELECT 1 FROM _blockx_tables WHERE name = $1`, [table]);
         if (exists.length > 0) return; // another host created it first, with its kinds
         const defs = [...columns].map(([c, k]) => `${q(c)} ${PG_TYPE[k]}`);
-        const hidden = blockTable ? [`_chain TEXT NOT NULL`, `_scope_from BIGINT NOT NULL`, `_scope_to BIGINT NOT NULL`, `${RUN_SEQ_COLUMN} BIGINT NOT NULL DEFAULT 0`] : [`_task_id TEXT`, `_call BIGINT`];
+        const hidden = blockTable ? [`_chain TEXT NOT NULL`, `_scope_from BIGINT NOT NULL`, `_scope_to BIGINT NOT NULL`, `${RUN_SEQ_COLUMN} BIGINT NOT NULL DEFAULT 0`, `${BLOCK_HASH_COLUMN} TEXT`] : [`_task_id TEXT`, `_call BIGINT`];
         await this.run(tx, `CREATE TABLE ${q(table)} (${[...defs, ...hidden].join(", ")})`);
         if (blockTable) {
           await this.run(tx, `CREATE INDEX ${q(scopeIndexName(table))} ON ${q(table)} (_chain, _scope_from, _scope_to)`);
@@ -701,11 +729,11 @@ export class PostgresTableStore implements TableStore {
 
   /** addFenceColumns gives a table made before fencing its hidden run columns (looked up first: ALTER TABLE locks the table even when it adds nothing). */
   private async addFenceColumns(table: string, info: TableInfo): Promise<void> {
-    const want = info.blockTable ? [RUN_SEQ_COLUMN] : [...CALL_COLUMNS];
+    const want = info.blockTable ? [RUN_SEQ_COLUMN, BLOCK_HASH_COLUMN] : [...CALL_COLUMNS];
     const have = await this.run<{ column_name: string }[]>(this.sql, `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1 AND column_name = ANY($2::text[])`, [table, want]);
     if (have.length === want.length) return;
     await this.transaction(async (tx) => {
-      if (info.blockTable) await this.run(tx, `ALTER TABLE ${q(table)} ADD COLUMN IF NOT EXISTS ${RUN_SEQ_COLUMN} BIGINT NOT NULL DEFAULT 0`);
+      if (info.blockTable) await this.run(tx, `ALTER TABLE ${q(table)} ADD COLUMN IF NOT EXISTS ${RUN_SEQ_COLUMN} BIGINT NOT NULL DEFAULT 0, ADD COLUMN IF NOT EXISTS ${BLOCK_HASH_COLUMN} TEXT`);
       else {
         await this.run(tx, `ALTER TABLE ${q(table)} ADD COLUMN IF NOT EXISTS _task_id TEXT, ADD COLUMN IF NOT EXISTS _call BIGINT`);
         await this.run(tx, `CREATE INDEX IF NOT EXISTS ${q(callIndexName(table))} ON ${q(table)} (_task_id, _call)`);

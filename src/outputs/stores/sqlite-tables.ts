@@ -18,10 +18,14 @@ import {
   hiddenColumns,
   RUN_SEQ_COLUMN,
   SCOPE_COLUMNS,
+  BLOCK_HASH_COLUMN,
+  hiddenScopeValues,
+  blockTableInfo,
+  scopeCountOf,
   scopeIndexName,
   type TableInfo,
 } from "./table-schema";
-import { type CellValue, NO_OUTCOME, type ReadOptions, type ReplaceOutcome, type Row, TableStoreError, type TableWrite, type WrittenScope } from "./table-store";
+import { type CellValue, NO_OUTCOME, type ReadOptions, type ReplaceOutcome, type Row, TableStoreError, type TableWrite, type WrittenScope, type ScopeCount } from "./table-store";
 import { callResult, type FencedWrites, type GroupCommitResult } from "./group-commit-queue";
 import type { TableEngine } from "./table-thread-protocol";
 import { type CallFence, fenceProblem, type RunClaim, type RunClaimRequest, type RunFence, type RunState } from "./run-fence";
@@ -96,6 +100,28 @@ export class SqliteTables extends LedgerEngine implements TableEngine {
       this.refreshTables(writes.map((w) => w.table));
       return once();
     }
+  }
+
+  /** scopeCounts: see TableStore.scopeCounts (the scope index's range, grouped). */
+  scopeCounts(table: string, chain: string, fromBlock: number, toBlock: number): ScopeCount[] {
+    checkTableName(table);
+    blockTableInfo(table, this.loadTable(table));
+    return (
+      this.db
+        .query(
+          `SELECT _scope_from AS f, _scope_to AS t, ${BLOCK_HASH_COLUMN} AS h, ${RUN_SEQ_COLUMN} AS s, COUNT(*) AS n FROM "${table}" ` +
+            `WHERE _chain = ? AND _scope_from >= ? AND _scope_from <= ? GROUP BY _scope_from, _scope_to, ${BLOCK_HASH_COLUMN}, ${RUN_SEQ_COLUMN} ORDER BY _scope_from, _scope_to`,
+        )
+        .all(chain, fromBlock, toBlock) as { f: unknown; t: unknown; h: unknown; s: unknown; n: unknown }[]
+    ).map(scopeCountOf);
+  }
+
+  /** scopeBounds: see TableStore.scopeBounds. */
+  scopeBounds(table: string, chain: string): { fromBlock: number; toBlock: number } | null {
+    checkTableName(table);
+    blockTableInfo(table, this.loadTable(table));
+    const r = this.db.query(`SELECT MIN(_scope_from) AS f, MAX(_scope_to) AS t FROM "${table}" WHERE _chain = ?`).get(chain) as { f: number | null; t: number | null };
+    return r.f === null || r.t === null ? null : { fromBlock: r.f, toBlock: r.t };
   }
 
   /** wideScopes: scopes wider than one block overlapping from..to (see TableStore.wideScopes). */
@@ -223,7 +249,7 @@ export class SqliteTables extends LedgerEngine implements TableEngine {
     if (!info) throw new TableStoreError("NO_SUCH_TABLE", `no table ${JSON.stringify(table)}`);
     if (options.orderBy !== undefined) checkOrderColumn(table, info, options.orderBy);
     const limit = options.limit ?? 0;
-    const cols = [...info.columns.keys()].map((c) => `"${c}"`).concat(info.blockTable ? SCOPE_COLUMNS : []);
+    const cols = [...info.columns.keys()].map((c) => `"${c}"`).concat(info.blockTable ? [...SCOPE_COLUMNS, BLOCK_HASH_COLUMN] : []);
     const sql = `SELECT ${cols.join(", ")} FROM "${table}"${options.orderBy ? ` ORDER BY "${options.orderBy}"` : ""}${limit > 0 ? ` LIMIT ${Math.trunc(limit)}` : ""}`;
     const out = this.db.query(sql).all() as Record<string, CellValue>[];
     for (const r of out) {
@@ -246,7 +272,7 @@ export class SqliteTables extends LedgerEngine implements TableEngine {
    * past `scope` (SCOPE_CONFLICT: its blocks outside would lose their rows) or, under a fence,
    * when a removed row was written by a run claimed after this one (STALE_RUN).
    */
-  private replace(table: string, info: TableInfo, scope: { chain: string; fromBlock: number; toBlock: number }, rows: BoundCell[][], fence: CallFence | null): ReplaceOutcome {
+  private replace(table: string, info: TableInfo, scope: { chain: string; fromBlock: number; toBlock: number; blockHash?: string | null }, rows: BoundCell[][], fence: CallFence | null): ReplaceOutcome {
     const span = this.maxScopeSpan(table);
     // Overlap: from <= scope.to and to >= scope.from; a scope is at most `span` wide, so its
     // start lies in [scope.from - span, scope.to] (the index's range).
@@ -255,7 +281,7 @@ export class SqliteTables extends LedgerEngine implements TableEngine {
     // One pass: the delete returns the scopes it removed (a row each; distinct below).
     const removed = this.db.query(`DELETE FROM "${table}" WHERE ${overlap} RETURNING _scope_from AS f, _scope_to AS t, ${RUN_SEQ_COLUMN} AS s`).all(...params) as { f: number; t: number; s: number | null }[];
     const outcome = checkReplaced(table, scope, removed, fence);
-    this.insert(table, info, rows, [scope.chain, scope.fromBlock, scope.toBlock, fence?.seq ?? 0]);
+    this.insert(table, info, rows, hiddenScopeValues(scope, fence?.seq ?? 0));
     this.db.query(`UPDATE _blockx_scope_spans SET max_span = ? WHERE name = ? AND max_span < ?`).run(scope.toBlock - scope.fromBlock, table, scope.toBlock - scope.fromBlock);
     return outcome;
   }
@@ -298,7 +324,7 @@ export class SqliteTables extends LedgerEngine implements TableEngine {
       const columns = inferColumns(table, rows);
       const defs = [...columns].map(([c, k]) => `"${c}"${SQLITE_TYPE[k]}`);
       const hidden = blockTable
-        ? [`_chain TEXT NOT NULL`, `_scope_from INTEGER NOT NULL`, `_scope_to INTEGER NOT NULL`, `${RUN_SEQ_COLUMN} INTEGER NOT NULL DEFAULT 0`]
+        ? [`_chain TEXT NOT NULL`, `_scope_from INTEGER NOT NULL`, `_scope_to INTEGER NOT NULL`, `${RUN_SEQ_COLUMN} INTEGER NOT NULL DEFAULT 0`, `${BLOCK_HASH_COLUMN} TEXT`]
         : [`_task_id TEXT`, `_call INTEGER`];
       this.db
         .transaction(() => {
@@ -344,10 +370,12 @@ export class SqliteTables extends LedgerEngine implements TableEngine {
     return info;
   }
 
-  /** addFenceColumns gives a table made before fencing its hidden run columns (once; another process may race: IF NOT EXISTS is emulated). */
+  /** addFenceColumns gives a table made before fencing (or before block hashes) its hidden run and hash columns (once; another process may race: IF NOT EXISTS is emulated). */
   private addFenceColumns(table: string, info: TableInfo): void {
     const have = new Set((this.db.query(`PRAGMA table_info("${table}")`).all() as { name: string }[]).map((c) => c.name));
-    const missing = info.blockTable ? (have.has(RUN_SEQ_COLUMN) ? [] : [`${RUN_SEQ_COLUMN} INTEGER NOT NULL DEFAULT 0`]) : CALL_COLUMNS.filter((c) => !have.has(c)).map((c) => (c === "_call" ? `_call INTEGER` : `${c} TEXT`));
+    const missing = info.blockTable
+      ? [`${RUN_SEQ_COLUMN} INTEGER NOT NULL DEFAULT 0`, `${BLOCK_HASH_COLUMN} TEXT`].filter((def) => !have.has(def.split(" ")[0]!))
+      : CALL_COLUMNS.filter((c) => !have.has(c)).map((c) => (c === "_call" ? `_call INTEGER` : `${c} TEXT`));
     if (missing.length === 0) return;
     this.db
       .transaction(() => {

@@ -20,6 +20,14 @@ export const RESERVED_TABLE_PREFIXES = ["_blockx", "sqlite_", "pg_"] as const;
 export const SCOPE_COLUMNS = ["_chain", "_scope_from", "_scope_to"] as const;
 /** Hidden column of block tables: the claim sequence of the run that wrote the row (0: written unfenced). */
 export const RUN_SEQ_COLUMN = "_run_seq";
+/**
+ * Hidden column of block tables: the hash of the scope's last block as it was when the row was
+ * computed (null: written before hashes were recorded, or by a writer that knew none). The last
+ * block's hash commits to every block of the scope through the parent links, so one hash per scope
+ * says which chain the rows were computed from; `blockx verify` compares it with the canonical one.
+ */
+export const BLOCK_HASH_COLUMN = "_block_hash";
+const BLOCK_HASH = /^0x[0-9a-f]{64}$/;
 /** Hidden columns of normal tables: the task and call that wrote the row (null: written unfenced). */
 export const CALL_COLUMNS = ["_task_id", "_call"] as const;
 
@@ -144,11 +152,19 @@ export function kindsText(columns: ReadonlyMap<string, ColumnKind>): string {
   return JSON.stringify(Object.fromEntries(columns));
 }
 
-/** checkScope: a block scope must be a range of block numbers. */
-export function checkScope(scope: { fromBlock: number; toBlock: number }): void {
+/** checkScope: a block scope must be a range of block numbers, its block hash (when given) a 32-byte lowercase 0x hash. */
+export function checkScope(scope: { fromBlock: number; toBlock: number; blockHash?: string | null }): void {
   if (!Number.isSafeInteger(scope.fromBlock) || !Number.isSafeInteger(scope.toBlock) || scope.fromBlock < 0 || scope.toBlock < scope.fromBlock) {
     throw new TableStoreError("INVALID_ARGUMENT", `block scope ${scope.fromBlock}..${scope.toBlock} is not a range of block numbers`);
   }
+  if (scope.blockHash !== undefined && scope.blockHash !== null && !BLOCK_HASH.test(scope.blockHash)) {
+    throw new TableStoreError("INVALID_ARGUMENT", `block scope ${scope.fromBlock}..${scope.toBlock}: block hash ${JSON.stringify(scope.blockHash.slice(0, 80))} is not a 32-byte lowercase 0x hash`);
+  }
+}
+
+/** hiddenScopeValues: the hidden columns' values of a block-table write, in hiddenColumns' order. */
+export function hiddenScopeValues(scope: { chain: string; fromBlock: number; toBlock: number; blockHash?: string | null }, runSeq: number): (string | number | null)[] {
+  return [scope.chain, scope.fromBlock, scope.toBlock, runSeq, scope.blockHash ?? null];
 }
 
 /** scopeIndexName: the index of a block table's scope columns, in the reserved namespace. */
@@ -161,9 +177,21 @@ export function callIndexName(table: string): string {
   return `_blockx_call_${new Bun.CryptoHasher("sha256").update(table).digest("hex").slice(0, 24)}`;
 }
 
+/** blockTableInfo: a table verification may read: a block table (NO_SUCH_TABLE, or INVALID_ARGUMENT for a normal table). */
+export function blockTableInfo(table: string, info: TableInfo | undefined): TableInfo {
+  if (!info) throw new TableStoreError("NO_SUCH_TABLE", `no table ${JSON.stringify(table)}`);
+  if (!info.blockTable) throw new TableStoreError("INVALID_ARGUMENT", `table ${table} is a normal table; only block tables record blocks`);
+  return info;
+}
+
+/** scopeCountOf: a store's row of a scope query as a ScopeCount (numbers may arrive as text or floats). */
+export function scopeCountOf(r: { f: unknown; t: unknown; h: unknown; s: unknown; n: unknown }): { fromBlock: number; toBlock: number; blockHash: string | null; runSeq: number; rows: number } {
+  return { fromBlock: Number(r.f), toBlock: Number(r.t), blockHash: typeof r.h === "string" ? r.h : null, runSeq: Number(r.s ?? 0), rows: Number(r.n) };
+}
+
 /** checkOrderColumn: a reader sorts by one of the table's columns (its scope columns included). */
 export function checkOrderColumn(table: string, info: TableInfo, column: string): void {
-  if (info.columns.has(column) || (info.blockTable && (SCOPE_COLUMNS as readonly string[]).includes(column))) return;
+  if (info.columns.has(column) || (info.blockTable && ([...SCOPE_COLUMNS, BLOCK_HASH_COLUMN] as readonly string[]).includes(column))) return;
   throw new TableStoreError("INVALID_ARGUMENT", `table ${table} has no column ${JSON.stringify(column)} to order by (columns: ${[...info.columns.keys()].join(", ")})`);
 }
 
@@ -174,7 +202,7 @@ export function checkColumnName(name: string): void {
 
 /** hiddenColumns: what a store writes beside a row's own columns: the scope and run of a block table, the task and call of a normal one. */
 export function hiddenColumns(info: TableInfo): readonly string[] {
-  return info.blockTable ? [...SCOPE_COLUMNS, RUN_SEQ_COLUMN] : CALL_COLUMNS;
+  return info.blockTable ? [...SCOPE_COLUMNS, RUN_SEQ_COLUMN, BLOCK_HASH_COLUMN] : CALL_COLUMNS;
 }
 
 /**

@@ -141,7 +141,43 @@ for (const kind of KINDS) describe(`table store contract: ${kind.name}`, () => {
     await replaceBlockRows(s, "transfers", { chain: "eth", fromBlock: 7, toBlock: 7 }, []);
     await replaceBlockRows(s, "transfers", { chain: "eth", fromBlock: 8, toBlock: 8 }, [{ block: 8, amount: "5" }]);
     await replaceBlockRows(s, "transfers", { chain: "eth", fromBlock: 9, toBlock: 9 }, []);
-    expect(await s.read("transfers")).toEqual([{ block: 8, amount: "5", _chain: "eth", _scope_from: 8, _scope_to: 8 }]);
+    expect(await s.read("transfers")).toEqual([{ block: 8, amount: "5", _chain: "eth", _scope_from: 8, _scope_to: 8, _block_hash: null }]);
+  });
+
+  test("every row of a block table records the hash of its scope's last block (_block_hash); a rerun's rows record the new one; a malformed hash is INVALID_ARGUMENT", async () => {
+    const s = store(await kind.location());
+    const h = (c: string) => "0x" + c.repeat(64);
+    await replaceBlockRows(s, "hashed", { chain: "eth", fromBlock: 1, toBlock: 2, blockHash: h("a") }, [{ n: 1 }, { n: 2 }]);
+    await replaceBlockRows(s, "hashed", { chain: "eth", fromBlock: 3, toBlock: 3, blockHash: h("b") }, [{ n: 3 }]);
+    const hashes = async () => (await s.read("hashed", { orderBy: "n" })).map((r) => `${r.n}:${r._block_hash}`);
+    expect(await hashes()).toEqual([`1:${h("a")}`, `2:${h("a")}`, `3:${h("b")}`]);
+    // After a reorganisation block 3 is another block: its rows are replaced and record its hash.
+    await replaceBlockRows(s, "hashed", { chain: "eth", fromBlock: 3, toBlock: 3, blockHash: h("c") }, [{ n: 3 }]);
+    expect(await hashes()).toEqual([`1:${h("a")}`, `2:${h("a")}`, `3:${h("c")}`]);
+    expect((await s.read("hashed", { orderBy: "_block_hash" }))[0]!._block_hash).toBe(h("a"));
+    const e = await failure(replaceBlockRows(s, "hashed", { chain: "eth", fromBlock: 4, toBlock: 4, blockHash: "0xABC" }, [{ n: 4 }]));
+    expect(e.code).toBe("INVALID_ARGUMENT");
+    expect(e.message).toContain('block hash "0xABC" is not a 32-byte lowercase 0x hash');
+  });
+
+  test("scopeCounts lists a block table's scopes starting in a range with their hash, run and rows; scopeBounds its lowest and highest block; a normal or missing table is refused", async () => {
+    const s = store(await kind.location());
+    const h = (c: string) => "0x" + c.repeat(64);
+    await replaceBlockRows(s, "counted", { chain: "eth", fromBlock: 1, toBlock: 1, blockHash: h("a") }, [{ n: 1 }, { n: 2 }]);
+    await replaceBlockRows(s, "counted", { chain: "eth", fromBlock: 2, toBlock: 4, blockHash: h("b") }, [{ n: 3 }]);
+    await replaceBlockRows(s, "counted", { chain: "eth", fromBlock: 6, toBlock: 6 }, [{ n: 4 }]);
+    await replaceBlockRows(s, "counted", { chain: "base", fromBlock: 1, toBlock: 1 }, [{ n: 5 }]);
+    expect(await s.scopeCounts("counted", "eth", 0, 10)).toEqual([
+      { fromBlock: 1, toBlock: 1, blockHash: h("a"), runSeq: 0, rows: 2 },
+      { fromBlock: 2, toBlock: 4, blockHash: h("b"), runSeq: 0, rows: 1 },
+      { fromBlock: 6, toBlock: 6, blockHash: null, runSeq: 0, rows: 1 },
+    ]);
+    expect((await s.scopeCounts("counted", "eth", 2, 5)).map((c) => c.fromBlock)).toEqual([2]);
+    expect(await s.scopeBounds("counted", "eth")).toEqual({ fromBlock: 1, toBlock: 6 });
+    expect(await s.scopeBounds("counted", "polygon")).toBeNull();
+    await appendRows(s, "plain", [{ a: 1 }]);
+    expect((await failure(s.scopeCounts("plain", "eth", 0, 1))).code).toBe("INVALID_ARGUMENT");
+    expect((await failure(s.scopeBounds("nothing", "eth"))).code).toBe("NO_SUCH_TABLE");
   });
 
   test("a rerun replaces every overlapping scope that lies inside its own; one that would cut an earlier scope is refused (SCOPE_CONFLICT) and changes nothing", async () => {

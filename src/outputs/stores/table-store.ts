@@ -10,6 +10,8 @@ export interface BlockScope {
   readonly chain: string;
   readonly fromBlock: number;
   readonly toBlock: number;
+  /** The hash of toBlock the rows were computed from (the hidden `_block_hash`); absent or null: not known. */
+  readonly blockHash?: string | null;
 }
 
 /**
@@ -25,6 +27,19 @@ export interface ReplaceOutcome {
 export interface WrittenScope {
   readonly fromBlock: number;
   readonly toBlock: number;
+}
+
+/**
+ * ScopeCount: one written scope of a block table as `blockx verify` sees it: its blocks, the hash
+ * its rows recorded (null: none), the run that wrote them, and how many rows. One entry per
+ * distinct (scope, hash, run): a scope listed twice was written twice.
+ */
+export interface ScopeCount {
+  readonly fromBlock: number;
+  readonly toBlock: number;
+  readonly blockHash: string | null;
+  readonly runSeq: number;
+  readonly rows: number;
 }
 
 /**
@@ -81,9 +96,16 @@ export interface TableStore {
    * from..to, in order (none for a table that does not exist); more than `limit`: INVALID_ARGUMENT.
    */
   wideScopes(table: string, chain: string, fromBlock: number, toBlock: number, limit: number): Promise<WrittenScope[]>;
+  /**
+   * scopeCounts: the scopes of a block table on `chain` that start in fromBlock..toBlock, in order
+   * (ScopeCount). NO_SUCH_TABLE for a table that does not exist, INVALID_ARGUMENT for a normal one.
+   */
+  scopeCounts(table: string, chain: string, fromBlock: number, toBlock: number): Promise<ScopeCount[]>;
+  /** scopeBounds: the lowest and highest block of `chain` a block table holds rows of (null: none); errors as scopeCounts. */
+  scopeBounds(table: string, chain: string): Promise<{ fromBlock: number; toBlock: number } | null>;
   /** check reaches the store with one round trip (a role's start-up check); STORE_UNAVAILABLE when it cannot. */
   check(): Promise<void>;
-  /** read returns a table's rows: user columns, then the hidden scope columns of a block table. */
+  /** read returns a table's rows: user columns, then the hidden scope columns and `_block_hash` of a block table. */
   read(table: string, options?: ReadOptions): Promise<Record<string, CellValue>[]>;
   close(): Promise<void>;
   /** commitCounts: calls' commits written so far and the transactions they went in (group commit). */

@@ -1,6 +1,6 @@
 import type { FencedWrites, GroupCommitResult } from "./group-commit-queue";
 import type { CallFence, RunClaim, RunClaimRequest, RunFence, RunState } from "./run-fence";
-import type { CellValue, ReadOptions, ReplaceOutcome, TableStoreError, TableStoreErrorCode, TableWrite, WrittenScope } from "./table-store";
+import type { CellValue, ReadOptions, ReplaceOutcome, ScopeCount, TableStoreError, TableStoreErrorCode, TableWrite, WrittenScope } from "./table-store";
 
 /**
  * TableEngine: a table store's synchronous (or, for reads, asynchronous) engine, which
@@ -16,13 +16,15 @@ export interface TableEngine {
   claimRun(req: RunClaimRequest): RunClaim;
   endRun(fence: RunFence, state: Exclude<RunState, "RUNNING">): void;
   wideScopes(table: string, chain: string, fromBlock: number, toBlock: number, limit: number): WrittenScope[];
+  scopeCounts(table: string, chain: string, fromBlock: number, toBlock: number): ScopeCount[];
+  scopeBounds(table: string, chain: string): { fromBlock: number; toBlock: number } | null;
   check(): void;
   read(table: string, options?: ReadOptions): Record<string, CellValue>[] | Promise<Record<string, CellValue>[]>;
   close(): void;
 }
 
 /** The engine's methods the thread serves besides commits and reads (their arguments as JSON). */
-export const TABLE_THREAD_METHODS = ["openEpoch", "renewEpoch", "claimRun", "endRun", "wideScopes", "check"] as const;
+export const TABLE_THREAD_METHODS = ["openEpoch", "renewEpoch", "claimRun", "endRun", "wideScopes", "scopeCounts", "scopeBounds", "check"] as const;
 export type TableThreadMethod = (typeof TABLE_THREAD_METHODS)[number];
 
 /** Messages to a table store's thread; writes travel as JSON text so exact integers survive. */

@@ -1,7 +1,7 @@
 import { parseExactJson } from "../../common/json/exact-json";
 import { type GroupBounds, type GroupCommitResult, GroupCommitQueue } from "./group-commit-queue";
 import type { CallFence, RunClaim, RunClaimRequest, RunFence, RunState } from "./run-fence";
-import { type CellValue, type CommitCounts, type ReadOptions, type ReplaceOutcome, type TableStore, TableStoreError, type TableWrite, type WrittenScope } from "./table-store";
+import { type CellValue, type CommitCounts, type ReadOptions, type ReplaceOutcome, type TableStore, TableStoreError, type TableWrite, type WrittenScope, type ScopeCount } from "./table-store";
 import type { TableEngine, TableThreadMethod, TableThreadReply, TableThreadRequest } from "./table-thread-protocol";
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
@@ -91,6 +91,14 @@ export class ThreadTableStore implements TableStore {
 
   wideScopes(table: string, chain: string, fromBlock: number, toBlock: number, limit: number): Promise<WrittenScope[]> {
     return this.call("wideScopes", [table, chain, fromBlock, toBlock, limit]);
+  }
+
+  scopeCounts(table: string, chain: string, fromBlock: number, toBlock: number): Promise<ScopeCount[]> {
+    return this.call("scopeCounts", [table, chain, fromBlock, toBlock]);
+  }
+
+  scopeBounds(table: string, chain: string): Promise<{ fromBlock: number; toBlock: number } | null> {
+    return this.call("scopeBounds", [table, chain]);
   }
 
   check(): Promise<void> {

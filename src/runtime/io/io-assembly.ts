@@ -1,4 +1,5 @@
 import type { ChainsConfig } from "../../common/config/chains-config";
+import type { Logger } from "../../common/logging/logger";
 import type { MetricsRegistry } from "../../common/metrics/metrics";
 import type { BlockTextStore } from "../chains/localtestservice/block-text-store";
 import { LocalTestChain, type LocalTestChainSettings } from "../chains/localtestservice/local-test-chain";
@@ -49,13 +50,24 @@ export function buildBackendSet(o: BackendSetOptions): { registry: BackendRegist
   return { registry, router, localTestChain: local };
 }
 
-/** buildIoSubsystem puts the IO subsystem over the backends, with its metrics and each chain's own finality depth. */
-export function buildIoSubsystem(backends: BackendRegistry, config: IoConfig, metrics: MetricsRegistry): IoSubsystem {
+/**
+ * buildIoSubsystem puts the IO subsystem over the backends, with its metrics and each chain's own
+ * finality depth; a head the head cache doubts or confirms after a doubt is logged (warn) when a logger is given.
+ */
+export function buildIoSubsystem(backends: BackendRegistry, config: IoConfig, metrics: MetricsRegistry, log?: Logger): IoSubsystem {
   const io: IoSubsystem = new IoSubsystem(backends, config, {
     observer: registerIoMetrics(metrics, () => io),
     finalityDepthOf: (backend, chain) => backends.get(backend)?.finalityDepth?.(chain),
     // A full collection (a few ms on the Worker's small heap) per 64+ MiB evicted keeps RSS near the bound.
     collectGarbage: () => Bun.gc(true),
+    ...(log
+      ? {
+          onHeadVerdict: (backend, chain, v) => {
+            if (v.type === "doubted") log.warn({ component: "io", backend, chain, ...v }, `chain ${chain}: head ${v.observed} doubted (${v.reason} from ${v.believed}; sighting ${v.seen})`);
+            else if (v.type === "confirmed") log.warn({ component: "io", backend, chain, ...v }, `chain ${chain}: head ${v.to} confirmed after a doubt (was ${v.from})`);
+          },
+        }
+      : {}),
   });
   return io;
 }

@@ -5,13 +5,13 @@ import { ioConfigFrom, ioVars } from "./io-config";
 const load = (env: Record<string, string>) => ioConfigFrom(loadEnvConfig(ioVars, env));
 
 describe("IO configuration", () => {
-  test("defaults: 256 MiB cache, singleflight on, window 64, finality 12, admission 2..32..256 with a queue of 128", () => {
+  test("defaults: 256 MiB cache, singleflight on, window 64, finality 64 (Ethereum mainnet: two epochs), admission 2..32..256 with a queue of 128", () => {
     const { io, localTestFaults, localTestFaultsFile } = load({});
     expect(io).toEqual({
       cacheMaxBytes: 268435456,
       singleflight: true,
       taskWindow: 64,
-      finalityDepth: 12,
+      finalityDepth: 64,
       headTtlMs: 1000,
       admission: { initialLimit: 32, minLimit: 2, maxLimit: 256, queueSize: 128 },
       readOnly: false,

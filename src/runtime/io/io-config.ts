@@ -45,9 +45,10 @@ export const ioVars = {
   ioTaskWindow: envVar("IO_TASK_WINDOW", "64", "an integer from 1 to 100000", "backend requests one task may have in flight; more wait in FIFO order", intSchema(1, 100_000)),
   ioFinalityDepth: envVar(
     "IO_FINALITY_DEPTH",
-    "12",
+    "64",
     "an integer from 0 to 1000000",
-    "blocks at or below head minus this are final (cacheable), for chains whose config names no finalityDepth",
+    "blocks at or below head minus this are final (cacheable), for chains whose config names no finalityDepth and no chainId with a known default " +
+      "(README: Chains and finality; 64 = Ethereum mainnet's two epochs)",
     intSchema(0, 1_000_000),
   ),
   ioHeadTtlMs: envVar("IO_HEAD_TTL_MS", "1000", "an integer from 1 to 3600000", "how long a chain head is trusted before a background refresh", intSchema(1, 3_600_000)),

@@ -241,6 +241,27 @@ describe("IoSubsystem: read cache", () => {
     expect(io.cache.size).toBe(1);
   });
 
+  test("a cached block is served only while it is final by the head believed now: after the chain is confirmed to have gone back, it is asked again", async () => {
+    const g = gatedBackend();
+    let head = 100;
+    const io = new IoSubsystem(new BackendRegistry().register({ ...g.backend, head: async () => head }), { ...CONFIG, headTtlMs: 0 });
+    const t = io.forTask("t");
+    const read = async () => {
+      const r = t.call("gated", "get", { block: 80 });
+      await settle();
+      g.pending.shift()?.resolve("eighty");
+      const out = await r;
+      await io.headsSettled();
+      return out;
+    };
+    await read(); // the head (100) arrives: 80 <= 100 - 12 is final and cached
+    expect((await read()).trace.cacheHit).toBe(true);
+    head = 85; // a rollback, seen 3 times in a row: believed; 80 > 85 - 12 is no longer final
+    for (let i = 0; i < 4; i++) await read(); // TTL 0: each read refreshes the head
+    const after = await read();
+    expect(after.trace.cacheHit).toBe(false);
+  });
+
   test("the per-chain finality depth overrides the Worker's", async () => {
     const io = new IoSubsystem(new BackendRegistry().register(localtestserviceBackend({ head: 1000 })), CONFIG, { finalityDepthOf: () => 500 });
     await warmHeads(io);

@@ -4,7 +4,7 @@ import { AdmissionLimiter, type AdmissionConfig } from "./admission-limiter";
 import { errorOf, type Backend, type BackendRegistry, type CacheDeclaration, type ResolvedOp } from "./backends/backend-registry";
 import { BackendError } from "../backend-error";
 import { processRunningClock } from "../../common/clock/running-clock";
-import { HeadCache } from "./head-cache";
+import { HeadCache, type HeadVerdict } from "./head-cache";
 import { IoWindow } from "./io-window";
 import { isFinal, ReadCache } from "./read-cache";
 import { SingleflightTable, type Flight } from "./singleflight";
@@ -64,6 +64,8 @@ export interface IoOptions {
    * alone, evicted values outlive their eviction by gigabytes (a 256 MiB cache held 1.5 GB).
    */
   readonly collectGarbage?: () => void;
+  /** Told what the head cache made of each fetched head (`key` is backend and chain): the adapter logs doubts. */
+  readonly onHeadVerdict?: (backend: string, chain: string, verdict: HeadVerdict) => void;
   /** Milliseconds this process has stood still so far (default: the process's RunningClock). */
   readonly stalledMs?: () => number;
   /** CPU milliseconds this process has used so far (default: process.cpuUsage()). */
@@ -202,6 +204,11 @@ export class IoSubsystem {
     return { tasks: this.tasks.size, flights: this.flights.size, flightTasks: this.flights.tasks };
   }
 
+  /** headsSettled resolves once every head fetch under way has been recorded (tests, tools). */
+  async headsSettled(): Promise<void> {
+    await Promise.all([...this.headFetches.values()]);
+  }
+
   /** isReadOp: `backend.op` exists and only reads (so it may be asked before a call asks it: IoPrefetchPlan). */
   isReadOp(backend: string, op: string): boolean {
     const resolved = this.backends.resolve(backend, op);
@@ -221,8 +228,10 @@ export class IoSubsystem {
     }
     if (task.ended) return Promise.resolve(this.local(backend, op, joinedAt, cancelled(backend, op), "cancelled"));
     const cacheable = resolved.op.kind === "read" ? this.cacheableOf(backend, op, resolved, params) : null;
-    // The cache holds only final answers, so a lookup needs no head; entering it does.
-    if (cacheable !== null && this.cache.enabled) {
+    // The cache holds answers that were final when they entered it; one is served only while its
+    // block is final by the head believed now (a chain confirmed to have gone back makes recent
+    // blocks non-final again): a block that may change is never served by its number alone.
+    if (cacheable !== null && this.cache.enabled && this.isFinalNow(cacheable)) {
       const hit = this.cache.get(cacheable.key);
       if (hit !== undefined) {
         this.observer.answered(backend, op, "cache");
@@ -287,7 +296,10 @@ export class IoSubsystem {
     const { head, refresh } = this.heads.lookup(key, performance.now());
     if (refresh) {
       const fetched = b.head!(chain).then(
-        (h) => this.heads.refreshed(key, h, performance.now()),
+        (h) => {
+          const verdict = this.heads.refreshed(key, h, performance.now());
+          this.options.onHeadVerdict?.(b.name, chain, verdict);
+        },
         () => this.heads.refreshFailed(key, performance.now()),
       );
       this.headFetches.set(key, fetched);
@@ -302,6 +314,8 @@ export class IoSubsystem {
    * chain's first reads (the head unknown until the first fetch returns) would never be cached.
    */
   private cacheIfFinal(c: Cacheable, raw: RawJson): void {
+    // A null answer (a block the node does not have yet) is never immutable: tomorrow it is a block.
+    if (raw.byteLength === 4 && raw.span === null && raw.parse() === null) return;
     if (this.isFinalNow(c)) {
       this.cachePut(c.key, raw);
       return;

@@ -49,7 +49,7 @@ export async function runSyncInvoker(config: SyncInvokerConfig): Promise<void> {
     faults,
     functions: () => functions.current(),
   });
-  const io = buildIoSubsystem(backends, config.io, registry);
+  const io = buildIoSubsystem(backends, config.io, registry, log);
   const precheck = new PrecheckRunner({
     python: resolvePython(config.pool.python),
     pythonPath: pool.pythonPath,
@@ -96,5 +96,9 @@ export async function runSyncInvoker(config: SyncInvokerConfig): Promise<void> {
   health.setAll(ServingStatus.SERVING);
   log.info({ addr: boundAddr, executors: config.pool.executorCount, maxRunning: config.maxRunning, queueMax: config.queueMax, functionsDir: config.functionsDir || null }, "grpc listening");
   log.info(router.summary(), "chains");
+  // A node of another chain is named at start (its client checks again on every reconnect).
+  void router.checkChainIds().then((checks) => {
+    for (const c of checks) if (!c.ok) log.error({ component: "chains", chain: c.chain }, `chain ${c.chain}: ${c.message}`);
+  });
   sdNotify("READY=1"); // systemd Type=notify: serving
 }

@@ -17,6 +17,8 @@ import type { TableStore } from "../../outputs/stores/table-store";
 import type { RunFence } from "../../outputs/stores/run-fence";
 import { WriterSetupError } from "../../outputs/output";
 import { TaskOutputs } from "../../outputs/task-outputs";
+import { blockTablesOf } from "../../outputs/output-kinds";
+import { blockHashToRecord, readBlockHash, type BlockHashRead } from "./block-hash-read";
 
 /** The events a task runner reports to WorkerCore: a task's progress and its end. */
 export type TaskRunnerEvent = Extract<WorkerEvent, { type: "taskPhaseEntered" | "taskCallCountsChanged" | "taskSucceeded" | "taskFailed" }>;
@@ -55,6 +57,11 @@ export interface TaskRunnerDeps {
   readonly progressIntervalMs?: number;
   /** TASK_IO_PREFETCH: fetch a call's predicted first IO request before it starts (IoPrefetchPlan); default true. */
   readonly ioPrefetch?: boolean;
+  /**
+   * Whether a chain's blocks may change (the router's answer): a block table on a chain that cannot
+   * reorganise (the synthetic chain) records no block hash and reads none. Absent: every chain may.
+   */
+  readonly chainReorganises?: (chain: string) => boolean;
   /** Every commit's outcome as far as the store's reachability goes (RunFencing's health: the heartbeat's error rate). */
   readonly onStoreReached?: (reached: boolean, why: string) => void;
 }
@@ -84,6 +91,8 @@ interface RunningTask {
   prefetchFailures: number;
   /** Top-level calls sent without a prefetched answer whose first IO request is still to be seen: their input by call id. */
   readonly firstIoOf: Map<string, JsonValue>;
+  /** A task writing a block table: each running call's block hash as read when it was launched (block-hash-read.ts); null otherwise. */
+  readonly blockHashes: Map<string, Promise<BlockHashRead>> | null;
   succeeded: number;
   failed: number;
   retried: number;
@@ -258,6 +267,7 @@ export class TaskRunner {
       prefetch: this.prefetchPlanOf(this.ownerKeyOf(taskId), plan.fn),
       prefetchFailures: 0,
       firstIoOf: new Map(),
+      blockHashes: plan.scopeOf !== null && blockTablesOf(plan.outputs).length > 0 && plan.blocks !== null && (this.deps.chainReorganises?.(plan.blocks.chain) ?? true) ? new Map() : null,
       succeeded: 0,
       failed: 0,
       retried: 0,
@@ -366,6 +376,8 @@ export class TaskRunner {
     const t = this.tasks.get(d.taskId)!;
     const callId = `${d.taskId}/${d.index}/${d.attempt}`;
     t.inflight.set(callId, d);
+    // Asked as the call starts (beside its own reads) and again when it ends: see write().
+    if (t.blockHashes !== null) t.blockHashes.set(callId, readBlockHash(t.io, t.plan.scopeOf!(d.call)));
     const startedMs = this.deps.nowMs();
     const predicted = this.deps.ioPrefetch === false || t.prefetchFailures >= MAX_PREFETCH_FAILURES_IN_A_ROW ? null : t.prefetch.predict(d.call);
     if (predicted === null || !t.io.isReadOp(predicted.backend, predicted.op)) return this.execute(t, callId, d, startedMs, undefined);
@@ -434,6 +446,8 @@ export class TaskRunner {
 
   private onCallDone(t: RunningTask, callId: string, d: DispatchedCall<JsonValue>, result: CallOutcome, startedMs: number): void {
     this.onCallFinished(isSystemFailure(result), finishedInfo(result, this.deps.nowMs() - startedMs));
+    const hashAtStart = t.blockHashes?.get(callId);
+    t.blockHashes?.delete(callId);
     if (!t.inflight.delete(callId) || this.tasks.get(t.plan.taskId) !== t) return; // the task ended meanwhile
     t.firstIoOf.delete(callId);
     // Whether a prefetched answer was taken; a call that failed may not have reached its first request.
@@ -444,7 +458,7 @@ export class TaskRunner {
     // The call's rows go to the table store (asynchronously: the event loop goes on meanwhile); the
     // dispatcher hears of the call only once they are durable, so a task never succeeds before them.
     const taskId = t.plan.taskId;
-    const commit = this.write(t, d, result);
+    const commit = this.write(t, d, result, hashAtStart);
     this.onCommitStarted(callId, commit);
     const pending = this.commits.get(taskId) ?? new Set<Promise<unknown>>();
     this.commits.set(taskId, pending.add(commit));
@@ -556,8 +570,20 @@ export class TaskRunner {
    * value they cannot take fails the call as the user's error (not retried); a store that is down
    * fails it as STORE_UNAVAILABLE (retried with backoff). Nothing of a failed commit is written.
    */
-  private async write(t: RunningTask, d: DispatchedCall<JsonValue>, outcome: Extract<CallOutcome, { ok: true }>): Promise<CallOutcome> {
-    const c = await t.outputs.commit({ index: d.index, input: d.call, value: outcome.value });
+  private async write(t: RunningTask, d: DispatchedCall<JsonValue>, outcome: Extract<CallOutcome, { ok: true }>, hashAtStart: Promise<BlockHashRead> | undefined): Promise<CallOutcome> {
+    let blockHash: string | null | undefined;
+    if (hashAtStart !== undefined) {
+      // A block table's rows record the hash of the block they were computed from: read as the call
+      // started and again now; a block replaced meanwhile (a reorg) fails the call retryably.
+      const scope = t.plan.scopeOf!(d.call);
+      const h = blockHashToRecord(scope, await hashAtStart, await readBlockHash(t.io, scope));
+      if (!h.ok) {
+        const code = h.retryable ? CallErrorCode.BackendRetryable : CallErrorCode.Internal;
+        return { ...outcome, ok: false, error: { code, message: h.message, traceback: "", line: 0, column: 0, retryable: h.retryable } };
+      }
+      blockHash = h.hash;
+    }
+    const c = await t.outputs.commit({ index: d.index, input: d.call, value: outcome.value, ...(blockHash !== undefined ? { blockHash } : {}) });
     if (c.storeReached !== undefined) this.deps.onStoreReached?.(c.storeReached, c.ok ? "" : c.rejected.message);
     if (c.ok) return outcome;
     const r = c.rejected;

@@ -117,7 +117,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     faults,
     functions: () => functions.current(),
   });
-  const io = buildIoSubsystem(backends, config.io, registry);
+  const io = buildIoSubsystem(backends, config.io, registry, log);
   const tableStore = openTableStore(config);
   // The table store is checked before the Worker registers: a wrong URL, a refused login or an
   // unwritable file stops it here, naming the variable (never the password), instead of a Worker
@@ -162,6 +162,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     maxResultBytes: config.taskMaxResultBytes,
     ioPrefetch: config.taskIoPrefetch,
     onStoreReached: (reached, why) => fencing.observe(reached, why),
+    chainReorganises: (chain) => router.reorganises(chain),
   });
   // A task by name pins the function snapshot current at its submission; a miss re-reads FUNCTIONS_DIR.
   const planLimits = { maxInputs: config.taskMaxInputs, maxSourceBytes: config.pool.maxSourceBytes };
@@ -262,6 +263,10 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   health.setAll(ServingStatus.SERVING);
   log.info({ addr: boundAddr, workerAddr, incarnation, prefix: config.registryPrefix, taskSlots: config.taskSlots }, "grpc listening");
   log.info(router.summary(), "chains");
+  // A node of another chain is named at start (its client checks again on every reconnect).
+  void router.checkChainIds().then((checks) => {
+    for (const c of checks) if (!c.ok) log.error({ component: "chains", chain: c.chain }, `chain ${c.chain}: ${c.message}`);
+  });
   sdNotify("READY=1"); // systemd Type=notify: serving, heartbeat published
 }
 

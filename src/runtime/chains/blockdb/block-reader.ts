@@ -5,6 +5,14 @@ import { JsonRpcError } from "../rpc/json-rpc-error";
 import { METHOD_NOT_FOUND, type ChainSource } from "../router/chain-source";
 import type { ChainRouter } from "../router/chain-router";
 import { normalizeEth } from "./normalize";
+import { checkBlock, checkHeaders, checkLogs, checkReceipts, type BlockHeader } from "./answer-checks";
+
+/** The most blocks one headers request may span (one JSON-RPC batch per maxBatchSize of them). */
+export const MAX_HEADER_RANGE = 10_000;
+
+function asked(ref: number | BlockTag): { number: number } | { tag: string } {
+  return typeof ref === "number" ? { number: ref } : { tag: ref };
+}
 
 export interface LogQuery {
   readonly fromBlock: number;
@@ -30,7 +38,9 @@ function isMissingMethod(e: unknown): boolean {
 /**
  * BlockReader reads blocks, receipts and logs of any routed chain in one normalized shape.
  * Receipts come from eth_getBlockReceipts, or, on a node without it (remembered per chain),
- * from eth_getTransactionReceipt of each transaction, sent as one batch.
+ * from eth_getTransactionReceipt of each transaction, sent as one batch. Every answer is checked
+ * (answer-checks.ts): a null block is BlockUnavailable, an answer about another block, receipts of
+ * two blocks or a broken parent link NodeAnswerMismatch, both retryable and never cached.
  */
 export class BlockReader {
   private readonly noBlockReceipts = new Set<string>();
@@ -38,20 +48,31 @@ export class BlockReader {
   constructor(private readonly router: ChainRouter) {}
 
   async block(chain: string, ref: number | BlockTag, full: boolean): Promise<JsonValue> {
-    return normalizeEth(await this.router.source(chain).request("eth_getBlockByNumber", [tagOrHex(ref), full]));
+    const answer = normalizeEth(await this.router.source(chain).request("eth_getBlockByNumber", [tagOrHex(ref), full]));
+    return checkBlock(chain, answer, asked(ref));
+  }
+
+  /** headers: blocks fromBlock..toBlock without transactions (number, hash, parentHash), parent links checked; one batch. */
+  async headers(chain: string, fromBlock: number, toBlock: number): Promise<BlockHeader[]> {
+    if (toBlock < fromBlock) throw new BackendError("InvalidParams", `headers: fromBlock ${fromBlock} is after toBlock ${toBlock}`);
+    if (toBlock - fromBlock + 1 > MAX_HEADER_RANGE) throw new BackendError("InvalidParams", `headers: at most ${MAX_HEADER_RANGE} blocks per request, asked ${toBlock - fromBlock + 1}`);
+    const source = this.router.source(chain);
+    const answers = await Promise.all(Array.from({ length: toBlock - fromBlock + 1 }, (_, i) => source.request("eth_getBlockByNumber", [hexQuantity(fromBlock + i), false])));
+    return checkHeaders(chain, answers.map(normalizeEth), fromBlock, source.linkedParents !== false);
   }
 
   async receipts(chain: string, ref: number | BlockTag): Promise<JsonValue> {
     const source = this.router.source(chain);
     if (!this.noBlockReceipts.has(chain)) {
       try {
-        return normalizeEth(await source.request("eth_getBlockReceipts", [tagOrHex(ref)]));
+        return checkReceipts(chain, normalizeEth(await source.request("eth_getBlockReceipts", [tagOrHex(ref)])), asked(ref));
       } catch (e) {
         if (!isMissingMethod(e)) throw e;
         this.noBlockReceipts.add(chain);
       }
     }
-    return normalizeEth(await this.receiptsByTransaction(source, ref));
+    const { block, receipts } = await this.receiptsByTransaction(source, ref);
+    return checkReceipts(chain, normalizeEth(receipts), { ...asked(ref), blockHash: block.hash as string });
   }
 
   async logs(chain: string, q: LogQuery): Promise<JsonValue> {
@@ -60,7 +81,7 @@ export class BlockReader {
     const filter: Record<string, JsonValue> = { fromBlock: hexQuantity(q.fromBlock), toBlock: hexQuantity(q.toBlock) };
     if (q.address.length > 0) filter.address = q.address.length === 1 ? q.address[0]! : [...q.address];
     if (q.topics.length > 0) filter.topics = q.topics.map((t) => (t === null ? null : t.length === 1 ? t[0]! : [...t]));
-    return normalizeEth(await this.router.source(chain).request("eth_getLogs", [filter]));
+    return checkLogs(chain, normalizeEth(await this.router.source(chain).request("eth_getLogs", [filter])), q.fromBlock, q.toBlock);
   }
 
   async head(chain: string): Promise<number> {
@@ -69,12 +90,11 @@ export class BlockReader {
     return parseInt(v, 16);
   }
 
-  private async receiptsByTransaction(source: ChainSource, ref: number | BlockTag): Promise<JsonValue> {
-    const block = await source.request("eth_getBlockByNumber", [tagOrHex(ref), false]);
-    if (block === null) return null;
-    const hashes = (block as { transactions?: JsonValue }).transactions;
+  private async receiptsByTransaction(source: ChainSource, ref: number | BlockTag): Promise<{ block: Record<string, JsonValue>; receipts: JsonValue }> {
+    const block = checkBlock(source.chain, normalizeEth(await source.request("eth_getBlockByNumber", [tagOrHex(ref), false])), asked(ref)) as Record<string, JsonValue>;
+    const hashes = block.transactions;
     if (!Array.isArray(hashes)) throw new BackendError("BackendUnavailable", `chain ${source.chain}: block ${tagOrHex(ref)} has no transaction list`, { retryable: true });
     // One tick: the client sends all of them as one JSON-RPC batch.
-    return Promise.all(hashes.map((h) => source.request("eth_getTransactionReceipt", [h])));
+    return { block, receipts: await Promise.all(hashes.map((h) => source.request("eth_getTransactionReceipt", [h]))) };
   }
 }

@@ -105,8 +105,8 @@ describe("BlockTextStore", () => {
 
   test("only final blocks leave the IO subsystem with their span; a block that may still change is read and sent as bytes", async () => {
     const store = BlockTextStore.open(path);
-    // Head 1049, finality depth 12 (the default): 1037 is the last final block.
-    const io = new IoSubsystem(new BackendRegistry().register(localtestserviceBackend({ store, head: 1049 })), ioConfigFrom(loadEnvConfig(ioVars, {})).io);
+    // Head 1049, finality depth 12: 1037 is the last final block.
+    const io = new IoSubsystem(new BackendRegistry().register(localtestserviceBackend({ store, head: 1049 })), { ...ioConfigFrom(loadEnvConfig(ioVars, {})).io, finalityDepth: 12 });
     const t = io.forTask("t");
     const valueOf = async (n: number) => {
       const r = await t.call("localtestservice", "eth_getBlockByNumber", { chain: "ethereum", number: n });

@@ -16,6 +16,10 @@ const INVALID_PARAMS = -32602;
  */
 export class LocalChainSource implements ChainSource {
   readonly kind = "localtestservice" as const;
+  /** The synthetic chain's parent links break every PARENT_LINK_RUN blocks by design (synthetic-chain.ts): not checked. */
+  readonly linkedParents = false;
+  /** A block of the synthetic chain is a function of its number: it never reorganises. */
+  readonly fixed = true;
 
   constructor(
     readonly chain: string,

@@ -1,5 +1,6 @@
 import type { ChainConfig, ChainsConfig } from "../../../common/config/chains-config";
 import { BackendError } from "../../backend-error";
+import { knownFinalityDepth } from "../../../common/config/finality-defaults";
 import { LocalChainSource } from "../localtestservice/local-chain-source";
 import { LOCAL_TEST_CHAIN_OFF, type LocalTestChain } from "../localtestservice/local-test-chain";
 import { JsonRpcClient } from "../rpc/json-rpc-client";
@@ -8,7 +9,7 @@ import type { ChainSource } from "./chain-source";
 export interface ChainRoute {
   readonly chain: string;
   readonly source: ChainSource;
-  /** From the chains config; undefined = the Worker's IO_FINALITY_DEPTH. */
+  /** From the chains config, else the default for its chainId (finality-defaults.ts); undefined = the Worker's IO_FINALITY_DEPTH. */
   readonly finalityDepth: number | undefined;
   /** CHAINS_CONFIG's per-chain switch for rpc.send (off unless set). */
   readonly allowSend: boolean;
@@ -58,7 +59,7 @@ export class ChainRouter {
     const ctx: SourceContext = { ...opts, local: (chain) => this.local(chain) };
     for (const [chain, c] of Object.entries(config.chains ?? {})) {
       const source = openSource(chain, c, ctx);
-      this.routes.set(chain, { chain, source, finalityDepth: c.finalityDepth, allowSend: c.allowSend === true });
+      this.routes.set(chain, { chain, source, finalityDepth: c.finalityDepth ?? knownFinalityDepth(c.source === "rpc" ? c.chainId : undefined), allowSend: c.allowSend === true });
     }
   }
 
@@ -83,6 +84,33 @@ export class ChainRouter {
   /** chains lists the configured chains (with no config: the ones used so far). */
   chains(): readonly ChainRoute[] {
     return [...this.routes.values()];
+  }
+
+  /**
+   * checkChainIds asks every configured node with a `chainId` for its chain id once (at a process's
+   * start), through its client, so that a node of another chain is named in the start-up log rather
+   * than at the first call: the answers, one per chain ("ok", or the error's message). Never throws;
+   * a node that is down now is checked again by its client before its first request.
+   */
+  async checkChainIds(): Promise<{ chain: string; ok: boolean; message: string }[]> {
+    const checked = this.chains().filter((r) => r.source.kind === "rpc" && (this.config.chains?.[r.chain] as { chainId?: number } | undefined)?.chainId !== undefined);
+    return Promise.all(
+      checked.map((r) =>
+        r.source.request("eth_chainId", []).then(
+          () => ({ chain: r.chain, ok: true, message: "ok" }),
+          (e: unknown) => ({ chain: r.chain, ok: false, message: e instanceof BackendError ? `${e.type}: ${e.message}` : String(e) }),
+        ),
+      ),
+    );
+  }
+
+  /** reorganises: whether a chain's blocks may change (false for a fixed source, and for a chain this router does not know: no hash to read). */
+  reorganises(chain: string): boolean {
+    try {
+      return this.route(chain).source.fixed !== true;
+    } catch {
+      return false;
+    }
   }
 
   /** summary is what a process logs at start: each chain's source, or that every chain is the local test chain. */

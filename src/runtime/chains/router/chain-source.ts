@@ -9,6 +9,14 @@ export interface ChainSource {
   readonly chain: string;
   /** kind names the source in messages and in the router's listing (the chains config's `source`). */
   readonly kind: string;
+  /**
+   * fixed: true for a source whose blocks never change (the synthetic chain: a block is a function of
+   * its number). Its block tables record no block hash: reading one would cost a block's generation
+   * per call, for a hash that can never go stale.
+   */
+  readonly fixed?: boolean;
+  /** linkedParents: false for a source whose blocks are not all linked by parentHash (the synthetic chain); absent: they are, and ranges are checked. */
+  readonly linkedParents?: boolean;
   /** request sends one JSON-RPC request; a node's error rejects with BackendError("JsonRpcError"). */
   request(method: string, params: readonly JsonValue[]): Promise<JsonValue>;
 }

@@ -5,7 +5,7 @@ import type { ChainSource } from "../router/chain-source";
 import { JsonRpcError } from "./json-rpc-error";
 import { backoffMs } from "../../../common/retry/backoff";
 
-export type JsonRpcClientOptions = Pick<RpcChainConfig, "endpoints" | "maxBatchSize" | "timeoutMs" | "maxAttempts" | "retryBackoffMs" | "requestBudgetMs"> & {
+export type JsonRpcClientOptions = Pick<RpcChainConfig, "endpoints" | "maxBatchSize" | "timeoutMs" | "maxAttempts" | "retryBackoffMs" | "requestBudgetMs" | "chainId"> & {
   /** RPC_MAX_ANSWER_BYTES: the most bytes one HTTP answer may have; default DEFAULT_RPC_MAX_ANSWER_BYTES. */
   readonly maxAnswerBytes?: number;
 };
@@ -27,6 +27,7 @@ interface Pending {
 }
 
 type Attempt = { kind: "answer"; body: unknown } | { kind: "transient"; why: string } | { kind: "fatal"; error: BackendError } | { kind: "tooLarge" };
+type Verified = { kind: "ok" } | { kind: "transient"; why: string } | { kind: "fatal"; error: BackendError };
 
 /**
  * readBounded reads a response body up to `maxBytes`: the text, or null once it is known to be
@@ -87,10 +88,18 @@ function summarize(failures: readonly string[]): string {
  * errors, HTTP 5xx and 429, timeouts, unreadable replies) are retried with doubling backoff on
  * the next endpoint, at most maxAttempts tries and within requestBudgetMs; a JSON-RPC error
  * from the node is final (JsonRpcError). The endpoint that last answered stays preferred.
+ *
+ * With a configured `chainId`, an endpoint is asked its eth_chainId before its first request and
+ * again after every transient failure on it (a reconnect: behind a load balancer the next answer
+ * may come from another node); a node of another chain fails the requests with ChainIdMismatch
+ * naming both ids (never retried: it is a configuration error, not a passing fault), and the next
+ * request tries the next endpoint. Concurrent batches to an endpoint share one check.
  */
 export class JsonRpcClient implements ChainSource {
   readonly kind = "rpc" as const;
-  readonly stats = { requests: 0, httpRequests: 0, retries: 0 };
+  readonly stats = { requests: 0, httpRequests: 0, retries: 0, chainIdChecks: 0 };
+  /** Per endpoint: its chain id check, done or under way (absent: to be checked before its next request). */
+  private readonly verified = new Map<number, Promise<Verified>>();
   private queue: Pending[] = [];
   private flushScheduled = false;
   private nextId = 1;
@@ -130,7 +139,13 @@ export class JsonRpcClient implements ChainSource {
       const index = this.preferred % this.opts.endpoints.length;
       const url = this.opts.endpoints[index]!;
       const timeoutMs = Math.max(1, Math.min(this.opts.timeoutMs, Math.floor(this.opts.requestBudgetMs - (performance.now() - started))));
-      const outcome = await this.post(url, body, timeoutMs);
+      const check = await this.verify(index, url, timeoutMs);
+      if (check.kind === "fatal") {
+        if (this.preferred % this.opts.endpoints.length === index) this.preferred = index + 1; // the next request tries another node
+        return batch.forEach((p) => p.reject(check.error));
+      }
+      const outcome: Attempt = check.kind === "transient" ? check : await this.post(url, body, timeoutMs);
+      if (outcome.kind === "transient") this.verified.delete(index); // a reconnect: check the node again
       if (outcome.kind === "answer") return this.dispatch(batch, outcome.body, url);
       if (outcome.kind === "fatal") return batch.forEach((p) => p.reject(outcome.error));
       if (outcome.kind === "tooLarge") return this.tooLarge(batch, url, started);
@@ -172,6 +187,41 @@ export class JsonRpcClient implements ChainSource {
           `ask for less (a narrower eth_getLogs range, an address or topic filter) or raise the limit`,
       ),
     );
+  }
+
+  /**
+   * verify: the endpoint's chain id check (ok at once without a configured chainId, or once it
+   * passed since the endpoint's last failure). A failed check is forgotten so the next batch asks again.
+   */
+  private verify(index: number, url: string, timeoutMs: number): Promise<Verified> {
+    const want = this.opts.chainId;
+    if (want === undefined) return Promise.resolve({ kind: "ok" });
+    let v = this.verified.get(index);
+    if (v === undefined) {
+      this.stats.chainIdChecks++;
+      const checking: Promise<Verified> = this.post(url, JSON.stringify({ jsonrpc: "2.0", id: 0, method: "eth_chainId", params: [] }), timeoutMs).then((a): Verified => {
+        if (a.kind === "transient" || a.kind === "fatal") return a;
+        if (a.kind === "tooLarge") return { kind: "transient", why: "eth_chainId answer over RPC_MAX_ANSWER_BYTES" };
+        const result = RESPONSE_ITEM(a.body) ? a.body.result : undefined;
+        const got = typeof result === "string" && /^0x[0-9a-f]+$/i.test(result) ? Number(BigInt(result)) : undefined;
+        if (got === undefined) return { kind: "transient", why: `eth_chainId answered ${JSON.stringify(a.body).slice(0, 80)}` };
+        if (got !== want) {
+          return {
+            kind: "fatal",
+            error: new BackendError(
+              "ChainIdMismatch",
+              `chain ${this.chain}: node ${redactEndpoint(url)} reports chain id ${got}, but CHAINS_CONFIG says chainId ${want} for ${this.chain}; fix the endpoint or the chainId`,
+            ),
+          };
+        }
+        return { kind: "ok" };
+      });
+      this.verified.set(index, (v = checking));
+      void checking.then((r) => {
+        if (r.kind !== "ok" && this.verified.get(index) === checking) this.verified.delete(index);
+      });
+    }
+    return v;
   }
 
   private async post(url: string, body: string, timeoutMs: number): Promise<Attempt> {

@@ -53,10 +53,12 @@ function numbered(op: string, params: JsonValue, extra: (p: Params) => string = 
  * blockdbBackend reads blocks, receipts and logs of any chain the router knows, in the Ethereum
  * JSON-RPC shape (hex quantities, lowercase hex), whether the chain is a node or the local test
  * chain. Ops: block {chain, number, full=true}, receipts {chain, number}, logs {chain,
- * fromBlock, toBlock, address?, topics?}, head {chain}. A number is an integer, 0x hex or a tag
- * (latest, finalized, safe, earliest, pending); a block past the head is null. Numbered
- * blocks, receipts and logs are cacheable (immutable below the finality depth); tags and head
- * never are.
+ * fromBlock, toBlock, address?, topics?}, headers {chain, fromBlock, toBlock} (number, hash,
+ * parentHash of each, parent links checked), head {chain}. A number is an integer, 0x hex or a tag
+ * (latest, finalized, safe, earliest, pending). Answers are checked (answer-checks.ts): a block
+ * the node does not have (past its head) is a retryable BlockUnavailable, never null; an answer
+ * about another block a retryable NodeAnswerMismatch. Numbered blocks, receipts, logs and headers
+ * are cacheable (immutable below the finality depth); tags and head never are.
  */
 export function blockdbBackend(router: ChainRouter): Backend {
   const reader = new BlockReader(router);
@@ -93,6 +95,20 @@ export function blockdbBackend(router: ChainRouter): Backend {
           const q = logQuery(p);
           const canonical = { fromBlock: q.fromBlock, toBlock: q.toBlock, address: [...q.address].sort(), topics: q.topics.map((t) => (t === null ? null : [...t].sort())) };
           return { key: `blockdb.logs:${chain}:${JSON.stringify(canonical)}`, chain, block: q.toBlock };
+        },
+      },
+      headers: {
+        kind: "read",
+        handle: async (params) => {
+          const p = paramsObject(params, "headers");
+          return raw((await reader.headers(chainParam(p, "headers"), blockNumberParam(p, "fromBlock", "headers"), blockNumberParam(p, "toBlock", "headers"))) as unknown as JsonValue);
+        },
+        cache: (params) => {
+          const p = paramsObject(params, "headers");
+          const chain = chainParam(p, "headers");
+          const from = blockNumberParam(p, "fromBlock", "headers");
+          const to = blockNumberParam(p, "toBlock", "headers");
+          return { key: `blockdb.headers:${chain}:${from}:${to}`, chain, block: to };
         },
       },
       head: {
