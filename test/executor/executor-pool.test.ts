@@ -573,8 +573,17 @@ describe("faults", () => {
     // Nothing of it is on the host: the scratch folder the host keeps for the executor stays empty.
     const hostBytes = (dir: string): number => readdirSync(dir, { recursive: true, withFileTypes: true }).filter((d) => d.isFile()).reduce((n, d) => n + Bun.file(join(d.parentPath, d.name)).size, 0);
     expect(hostBytes(runtimeDir)).toBeLessThan(8 * 1024 * 1024);
+    // Files a call left in scratch stay its executor's until that is replaced, and count against its
+    // memory: the executor that hit ENOSPC holds a full scratch, and is killed (OOM_KILLED, retryable)
+    // by the next call at the latest; its replacement starts empty.
     await eventually(() => pool.stats().executors.every((e) => e.state === "READY"));
-    expect(expectOk(await run(pool, "def main(ctx, x):\n    return 'ok'\n"))).toBe("ok");
+    let next = await run(pool, "def main(ctx, x):\n    return 'ok'\n");
+    if (!next.ok) {
+      expect(next.error.code).toBe("OOM_KILLED");
+      await eventually(() => pool.stats().executors.every((e) => e.state === "READY"));
+      next = await run(pool, "def main(ctx, x):\n    return 'ok'\n");
+    }
+    expect(expectOk(next)).toBe("ok");
   });
 
   test("the files in scratch count against the memory limit: 100 MiB of them, held, under a 100 MiB limit is OOM_KILLED", async () => {
