@@ -97,7 +97,8 @@ class WorkerPause implements Fault {
     const running = await runningTasks(this.observe.client, w.addr);
     process.kill(pid, "SIGSTOP");
     try {
-      await Bun.sleep(e.durationMs);
+      if (this.kind === "pausePastPatience") await this.untilRerunElsewhere(w.addr, running, e.durationMs);
+      else await Bun.sleep(e.durationMs);
     } finally {
       // A process that died meanwhile is not an error here: the soak reports its crash.
       try {
@@ -117,12 +118,30 @@ class WorkerPause implements Fault {
     }[this.kind];
     return { what: `${w.name} ${this.kind === "workerHang" ? "hung" : "paused"} for ${e.durationMs} ms${past}, ${running.length} tasks running on it`, effective: true };
   }
+
+  /**
+   * untilRerunElsewhere keeps a pause past the client's patience going until the client has sent one
+   * of the paused Worker's tasks to another Worker and a second has passed (its new run has claimed
+   * the task: the paused run is superseded while its lease lives), or for `maxMs` (the schedule's
+   * duration, under two thirds of the lease), whichever comes first. A machine slow to resubmit would
+   * otherwise resume the Worker before the new run's claim, and its run would just finish.
+   */
+  private async untilRerunElsewhere(addr: string, running: readonly string[], maxMs: number): Promise<void> {
+    const started = performance.now();
+    for (;;) {
+      const now = performance.now();
+      const rerunAt = this.observe.sdk.resubmittedAt(running, addr, started);
+      if (now - started >= maxMs || (rerunAt !== null && now - rerunAt >= 1_000 && now - started >= this.t.lostAfterMs + 500)) return;
+      await Bun.sleep(50);
+    }
+  }
 }
 
-/** What a pause needs to find out how the runs of the paused Worker ended: the soak's client, and where to count. */
+/** What a pause needs to find out how the runs of the paused Worker ended: the soak's client, where to count, what the client did. */
 export interface PauseObserver {
   readonly client: BlockxClient;
   readonly paused: PausedRuns;
+  readonly sdk: SdkEvents;
 }
 
 /** untilTaskWithCallsLeft: returns once a task RUNNING on the Worker has committed under half its calls, or after `withinMs`. */

@@ -6,6 +6,7 @@ export type SubmitPath = "single" | "batch";
 
 interface Seen {
   readonly atMs: number;
+  readonly taskId: string;
   readonly kind: ClientEvent["kind"];
   readonly addr: string;
   readonly path: SubmitPath;
@@ -28,7 +29,14 @@ export class SdkEvents {
     if (taskId) this.lastKind.set(taskId, e.kind);
     const addr = "workerAddr" in e ? e.workerAddr : e.kind === "attached" ? e.runningOn : "";
     const path: SubmitPath = e.kind === "submitUncertain" && batched && before !== "submitting" ? "batch" : "single";
-    this.seen.push({ atMs: performance.now(), kind: e.kind, addr, path });
+    this.seen.push({ atMs: performance.now(), taskId, kind: e.kind, addr, path });
+  }
+
+  /** resubmittedAt: when the client first sent one of `taskIds` to a Worker other than `addr` since `sinceMs` (null: not yet). */
+  resubmittedAt(taskIds: readonly string[], addr: string, sinceMs: number): number | null {
+    const ids = new Set(taskIds);
+    const s = this.seen.find((x) => x.atMs >= sinceMs && x.kind === "submitting" && x.addr !== addr && ids.has(x.taskId));
+    return s ? s.atMs : null;
   }
 
   /** count: events of `kind` (of a Worker, since a time, from a path) so far. */

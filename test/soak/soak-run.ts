@@ -329,7 +329,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     // The same cluster without faults first: the figure the faulted rate is compared with.
     const baseline = o.baselineMs ? await backfill(o.baselineMs) : undefined;
     if (baseline) log(`baseline without faults: ${baseline.blocks} blocks in ${baseline.seconds.toFixed(1)} s`);
-    const faults = faultsFor(cluster, (seeded) => busiestWorker(cluster, runningOn, seeded), sdk, thresholds, { client, paused });
+    const faults = faultsFor(cluster, (seeded) => busiestWorker(cluster, runningOn, seeded), sdk, thresholds, { client, paused, sdk });
     const injected: InjectedFault[] = [];
     const faultErrors: string[] = [];
     const faultsStart = performance.now();
