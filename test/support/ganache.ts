@@ -1,6 +1,7 @@
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { JsonRpcNode, type Json } from "./json-rpc-node";
 import { freePort } from "./ports";
 
 const REPO = join(import.meta.dir, "..", "..");
@@ -22,30 +23,29 @@ export const TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11
 const RUNTIME = `602035600052600035337f${TRANSFER_TOPIC.slice(2)}60206000a300`;
 export const TRANSFER_EMITTER_INIT = `0x603180600b6000396000f3${RUNTIME}`;
 
-type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
 /**
  * GanacheNode is a real Ethereum JSON-RPC node (ganache 7 from the npm registry, installed by
  * `make deps` into .cache/ganache) on a free loopback port, with a fixed mnemonic and chain id
  * and instant mining (one block per transaction). It dies with the test process.
  */
-export class GanacheNode {
-  private proc: ReturnType<typeof Bun.spawn> | undefined;
-  private nextId = 1;
+export class GanacheNode extends JsonRpcNode {
   accounts: string[] = [];
 
   // The chain's database: ganache's own default is a folder in /tmp that only a clean exit
   // removes, and stop() kills it.
   private readonly dbDir = mkdtempSync(join(tmpdir(), "blockx-ganache-"));
 
-  private constructor(readonly port: number) {}
+  private constructor(port: number) {
+    super(port);
+  }
 
   static async start(): Promise<GanacheNode> {
     if (!existsSync(GANACHE_CLI)) throw new Error(`ganache is not installed at ${GANACHE_CLI}: run make deps`);
     const g = new GanacheNode(await freePort());
-    g.proc = Bun.spawn(
+    g.accounts = (await g.launch(
+      "ganache",
       [
-        "setpriv", "--pdeathsig", "KILL", "--",
         "/usr/bin/node", GANACHE_CLI,
         "--host", "127.0.0.1", "--port", String(g.port),
         "--chain.chainId", String(GANACHE_CHAIN_ID),
@@ -54,38 +54,10 @@ export class GanacheNode {
         "--logging.quiet",
         "--database.dbPath", g.dbDir,
       ],
-      { stdout: "ignore", stderr: "pipe" },
-    );
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      try {
-        g.accounts = (await g.rpc("eth_accounts")) as string[];
-        return g;
-      } catch (e) {
-        if (g.proc.exitCode !== null || Date.now() > deadline) {
-          const err = await new Response(g.proc.stderr as ReadableStream).text().catch(() => "");
-          await g.stop();
-          throw new Error(`ganache did not start on port ${g.port}: ${(e as Error).message} ${err}`);
-        }
-        await Bun.sleep(100);
-      }
-    }
-  }
-
-  get url(): string {
-    return `http://127.0.0.1:${this.port}`;
-  }
-
-  /** rpc: one JSON-RPC request to the node by plain fetch (independent of BlockX's client). */
-  async rpc(method: string, ...params: Json[]): Promise<Json> {
-    const res = await fetch(this.url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: this.nextId++, method, params }) });
-    const body = (await res.json()) as { result?: Json; error?: { message: string } };
-    if (body.error) throw new Error(`${method}: ${body.error.message}`);
-    return body.result ?? null;
-  }
-
-  async head(): Promise<number> {
-    return parseInt((await this.rpc("eth_blockNumber")) as string, 16);
+      "eth_accounts",
+      60_000,
+    )) as string[];
+    return g;
   }
 
   /** deployEmitter deploys the Transfer emitter and returns its address. */
@@ -122,12 +94,8 @@ export class GanacheNode {
     }
   }
 
-  async stop(): Promise<void> {
-    if (this.proc) {
-      this.proc.kill("SIGKILL");
-      await this.proc.exited;
-      this.proc = undefined;
-    }
+  override async stop(): Promise<void> {
+    await super.stop();
     rmSync(this.dbDir, { recursive: true, force: true });
   }
 }
