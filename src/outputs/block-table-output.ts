@@ -3,6 +3,7 @@ import type { TableWriteSummary } from "../gen/worker/v1/worker";
 import type { JsonValue } from "../runtime/json/raw-json";
 import { type Output, OutputSpecError, storeOf, WriterSetupError } from "./output";
 import { rowsOf, tableOf } from "./table-outputs";
+import { SCOPE_LEDGER_ROWS_COLUMN, scopeLedgerName } from "./stores/table-schema";
 import type { WrittenCall, Writer } from "./writer";
 
 /** block_table_write: each call's rows replace its block's or bundle's scope of the table (BlockTableWriter). */
@@ -30,19 +31,30 @@ export const blockTableOutput: Output<{ readonly kind: "blockTableWrite"; readon
  * before it when it is submitted (src/worker/core/scope-alignment.ts). Commits as each call finishes.
  * Each row records the hash of its scope's last block as the call saw it (`_block_hash`, from
  * WrittenCall.blockHash), so that a reorganisation that orphaned it can be seen (`blockx verify`).
+ * The same transaction records the scope in the table's scope ledger (scopeLedgerName: one row per
+ * scope, its hash, how many rows), rows or none: what `blockx follow` resumes from and what lets
+ * `blockx verify` tell a scope whose function returned no rows from one never written.
  */
 export class BlockTableWriter implements Writer {
   private rows = 0;
   private calls = 0;
+  private readonly ledger: string;
 
   constructor(
     private readonly table: string,
     private readonly scopeOf: (input: JsonValue) => BlockScope,
-  ) {}
+  ) {
+    this.ledger = scopeLedgerName(table);
+  }
 
   stage(call: WrittenCall): TableWrite[] {
-    const scope = this.scopeOf(call.input);
-    return [{ kind: "replaceBlock", table: this.table, scope: { chain: scope.chain, fromBlock: scope.fromBlock, toBlock: scope.toBlock, blockHash: call.blockHash ?? null }, rows: rowsOf(call.value) }];
+    const s = this.scopeOf(call.input);
+    const scope: BlockScope = { chain: s.chain, fromBlock: s.fromBlock, toBlock: s.toBlock, blockHash: call.blockHash ?? null };
+    const rows = rowsOf(call.value);
+    return [
+      { kind: "replaceBlock", table: this.table, scope, rows },
+      { kind: "replaceBlock", table: this.ledger, scope, rows: [{ [SCOPE_LEDGER_ROWS_COLUMN]: rows.length }] },
+    ];
   }
 
   committed(call: WrittenCall): void {

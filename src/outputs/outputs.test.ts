@@ -11,6 +11,7 @@ import { type OutputKind, type OutputSpec, OutputSpecError, WriterSetupError } f
 import { TaskOutputs } from "./task-outputs";
 import { Output as OutputProto } from "../gen/worker/v1/worker";
 import { TableStoreError } from "./stores/table-store";
+import { scopeLedgerName } from "./stores/table-schema";
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -36,10 +37,11 @@ describe("writer plugins", () => {
     for (let i = 0; i < 3; i++) {
       const call = { index: 2 - i, input: { chain: "eth", blockNumber: 10 + i }, value: [{ v: i }, { v: i + 10 }] };
       const staged = writers.map((w) => w.stage(call));
-      expect(staged.map((s) => s.map((w) => [w.kind, w.table]))).toEqual([[["replaceBlock", "b"]], [["append", "n"]], []]);
+      // A block table's write comes with its scope ledger's (one row: how many rows the scope has).
+      expect(staged.map((s) => s.map((w) => [w.kind, w.table]))).toEqual([[["replaceBlock", "b"], ["replaceBlock", "_blockx_scopes_b"]], [["append", "n"]], []]);
       const outcomes = await tables.commit(staged.flat());
-      writers[0]!.committed(call, outcomes.slice(0, 1));
-      writers[1]!.committed(call, outcomes.slice(1, 2));
+      writers[0]!.committed(call, outcomes.slice(0, 2));
+      writers[1]!.committed(call, outcomes.slice(2, 3));
       writers[2]!.committed(call, []);
     }
     // Return values exist only once WRITE sealed them, in call-index order.
@@ -52,6 +54,30 @@ describe("writer plugins", () => {
     ]);
     expect(writers[2]!.returnValues()).toEqual([[{ v: 2 }, { v: 12 }], [{ v: 1 }, { v: 11 }], [{ v: 0 }, { v: 10 }]]);
     expect((await tables.read("b")).length).toBe(6);
+    expect((await tables.read("_blockx_scopes_b", { orderBy: "_scope_from" })).map((r) => [r._scope_from, r.row_count])).toEqual([
+      [10, 2],
+      [11, 2],
+      [12, 2],
+    ]);
+    await tables.close();
+  });
+
+  test("a block table's scope ledger records a scope whose function returned no rows, and a long table name's ledger fits 63 characters", async () => {
+    const tables = store();
+    const [block] = createWriters([{ kind: "blockTableWrite", table: "b" }], deps({ tables }));
+    for (const [n, value] of [[1, [{ v: 1 }]], [2, []], [3, [{ v: 3 }, { v: 4 }]]] as const) {
+      await tables.commit(block!.stage({ index: n, input: { chain: "eth", blockNumber: n }, value: value as unknown as JsonValue, blockHash: "0x" + String(n).repeat(64) }));
+    }
+    expect((await tables.read("b")).map((r) => r._scope_from)).toEqual([1, 3, 3]);
+    const ledger = await tables.read(scopeLedgerName("b"), { orderBy: "_scope_from" });
+    expect(ledger.map((r) => [r._scope_from, r.row_count, r._block_hash])).toEqual([
+      [1, 1, "0x" + "1".repeat(64)],
+      [2, 0, "0x" + "2".repeat(64)],
+      [3, 2, "0x" + "3".repeat(64)],
+    ]);
+    const long = "t".repeat(63);
+    expect(scopeLedgerName(long)).toHaveLength(63);
+    expect(scopeLedgerName(long)).not.toBe(scopeLedgerName("t".repeat(62) + "u"));
     await tables.close();
   });
 

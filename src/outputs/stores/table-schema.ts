@@ -40,8 +40,36 @@ export function tableNameProblem(name: string): string | undefined {
   return undefined;
 }
 
-/** checkTableName throws INVALID_ARGUMENT for a name a user table may not have. */
+/**
+ * The scope ledger of a block table: a block table of its own, written in the same transaction as
+ * every call's rows, with one row per written scope ({rows: how many the call wrote}) and the same
+ * hidden scope, run and `_block_hash` columns. It records what the table's rows cannot: a scope
+ * whose function returned no rows was written (`blockx verify` tells it from a missing one), and
+ * which blocks a follower has written, with their hashes (`blockx follow` resumes from it).
+ */
+export const SCOPE_LEDGER_PREFIX = "_blockx_scopes_";
+/** The ledger's one user column: how many rows the scope's call wrote to the table. */
+export const SCOPE_LEDGER_ROWS_COLUMN = "row_count";
+
+/**
+ * scopeLedgerName: the ledger of `table`, at most 63 characters (Postgres' identifier limit): the
+ * prefix and the name, or for a long name its first 39 characters and 8 hex digits of its SHA-256.
+ */
+export function scopeLedgerName(table: string): string {
+  const whole = SCOPE_LEDGER_PREFIX + table;
+  if (whole.length <= 63) return whole;
+  const digest = new Bun.CryptoHasher("sha256").update(table).digest("hex").slice(0, 8);
+  return `${SCOPE_LEDGER_PREFIX}${table.slice(0, 39)}_${digest}`;
+}
+
+/** isScopeLedgerName: a name of the stores' scope ledgers (written by block-table writers, never named by users). */
+export function isScopeLedgerName(name: string): boolean {
+  return name.startsWith(SCOPE_LEDGER_PREFIX) && IDENT.test(name) && name.length > SCOPE_LEDGER_PREFIX.length;
+}
+
+/** checkTableName throws INVALID_ARGUMENT for a name a table of the store may not have: a user table's, or a scope ledger's. */
 export function checkTableName(name: string): void {
+  if (isScopeLedgerName(name)) return;
   const problem = tableNameProblem(name);
   if (problem) throw new TableStoreError("INVALID_ARGUMENT", `table name: ${problem}`);
 }
