@@ -3,6 +3,7 @@ import { clientCommands } from "./cli/client-commands";
 import { etcdRolesCommand } from "./cli/etcd-roles-command";
 import { execCommand } from "./cli/exec-command";
 import { verifyCommand } from "./cli/verify-command";
+import { followCommand } from "./follow/app/follow-command";
 import { installCommand } from "./cli/install/install-command";
 import { uninstallCommand } from "./cli/install/uninstall-command";
 import { localchainCommand } from "./cli/localchain-command";
@@ -28,6 +29,7 @@ export function blockxCommands(): CommandRegistry {
     syncInvokerCommand,
     ...clientCommands,
     verifyCommand,
+    followCommand,
     proxyCommand,
     execCommand,
     localchainCommand,

@@ -15,6 +15,7 @@ import { loadCoordinatorRuntimeConfigFromEnv } from "../../src/coordinator/app/c
 import { loadProxyConfig } from "../../src/proxy/app/config";
 import { loadSyncInvokerConfig } from "../../src/syncinvoker/app/config";
 import { loadWorkerRuntimeConfigFromEnv } from "../../src/worker/app/config";
+import { loadFollowConfig } from "../../src/follow/app/follow-command";
 import { blockWorkerProfile, bundleWorkerProfile } from "../../src/worker/core/profile";
 
 const DEPLOY = join(import.meta.dir, "..", "..", "deploy", "systemd");
@@ -27,6 +28,7 @@ const loaders: Record<string, Loader> = {
   "bundle-worker": (env) => loadWorkerRuntimeConfigFromEnv(bundleWorkerProfile, env),
   syncinvoker: (env) => loadSyncInvokerConfig(env),
   proxy: (env) => loadProxyConfig(env, []),
+  follow: (env) => loadFollowConfig(env),
 };
 
 interface EnvFile {
@@ -44,6 +46,7 @@ for (const [file, uri] of [
   ["worker", "blockx://role/worker"],
   ["syncinvoker", "blockx://role/syncinvoker"],
   ["proxy", "blockx://role/client/proxy"],
+  ["client", "blockx://role/client/follower"],
 ] as const) {
   ca.issue(file, uri); // TLS_DIR/FILE.pem and FILE.key, beside TLS_DIR/ca.pem
 }

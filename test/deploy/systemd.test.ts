@@ -63,9 +63,9 @@ function seconds(v: string): number {
 }
 
 describe("deploy/systemd units", () => {
-  test("one unit per role, the proxy included", () => {
+  test("one unit per role, the proxy and the follower included", () => {
     expect(units.sort()).toEqual(
-      ["bundle-coordinator", "bundle-worker", "coordinator", "proxy", "syncinvoker", "worker"].map((r) => `blockx-${r}.service`),
+      ["bundle-coordinator", "bundle-worker", "coordinator", "follow", "proxy", "syncinvoker", "worker"].map((r) => `blockx-${r}.service`),
     );
   });
 

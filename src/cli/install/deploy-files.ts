@@ -12,9 +12,11 @@ import syncinvokerUnit from "../../../deploy/systemd/blockx-syncinvoker.service"
 import syncinvokerEnv from "../../../deploy/systemd/syncinvoker.env" with { type: "text" };
 import proxyUnit from "../../../deploy/systemd/blockx-proxy.service" with { type: "text" };
 import proxyEnv from "../../../deploy/systemd/proxy.env" with { type: "text" };
+import followUnit from "../../../deploy/systemd/blockx-follow.service" with { type: "text" };
+import followEnv from "../../../deploy/systemd/follow.env" with { type: "text" };
 import chainsJsonText from "../../../deploy/systemd/chains.json" with { type: "text" };
 
-export const INSTALL_ROLES = ["coordinator", "bundle-coordinator", "worker", "bundle-worker", "syncinvoker", "proxy"] as const;
+export const INSTALL_ROLES = ["coordinator", "bundle-coordinator", "worker", "bundle-worker", "syncinvoker", "proxy", "follow"] as const;
 export type InstallRole = (typeof INSTALL_ROLES)[number];
 
 export interface RoleFiles {
@@ -34,4 +36,5 @@ export const deployFiles: Readonly<Record<InstallRole, RoleFiles>> = Object.free
   "bundle-worker": { unit: bundleWorkerUnit, env: bundleWorkerEnv, chains: chainsJson },
   syncinvoker: { unit: syncinvokerUnit, env: syncinvokerEnv, chains: chainsJson },
   proxy: { unit: proxyUnit, env: proxyEnv, chains: null },
+  follow: { unit: followUnit, env: followEnv, chains: chainsJson },
 });

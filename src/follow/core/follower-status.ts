@@ -31,7 +31,7 @@ export const FollowerReorgSchema = z.object({
 export const FollowerStatusSchema = z.object({
   table: z.string().max(63),
   chain: z.string().max(63),
-  state: z.enum(["IDLE", "READING", "FINDING_FORK", "WRITING", "WAITING_RETRY", "STOPPED"]),
+  state: z.enum(["IDLE", "READING", "FINDING_FORK", "WRITING", "REWINDING", "WAITING_RETRY", "STOPPED"]),
   position: blockNumber,
   head: blockNumber,
   lag: z.number().int().min(0),
@@ -40,6 +40,8 @@ export const FollowerStatusSchema = z.object({
   reorgs: z.number().int().min(0),
   blocksWritten: z.number().int().min(0),
   stoppedReason: z.string().max(2000).nullable(),
+  /** Why the last read, write or rewind failed (cleared by the next that succeeds); absent from older followers. */
+  lastError: z.string().max(2000).nullable().optional(),
   /** Who runs it: `user@host` (a name, as the SDK's owner label). */
   owner: z.string().max(256),
   startedAtMs: z.number().int().min(0),
