@@ -13,9 +13,9 @@ const USAGE = [
   `  ROLE: ${PEER_ROLES.join(", ")}; client and admin need --name (it owns their tasks).`,
   "  --hosts: the addresses this process serves on (IPs and DNS names, comma-separated); a Worker's must",
   "  cover the address it advertises (WORKER_ADVERTISE_ADDR). Keep ca.key off the cluster's hosts.",
-  "  --etcd-user: an etcd certificate instead, CN=USER (the etcd user under --client-cert-auth:",
-  `  ${[...Object.values(ETCD_USERS), "root"].join(", ")}; see blockx etcd-roles); with --hosts it also serves`,
-  "  as etcd's server certificate (default FILE: etcd-USER).",
+  "  --etcd-user: an etcd certificate instead, CN=USER (the etcd user under --client-cert-auth, as blockx",
+  `  etcd-roles names them: ${[...Object.values(ETCD_USERS), "root"].join(", ")});`,
+  "  with --hosts it also serves as etcd's server certificate (default FILE: etcd-USER).",
 ].join("\n");
 
 /**
