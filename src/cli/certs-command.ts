@@ -1,3 +1,4 @@
+import { ETCD_USERS } from "../common/etcd/etcd-roles";
 import { CertIssuer } from "../common/tls/cert-issuer";
 import { identityFromUri, identityUri, PEER_ROLES } from "../common/tls/peer-identity";
 import { flagValue } from "./args";
@@ -12,9 +13,9 @@ const USAGE = [
   `  ROLE: ${PEER_ROLES.join(", ")}; client and admin need --name (it owns their tasks).`,
   "  --hosts: the addresses this process serves on (IPs and DNS names, comma-separated); a Worker's must",
   "  cover the address it advertises (WORKER_ADVERTISE_ADDR). Keep ca.key off the cluster's hosts.",
-  "  --etcd-user: an etcd certificate instead, CN=USER (the etcd user under --client-cert-auth: blockx-worker,",
-  "  blockx-coordinator, blockx-proxy, blockx-client, root; see blockx etcd-roles); with --hosts it also serves",
-  "  as etcd's server certificate (default FILE: etcd-USER).",
+  "  --etcd-user: an etcd certificate instead, CN=USER (the etcd user under --client-cert-auth, as blockx",
+  `  etcd-roles names them: ${[...Object.values(ETCD_USERS), "root"].join(", ")});`,
+  "  with --hosts it also serves as etcd's server certificate (default FILE: etcd-USER).",
 ].join("\n");
 
 /**

@@ -6,10 +6,12 @@ import {
   DEFAULT_WORKER_WRITE_PREFIXES,
   ETCD_USERS,
   etcdRolesPlan,
+  FOLLOWER_ROLE,
   READER_ROLE,
   renderEtcdctl,
   WRITER_ROLE,
 } from "../common/etcd/etcd-roles";
+import { FOLLOWER_STATUS_PREFIX } from "../follow/core/follower-status";
 import { etcdAccessVars } from "../common/etcd/etcd-vars";
 import { flagValue } from "./args";
 import type { Command } from "./command";
@@ -19,7 +21,9 @@ const USAGE = [
   "usage: blockx etcd-roles [--print] [--worker-prefixes P1,P2,...] [--password-dir DIR]",
   `  Sets up etcd's users and roles for BlockX, then enables etcd's auth: role ${WRITER_ROLE} (readwrite on`,
   `  each Worker registry prefix; default ${DEFAULT_WORKER_WRITE_PREFIXES.join(",")}), role ${READER_ROLE}`,
-  `  (read on /blockx/), users ${ETCD_USERS.worker} (both roles), ${ETCD_USERS.coordinator}, ${ETCD_USERS.proxy}, ${ETCD_USERS.client} (reader),`,
+  `  (read on /blockx/), role ${FOLLOWER_ROLE} (readwrite on ${FOLLOWER_STATUS_PREFIX}, where blockx follow publishes its status),`,
+  `  users ${ETCD_USERS.worker} (registry writer and reader), ${ETCD_USERS.follower} (follower status writer and reader),`,
+  `  ${ETCD_USERS.coordinator}, ${ETCD_USERS.proxy}, ${ETCD_USERS.client} (reader),`,
   "  and root. A user authenticates with an etcd client certificate whose CN is its name (blockx certs",
   "  --etcd-user NAME), or with the password in DIR/NAME.password when --password-dir has one (else it has",
   "  no password). Connects as ETCD_ENDPOINTS / ETCD_TLS_* / ETCD_USERNAME say: anyone before auth is enabled,",

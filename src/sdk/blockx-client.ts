@@ -21,6 +21,7 @@ import { ProgressMeter } from "./core/progress";
 import { DEFAULT_RETRY_POLICY, ReservePolicy, type RetryableFailure } from "./core/retry-policy";
 import { BlockxError } from "./sdk-error";
 import { readRegisteredWorkers, type RegisteredWorker } from "./worker-registry";
+import { readFollowerStatuses, type FollowerStatuses } from "./follower-statuses";
 import { BatchRunner } from "./batch-runner";
 import { detailsOf, submitMayHaveLanded, resultOf, finishedRun, validateTask, retryableFailure, toBlockxError, statusError, stateName, isTerminal, type TaskRef, type TaskHandle, type ClientEvent, type TaskStateName, type RunTaskOptions, type RunResult, type RunStart, type RunTasksOptions, type RunTasksEntry, type ClientClock, type TaskRuns } from "./task-run";
 
@@ -238,6 +239,15 @@ export class BlockxClient implements TaskRuns {
     });
     tasks.sort((a, b) => (b.snapshot?.allocatedAtMs ?? 0) - (a.snapshot?.allocatedAtMs ?? 0));
     return { tasks, unreachable, workers };
+  }
+
+  /**
+   * followers reads the status every running `blockx follow` publishes in etcd (its table, chain,
+   * state, position, head, lag and last reorganisation), sorted by table and chain. Values that are
+   * not a status are left out and their keys named in `skippedKeys`. UNREACHABLE as tasksEverywhere.
+   */
+  followers(): Promise<FollowerStatuses> {
+    return readFollowerStatuses(this.config);
   }
 
   /**

@@ -48,20 +48,29 @@ export function registeredWorkers(kv: Record<string, string>, nowMs: number): Re
  * cluster or lane: what `blockx workers` shows and where `blockx tasks` and a task without
  * `--worker` are looked for. UNREACHABLE when etcd does not answer within BLOCKX_RPC_TIMEOUT_MS.
  */
-export async function readRegisteredWorkers(config: Pick<ClientConfig, "etcdEndpoints" | "rpcTimeoutMs" | keyof EtcdAccessValues>): Promise<RegisteredWorker[]> {
+export async function readRegisteredWorkers(config: EtcdReadConfig): Promise<RegisteredWorker[]> {
+  return registeredWorkers(await readEtcdPrefix(config, "/blockx/"), Date.now());
+}
+
+/** What a client needs to read etcd: its endpoints, access (TLS, user) and patience. */
+export type EtcdReadConfig = Pick<ClientConfig, "etcdEndpoints" | "rpcTimeoutMs" | keyof EtcdAccessValues>;
+
+/**
+ * readEtcdPrefix reads every key under `prefix` as text, with the client's etcd access, in one
+ * range read. UNREACHABLE when etcd does not answer within BLOCKX_RPC_TIMEOUT_MS or refuses.
+ */
+export async function readEtcdPrefix(config: EtcdReadConfig, prefix: string): Promise<Record<string, string>> {
   const etcd = await createEtcdClient({ endpoints: config.etcdEndpoints, dialTimeoutMs: config.rpcTimeoutMs, access: compileEtcdAccess(config, config.etcdEndpoints) });
-  let kv: Record<string, string>;
   try {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new BlockxError("UNREACHABLE", `etcd at ${config.etcdEndpoints.join(",")} did not answer within ${config.rpcTimeoutMs} ms`)), config.rpcTimeoutMs);
     });
-    kv = await Promise.race([etcd.getAll().prefix("/blockx/").strings(), timeout]).finally(() => clearTimeout(timer));
+    return await Promise.race([etcd.getAll().prefix(prefix).strings(), timeout]).finally(() => clearTimeout(timer));
   } catch (e) {
     if (e instanceof BlockxError) throw e;
     throw new BlockxError("UNREACHABLE", `etcd at ${config.etcdEndpoints.join(",")}: ${(e as Error).message}`);
   } finally {
     etcd.close();
   }
-  return registeredWorkers(kv, Date.now());
 }

@@ -58,7 +58,7 @@ function machineNames(): string[] {
 
 /**
  * startUiServer serves the read-only dashboard: the page itself, `/api/overview` (Workers from
- * their etcd heartbeats, tasks from every Worker's ListTasks, every Coordinator's reservation
+ * their etcd heartbeats, followers from the statuses they publish in etcd, tasks from every Worker's ListTasks, every Coordinator's reservation
  * outcomes from GetReservationOutcomes, each Worker's busy executors over the last minutes),
  * `/api/task?id=` (the task's snapshot, first error with traceback, and story, from GetTaskResult
  * and GetTaskStory, and its calls per second and call latency over its life), and two
@@ -78,10 +78,11 @@ export function startUiServer(client: BlockxClient, o: UiServerOptions, log: Log
   const history = new DashboardHistory();
   const overview = async (): Promise<Overview> => {
     const now = Date.now();
-    const [registered, everywhere, coordinators] = await Promise.all([
+    const [registered, everywhere, coordinators, followers] = await Promise.all([
       readRegisteredWorkers(client.config),
       client.tasksEverywhere(200),
       client.reservationOutcomes(RECENT_RESERVATIONS),
+      client.followers(),
     ]);
     const workers = registered.map(workerRow);
     const tasks = everywhere.tasks.map((t) => taskRow(t, now));
@@ -90,6 +91,8 @@ export function startUiServer(client: BlockxClient, o: UiServerOptions, log: Log
     return {
       atMs: now,
       workers,
+      followers: followers.followers,
+      followersSkipped: followers.skippedKeys,
       tasks,
       coordinators: coordinators.map(coordinatorRow),
       unreachable: everywhere.unreachable,

@@ -2,10 +2,15 @@
  * Tasks without addresses: `blockx tasks` lists the tasks of every registered Worker, and
  * `blockx logs|result|watch|cancel TASK` find the task's Worker themselves (saying which on
  * stderr, or that no Worker has it). The compiled binary against two real Workers.
+ * Followers: `blockx tasks` shows the statuses followers publish in etcd above the tasks (a
+ * stand-in follower puts them under a lease, as `blockx follow` does).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { BLOCKX_BINARY, transportEnv } from "../support/blockx-process";
 import { TestCluster } from "../support/cluster";
+import { createEtcdClient } from "../../src/common/etcd/etcd-client";
+import { followerStatusKey } from "../../src/follow/core/follower-status";
+import { StandInFollower, testFollowerStatus } from "../support/follower-status";
 import { inputsTask, WorkerClient } from "../support/worker-client";
 
 let cluster: TestCluster;
@@ -89,5 +94,52 @@ describe("tasks without addresses", () => {
     expect(missing.code).not.toBe(0);
     expect(missing.stderr).toMatch(/NOT_FOUND: task no-such-task: none of the \d+ Workers registered in etcd at .* has it/);
     expect(missing.stdout).toBe("");
+  }, 120_000);
+
+  test("blockx tasks shows the followers above the tasks: head, lag and last reorg, a stopped follower's reason; a malformed status is skipped and named; --followers alone, --json as before", async () => {
+    const etcd = await createEtcdClient({ endpoints: [cluster.etcd], dialTimeoutMs: 2_000 });
+    const follower = await StandInFollower.start(etcd);
+    try {
+      const now = Date.now();
+      const reorgAt = new Date(now - 4_000);
+      await follower.publish(testFollowerStatus("cli_blocks", "mainnet", { position: 100, head: 103, lag: 3, lastReorg: { forkBlock: 97, orphanedFrom: 98, orphanedTo: 99, atMs: reorgAt.getTime() }, reorgs: 1, updatedAtMs: now - 2_000 }));
+      await follower.publish(testFollowerStatus("cli_blocks", "sepolia", { state: "STOPPED", position: 500, head: 600, lag: 100, stoppedReason: "reorg of 80 blocks (421..500) is deeper than the finality depth 64" }));
+      const bad = followerStatusKey("cli_blocks", "broken");
+      await follower.putRaw(bad, '{"table": "cli_blocks", "chain": "broken", "head": "soon"}');
+
+      const human = await blockx(["tasks"]);
+      expect(human.code).toBe(0);
+      const lines = human.stdout.split("\n");
+      expect(lines[0]).toMatch(/^TABLE\s+CHAIN\s+STATE\s+POSITION\s+HEAD\s+LAG\s+LAST REORG\s+REORGS\s+UPDATED$/);
+      const clock = reorgAt.toISOString().slice(11, 19);
+      expect(human.stdout).toMatch(new RegExp(`^cli_blocks\\s+mainnet\\s+WRITING\\s+100\\s+103\\s+3\\s+blocks 98\\.\\.99 at (\\d{4}-\\d\\d-\\d\\d )?${clock}, fork 97\\s+1\\s+\\d s ago$`, "m"));
+      expect(human.stdout).toMatch(/^cli_blocks\s+sepolia\s+STOPPED\s+500\s+600\s+100\s+-\s+0\s+/m);
+      expect(human.stdout).toContain("follower of cli_blocks on sepolia stopped: reorg of 80 blocks (421..500) is deeper than the finality depth 64");
+      expect(human.stdout).not.toContain("broken");
+      expect(human.stderr).toContain(`1 follower status in etcd skipped (not a status of blockx follow for its key): ${bad}`);
+      // The tasks follow the followers, under their own header.
+      expect(lines.findIndex((l) => /^TASK\s+STATE/.test(l))).toBeGreaterThan(lines.findIndex((l) => l.startsWith("follower of cli_blocks on sepolia")));
+
+      const only = await blockx(["tasks", "--followers"]);
+      expect(only.code).toBe(0);
+      expect(only.stdout).toContain("cli_blocks");
+      expect(only.stdout).not.toMatch(/^TASK\s/m);
+      const json = await blockx(["tasks", "--followers", "--json"]);
+      const statuses = (JSON.parse(json.stdout) as { table: string; chain: string; head: number; lag: number; lastReorg: unknown; stoppedReason: string | null }[]).filter((f) => f.table === "cli_blocks");
+      expect(statuses.map((f) => [f.chain, f.head, f.lag])).toEqual([
+        ["mainnet", 103, 3],
+        ["sepolia", 600, 100],
+      ]);
+      expect(statuses[0]!.lastReorg).toEqual({ forkBlock: 97, orphanedFrom: 98, orphanedTo: 99, atMs: reorgAt.getTime() });
+      // Tasks' --json keeps its shape: an array of tasks, no follower in it.
+      const tasks = JSON.parse((await blockx(["tasks", "--json"])).stdout) as Record<string, unknown>[];
+      expect(tasks.length).toBeGreaterThan(0);
+      expect(tasks.every((t) => typeof t.taskId === "string" && !("table" in t))).toBe(true);
+    } finally {
+      await follower.stop();
+      etcd.close();
+    }
+    // Its lease revoked, the follower is gone from the listing.
+    expect((await blockx(["tasks", "--followers"])).stdout).not.toContain("cli_blocks");
   }, 120_000);
 });

@@ -3,6 +3,8 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { compileEtcdAccess, type EtcdAccess } from "../../src/common/etcd/etcd-access";
 import { createEtcdClient } from "../../src/common/etcd/etcd-client";
+import { followerStatusKey } from "../../src/follow/core/follower-status";
+import { StandInFollower, testFollowerStatus } from "../support/follower-status";
 import type { EtcdTlsFiles } from "../../src/common/tls/cert-issuer";
 import { BlockxClient } from "../../src/sdk/blockx-client";
 import { BlockxProcess } from "../support/blockx-process";
@@ -14,7 +16,8 @@ import { inputsTask } from "../support/worker-client";
 // etcd over TLS with client-certificate authentication and the roles `blockx etcd-roles` sets up
 // (issue 16, item 4): the compiled Worker and Coordinator reach etcd with their own etcd
 // identities and a task runs end to end; etcd itself refuses a heartbeat written with a
-// non-Worker identity, and a client without a certificate.
+// non-Worker identity, and a client without a certificate. A follower (`blockx follow`) publishes
+// its status under /blockx/followers/ with its own identity, and may write nowhere else.
 
 const ca = TestCa.create();
 const etcdCerts = {
@@ -23,6 +26,7 @@ const etcdCerts = {
   worker: ca.issueEtcd("etcd-worker", "blockx-worker"),
   coordinator: ca.issueEtcd("etcd-coordinator", "blockx-coordinator"),
   client: ca.issueEtcd("etcd-client", "blockx-client"),
+  follower: ca.issueEtcd("etcd-follower", "blockx-follower"),
 };
 const grpcCerts = {
   worker: ca.issue("worker", "blockx://role/worker/w1"),
@@ -98,6 +102,32 @@ describe("etcd over TLS with client certificates and BlockX's roles", () => {
       expect(await asCoordinator.getAll().prefix(cluster.blockPrefix).keys()).toEqual(registered);
     } finally {
       asCoordinator.close();
+    }
+  });
+
+  test("blockx-follower publishes its status under /blockx/followers/ with a lease, and a client reads it with its own identity; it cannot write a Worker registry prefix, and a client cannot write a status", async () => {
+    const asFollower = await createEtcdClient({ endpoints: [etcd.endpoint], dialTimeoutMs: 5_000, access: accessOf(etcdCerts.follower) });
+    const asClient = await createEtcdClient({ endpoints: [etcd.endpoint], dialTimeoutMs: 5_000, access: accessOf(etcdCerts.client) });
+    const follower = await StandInFollower.start(asFollower);
+    try {
+      await follower.publish(testFollowerStatus("blocks", "mainnet", { head: 103, lag: 3 }));
+      const sdk = new BlockxClient(cluster.clientConfig({ ...grpcCerts.alice, ...etcdCerts.client }));
+      try {
+        expect((await sdk.followers()).followers.map((f) => [f.table, f.chain, f.head, f.lag])).toEqual([["blocks", "mainnet", 103, 3]]);
+      } finally {
+        sdk.close();
+      }
+      expect((await asFollower.getAll().prefix(cluster.blockPrefix).keys()).length).toBe(1); // reads /blockx/
+      const denied = (put: { exec(): Promise<unknown> }) => put.exec().then(() => "written", (e: Error) => e.message);
+      const forged = JSON.stringify({ workerAddr: "127.0.0.1:1", freeSlots: 1000 });
+      expect(await denied(asFollower.put(`${cluster.blockPrefix}127.0.0.1:1`).value(forged))).toContain("permission denied");
+      expect(await denied(asFollower.put("/blockx/workers/127.0.0.1:1").value(forged))).toContain("permission denied");
+      expect(await denied(asClient.put(followerStatusKey("blocks", "mainnet")).value("{}"))).toContain("permission denied");
+      expect(await asClient.get(followerStatusKey("blocks", "mainnet")).string()).toContain('"head":103');
+    } finally {
+      await follower.stop();
+      asFollower.close();
+      asClient.close();
     }
   });
 

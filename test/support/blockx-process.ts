@@ -131,6 +131,16 @@ export class BlockxProcess {
     return String(line.addr).replace(/^0\.0\.0\.0:/, "127.0.0.1:");
   }
 
+  /** dashboardUrl waits for `blockx ui`'s "blockx ui: URL" line on stderr and returns the URL (with its token). */
+  async dashboardUrl(): Promise<string> {
+    for (;;) {
+      const m = /^blockx ui: (http:\/\/\S+)$/m.exec(this.stderr);
+      if (m) return m[1]!;
+      if (this.proc.exitCode !== null) throw new Error(`blockx ui exited ${this.proc.exitCode}: ${this.stderr}`);
+      await Bun.sleep(50);
+    }
+  }
+
   tail(n = 20): string {
     return this.lines
       .slice(-n)

@@ -34,16 +34,6 @@ let token = "";
 let port = "";
 let browser: HeadlessChromium;
 
-/** printed waits for the `blockx ui: URL` line on stderr. */
-async function printed(p: BlockxProcess): Promise<string> {
-  for (;;) {
-    const m = /^blockx ui: (http:\/\/\S+)$/m.exec(p.stderr);
-    if (m) return m[1]!;
-    if (p.proc.exitCode !== null) throw new Error(`blockx ui exited ${p.proc.exitCode}: ${p.stderr}`);
-    await Bun.sleep(50);
-  }
-}
-
 beforeAll(async () => {
   cluster = new TestCluster();
   const w = await cluster.worker({ EXECUTOR_COUNT: "2" });
@@ -53,7 +43,7 @@ beforeAll(async () => {
   const sub = await worker.submitTask(inputsTask(TASK, SOURCE, Array.from({ length: 100_000 }, (_, i) => i)), slot.value.slotId);
   if (!sub.ok) throw new Error(`submit: ${sub.details}`);
   ui = BlockxProcess.spawn(["ui"], { ETCD_ENDPOINTS: cluster.etcd, UI_LISTEN: "127.0.0.1:0", UI_REFRESH_MS: "500" });
-  url = await printed(ui);
+  url = await ui.dashboardUrl();
   const u = new URL(url);
   token = u.searchParams.get("token")!;
   port = u.port;
@@ -195,7 +185,7 @@ describe("the dashboard's access checks, in chromium against `blockx ui`", () =>
   test("a bind beyond loopback starts with a one-line warning naming it", async () => {
     const wide = BlockxProcess.spawn(["ui"], { ETCD_ENDPOINTS: cluster.etcd, UI_LISTEN: ":0" });
     try {
-      await printed(wide);
+      await wide.dashboardUrl();
       const warnings = wide.stderr.split("\n").filter((l) => l.includes("warning"));
       expect(warnings).toHaveLength(1);
       expect(warnings[0]).toStartWith("blockx ui: warning: UI_LISTEN=:0 serves the dashboard on every interface of this host");

@@ -94,9 +94,19 @@ export const logsMeta = taskRefMeta(
 
 export const tasksMeta: ClientCommandMeta = {
   name: "tasks",
-  summary: "list tasks across the cluster (every Worker registered in etcd): state, progress, owner, function, Worker",
-  usage: "usage: blockx tasks [--limit N] [--state STATE] [--json]\n\n  --limit N      at most N tasks per Worker (default 1000)\n  --state STATE  only tasks in this state (ALLOCATED, RUNNING, SUCCEEDED, FAILED, TIMED_OUT, CANCELLED)",
-  flags: { limit: "value", state: "value" },
+  summary: "list the followers (blockx follow: head, lag, last reorg) and the tasks across the cluster (every Worker registered in etcd)",
+  usage: [
+    "usage: blockx tasks [--limit N] [--state STATE] [--followers] [--json]",
+    "",
+    "  Above the tasks, the followers publishing their status in etcd (/blockx/followers/): TABLE, CHAIN,",
+    "  STATE, POSITION (last block written), HEAD, LAG, LAST REORG, REORGS, UPDATED; a stopped follower's",
+    "  reason under the table. --json prints the tasks only (a JSON array, as before).",
+    "",
+    "  --limit N      at most N tasks per Worker (default 1000)",
+    "  --state STATE  only tasks in this state (ALLOCATED, RUNNING, SUCCEEDED, FAILED, TIMED_OUT, CANCELLED)",
+    "  --followers    only the followers (with --json: a JSON array of their statuses)",
+  ].join("\n"),
+  flags: { limit: "value", state: "value", followers: "bool" },
   reads: [...DIAL, ...ETCD],
 };
 

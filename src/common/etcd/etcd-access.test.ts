@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { TestCa } from "../../../test/support/test-ca";
 import { ConfigError } from "../config/env-config";
 import { compileEtcdAccess } from "./etcd-access";
-import { etcdRolesPlan, renderEtcdctl } from "./etcd-roles";
+import { FOLLOWER_STATUS_PREFIX } from "../../follow/core/follower-status";
+import { etcdRolesPlan, FOLLOWER_ROLE, renderEtcdctl } from "./etcd-roles";
 
 const NONE = { etcdTlsCaFile: "", etcdTlsCertFile: "", etcdTlsKeyFile: "", etcdUsername: "", etcdPasswordFile: "", etcdPassword: "" } as const;
 
@@ -61,5 +62,13 @@ describe("etcdRolesPlan", () => {
     expect(text).toContain(`etcdctl user add root --new-user-password="$(cat /etc/etcd/root.password)"`);
     expect(text).toContain("etcdctl user add blockx-coordinator --no-password");
     expect(text.split("\n").at(-1)).toBe("etcdctl auth enable");
+  });
+
+  test("blockx-follower alone gets readwrite on /blockx/followers/ (where blockx follow publishes), and read on /blockx/ like every user", () => {
+    const text = renderEtcdctl(etcdRolesPlan(["/blockx/prod/lanes/"], () => null));
+    expect(text).toContain(`etcdctl role grant-permission ${FOLLOWER_ROLE} --prefix=true readwrite ${FOLLOWER_STATUS_PREFIX}`);
+    expect(text.split("\n").filter((l) => l.includes("grant-role") && l.endsWith(FOLLOWER_ROLE))).toEqual([`etcdctl user grant-role blockx-follower ${FOLLOWER_ROLE}`]);
+    expect(text).toContain("etcdctl user grant-role blockx-follower blockx-registry-reader");
+    expect(text).not.toContain("etcdctl user grant-role blockx-follower blockx-registry-writer");
   });
 });

@@ -1,6 +1,9 @@
+import { FOLLOWER_STATUS_PREFIX } from "../../follow/core/follower-status";
+
 /**
  * The etcd users and roles of a BlockX cluster (README "Security", etcd): only Workers write under
- * the Worker registry prefixes; Coordinators, the proxy and clients only read `/blockx/`. A user is
+ * the Worker registry prefixes, only followers (`blockx follow`) under `/blockx/followers/`;
+ * Coordinators, the proxy and clients only read `/blockx/`. A user is
  * named by the CN of its etcd client certificate (etcd's --client-cert-auth) or logs in with a
  * password. Pure: the plan and its etcdctl text; `blockx etcd-roles` applies it.
  */
@@ -12,6 +15,8 @@ export const BLOCKX_READ_PREFIX = "/blockx/";
 
 export const WRITER_ROLE = "blockx-registry-writer";
 export const READER_ROLE = "blockx-registry-reader";
+/** Readwrite on FOLLOWER_STATUS_PREFIX: a follower publishes its status there (and nowhere else). */
+export const FOLLOWER_ROLE = "blockx-follower-status-writer";
 
 /** The etcd users of the roles, as `blockx certs --etcd-user` names their certificates. */
 export const ETCD_USERS = {
@@ -19,6 +24,7 @@ export const ETCD_USERS = {
   coordinator: "blockx-coordinator",
   proxy: "blockx-proxy",
   client: "blockx-client",
+  follower: "blockx-follower",
 } as const;
 
 export type EtcdRoleStep =
@@ -41,10 +47,13 @@ export function etcdRolesPlan(workerPrefixes: readonly string[], passwordFileOf:
     ...workerPrefixes.map((prefix) => ({ kind: "grant", role: WRITER_ROLE, perm: "readwrite", prefix }) as const),
     { kind: "roleAdd", role: READER_ROLE },
     { kind: "grant", role: READER_ROLE, perm: "read", prefix: BLOCKX_READ_PREFIX },
+    { kind: "roleAdd", role: FOLLOWER_ROLE },
+    { kind: "grant", role: FOLLOWER_ROLE, perm: "readwrite", prefix: FOLLOWER_STATUS_PREFIX },
   ];
   for (const user of Object.values(ETCD_USERS)) {
     steps.push({ kind: "userAdd", user, passwordFile: passwordFileOf(user) });
     if (user === ETCD_USERS.worker) steps.push({ kind: "userGrantRole", user, role: WRITER_ROLE });
+    if (user === ETCD_USERS.follower) steps.push({ kind: "userGrantRole", user, role: FOLLOWER_ROLE });
     steps.push({ kind: "userGrantRole", user, role: READER_ROLE });
   }
   steps.push({ kind: "userAdd", user: "root", passwordFile: passwordFileOf("root") }, { kind: "userGrantRole", user: "root", role: "root" }, { kind: "authEnable" });

@@ -1,6 +1,7 @@
 import { TaskPhase, TaskState, type TaskListEntry } from "../../gen/worker/v1/worker";
 import type { CoordinatorOutcomes } from "../../sdk/blockx-client";
 import type { RegisteredWorker } from "../../sdk/worker-registry";
+import type { FollowerStatus } from "../../follow/core/follower-status";
 import type { Point, TaskSample, WorkerSample } from "./dashboard-history";
 
 /** WorkerRow: one Worker as the dashboard shows it (from its etcd heartbeat). */
@@ -68,6 +69,10 @@ export interface CoordinatorRow {
 export interface Overview {
   readonly atMs: number;
   readonly workers: readonly WorkerRow[];
+  /** The statuses running followers (`blockx follow`) publish in etcd, by table and chain, as published. */
+  readonly followers: readonly FollowerStatus[];
+  /** Keys under /blockx/followers/ whose value is not a follower status (left out, not trusted). */
+  readonly followersSkipped: readonly string[];
   readonly tasks: readonly TaskRow[];
   readonly coordinators: readonly CoordinatorRow[];
   /** Workers registered in etcd that did not answer ListTasks. */
