@@ -92,6 +92,9 @@ export const followCommand: Command = {
     if (from !== undefined && !Number.isSafeInteger(from)) throw new UsageError(`--from: ${fromText} is too large`);
     const fn = functionRefFrom(fnSpec, flagValue(args, "entry") ?? config.followEntry);
     const { runFollow } = await import("./follow-run");
-    process.exitCode = await runFollow({ table, chain, fn, from, config, chains: loadChainsConfig(config.chainsConfig), owner: `${userInfo().username}@${hostname()}` });
+    const code = await runFollow({ table, chain, fn, from, config, chains: loadChainsConfig(config.chainsConfig), owner: `${userInfo().username}@${hostname()}` });
+    process.exitCode = code;
+    // Everything is closed; a library's handle (gRPC, etcd keep-alives) must not hold the process open.
+    setTimeout(() => process.exit(code), 200).unref();
   },
 };
