@@ -134,6 +134,25 @@ describe("blockx follow against anvil", () => {
     }, 120_000);
   }
 
+  test("blocks dropped from the chain's tip (anvil_rollback): their rows are removed at once, before the chain grows again", async () => {
+    const table = "follow_rollback";
+    const from = (await anvil.head()) - 4;
+    const p = follow(table, { FOLLOW_FROM: String(from) });
+    try {
+      const head = await caughtUp(table, p);
+      await anvil.rollback(2);
+      const rewound = await p.waitForLog((l) => String(l.msg).startsWith("rewound the table to block"), 30_000);
+      expect(rewound.forkBlock).toBe(head - 2);
+      expect(rows(table)).toEqual(await canonical(from, head - 2));
+      expect(Math.max(...ledger(table).keys())).toBe(head - 2);
+      await anvil.mine(3);
+      expect(await caughtUp(table, p)).toBe(head + 1);
+    } finally {
+      expect(await p.stop("SIGTERM")).toBe(0);
+    }
+    expect(rows(table)).toEqual(await canonical(from, await anvil.head()));
+  }, 120_000);
+
   test("restarted, it resumes after the last block the ledger holds: every block once, none skipped", async () => {
     const table = "follow_restart";
     const from = (await anvil.head()) - 3;

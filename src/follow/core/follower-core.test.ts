@@ -130,6 +130,18 @@ describe("FollowerCore", () => {
     }
   });
 
+  test("a chain that got shorter than the table (its last blocks dropped): the blocks above its head are rewound at once", () => {
+    const c = new Chain();
+    const f = new FollowerCore(OPTS);
+    step(f, { type: "headSeen", head: 10 }, 0);
+    step(f, { type: "headersRead", headers: c.headers(1, 10) }, 1);
+    step(f, { type: "rangeWritten", blocks: ledger(c, 1, 10) }, 2);
+    expect(step(f, { type: "headSeen", head: 8 }, 3)).toEqual([{ type: "readHeaders", fromBlock: 1, toBlock: 8 }]);
+    expect(step(f, { type: "headersRead", headers: c.headers(1, 8) }, 4)).toEqual([{ type: "rewind", forkBlock: 8, orphanedFrom: 9, orphanedTo: 10 }]);
+    expect(step(f, { type: "rewound", forkBlock: 8 }, 5)).toEqual([]); // level with the head: nothing to write until it grows
+    expect(f.status()).toMatchObject({ position: 8, reorgs: 1 });
+  });
+
   test("restarted from the blocks the ledger holds, it checks the last one first and resumes after it", () => {
     const c = new Chain();
     const f = new FollowerCore(OPTS, ledger(c, 40, 50));

@@ -121,6 +121,8 @@ export class FollowerCore {
     switch (e.type) {
       case "headSeen":
         this.head = e.head;
+        // A chain shorter than the table (blocks dropped, or replaced by fewer): the blocks above its head are orphaned.
+        if (this.stateName === "IDLE" && e.head < this.position && this.written.size > 0) return this.seekFork(nowMs);
         return this.maybeRead();
       case "headersRead":
         if (this.stateName === "READING") return this.rangeRead(e.headers, nowMs);
@@ -151,7 +153,7 @@ export class FollowerCore {
           this.stateName = "REWINDING";
           return [{ type: "rewind", forkBlock: r.forkBlock, orphanedFrom: r.orphanedFrom, orphanedTo: r.orphanedTo }];
         }
-        if (this.retryKind === "fork") return this.seekFork();
+        if (this.retryKind === "fork") return this.seekFork(nowMs);
         this.stateName = "IDLE";
         return this.maybeRead();
     }
@@ -186,7 +188,7 @@ export class FollowerCore {
     let next = headers;
     if (headers[0]!.number === this.position) {
       // The last written block, read again with the range: still canonical, or a reorganisation orphaned it.
-      if (headers[0]!.hash !== this.written.get(this.position)) return this.seekFork();
+      if (headers[0]!.hash !== this.written.get(this.position)) return this.seekFork(nowMs);
       next = headers.slice(1);
     }
     if (next.length === 0) {
@@ -217,15 +219,19 @@ export class FollowerCore {
     this.position = numbers[numbers.length - 1]!;
     this.lastError = null;
     this.trim();
-    if (numbers.some((n) => recorded.get(n) !== pending.get(n))) return this.seekFork();
+    if (numbers.some((n) => recorded.get(n) !== pending.get(n))) return this.seekFork(nowMs);
     this.stateName = "IDLE";
     return this.maybeRead();
   }
 
   /** seekFork: a written block is not canonical: read back over every block whose hash is remembered. */
-  private seekFork(): FollowerInstruction[] {
+  private seekFork(nowMs: number): FollowerInstruction[] {
     this.stateName = "FINDING_FORK";
-    return [{ type: "readHeaders", fromBlock: Math.min(...this.written.keys()), toBlock: this.position }];
+    const fromBlock = Math.min(...this.written.keys());
+    const toBlock = Math.min(this.position, this.head);
+    // Nothing remembered is on the chain any more (its head is below them all): decide without reading.
+    if (toBlock < fromBlock) return this.forkRead([], nowMs);
+    return [{ type: "readHeaders", fromBlock, toBlock }];
   }
 
   /**
