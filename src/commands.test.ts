@@ -11,6 +11,7 @@ import { blockxCommands } from "./commands";
 const COMMAND_NAMES = [
   "coordinator", "bundle-coordinator", "worker", "bundle-worker", "syncinvoker",
   "submit", "watch", "result", "cancel", "logs", "tasks", "invoke", "precheck", "workers", "table", "verify",
+  "follow",
   "proxy", "exec", "localchain", "ui", "version", "install", "uninstall", "doctor", "certs", "etcd-roles", "dev",
 ];
 
