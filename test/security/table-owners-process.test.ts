@@ -18,14 +18,7 @@ import { WorkerClient, inputsTask } from "../support/worker-client";
 // tables, their own executors).
 
 const ca = TestCa.create();
-const certs = {
-  coordinator: ca.issue("coordinator", "blockx://role/coordinator"),
-  worker: ca.issue("worker", "blockx://role/worker/w1"),
-  alice: ca.issue("alice", "blockx://role/client/alice"),
-  bob: ca.issue("bob", "blockx://role/client/bob"),
-  root: ca.issue("root", "blockx://role/admin/root"),
-  proxy: ca.issue("proxy", "blockx://role/proxy/gw"),
-};
+const certs = ca.clusterCerts();
 const tlsOf = (env: TlsEnv) => compileTlsSetting({ tlsCaFile: env.BLOCKX_TLS_CA_FILE, tlsCertFile: env.BLOCKX_TLS_CERT_FILE, tlsKeyFile: env.BLOCKX_TLS_KEY_FILE, insecure: "0" });
 const workerAs = (who: TlsEnv) => {
   const c = channelFor(tlsOf(who), workerAddr, ["worker"]);
