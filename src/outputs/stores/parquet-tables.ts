@@ -352,7 +352,7 @@ export class ParquetTables extends LedgerEngine implements TableEngine {
     if (!info) {
       if (rows.length === 0) return undefined;
       const columns = inferColumns(table, rows);
-      this.db.query(`INSERT OR IGNORE INTO _blockx_tables (name, kinds, block_table, owner) VALUES (?, ?, ?, ?)`).run(table, kindsText(columns), blockTable ? 1 : 0, ownerOfNewTable(writer));
+      this.db.query(`INSERT OR IGNORE INTO _blockx_tables (name, kinds, block_table, owner) VALUES (?, ?, ?, ?)`).run(table, kindsText(columns), blockTable ? 1 : 0, ownerOfNewTable(table, writer));
       info = this.loadTable(table)!; // another process may have created it first, with its kinds
     }
     if (info.blockTable !== blockTable) {

@@ -727,7 +727,7 @@ export class PostgresTableStore implements TableStore {
         } else {
           await this.run(tx, `CREATE INDEX ${q(callIndexName(table))} ON ${q(table)} (_task_id, _call)`);
         }
-        await this.run(tx, `INSERT INTO _blockx_tables (name, kinds, block_table, owner) VALUES ($1, $2, $3, $4)`, [table, kindsText(columns), blockTable, ownerOfNewTable(writer)]);
+        await this.run(tx, `INSERT INTO _blockx_tables (name, kinds, block_table, owner) VALUES ($1, $2, $3, $4)`, [table, kindsText(columns), blockTable, ownerOfNewTable(table, writer)]);
       });
       info = await this.loadTable(table);
       if (!info) throw new TableStoreError("INTERNAL", `table ${table} was created but its metadata is missing`);

@@ -334,7 +334,7 @@ export class SqliteTables extends LedgerEngine implements TableEngine {
           this.db.exec(`CREATE TABLE IF NOT EXISTS "${table}" (${[...defs, ...hidden].join(", ")})`);
           if (blockTable) this.db.exec(`CREATE INDEX IF NOT EXISTS "${scopeIndexName(table)}" ON "${table}" (_chain, _scope_from, _scope_to)`);
           else this.db.exec(`CREATE INDEX IF NOT EXISTS "${callIndexName(table)}" ON "${table}" (_task_id, _call)`);
-          this.db.query(`INSERT OR IGNORE INTO _blockx_tables (name, kinds, block_table, owner) VALUES (?, ?, ?, ?)`).run(table, kindsText(columns), blockTable ? 1 : 0, ownerOfNewTable(writer));
+          this.db.query(`INSERT OR IGNORE INTO _blockx_tables (name, kinds, block_table, owner) VALUES (?, ?, ?, ?)`).run(table, kindsText(columns), blockTable ? 1 : 0, ownerOfNewTable(table, writer));
           if (blockTable) this.db.query(`INSERT OR IGNORE INTO _blockx_scope_spans (name, max_span) VALUES (?, 0)`).run(table);
         })
         .immediate();

@@ -13,6 +13,8 @@ import { TableStoreError } from "./table-store";
  *   operator gives it one by setting `owner` in the store's `_blockx_tables` (README, Security).
  * - A writer without an identity (BLOCKX_INSECURE: nobody is authenticated) is not checked: there
  *   is nobody to check, and ownership cannot be enforced.
+ * - The store's own tables (the reserved `_blockx` namespace, which only the Worker writes, beside
+ *   every task's rows) belong to nobody and are never checked.
  */
 
 /** TableWriter: who commits a call's rows, as the Worker verified it (the task's requester). */
@@ -28,14 +30,19 @@ export function writerOf(identity: string, admin: boolean): TableWriter | null {
   return identity === "" ? null : { identity, admin };
 }
 
-/** ownerOfNewTable: the owner a table created by `writer` records (null: unowned). */
-export function ownerOfNewTable(writer: TableWriter | null | undefined): string | null {
-  return writer ? writer.identity : null;
+/** storeOwnTable: a table of the store's own reserved namespace (never owned). */
+function storeOwnTable(table: string): boolean {
+  return table.toLowerCase().startsWith("_blockx");
+}
+
+/** ownerOfNewTable: the owner `table`, created by `writer`, records (null: unowned). */
+export function ownerOfNewTable(table: string, writer: TableWriter | null | undefined): string | null {
+  return writer && !storeOwnTable(table) ? writer.identity : null;
 }
 
 /** ownerProblem: why `writer` may not write `table` owned by `owner`, or null when it may. */
 export function ownerProblem(table: string, owner: string | null, writer: TableWriter | null | undefined): string | null {
-  if (!writer || owner === null || writer.admin || writer.identity === owner) return null;
+  if (!writer || owner === null || writer.admin || writer.identity === owner || storeOwnTable(table)) return null;
   return `table ${table} belongs to ${owner}: ${writer.identity} may not write it (only its owner or an admin may)`;
 }
 
