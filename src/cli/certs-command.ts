@@ -10,7 +10,8 @@ const USAGE = [
   "       blockx certs --dir DIR --etcd-user USER [--hosts H1,H2] [--file FILE] [--days N]",
   "  Makes DIR/ca.pem and DIR/ca.key (a private CA) when DIR has none, then issues FILE.pem and FILE.key",
   "  (default FILE: the role, or ROLE-NAME) for the identity blockx://role/ROLE[/NAME].",
-  `  ROLE: ${PEER_ROLES.join(", ")}; client and admin need --name (it owns their tasks).`,
+  `  ROLE: ${PEER_ROLES.join(", ")}; client, admin and proxy need --name (it owns their tasks and tables;`,
+  "  a proxy's callers own theirs as NAME/uid:UID, their Unix user).",
   "  --hosts: the addresses this process serves on (IPs and DNS names, comma-separated); a Worker's must",
   "  cover the address it advertises (WORKER_ADVERTISE_ADDR). Keep ca.key off the cluster's hosts.",
   "  --etcd-user: an etcd certificate instead, CN=USER (the etcd user under --client-cert-auth, as blockx",
@@ -52,7 +53,7 @@ export const certsCommand: Command = {
         what = `etcd CN=${etcdUser}`;
       } else {
         const id = identityFromUri(`blockx://role/${role}${name ? `/${name}` : ""}`);
-        if (id === null) throw new UsageError(`--role ${JSON.stringify(role)} --name ${JSON.stringify(name)}: not an identity (roles: ${PEER_ROLES.join(", ")}; client and admin need a name of letters, digits, . _ @ -)`);
+        if (id === null) throw new UsageError(`--role ${JSON.stringify(role)} --name ${JSON.stringify(name)}: not an identity (roles: ${PEER_ROLES.join(", ")}; client, admin and proxy need a name of letters, digits, . _ @ -)`);
         files = { ...issuer.issue(flagValue(args, "file") ?? (name ? `${role}-${name}` : role!), id, hosts, days) };
         what = identityUri(id);
       }

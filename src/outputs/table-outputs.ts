@@ -24,7 +24,8 @@ export function rowsOf(value: JsonValue): Row[] {
 /**
  * commitRejection: what a failed commit does to its call. A row the table refuses is the user's
  * ROW_MISMATCH (never retried); a store that is down is STORE_UNAVAILABLE (retried with backoff); a
- * run that is no longer current is STALE_RUN and a cut scope SCOPE_CONFLICT (neither retried);
+ * run that is no longer current is STALE_RUN, a cut scope SCOPE_CONFLICT and another identity's
+ * table NOT_OWNER (none retried);
  * anything else is the Worker's INTERNAL error.
  */
 export function commitRejection(e: unknown): WriteRejected {
@@ -34,6 +35,7 @@ export function commitRejection(e: unknown): WriteRejected {
     if (e.code === "STORE_UNAVAILABLE") return new WriteRejected(CallErrorCode.StoreUnavailable, e.message, true);
     if (e.code === "STALE_RUN") return new WriteRejected(CallErrorCode.StaleRun, e.message);
     if (e.code === "SCOPE_CONFLICT") return new WriteRejected(CallErrorCode.ScopeConflict, e.message);
+    if (e.code === "NOT_OWNER") return new WriteRejected(CallErrorCode.NotOwner, e.message);
   }
   return new WriteRejected(CallErrorCode.Internal, `writing rows failed: ${(e as Error).message ?? String(e)}`);
 }

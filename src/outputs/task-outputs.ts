@@ -4,6 +4,7 @@ import type { JsonValue } from "../runtime/json/raw-json";
 import type { OutputSpec, WriterDeps } from "./output";
 import { openWriters } from "./output-kinds";
 import type { RunFence } from "./stores/run-fence";
+import type { TableWriter } from "./stores/table-owner";
 import { commitRejection } from "./table-outputs";
 import type { WriteRejected, WrittenCall, Writer } from "./writer";
 
@@ -26,17 +27,23 @@ export class TaskOutputs {
     private readonly writers: readonly Writer[],
     private readonly deps: WriterDeps,
     private readonly fence: RunFence | null,
+    private readonly writer: TableWriter | null,
   ) {}
 
-  /** open makes the task's writers (WriterSetupError when this Worker cannot: no table store, no block scope). */
-  static open(outputs: readonly OutputSpec[], deps: WriterDeps, fence: RunFence | null): TaskOutputs {
-    return new TaskOutputs(openWriters(outputs, deps), deps, fence);
+  /**
+   * open makes the task's writers (WriterSetupError when this Worker cannot: no table store, no
+   * block scope). `writer`: who the task's commits are from (the tables it makes are its; null: no
+   * identity, under BLOCKX_INSECURE).
+   */
+  static open(outputs: readonly OutputSpec[], deps: WriterDeps, fence: RunFence | null, writer: TableWriter | null = null): TaskOutputs {
+    return new TaskOutputs(openWriters(outputs, deps), deps, fence, writer);
   }
 
   /**
    * commit: one succeeded call's value through every writer, its table writes in one transaction.
    * A value a writer cannot take is the user's error (not retried); a store that is down is
-   * STORE_UNAVAILABLE (retried with backoff); a run no longer current is STALE_RUN.
+   * STORE_UNAVAILABLE (retried with backoff); a run no longer current is STALE_RUN; a table of
+   * another identity NOT_OWNER.
    */
   async commit(call: WrittenCall): Promise<CommitOutcome> {
     let asked = false;
@@ -44,7 +51,7 @@ export class TaskOutputs {
       const staged = this.writers.map((w) => w.stage(call));
       const all = staged.flat();
       asked = all.length > 0;
-      const outcomes = asked ? await this.deps.tables!.commit(all, this.fence ? { ...this.fence, callIndex: call.index } : null) : [];
+      const outcomes = asked ? await this.deps.tables!.commit(all, this.fence ? { ...this.fence, callIndex: call.index, writer: this.writer } : null) : [];
       let at = 0;
       this.writers.forEach((w, i) => {
         w.committed(call, outcomes.slice(at, at + staged[i]!.length));

@@ -16,13 +16,7 @@ import { WorkerClient, inputsTask } from "../support/worker-client";
 // certificates of their own (issue 16). Every refusal is checked at the process that must refuse.
 
 const ca = TestCa.create();
-const certs = {
-  coordinator: ca.issue("coordinator", "blockx://role/coordinator"),
-  worker: ca.issue("worker", "blockx://role/worker/w1"),
-  alice: ca.issue("alice", "blockx://role/client/alice"),
-  bob: ca.issue("bob", "blockx://role/client/bob"),
-  root: ca.issue("root", "blockx://role/admin/root"),
-};
+const certs = ca.clusterCerts();
 
 const tlsOf = (env: TlsEnv) => compileTlsSetting({ tlsCaFile: env.BLOCKX_TLS_CA_FILE, tlsCertFile: env.BLOCKX_TLS_CERT_FILE, tlsKeyFile: env.BLOCKX_TLS_KEY_FILE, insecure: "0" });
 const asEnv = (env: TlsEnv): Record<string, string> => ({ ...env });

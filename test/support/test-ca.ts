@@ -35,6 +35,21 @@ export class TestCa {
     return this.issuer.caFile;
   }
 
+  /**
+   * clusterCerts: one certificate per party of a small mTLS cluster: its Coordinator, Worker w1, the
+   * clients alice and bob, the admin root, and the proxy gw.
+   */
+  clusterCerts() {
+    return {
+      coordinator: this.issue("coordinator", "blockx://role/coordinator"),
+      worker: this.issue("worker", "blockx://role/worker/w1"),
+      alice: this.issue("alice", "blockx://role/client/alice"),
+      bob: this.issue("bob", "blockx://role/client/bob"),
+      root: this.issue("root", "blockx://role/admin/root"),
+      proxy: this.issue("proxy", "blockx://role/proxy/gw"),
+    };
+  }
+
   /** issue: a certificate for `uri` (a blockx://role/ URI; anything else gets a URI SAN without a role). */
   issue(fileName: string, uri: string, hosts: readonly string[] = ["127.0.0.1", "localhost"]): TlsEnv {
     const id = identityFromUri(uri);

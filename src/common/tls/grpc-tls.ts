@@ -254,7 +254,7 @@ function peerIdentityOf(call: CallWithAuth): PeerIdentity | null {
   return id;
 }
 
-type AnyHandler = (call: CallWithAuth & { emit(event: "error", e: grpc.ServiceError): boolean }, callback?: (e: grpc.ServiceError | null) => void) => void;
+type AnyHandler = (call: CallWithAuth & { metadata: grpc.Metadata; emit(event: "error", e: grpc.ServiceError): boolean }, callback?: (e: grpc.ServiceError | null) => void) => void;
 
 /**
  * requireRoles wraps every handler of a service so that only peers of `allowed` roles reach it
@@ -262,11 +262,16 @@ type AnyHandler = (call: CallWithAuth & { emit(event: "error", e: grpc.ServiceEr
  * methods need no finer rule than the caller's role (the Sync Invoker).
  */
 export function requireRoles<S extends object>(s: TlsSetting, allowed: readonly PeerRole[], handlers: S): S {
+  return requireCallers(s, handlers, (call, name) => callerOf(s, call, allowed, name));
+}
+
+/** requireCallers: requireRoles with the caller's check given (sub-identity.ts's requireClientCallers). */
+export function requireCallers<S extends object>(s: TlsSetting, handlers: S, check: (call: CallWithAuth & { metadata: grpc.Metadata }, method: string) => { ok: true } | { ok: false; error: grpc.ServiceError }): S {
   if (s.kind === "insecure") return handlers;
   const out: Record<string, AnyHandler> = {};
   for (const [name, h] of Object.entries(handlers) as [string, AnyHandler][]) {
     out[name] = (call, callback) => {
-      const caller = callerOf(s, call, allowed, name);
+      const caller = check(call, name);
       if (caller.ok) return h(call, callback);
       if (typeof callback === "function") return callback(caller.error);
       call.emit("error", caller.error);

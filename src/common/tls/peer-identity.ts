@@ -1,10 +1,12 @@
 /**
  * PeerIdentity is who a BlockX peer is, read from the URI SAN of its certificate:
- * `blockx://role/client/NAME`, `blockx://role/admin/NAME`, `blockx://role/coordinator[/NAME]`,
- * `blockx://role/worker[/NAME]`, `blockx://role/syncinvoker[/NAME]`. Clients and admins need a
- * name (it is who owns their tasks); the servers' names are only for logs. Pure.
+ * `blockx://role/client/NAME`, `blockx://role/admin/NAME`, `blockx://role/proxy/NAME`,
+ * `blockx://role/coordinator[/NAME]`, `blockx://role/worker[/NAME]`, `blockx://role/syncinvoker[/NAME]`.
+ * Clients, admins and proxies need a name (it is who owns their tasks and tables); the servers'
+ * names are only for logs. A proxy calls as a client does, and names the Unix user it relays for
+ * (sub-identity.ts). Pure.
  */
-export const PEER_ROLES = ["client", "admin", "coordinator", "worker", "syncinvoker"] as const;
+export const PEER_ROLES = ["client", "admin", "proxy", "coordinator", "worker", "syncinvoker"] as const;
 export type PeerRole = (typeof PEER_ROLES)[number];
 
 export interface PeerIdentity {
@@ -25,7 +27,7 @@ export function identityFromUri(uri: string): PeerIdentity | null {
   if (role === undefined) return null;
   const name = parts[1] ?? "";
   if (name !== "" && !NAME.test(name)) return null;
-  if (name === "" && (role === "client" || role === "admin")) return null;
+  if (name === "" && (role === "client" || role === "admin" || role === "proxy")) return null;
   return { role, name };
 }
 

@@ -1,7 +1,6 @@
 import * as grpc from "@grpc/grpc-js";
 import { grpcError } from "../../common/grpc/grpc-server";
-import { callerOf } from "../../common/tls/grpc-tls";
-import { identityKey } from "../../common/tls/peer-identity";
+import { callerKeyOf } from "../../common/tls/sub-identity";
 import type { TlsSetting } from "../../common/tls/tls-setting";
 import type { Logger } from "../../common/logging/logger";
 import type { Counter, Histogram } from "../../common/metrics/metrics";
@@ -285,25 +284,25 @@ export class CoordinatorServer {
   }
 
   /**
-   * serve is every RPC's frame: only a client or an admin certificate may call (its identity is
-   * handed to `run`); a CoordinatorError becomes its gRPC status in the one mapping, anything else
+   * serve is every RPC's frame: only a client, an admin or a proxy certificate may call (its
+   * identity, with a proxy's sub-identity, is handed to `run`: sub-identity.ts); a CoordinatorError becomes its gRPC status in the one mapping, anything else
    * is logged and answered INTERNAL. The RPC is one span (COORDINATOR_TRACE), ended once answered.
    */
   private serve<Res>(
     tls: TlsSetting,
     method: string,
-    call: Parameters<typeof callerOf>[1],
+    call: Parameters<typeof callerKeyOf>[1],
     callback: grpc.sendUnaryData<Res>,
     logFields: Record<string, string>,
     run: (clientIdentity: string, span: Span) => Promise<Res>,
   ): void {
     const span = this.tracer.span(method, logFields);
-    const caller = callerOf(tls, call, ["client", "admin"], method);
+    const caller = callerKeyOf(tls, call, method);
     if (!caller.ok) {
       span.end({ code: "PERMISSION_DENIED" });
       return callback(caller.error);
     }
-    run(caller.identity ? identityKey(caller.identity) : "", span).then(
+    run(caller.key ?? "", span).then(
       (res) => {
         callback(null, res);
         span.end({ code: "OK" });

@@ -9,6 +9,7 @@ import { type OpHooks, type ParquetOp, runOps, writeDurable } from "./parquet-fi
 import { callFileName, chainPart, checkParquetTableName, MAX_FILES_PER_COMMIT, OWN_DIR, scopeFileName, taskPart, UNFENCED_PART } from "./parquet-layout";
 import { type CallFence, fenceProblem, type RunClaim, type RunClaimRequest, type RunFence, type RunState } from "./run-fence";
 import { LedgerEngine, SqliteRunLedger } from "./sqlite-run-ledger";
+import { addOwnerColumn, checkSqliteOwner, ownerOfNewTable, type TableWriter } from "./table-owner";
 import { sqliteStoreError } from "./sqlite-table-store";
 import { bindRow, blockTableInfo, checkColumnName, checkOrderColumn, checkReplaced, checkScope, inferColumns, kindsText, parseTableMeta, scopeCountOf, type TableInfo } from "./table-schema";
 import { type CellValue, NO_OUTCOME, type ReadOptions, type ReplaceOutcome, TableStoreError, type TableWrite, type WrittenScope, type ScopeCount } from "./table-store";
@@ -78,7 +79,8 @@ export class ParquetTables extends LedgerEngine implements TableEngine {
     mkdirSync(join(this.root, OWN_DIR, "swap"), { recursive: true });
     this.db = new Database(join(this.root, OWN_DIR, "catalog.sqlite"), { create: true });
     this.db.exec(`PRAGMA busy_timeout = ${Math.trunc(busyTimeoutMs)}; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;`);
-    this.db.exec(`CREATE TABLE IF NOT EXISTS _blockx_tables (name TEXT PRIMARY KEY, kinds TEXT NOT NULL, block_table INTEGER NOT NULL)`);
+    this.db.exec(`CREATE TABLE IF NOT EXISTS _blockx_tables (name TEXT PRIMARY KEY, kinds TEXT NOT NULL, block_table INTEGER NOT NULL, owner TEXT)`);
+    addOwnerColumn(this.db);
     this.db.exec(
       `CREATE TABLE IF NOT EXISTS _blockx_files (tbl TEXT NOT NULL, part TEXT NOT NULL, name TEXT NOT NULL, scope_from INTEGER, scope_to INTEGER, seq INTEGER NOT NULL, rows INTEGER NOT NULL, PRIMARY KEY (tbl, part, name))`,
     );
@@ -242,7 +244,7 @@ export class ParquetTables extends LedgerEngine implements TableEngine {
         taskPart(fence.taskId);
         callFileName(fence.callIndex);
       }
-      return this.ensureTable(w.table, w.rows, w.kind === "replaceBlock");
+      return this.ensureTable(w.table, w.rows, w.kind === "replaceBlock", fence?.writer);
     });
     const bound = writes.map((w, i) => (infos[i] ? w.rows.map((r, j) => bindRow(w.table, infos[i]!.columns, r, j)) : []));
     bound.forEach((rows, i) => checkSizes(writes[i]!.table, rows));
@@ -272,6 +274,7 @@ export class ParquetTables extends LedgerEngine implements TableEngine {
       const problem = fenceProblem(fence, this.runs.runRow(fence.taskId, issuedMs));
       if (problem) throw new TableStoreError("STALE_RUN", problem);
     }
+    writes.forEach((w, i) => infos[i] && checkSqliteOwner(this.db, w.table, fence?.writer));
     const record = this.db.query(`INSERT INTO _blockx_files (tbl, part, name, scope_from, scope_to, seq, rows, block_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
     return writes.map((w, i) => {
       if (!infos[i]) return NO_OUTCOME; // no rows and no table yet: nothing to replace
@@ -344,12 +347,12 @@ export class ParquetTables extends LedgerEngine implements TableEngine {
   }
 
   /** ensureTable: the table's info, creating it from `rows` when it does not exist (undefined: no rows to infer from). */
-  private ensureTable(table: string, rows: readonly Record<string, CellValue>[], blockTable: boolean): TableInfo | undefined {
+  private ensureTable(table: string, rows: readonly Record<string, CellValue>[], blockTable: boolean, writer: TableWriter | null | undefined): TableInfo | undefined {
     let info = this.loadTable(table);
     if (!info) {
       if (rows.length === 0) return undefined;
       const columns = inferColumns(table, rows);
-      this.db.query(`INSERT OR IGNORE INTO _blockx_tables (name, kinds, block_table) VALUES (?, ?, ?)`).run(table, kindsText(columns), blockTable ? 1 : 0);
+      this.db.query(`INSERT OR IGNORE INTO _blockx_tables (name, kinds, block_table, owner) VALUES (?, ?, ?, ?)`).run(table, kindsText(columns), blockTable ? 1 : 0, ownerOfNewTable(table, writer));
       info = this.loadTable(table)!; // another process may have created it first, with its kinds
     }
     if (info.blockTable !== blockTable) {

@@ -29,6 +29,7 @@ import {
 import { type BlockScope, type CellValue, NO_OUTCOME, type CommitCounts, type ReadOptions, type ReplaceOutcome, type Row, type TableStore, TableStoreError, type TableWrite, type WrittenScope, type ScopeCount } from "./table-store";
 import type { StoreKind } from "./store-kinds";
 import { type CallFence, decideClaim, fenceProblem, type RunClaim, type RunClaimRequest, type RunFence, type RunRow, type RunState } from "./run-fence";
+import { ownerOfNewTable, ownerProblem, type TableWriter } from "./table-owner";
 
 /** PostgresStoreOptions: the pool and its timeouts (TABLE_STORE_* variables). */
 export interface PostgresStoreOptions {
@@ -527,12 +528,18 @@ export class PostgresTableStore implements TableStore {
         if (fenced.length > 0) {
           for (const r of await this.run<RunRowSql[]>(tx, `${runRowSql(TX_START_MS)} WHERE r.task_id = ANY($1::text[]) FOR SHARE OF r`, [fenced])) runs.set(r.task_id, runRowOf(r));
         }
+        const owners = await this.ownersOf(tx, prepared);
         for (let i = 0; i < prepared.length; i++) {
           const p = prepared[i];
           if (!p) continue;
           const stale = p.fence ? fenceProblem(p.fence, runs.get(p.fence.taskId) ?? null) : null;
           if (stale) {
             results[i] = { ok: false, code: "STALE_RUN", message: stale };
+            continue;
+          }
+          const notOwner = p.writes.map((w, k) => (p.infos[k] ? ownerProblem(w.table, owners.get(w.table) ?? null, p.fence?.writer) : null)).find((m) => m !== null);
+          if (notOwner) {
+            results[i] = { ok: false, code: "NOT_OWNER", message: notOwner };
             continue;
           }
           if (groups.length === 1) {
@@ -551,10 +558,22 @@ export class PostgresTableStore implements TableStore {
     });
   }
 
+  /**
+   * ownersOf reads, inside the group's transaction, the owner of every table its checked writers
+   * write (never from a cache: an operator may give a table an owner while the store runs).
+   */
+  private async ownersOf(tx: SQL, prepared: readonly (Prepared | null)[]): Promise<Map<string, string | null>> {
+    const tables = [...new Set(prepared.flatMap((p) => (p?.fence?.writer && !p.fence.writer.admin ? p.writes.map((w) => w.table) : [])))];
+    const owners = new Map<string, string | null>();
+    if (tables.length === 0) return owners;
+    for (const r of await this.run<{ name: string; owner: string | null }[]>(tx, `SELECT name, owner FROM _blockx_tables WHERE name = ANY($1::text[])`, [tables])) owners.set(r.name, r.owner);
+    return owners;
+  }
+
   /** prepare makes every table of one call's writes exist and binds its rows (a misfit throws: nothing of the call is written). */
   private async prepare(writes: readonly TableWrite[], fence: CallFence | null): Promise<Prepared> {
     const infos: (TableInfo | undefined)[] = [];
-    for (const w of writes) infos.push(await this.ensureTable(w.table, w.rows, w.kind === "replaceBlock"));
+    for (const w of writes) infos.push(await this.ensureTable(w.table, w.rows, w.kind === "replaceBlock", fence?.writer));
     const bound = writes.map((w, i) => (infos[i] ? w.rows.map((r, j) => bindRow(w.table, infos[i]!.columns, r, j)) : []));
     return { writes, infos, bound, fence };
   }
@@ -626,7 +645,10 @@ export class PostgresTableStore implements TableStore {
   private ensureMeta(): Promise<void> {
     this.metaReady ??= this.transaction(async (tx) => {
       await this.run(tx, `SELECT pg_advisory_xact_lock(hashtextextended('_blockx_meta', 7))`);
-      await this.run(tx, `CREATE TABLE IF NOT EXISTS _blockx_tables (name TEXT PRIMARY KEY, kinds TEXT NOT NULL, block_table BOOLEAN NOT NULL)`);
+      await this.run(tx, `CREATE TABLE IF NOT EXISTS _blockx_tables (name TEXT PRIMARY KEY, kinds TEXT NOT NULL, block_table BOOLEAN NOT NULL, owner TEXT)`);
+      // Tables listed before owners existed are unowned (looked up first: ALTER TABLE locks the table even when it adds nothing).
+      const owner = await this.run<unknown[]>(tx, `SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = '_blockx_tables' AND column_name = 'owner'`);
+      if (owner.length === 0) await this.run(tx, `ALTER TABLE _blockx_tables ADD COLUMN IF NOT EXISTS owner TEXT`);
       await this.run(tx, `CREATE TABLE IF NOT EXISTS _blockx_scope_spans (name TEXT PRIMARY KEY, max_span BIGINT NOT NULL)`);
       await this.run(
         tx,
@@ -687,7 +709,7 @@ export class PostgresTableStore implements TableStore {
     }
   }
 
-  private async ensureTable(table: string, rows: readonly Row[], blockTable: boolean): Promise<TableInfo | undefined> {
+  private async ensureTable(table: string, rows: readonly Row[], blockTable: boolean, writer: TableWriter | null | undefined): Promise<TableInfo | undefined> {
     let info = await this.loadTable(table);
     if (!info) {
       if (rows.length === 0) return undefined; // created by the first call that has rows
@@ -705,7 +727,7 @@ export class PostgresTableStore implements TableStore {
         } else {
           await this.run(tx, `CREATE INDEX ${q(callIndexName(table))} ON ${q(table)} (_task_id, _call)`);
         }
-        await this.run(tx, `INSERT INTO _blockx_tables (name, kinds, block_table) VALUES ($1, $2, $3)`, [table, kindsText(columns), blockTable]);
+        await this.run(tx, `INSERT INTO _blockx_tables (name, kinds, block_table, owner) VALUES ($1, $2, $3, $4)`, [table, kindsText(columns), blockTable, ownerOfNewTable(table, writer)]);
       });
       info = await this.loadTable(table);
       if (!info) throw new TableStoreError("INTERNAL", `table ${table} was created but its metadata is missing`);

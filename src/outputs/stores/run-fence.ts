@@ -1,3 +1,5 @@
+import type { TableWriter } from "./table-owner";
+
 /**
  * Fencing: which run of a task may write rows. The rules live here, pure; both table stores read
  * the rows these functions need and carry out what they decide, in one transaction each.
@@ -28,9 +30,13 @@ export interface RunFence {
   readonly seq: number;
 }
 
-/** CallFence: one call's commit: its run, and the call's index (normal tables replace a call's earlier rows by it). */
+/**
+ * CallFence: one call's commit: its run, the call's index (normal tables replace a call's earlier
+ * rows by it), and who writes it (table-owner.ts; absent or null: no identity, not checked).
+ */
 export interface CallFence extends RunFence {
   readonly callIndex: number;
+  readonly writer?: TableWriter | null;
 }
 
 export type RunState = "RUNNING" | "SUCCEEDED" | "FAILED" | "CANCELLED" | "TIMED_OUT";

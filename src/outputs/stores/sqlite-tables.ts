@@ -30,6 +30,7 @@ import { callResult, type FencedWrites, type GroupCommitResult } from "./group-c
 import type { TableEngine } from "./table-thread-protocol";
 import { type CallFence, fenceProblem, type RunClaim, type RunClaimRequest, type RunFence, type RunState } from "./run-fence";
 import { LedgerEngine, SqliteRunLedger } from "./sqlite-run-ledger";
+import { addOwnerColumn, checkSqliteOwner, ownerOfNewTable, type TableWriter } from "./table-owner";
 
 /** A call's writes with their tables made and rows bound, ready to apply, and the call's fence. */
 interface Prepared {
@@ -75,7 +76,8 @@ export class SqliteTables extends LedgerEngine implements TableEngine {
     // opening the same file at the same moment may hold (blockx dev starts several at once).
     this.db.exec(`PRAGMA busy_timeout = ${Math.trunc(busyTimeoutMs)}; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;`);
     this.db.exec(`CREATE TABLE IF NOT EXISTS _blockx_scope_spans (name TEXT PRIMARY KEY, max_span INTEGER NOT NULL)`);
-    this.db.exec(`CREATE TABLE IF NOT EXISTS _blockx_tables (name TEXT PRIMARY KEY, kinds TEXT NOT NULL, block_table INTEGER NOT NULL)`);
+    this.db.exec(`CREATE TABLE IF NOT EXISTS _blockx_tables (name TEXT PRIMARY KEY, kinds TEXT NOT NULL, block_table INTEGER NOT NULL, owner TEXT)`);
+    addOwnerColumn(this.db);
     this.runs = new SqliteRunLedger(this.db, nowMs);
   }
 
@@ -207,7 +209,7 @@ export class SqliteTables extends LedgerEngine implements TableEngine {
     const infos = writes.map((w) => {
       checkTableName(w.table);
       if (w.kind === "replaceBlock") checkScope(w.scope);
-      return this.ensureTable(w.table, w.rows, w.kind === "replaceBlock");
+      return this.ensureTable(w.table, w.rows, w.kind === "replaceBlock", fence?.writer);
     });
     const bound = writes.map((w, i) => (infos[i] ? w.rows.map((r, j) => bindRow(w.table, infos[i]!.columns, r, j)) : []));
     return { writes, infos, bound, fence, issuedMs };
@@ -219,6 +221,7 @@ export class SqliteTables extends LedgerEngine implements TableEngine {
       const problem = fenceProblem(fence, this.runs.runRow(fence.taskId, issuedMs));
       if (problem) throw new TableStoreError("STALE_RUN", problem);
     }
+    writes.forEach((w, i) => infos[i] && checkSqliteOwner(this.db, w.table, fence?.writer));
     return writes.map((w, i) => {
       const info = infos[i];
       if (!info) return NO_OUTCOME; // no rows and no table yet: nothing to replace
@@ -311,8 +314,8 @@ export class SqliteTables extends LedgerEngine implements TableEngine {
       .immediate();
   }
 
-  /** ensureTable: the table's info, creating it from `rows` when it does not exist (undefined: no rows to infer from). */
-  private ensureTable(table: string, rows: readonly Row[], blockTable: boolean): TableInfo | undefined {
+  /** ensureTable: the table's info, creating it from `rows` (owned by `writer`) when it does not exist (undefined: no rows to infer from). */
+  private ensureTable(table: string, rows: readonly Row[], blockTable: boolean, writer: TableWriter | null | undefined): TableInfo | undefined {
     let info = this.loadTable(table);
     if (!info) {
       // SQLite's table names ignore case: "STATS" is the table "stats". The metadata's must too, or
@@ -331,7 +334,7 @@ export class SqliteTables extends LedgerEngine implements TableEngine {
           this.db.exec(`CREATE TABLE IF NOT EXISTS "${table}" (${[...defs, ...hidden].join(", ")})`);
           if (blockTable) this.db.exec(`CREATE INDEX IF NOT EXISTS "${scopeIndexName(table)}" ON "${table}" (_chain, _scope_from, _scope_to)`);
           else this.db.exec(`CREATE INDEX IF NOT EXISTS "${callIndexName(table)}" ON "${table}" (_task_id, _call)`);
-          this.db.query(`INSERT OR IGNORE INTO _blockx_tables (name, kinds, block_table) VALUES (?, ?, ?)`).run(table, kindsText(columns), blockTable ? 1 : 0);
+          this.db.query(`INSERT OR IGNORE INTO _blockx_tables (name, kinds, block_table, owner) VALUES (?, ?, ?, ?)`).run(table, kindsText(columns), blockTable ? 1 : 0, ownerOfNewTable(table, writer));
           if (blockTable) this.db.query(`INSERT OR IGNORE INTO _blockx_scope_spans (name, max_span) VALUES (?, 0)`).run(table);
         })
         .immediate();

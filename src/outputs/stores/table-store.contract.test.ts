@@ -478,6 +478,75 @@ for (const kind of KINDS) describe(`table store contract: ${kind.name}`, () => {
     });
   }
 
+  // Issue 51, item 4: any identity could write any table, and a block call with no rows for a
+  // range deleted every row of that range, whoever had written them.
+  test("owners: a table belongs to the writer that created it; another identity's write (rows, or an empty block scope that would delete) is NOT_OWNER naming table and owner, and writes nothing of the call; its owner and an admin may write", async () => {
+    const loc = await kind.location();
+    const [w1, w2] = [store(loc), store(loc)];
+    await w1.openEpoch("e1", "10.0.0.1:7000", 60_000);
+    const runOf = async (taskId: string) => {
+      const c = await w1.claimRun({ taskId, epoch: "e1", workerAddr: "10.0.0.1:7000", supersede: false });
+      if (c.kind !== "claimed") throw new Error(`expected a claim, got ${JSON.stringify(c)}`);
+      return c.fence;
+    };
+    // One after another: the admin's run is the latest, so its block writes are never refused as older.
+    const [ta, tb, tp, tq, tc] = [await runOf("ta"), await runOf("tb"), await runOf("tp"), await runOf("tq"), await runOf("tc")];
+    const alice = { identity: "client/alice", admin: false };
+    const bob = { identity: "client/bob", admin: false };
+    const block = (table: string, from: number, rows: Record<string, number>[]) => ({ kind: "replaceBlock" as const, table, scope: { chain: "eth", fromBlock: from, toBlock: from }, rows });
+    const append = (table: string, rows: Record<string, number>[]) => ({ kind: "append" as const, table, rows });
+    let call = 0;
+    const as = (s: TableStore, fence: RunFence, writer: { identity: string; admin: boolean }, ...writes: Parameters<TableStore["commit"]>[0]) => s.commit(writes, { ...fence, callIndex: ++call, writer });
+    await as(w1, ta, alice, block("blocks", 1, [{ v: 1 }]), block("blocks", 2, [{ v: 2 }]), append("events", [{ v: 1 }]));
+    // Bob's call: a table of his own first, then alice's block 1 with no rows (a delete) and her events.
+    for (const theirs of [block("blocks", 1, []), append("events", [{ v: 9 }]), block("blocks", 3, [{ v: 9 }])]) {
+      const e = await failure(as(w2, tb, bob, append("bobs", [{ v: 9 }]), theirs));
+      expect([e.code, e.message]).toEqual(["NOT_OWNER", `table ${theirs.table} belongs to client/alice: client/bob may not write it (only its owner or an admin may)`]);
+    }
+    expect((await raw(loc, "blocks")).map((r) => Number(r.v)).sort()).toEqual([1, 2]);
+    expect((await raw(loc, "events")).map((r) => Number(r.v))).toEqual([1]);
+    expect(await w1.read("bobs")).toEqual([]); // made (it is his), but none of the refused call's rows
+    // Refused in a group too: calls arriving together, each gets its own answer.
+    const [mine, theirs] = await Promise.allSettled([as(w1, ta, alice, block("blocks", 4, [{ v: 4 }])), as(w1, tb, bob, block("blocks", 2, []))]);
+    expect([mine.status, theirs.status === "rejected" && (theirs.reason as TableStoreError).code]).toEqual(["fulfilled", "NOT_OWNER"]);
+    // Two Unix users behind one proxy are two owners.
+    await as(w1, tp, { identity: "proxy/gw/uid:1000", admin: false }, append("p", [{ v: 1 }]));
+    expect((await failure(as(w2, tq, { identity: "proxy/gw/uid:1001", admin: false }, append("p", [{ v: 2 }])))).message).toContain("table p belongs to proxy/gw/uid:1000: proxy/gw/uid:1001 may not write it");
+    // The owner replaces its rows; an admin may write any table, and does not take it over.
+    await as(w2, ta, alice, block("blocks", 1, [{ v: 11 }]));
+    await as(w2, tc, { identity: "admin/ops", admin: true }, block("blocks", 2, []), append("events", [{ v: 3 }]));
+    expect((await raw(loc, "blocks")).map((r) => Number(r.v)).sort()).toEqual([11, 4]);
+    expect((await failure(as(w2, tb, bob, append("events", [{ v: 9 }])))).code).toBe("NOT_OWNER");
+    // A writer with no identity (BLOCKX_INSECURE) is not checked, and the table it makes is anyone's, for good.
+    await appendRows(w1, "events", [{ v: 4 }]);
+    await appendRows(w1, "shared", [{ v: 1 }]);
+    await as(w2, tb, bob, append("shared", [{ v: 2 }]));
+    await as(w2, ta, alice, append("shared", [{ v: 3 }]));
+    await as(w2, tb, bob, append("shared", [{ v: 4 }]));
+    expect((await raw(loc, "shared")).map((r) => Number(r.v)).sort()).toEqual([1, 2, 3, 4]);
+  });
+
+  test("owners: a store made before owners keeps working: its tables are unowned (anyone may write them), new tables get owners, and an owner an operator sets in the metadata is enforced at once", async () => {
+    const loc = await kind.location();
+    const catalog = loc.startsWith("parquet:") ? join(parquetRootOf(loc), "_blockx", "catalog.sqlite") : loc;
+    const first = store(loc);
+    await appendRows(first, "old", [{ v: 1 }]);
+    await first.close();
+    open.splice(open.indexOf(first), 1);
+    // The metadata as a version without owners left it.
+    await sqlOn(catalog, [`ALTER TABLE _blockx_tables DROP COLUMN owner`]);
+    const s = store(loc);
+    await s.openEpoch("e1", "10.0.0.1:7000", 60_000);
+    const c = await s.claimRun({ taskId: "t", epoch: "e1", workerAddr: "10.0.0.1:7000", supersede: false });
+    if (c.kind !== "claimed") throw new Error("expected a claim");
+    const bob = { ...c.fence, callIndex: 1, writer: { identity: "client/bob", admin: false } };
+    await s.commit([{ kind: "append", table: "old", rows: [{ v: 2 }] }], bob);
+    await s.commit([{ kind: "append", table: "new", rows: [{ v: 1 }] }], bob);
+    await sqlOn(catalog, [`UPDATE _blockx_tables SET owner = 'client/alice' WHERE name = 'old'`]);
+    expect((await failure(s.commit([{ kind: "append", table: "old", rows: [{ v: 3 }] }], { ...bob, callIndex: 2 }))).message).toContain("table old belongs to client/alice");
+    expect((await raw(loc, "old")).map((r) => Number(r.v)).sort()).toEqual([1, 2]);
+  });
+
   test("metadata that someone edited into nonsense is refused when read (CORRUPT_METADATA), not trusted", async () => {
     const loc = await kind.location();
     const s = store(loc);

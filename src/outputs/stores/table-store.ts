@@ -73,7 +73,10 @@ export interface ReadOptions {
  *   error; no call ever blocks the event loop;
  * - fencing (src/outputs/stores/run-fence.ts): runs are claimed, Worker epochs hold leases, and a
  *   commit under a fence whose run is no longer current is refused with STALE_RUN in the commit's
- *   own transaction, as is a block-table write over rows of a run claimed after its own.
+ *   own transaction, as is a block-table write over rows of a run claimed after its own;
+ * - owners (table-owner.ts): a table records the writer that created it (the fence's `writer`),
+ *   and a commit by another non-admin writer is refused with NOT_OWNER in the commit's own
+ *   transaction, nothing of the call written.
  */
 export interface TableStore {
   /** What the store is, for messages: `sqlite:/path` or the Postgres URL without its password. */
@@ -133,10 +136,11 @@ export async function appendRows(store: TableStore, table: string, rows: readonl
  * not fit, a reserved table name); STORE_UNAVAILABLE is retryable (down, unreachable, timed out,
  * locked past the statement timeout); NO_SUCH_TABLE answers a read; STALE_RUN refuses a commit of
  * a run that is no longer current (or over a later run's rows) and SCOPE_CONFLICT a block write
- * that would cut an earlier scope, neither retryable; CORRUPT_METADATA and INTERNAL are the
- * store's own faults.
+ * that would cut an earlier scope, neither retryable; NOT_OWNER refuses a commit to a table that
+ * belongs to another identity (table-owner.ts), not retryable; CORRUPT_METADATA and INTERNAL are
+ * the store's own faults.
  */
-export type TableStoreErrorCode = "ROW_MISMATCH" | "INVALID_ARGUMENT" | "STORE_UNAVAILABLE" | "NO_SUCH_TABLE" | "CORRUPT_METADATA" | "STALE_RUN" | "SCOPE_CONFLICT" | "INTERNAL";
+export type TableStoreErrorCode = "ROW_MISMATCH" | "INVALID_ARGUMENT" | "STORE_UNAVAILABLE" | "NO_SUCH_TABLE" | "CORRUPT_METADATA" | "STALE_RUN" | "SCOPE_CONFLICT" | "NOT_OWNER" | "INTERNAL";
 
 /** TableStoreError: the table stores' one error type; the code says whose fault it is. */
 export class TableStoreError extends Error {

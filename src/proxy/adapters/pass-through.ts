@@ -6,6 +6,7 @@ import type { Counter } from "../../common/metrics/metrics";
 import { channelFor } from "../../common/tls/grpc-tls";
 import type { PeerRole } from "../../common/tls/peer-identity";
 import type { TlsSetting } from "../../common/tls/tls-setting";
+import { SUB_IDENTITY_HEADER, subIdentityOfUid } from "../../common/tls/sub-identity";
 import { WORKER_ADDR_HEADER, type ProxyRouter, type RoutedService } from "../core/proxy-router";
 
 /** Method paths the proxy serves and their streaming shape (from the generated service definitions). */
@@ -66,6 +67,8 @@ function statusError(s: grpc.StatusObject): grpc.ServiceError {
 export class PassThrough {
   private readonly upstreams = new Map<string, Upstream>();
   private readonly sweeper: ReturnType<typeof setInterval>;
+  /** With a proxy's certificate, each call names its caller's Unix user upstream (sub-identity.ts). */
+  private readonly namesCallers: boolean;
 
   /**
    * `isWorker` says whether an address is a registered Worker: worker.v1 calls go nowhere else
@@ -81,6 +84,7 @@ export class PassThrough {
     private readonly idleMs: number,
   ) {
     this.sweeper = setInterval(() => this.evictIdle(), Math.max(100, Math.floor(idleMs / 2)));
+    this.namesCallers = tls.kind === "mtls" && tls.identity.role === "proxy";
   }
 
   get upstreamCount(): number {
@@ -149,13 +153,25 @@ export class PassThrough {
   }
 
   /**
-   * logCaller logs each call with the uid and pid of the process at the socket's other end
-   * (SO_PEERCRED): every caller shares the proxy's certificate upstream, so this is who did what.
+   * upstreamMetadata: the caller's metadata as relayed, and who the caller is. The uid and pid of
+   * the process at the socket's other end (SO_PEERCRED: the kernel's word) are logged with each
+   * call; with a proxy's certificate the uid goes upstream as the call's sub-identity (owner of its
+   * tasks, tables and executors), and a call whose peer cannot be read is refused rather than
+   * relayed as nobody in particular. A sub-identity the caller sent itself is never relayed.
    */
-  private logCaller(call: object, path: string): void {
-    if (!this.log.isLevelEnabled("info")) return;
+  private upstreamMetadata(call: grpc.ServerUnaryCall<Buffer, Buffer> | grpc.ServerWritableStream<Buffer, Buffer>, path: string): grpc.Metadata | grpc.ServiceError {
+    const md = relayable(call.metadata);
+    md.remove(SUB_IDENTITY_HEADER);
+    if (!this.namesCallers && !this.log.isLevelEnabled("info")) return md;
     const creds = peerCredentials(socketFdOf(call));
     this.log.info({ path, peerUid: creds?.uid ?? null, peerPid: creds?.pid ?? null }, "relaying call");
+    if (!this.namesCallers) return md;
+    if (creds === null) {
+      this.calls.inc({ service: "unrouted", code: "UNAUTHENTICATED" });
+      return grpcError(grpc.status.UNAUTHENTICATED, `${path}: the proxy cannot read the caller's Unix user from its socket (SO_PEERCRED), so it cannot say upstream who calls: refused`);
+    }
+    md.set(SUB_IDENTITY_HEADER, subIdentityOfUid(creds.uid));
+    return md;
   }
 
   private count(path: string, code: grpc.status): void {
@@ -164,11 +180,12 @@ export class PassThrough {
 
   private unary(path: string): grpc.handleUnaryCall<Buffer, Buffer> {
     return async (call, callback) => {
-      this.logCaller(call, path);
+      const md = this.upstreamMetadata(call, path);
+      if (!(md instanceof grpc.Metadata)) return callback(md);
       const up = await this.upstream(call.metadata, path);
       if (!("client" in up)) return callback(up);
       let response: Buffer | undefined;
-      const upstream = up.client.makeUnaryRequest(path, identity, identity, call.request, relayable(call.metadata), { deadline: call.getDeadline() }, (_err, value) => {
+      const upstream = up.client.makeUnaryRequest(path, identity, identity, call.request, md, { deadline: call.getDeadline() }, (_err, value) => {
         response = value;
       });
       upstream.on("metadata", (md) => call.sendMetadata(relayable(md)));
@@ -185,14 +202,14 @@ export class PassThrough {
 
   private serverStream(path: string): grpc.handleServerStreamingCall<Buffer, Buffer> {
     return async (call) => {
-      this.logCaller(call, path);
-      const up = await this.upstream(call.metadata, path);
+      const md = this.upstreamMetadata(call, path);
+      const up = md instanceof grpc.Metadata ? await this.upstream(call.metadata, path) : md;
       if (!("client" in up)) {
         call.emit("error", up);
         return;
       }
       let ended = false;
-      const upstream = up.client.makeServerStreamRequest(path, identity, identity, call.request, relayable(call.metadata), { deadline: call.getDeadline() });
+      const upstream = up.client.makeServerStreamRequest(path, identity, identity, call.request, md as grpc.Metadata, { deadline: call.getDeadline() });
       upstream.on("metadata", (md) => call.sendMetadata(relayable(md)));
       upstream.on("data", (b: Buffer) => {
         if (!call.write(b)) {

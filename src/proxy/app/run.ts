@@ -54,6 +54,12 @@ function groupId(group: string): number {
 export async function runProxy(config: ProxyConfig): Promise<void> {
   const log = createLogger(config.logLevel, { role: "proxy" });
   announceTls(log, config.tls);
+  if (config.tls.kind === "mtls" && config.tls.identity.role !== "proxy") {
+    log.warn(
+      { identity: `${config.tls.identity.role}/${config.tls.identity.name}` },
+      "this proxy's certificate is not a proxy's (blockx certs --role proxy --name NAME): every Unix user of its socket acts upstream as this one identity, sharing its tasks, tables and warm executors",
+    );
+  }
   announceEtcdAccess(log, config.etcd);
   const socketPath = resolve(config.socketPath);
   const registry = new MetricsRegistry();

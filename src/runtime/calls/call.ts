@@ -40,6 +40,8 @@ export const CallErrorCode = {
   StaleRun: "STALE_RUN",
   /** A block-table write would have cut a scope written before (its other blocks would lose their rows). Not retried. */
   ScopeConflict: "SCOPE_CONFLICT",
+  /** The table belongs to another identity: only its owner or an admin may write it (the store wrote nothing of the call). Not retried. */
+  NotOwner: "NOT_OWNER",
   Internal: "INTERNAL",
 } as const;
 export type CallErrorCode = (typeof CallErrorCode)[keyof typeof CallErrorCode];

@@ -1,8 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { randomBytes } from "node:crypto";
 import { grpcError } from "../../common/grpc/grpc-server";
-import { callerOf } from "../../common/tls/grpc-tls";
-import { identityKey } from "../../common/tls/peer-identity";
+import { callerKeyOf } from "../../common/tls/sub-identity";
 import type { TlsSetting } from "../../common/tls/tls-setting";
 import type { Logger } from "../../common/logging/logger";
 import type { Counter, Histogram, MetricsRegistry } from "../../common/metrics/metrics";
@@ -203,8 +202,8 @@ export class SyncInvokerService {
    * the operator made them one owner (EXECUTOR_OWNER_WITHOUT_IDENTITY=shared).
    */
   private ownerKeyOf(call: grpc.ServerUnaryCall<InvokeRequest, unknown>, callId: string, rpc: Rpc): string {
-    const caller = callerOf(this.deps.tls, call, ["client", "admin"], rpc);
-    return executorOwnerKey(caller.ok && caller.identity !== null ? identityKey(caller.identity) : null, this.deps.ownerWithoutIdentity, `request:${callId}`);
+    const caller = callerKeyOf(this.deps.tls, call, rpc);
+    return executorOwnerKey(caller.ok ? caller.key : null, this.deps.ownerWithoutIdentity, `request:${callId}`);
   }
 
   private async precheck(req: PrecheckRequest): Promise<PrecheckResponse> {

@@ -1,6 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { addStrictService } from "../../common/grpc/malformed-requests";
-import { announceTls, requireRoles, loadedServerCredentials } from "../../common/tls/grpc-tls";
+import { announceTls, loadedServerCredentials } from "../../common/tls/grpc-tls";
+import { requireClientCallers } from "../../common/tls/sub-identity";
 import { bindGrpcServer, GRPC_SERVER_OPTIONS, shutdownGrpcServer } from "../../common/grpc/grpc-server";
 import { HealthStatus, ServingStatus } from "../../common/grpc/health-service";
 import { sdNotify } from "../../common/lifecycle/sd-notify";
@@ -76,7 +77,7 @@ export async function runSyncInvoker(config: SyncInvokerConfig): Promise<void> {
   const grpcServer = new grpc.Server(GRPC_SERVER_OPTIONS);
   const health = new HealthStatus(["syncinvoker.v1.SyncInvokerService"]);
   health.register(grpcServer);
-  addStrictService(grpcServer, SyncInvokerServiceService, requireRoles(config.tls, ["client", "admin"], svc.handlers()));
+  addStrictService(grpcServer, SyncInvokerServiceService, requireClientCallers(config.tls, svc.handlers()));
   const boundAddr = await bindGrpcServer(grpcServer, config.listenAddr, await loadedServerCredentials(config.tls));
   const metricsServer = startMetricsServer(registry, config.prometheusListenAddr, config.prometheusPath, log);
 

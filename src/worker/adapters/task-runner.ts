@@ -15,6 +15,7 @@ import type { TaskPlan } from "../core/task-plan";
 import type { WorkerEvent } from "../core/worker-core-events";
 import type { TableStore } from "../../outputs/stores/table-store";
 import type { RunFence } from "../../outputs/stores/run-fence";
+import { writerOf } from "../../outputs/stores/table-owner";
 import { WriterSetupError } from "../../outputs/output";
 import { TaskOutputs } from "../../outputs/task-outputs";
 import { blockTablesOf } from "../../outputs/output-kinds";
@@ -146,7 +147,7 @@ export class TaskRunner {
    * Plans accepted and not yet forgotten (a task is started from its plan), with their owner label
    * and the run they were claimed as (a task writing tables; every commit carries it), or null.
    */
-  private readonly plans = new Map<string, { readonly plan: TaskPlan; readonly owner: string; readonly identity: string; readonly fence: RunFence | null }>();
+  private readonly plans = new Map<string, { readonly plan: TaskPlan; readonly owner: string; readonly identity: string; readonly fence: RunFence | null; readonly admin: boolean }>();
   /** What each task's calls logged and printed, bounded, until the task is forgotten. */
   private readonly logs: TaskLogBook;
   private readonly tasks = new Map<string, RunningTask>();
@@ -180,10 +181,14 @@ export class TaskRunner {
     this.logs = new TaskLogBook(deps.logCaps);
   }
 
-  /** accept keeps a validated plan (and its run's fence) until WorkerCore starts the task; false if the id is known already. */
-  accept(plan: TaskPlan, owner = "", identity = "", fence: RunFence | null = null): boolean {
+  /**
+   * accept keeps a validated plan (and its run's fence) until WorkerCore starts the task; false if
+   * the id is known already. `identity` (with `admin`) is the requester's: the task's executor
+   * owner and the writer its tables belong to.
+   */
+  accept(plan: TaskPlan, owner = "", identity = "", fence: RunFence | null = null, admin = false): boolean {
     if (this.plans.has(plan.taskId)) return false;
-    this.plans.set(plan.taskId, { plan, owner, identity, fence });
+    this.plans.set(plan.taskId, { plan, owner, identity, fence, admin });
     return true;
   }
 
@@ -240,7 +245,8 @@ export class TaskRunner {
         tables: this.deps.tables,
         ...(this.deps.maxResultBytes !== undefined ? { maxResultBytes: this.deps.maxResultBytes } : {}),
       };
-      outputs = TaskOutputs.open(plan.outputs, deps, this.plans.get(taskId)?.fence ?? null);
+      const accepted = this.plans.get(taskId);
+      outputs = TaskOutputs.open(plan.outputs, deps, accepted?.fence ?? null, writerOf(accepted?.identity ?? "", accepted?.admin ?? false));
     } catch (e) {
       if (!(e instanceof WriterSetupError)) throw e;
       this.end(taskId, { returnValues: [], firstError: undefined, writes: [] }, { type: "taskFailed", taskId, error: { code: CallErrorCode.Internal, message: e.message } });

@@ -107,7 +107,7 @@ export class WorkerDriver {
       if (this.core.wouldStart(plan.taskId, slotId, requester)) ({ plan, fence } = await this.claims.prepare(plan, resubmit));
     }
     // Kept before the core decides, so that startTask finds it; dropped again if nothing starts.
-    const fresh = this.runner.accept(plan, owner, requester.identity, fence);
+    const fresh = this.runner.accept(plan, owner, requester.identity, fence, requester.admin);
     const decision = this.driver.decide<SnapshotReply>({ type: "taskSubmitted", task: { taskId: plan.taskId, timeoutMs: plan.timeoutMs }, slotId, requester });
     if (fresh && !decision.instructions.some((i) => i.type === "startTask")) {
       this.runner.forget(plan.taskId);

@@ -27,8 +27,8 @@ import { workerCodeToGRPC } from "./worker-code-to-grpc";
 import { ErrorCode } from "../../common/error-code";
 import { taskIdProblem } from "../../common/task-id";
 import { CLIENT_IDENTITY_HEADER } from "../../common/tls/client-identity-header";
+import { callerKeyOf, parseCallerKey } from "../../common/tls/sub-identity";
 import { callerOf } from "../../common/tls/grpc-tls";
-import { identityKey, parseIdentityKey } from "../../common/tls/peer-identity";
 import type { TlsSetting } from "../../common/tls/tls-setting";
 import { ANONYMOUS, type Requester } from "../core/worker-core-events";
 
@@ -482,27 +482,27 @@ export class WorkerService {
     if (!caller.ok) return caller;
     if (caller.identity === null) return { ok: true, requester: ANONYMOUS };
     const raw = call.metadata.get(CLIENT_IDENTITY_HEADER)[0];
-    const client = typeof raw === "string" ? parseIdentityKey(raw) : null;
-    if (client === null || (client.role !== "client" && client.role !== "admin")) {
-      return { ok: false, error: grpcError(grpc.status.INVALID_ARGUMENT, `RequestTaskSlot: ${CLIENT_IDENTITY_HEADER} must name the client (client/NAME or admin/NAME), got ${JSON.stringify(raw ?? "")}`) };
+    const client = typeof raw === "string" ? parseCallerKey(raw) : null;
+    if (client === null) {
+      return { ok: false, error: grpcError(grpc.status.INVALID_ARGUMENT, `RequestTaskSlot: ${CLIENT_IDENTITY_HEADER} must name the client (client/NAME, admin/NAME, proxy/NAME or proxy/NAME/uid:UID), got ${JSON.stringify(raw ?? "")}`) };
     }
-    return { ok: true, requester: { identity: identityKey(client), admin: false } };
+    return { ok: true, requester: { identity: client, admin: false } };
   }
 
   /**
-   * taskRequester: every task RPC comes from a client or an admin certificate, whose identity is
-   * the requester and the owner label. Under BLOCKX_INSECURE the requester is anonymous and the
-   * label is the unauthenticated x-blockx-owner header (a name for `blockx tasks`, not a proof).
+   * taskRequester: every task RPC comes from a client, an admin or a proxy certificate, whose
+   * identity (with the Unix user a proxy names: sub-identity.ts) is the requester and the owner
+   * label. Under BLOCKX_INSECURE the requester is anonymous and the label is the unauthenticated
+   * x-blockx-owner header (a name for `blockx tasks`, not a proof).
    */
   private taskRequester(
     call: { metadata: grpc.Metadata; getAuthContext?: grpc.ServerUnaryCall<unknown, unknown>["getAuthContext"] },
     method: string,
   ): { ok: true; requester: Requester; label: string } | { ok: false; error: grpc.ServiceError } {
-    const caller = callerOf(this.tls, call, ["client", "admin"], method);
+    const caller = callerKeyOf(this.tls, call, method);
     if (!caller.ok) return caller;
-    if (caller.identity === null) return { ok: true, requester: ANONYMOUS, label: ownerOf(call.metadata) };
-    const key = identityKey(caller.identity);
-    return { ok: true, requester: { identity: key, admin: caller.identity.role === "admin" }, label: key };
+    if (caller.key === null) return { ok: true, requester: ANONYMOUS, label: ownerOf(call.metadata) };
+    return { ok: true, requester: { identity: caller.key, admin: caller.admin }, label: caller.key };
   }
 
   private reply(callback: grpc.sendUnaryData<TaskSnapshot>, r: SnapshotReply): void {
