@@ -1,7 +1,8 @@
 import type { ChainsConfig } from "../common/config/chains-config";
 import { openTableStore } from "../outputs/stores/open-table-store";
 import { TableStoreError, type TableStore } from "../outputs/stores/table-store";
-import { describeFinding, TableVerification, type VerifyFinding } from "../outputs/table-verification";
+import { describeFinding, TableVerification, withLedgerScopes, type VerifyFinding } from "../outputs/table-verification";
+import { scopeLedgerName } from "../outputs/stores/table-schema";
 import { BackendError } from "../runtime/backend-error";
 import type { BlockHeader } from "../runtime/chains/blockdb/answer-checks";
 import { BlockReader } from "../runtime/chains/blockdb/block-reader";
@@ -63,6 +64,8 @@ interface Report {
   readonly fromBlock: number;
   readonly toBlock: number;
   readonly empty: boolean;
+  /** Scopes the ledger records with no rows (counted among the scopes). */
+  readonly emptyScopes?: number;
 }
 
 async function verify(r: VerifyRequest, store: TableStore, router: ChainRouter): Promise<Report> {
@@ -84,22 +87,42 @@ async function verify(r: VerifyRequest, store: TableStore, router: ChainRouter):
     }
   };
   await chainCall(async () => router.route(r.chain)); // a chain CHAINS_CONFIG does not name is a usage error, table or not
-  const bounds = r.range ?? (await storeCall(() => store.scopeBounds(r.table, r.chain)));
-  if (bounds === null) {
-    await storeCall(() => store.scopeCounts(r.table, r.chain, 0, 0)); // a table that does not exist fails here, not as "empty"
-    return { verification: new TableVerification(0, -1), findings: [], fromBlock: 0, toBlock: -1, empty: true };
-  }
+  // The table's scope ledger (written with every commit since it exists) records scopes whose
+  // function returned no rows: those blocks are written, not missing. A table whose every call
+  // returned nothing exists only as its ledger.
+  const ledger = scopeLedgerName(r.table);
+  const absentIsNull = async <T>(f: () => Promise<T>): Promise<T | "absent"> => {
+    try {
+      return await f();
+    } catch (e) {
+      if (e instanceof TableStoreError && e.code === "NO_SUCH_TABLE") return "absent";
+      return storeCall(() => Promise.reject(e));
+    }
+  };
+  const tableBounds = await absentIsNull(() => store.scopeBounds(r.table, r.chain));
+  const ledgerBounds = await absentIsNull(() => store.scopeBounds(ledger, r.chain));
+  if (tableBounds === "absent" && ledgerBounds === "absent") await storeCall(() => store.scopeCounts(r.table, r.chain, 0, 0)); // no such table: fails here, not as "empty"
+  const known = [tableBounds, ledgerBounds].filter((b): b is { fromBlock: number; toBlock: number } => b !== null && b !== "absent");
+  const bounds = r.range ?? (known.length === 0 ? null : { fromBlock: Math.min(...known.map((b) => b.fromBlock)), toBlock: Math.max(...known.map((b) => b.toBlock)) });
+  if (bounds === null) return { verification: new TableVerification(0, -1), findings: [], fromBlock: 0, toBlock: -1, empty: true };
   const v = new TableVerification(bounds.fromBlock, bounds.toBlock);
   const findings: VerifyFinding[] = [];
   const linked = router.source(r.chain).linkedParents !== false;
   const window = r.config.verifyWindowBlocks;
   // A scope that starts before the range and reaches into it covers its first blocks.
-  const before = await storeCall(() => store.wideScopes(r.table, r.chain, bounds.fromBlock, bounds.fromBlock, 16));
+  const before = tableBounds === "absent" ? [] : await storeCall(() => store.wideScopes(r.table, r.chain, bounds.fromBlock, bounds.fromBlock, 16));
   let from = Math.min(bounds.fromBlock, ...before.map((s) => s.fromBlock));
   let last: BlockHeader | undefined;
+  let emptyScopes = 0;
   for (; from <= bounds.toBlock; from += window) {
     const to = Math.min(from + window - 1, bounds.toBlock);
-    const [scopes, headers] = await Promise.all([storeCall(() => store.scopeCounts(r.table, r.chain, from, to)), chainCall(() => reader.headers(r.chain, from, to))]);
+    const [own, recorded, headers] = await Promise.all([
+      tableBounds === "absent" ? [] : storeCall(() => store.scopeCounts(r.table, r.chain, from, to)),
+      ledgerBounds === "absent" ? [] : storeCall(() => store.scopeCounts(ledger, r.chain, from, to)),
+      chainCall(() => reader.headers(r.chain, from, to)),
+    ]);
+    const { scopes, empty } = withLedgerScopes(own, recorded);
+    emptyScopes += empty;
     if (linked && last !== undefined && headers[0]!.parentHash !== last.hash) {
       throw new VerifyFailed(`chain ${r.chain}: block ${from}'s parent is ${headers[0]!.parentHash}, but block ${last.number} was ${last.hash}: the chain reorganised while verify read it; run it again`, EXIT.UNREACHABLE);
     }
@@ -112,13 +135,13 @@ async function verify(r: VerifyRequest, store: TableStore, router: ChainRouter):
     findings.push(...v.add(scopes, (n) => hashes.get(n)));
   }
   findings.push(...v.finish());
-  return { verification: v, findings, fromBlock: bounds.fromBlock, toBlock: bounds.toBlock, empty: false };
+  return { verification: v, findings, fromBlock: bounds.fromBlock, toBlock: bounds.toBlock, empty: false, emptyScopes };
 }
 
 function print(r: VerifyRequest, report: Report, seconds: number): void {
   const t = report.verification.tally;
   if (r.json) {
-    console.log(JSON.stringify({ table: r.table, chain: r.chain, fromBlock: report.fromBlock, toBlock: report.toBlock, clean: report.verification.clean, ...t, seconds: Number(seconds.toFixed(3)), findings: report.findings }));
+    console.log(JSON.stringify({ table: r.table, chain: r.chain, fromBlock: report.fromBlock, toBlock: report.toBlock, clean: report.verification.clean, ...t, emptyScopes: report.emptyScopes ?? 0, seconds: Number(seconds.toFixed(3)), findings: report.findings }));
     return;
   }
   if (report.empty) {
@@ -135,7 +158,8 @@ function print(r: VerifyRequest, report: Report, seconds: number): void {
   for (const [kind, n] of shown) if (n > max) console.log(`${kind}: ${n - max} more not printed (VERIFY_MAX_PRINTED=${max})`);
   if (t.unhashed > 0) console.log(`unhashed: ${t.unhashed} scope(s) record no block hash (written before hashes were recorded, or on a chain the Worker could not reach): not compared`);
   const blocks = report.toBlock - report.fromBlock + 1;
-  const summary = `${r.table} on ${r.chain}, blocks ${report.fromBlock}..${report.toBlock}: ${blocks} blocks, ${t.scopes} scopes, ${t.rows} rows in ${seconds.toFixed(2)} s`;
+  const empties = report.emptyScopes ? ` (${report.emptyScopes} with no rows, in the scope ledger)` : "";
+  const summary = `${r.table} on ${r.chain}, blocks ${report.fromBlock}..${report.toBlock}: ${blocks} blocks, ${t.scopes} scopes${empties}, ${t.rows} rows in ${seconds.toFixed(2)} s`;
   if (report.verification.clean) console.log(`verified ${summary}: nothing missing, stale or doubled`);
   else console.log(`FAILED ${summary}: ${t.missingBlocks} block(s) missing, ${t.staleScopes} stale scope(s), ${t.doubledScopes} doubled scope(s)`);
 }

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { ScopeCount } from "./stores/table-store";
-import { describeFinding, TableVerification } from "./table-verification";
+import { describeFinding, TableVerification, withLedgerScopes } from "./table-verification";
 
 const hash = (n: number, fork = "") => "0x" + (fork + n.toString(16)).padStart(64, "0");
 const canonical = (n: number) => hash(n);
@@ -41,5 +41,20 @@ describe("TableVerification", () => {
     const empty = new TableVerification(0, 999);
     expect(empty.finish()).toEqual([{ kind: "missing", fromBlock: 0, toBlock: 999 }]);
     expect(empty.tally.missingBlocks).toBe(1000);
+  });
+
+  test("withLedgerScopes: the ledger's scopes the table lacks join as scopes of 0 rows, in order; those it holds add nothing", () => {
+    const sc = (f: number, t: number, rows: number, h = "0xa") => ({ fromBlock: f, toBlock: t, blockHash: h, runSeq: 1, rows });
+    const { scopes, empty } = withLedgerScopes([sc(1, 1, 3), sc(4, 4, 2)], [sc(1, 1, 1), sc(2, 2, 1), sc(3, 3, 1), sc(4, 4, 1), sc(5, 5, 1, "0xb")]);
+    expect(empty).toBe(3);
+    expect(scopes.map((s) => [s.fromBlock, s.rows, s.blockHash])).toEqual([
+      [1, 3, "0xa"],
+      [2, 0, "0xa"],
+      [3, 0, "0xa"],
+      [4, 2, "0xa"],
+      [5, 0, "0xb"],
+    ]);
+    const v = new TableVerification(1, 5);
+    expect([...v.add(scopes, () => "0xa"), ...v.finish()].map((f) => f.kind)).toEqual(["stale"]);
   });
 });

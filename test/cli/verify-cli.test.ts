@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SqliteTableStore } from "../../src/outputs/stores/sqlite-table-store";
 import { replaceBlockRows } from "../../src/outputs/stores/table-store";
+import { BlockTableWriter } from "../../src/outputs/block-table-output";
 import { AnvilNode, ANVIL_CHAIN_ID } from "../support/anvil";
 import { BLOCKX_BINARY } from "../support/blockx-process";
 
@@ -76,6 +77,30 @@ describe("blockx verify", () => {
     expect(lines.find((l) => l.startsWith("doubled: scope 3..3 written 2 times: run 0 (2 rows"))).toBeDefined();
     expect(lines.at(-1)).toContain("FAILED facts on dev, blocks 1..12: 12 blocks");
     expect(lines.at(-1)).toContain("1 block(s) missing, 2 stale scope(s), 1 doubled scope(s)");
+  });
+
+  test("blocks whose function returned no rows are written, not missing: the table's scope ledger records them (stale ones too)", async () => {
+    // Written the way a Worker writes: BlockTableWriter stages the rows and the scope ledger's entry, one commit per call.
+    const write = async (path: string, table: string, blocks: number[], rowsOf: (n: number) => { block: number }[]) => {
+      const store = new SqliteTableStore(path, { inline: true });
+      const w = new BlockTableWriter(table, (input) => ({ chain: "dev", fromBlock: (input as { n: number }).n, toBlock: (input as { n: number }).n }));
+      for (const n of blocks) await store.commit(w.stage({ index: n, input: { n }, value: rowsOf(n), blockHash: (await anvil.block(n)).hash }));
+      await store.close();
+    };
+    const head = await anvil.head();
+    const path = join(dir, "ledger.sqlite");
+    await write(path, "sparse", range(head - 5, head), (n) => (n % 2 === 0 ? [{ block: n }] : []));
+    await write(path, "nothing", range(head - 2, head), () => []);
+    const sparse = verify(path, "sparse", "--chain", "dev");
+    expect([sparse.code, sparse.err]).toEqual([0, ""]);
+    expect(sparse.out).toContain(`verified sparse on dev, blocks ${head - 5}..${head}: 6 blocks, 6 scopes (3 with no rows, in the scope ledger), 3 rows`);
+    const nothing = verify(path, "nothing", "--chain", "dev", "--json");
+    expect(JSON.parse(nothing.out)).toMatchObject({ clean: true, fromBlock: head - 2, toBlock: head, scopes: 3, rows: 0, emptyScopes: 3 });
+    // An empty scope computed from a block a reorganisation then replaced is stale like any other.
+    await anvil.reorg(1);
+    const stale = verify(path, "nothing", "--chain", "dev");
+    expect(stale.code).toBe(1);
+    expect(stale.out).toContain(`stale: scope ${head}..${head} was computed from block ${head}`);
   });
 
   test("bad input is a usage error naming it (exit 2): no --chain, a range backwards, no such table, a normal table, a chain of another id", async () => {
