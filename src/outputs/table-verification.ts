@@ -2,7 +2,8 @@ import type { ScopeCount } from "./stores/table-store";
 
 /**
  * VerifyFinding: one thing `blockx verify` found wrong with a block table over a block range.
- * - `missing`: blocks no scope covers (no rows: never written, or the function returned none);
+ * - `missing`: blocks no scope covers: no rows, and (for a table written since the scope ledger) no
+ *   ledger entry either: never written (a scope whose function returned no rows is in the ledger);
  * - `stale`: a scope whose recorded hash is not the canonical hash of its last block now (its
  *   rows were computed from a block a reorganisation orphaned);
  * - `doubled`: blocks written twice: one scope by two writes (two runs, two hashes), or two
@@ -110,6 +111,19 @@ export class TableVerification {
     this.tally.missingBlocks += to - from + 1;
     return { kind: "missing", fromBlock: from, toBlock: to };
   }
+}
+
+/**
+ * withLedgerScopes: a window's scopes of the table, with the scopes its scope ledger records that
+ * hold no rows (a call whose function returned none: written, not missing) added as scopes of 0
+ * rows, in (fromBlock, toBlock) order. A ledger scope the table also holds adds nothing (the table's
+ * rows and their hash are what is checked).
+ */
+export function withLedgerScopes(scopes: readonly ScopeCount[], ledger: readonly ScopeCount[]): { scopes: ScopeCount[]; empty: number } {
+  const held = new Set(scopes.map((s) => `${s.fromBlock}..${s.toBlock}`));
+  const empty = ledger.filter((s) => !held.has(`${s.fromBlock}..${s.toBlock}`)).map((s) => ({ ...s, rows: 0 }));
+  if (empty.length === 0) return { scopes: [...scopes], empty: 0 };
+  return { scopes: [...scopes, ...empty].sort((a, b) => a.fromBlock - b.fromBlock || a.toBlock - b.toBlock), empty: empty.length };
 }
 
 /** describeFinding: a finding as `blockx verify` prints it. */
