@@ -121,6 +121,16 @@ describe("blockx follow against anvil", () => {
         expect(rewound.forkBlock).toBe(head - depth);
         const newHead = await caughtUp(table, p);
         expect(newHead).toBe(head + 1);
+        // What `blockx tasks` shows of it: the follower's own status, published in etcd.
+        const deadline = Date.now() + 10_000;
+        let shown: Record<string, unknown> | undefined;
+        while (Date.now() < deadline) {
+          const t = run(["tasks", "--followers", "--json"]);
+          shown = (JSON.parse(t.out) as Record<string, unknown>[]).find((f) => f.table === table);
+          if (shown && shown.position === newHead) break;
+          await Bun.sleep(100);
+        }
+        expect(shown).toMatchObject({ chain: "dev", state: "IDLE", position: newHead, lag: 0, reorgs: 1, lastReorg: { forkBlock: head - depth, orphanedFrom: head - depth + 1, orphanedTo: head } });
       } finally {
         expect(await p.stop("SIGTERM")).toBe(0);
       }
