@@ -35,7 +35,8 @@ beforeAll(async () => {
   fnPath = join(cluster.dir, "blocks.py");
   writeFileSync(fnPath, FN);
   // Finality depth 8: a reorganisation 3 deep is followed, one 10 deep is not.
-  chains = JSON.stringify({ chains: { dev: { source: "rpc", endpoints: [anvil.url], chainId: ANVIL_CHAIN_ID, finalityDepth: 8 } } });
+  // And `ethereum`, the synthetic local test chain (blockx dev's), which cannot reorganise.
+  chains = JSON.stringify({ chains: { dev: { source: "rpc", endpoints: [anvil.url], chainId: ANVIL_CHAIN_ID, finalityDepth: 8 }, ethereum: { source: "localtestservice" } } });
   await cluster.worker({ CHAINS_CONFIG: chains, EXECUTOR_COUNT: "2" });
   await cluster.withFreeCapacity(1);
   coordinatorAddr = (await cluster.coordinator()).addr;
@@ -54,11 +55,11 @@ function follow(table: string, env: Record<string, string> = {}): BlockxProcess 
 }
 
 /** ledger: the blocks the table's scope ledger holds, with their hashes. */
-function ledger(table: string): Map<number, string> {
+function ledger(table: string, chain = "dev"): Map<number, string> {
   const r = new RawTableReader(cluster.tableStorePath);
   try {
     if (!r.hasTable(scopeLedgerName(table))) return new Map();
-    return new Map(r.query(scopeLedgerName(table), "WHERE _chain = 'dev' ORDER BY _scope_from").map((x) => [Number(x._scope_to), String(x._block_hash)]));
+    return new Map(r.query(scopeLedgerName(table), "WHERE _chain = ? ORDER BY _scope_from", [chain]).map((x) => [Number(x._scope_to), String(x._block_hash)]));
   } finally {
     r.close();
   }
@@ -203,6 +204,20 @@ describe("blockx follow against anvil", () => {
     const v = run(["verify", table, "--chain", "dev", "--blocks", `${from}..${head}`]);
     expect(v.code).toBe(1);
     expect(v.out.split("\n").filter((l) => l.startsWith("stale: scope"))).toHaveLength(6);
+  }, 120_000);
+
+  test("on the local test chain (blockx dev's, which cannot reorganise and records no hashes) it follows from the hashes it reads", async () => {
+    const table = "follow_local";
+    const p = follow(table, { FOLLOW_CHAIN: "ethereum", FOLLOW_FROM: "19999990" });
+    try {
+      const deadline = Date.now() + 60_000;
+      while (Math.max(-1, ...ledger(table, "ethereum").keys()) < 20_000_000 && Date.now() < deadline && p.proc.exitCode === null) await Bun.sleep(100);
+      if (p.proc.exitCode !== null) await Bun.sleep(200);
+      expect([p.proc.exitCode, p.stderr, [...ledger(table, "ethereum").keys()].length]).toEqual([null, "", 11]);
+    } finally {
+      expect(await p.stop("SIGTERM")).toBe(0);
+    }
+    expect(rows(table).map(([n]) => n)).toEqual(Array.from({ length: 11 }, (_, i) => 19_999_990 + i));
   }, 120_000);
 
   test("bad input is a usage error naming it (exit 2): no table, no chain, no function, an empty table without --from, a chain CHAINS_CONFIG lacks", async () => {

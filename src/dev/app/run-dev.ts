@@ -12,7 +12,7 @@ import { locateEtcd } from "../adapters/etcd-binary";
 import { freePort, freePorts } from "../adapters/free-port";
 import { CertIssuer } from "../../common/tls/cert-issuer";
 import { clientEnvironment, devLayout, etcdTlsOf, launchFor, renderEnvFile, type DevLayout, type DevTls } from "../core/child-launch";
-import { DEFAULT_WORKER_WRITE_PREFIXES, ETCD_USERS, etcdRolesPlan } from "../../common/etcd/etcd-roles";
+import { DEFAULT_WORKER_WRITE_PREFIXES, ETCD_USERS, FOLLOWER_ROLE, etcdRolesPlan } from "../../common/etcd/etcd-roles";
 import { planChildren, type ChildRole } from "../core/dev-plan";
 import { DevError } from "../core/dev-error";
 import { SupervisorCore } from "../core/supervisor-core";
@@ -113,7 +113,13 @@ function devTls(config: DevConfig, layout: DevLayout): DevTls {
 async function setUpDevEtcd(endpoint: string, tls: DevTls): Promise<void> {
   if (tls.kind === "insecure") return;
   const { applyEtcdRoles } = await import("../../common/etcd/etcd-roles-apply");
-  await applyEtcdRoles(etcdRolesPlan(DEFAULT_WORKER_WRITE_PREFIXES, () => null), [endpoint], { tls: etcdTlsOf(tls, "root"), auth: null }, () => {});
+  // One difference from a cluster: dev's one client identity may also publish a follower's status
+  // (a `blockx follow` run with blockx-dev.env shows in `blockx tasks` and the dashboard); a cluster
+  // gives followers an etcd user of their own (blockx-follower).
+  const plan = etcdRolesPlan(DEFAULT_WORKER_WRITE_PREFIXES, () => null);
+  const enable = plan.findIndex((s) => s.kind === "authEnable");
+  plan.splice(enable, 0, { kind: "userGrantRole", user: ETCD_USERS.client, role: FOLLOWER_ROLE });
+  await applyEtcdRoles(plan, [endpoint], { tls: etcdTlsOf(tls, "root"), auth: null }, () => {});
 }
 
 /**

@@ -78,12 +78,18 @@ export class FollowRunner {
     return done;
   }
 
-  /** stop: no new work; waits for the instruction in flight (its outcome is durable or not: the ledger says which at the next start). */
-  async stop(): Promise<void> {
+  /**
+   * stop: no new work; waits up to `waitMs` for the instruction in flight (a task under way may take
+   * longer, as may one whose cluster is away: its outcome is durable or not, and the ledger says
+   * which at the next start).
+   */
+  async stop(waitMs = 5000): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
     this.halt();
-    await this.inFlight;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([this.inFlight, new Promise<void>((r) => (timer = setTimeout(r, waitMs)))]);
+    clearTimeout(timer);
     this.publishStatus(true);
     this.finish(null);
   }

@@ -53,8 +53,10 @@ export class FollowerStatusPublisher {
   }
 
   /** close revokes the lease (the status key goes with it). */
-  async close(): Promise<void> {
-    await this.putting;
+  async close(waitMs = 2000): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([this.putting, new Promise<void>((r) => (timer = setTimeout(r, waitMs)))]);
+    clearTimeout(timer);
     const lease = this.lease;
     this.lease = null;
     if (lease) await lease.revoke().catch(() => {});

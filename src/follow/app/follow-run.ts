@@ -74,7 +74,7 @@ export async function runFollow(r: FollowRequest): Promise<number> {
       chain: r.chain,
       fn: r.fn,
       // Resuming, the first block is the ledger's first (a reorganisation below it cannot be followed).
-      opts: { startBlock: bounds?.fromBlock ?? r.from!, confirmations: c.followConfirmations, maxRangeBlocks: c.followMaxRangeBlocks, finalityDepth, retryMs: c.followRetryMs },
+      opts: { startBlock: bounds?.fromBlock ?? r.from!, confirmations: c.followConfirmations, maxRangeBlocks: c.followMaxRangeBlocks, finalityDepth, retryMs: c.followRetryMs, cannotReorganise: route.source.kind === "localtestservice" },
       pollMs: c.followPollMs,
       client,
       reader: new BlockReader(router),

@@ -183,6 +183,17 @@ describe("FollowerCore", () => {
     expect(out).toEqual([{ type: "stop", reason: expect.stringContaining("recorded no block hash for block 3") }]);
   });
 
+  test("on a chain that cannot reorganise (the local test chain), a block written without a recorded hash takes the hash read", () => {
+    const c = new Chain();
+    const f = new FollowerCore({ ...OPTS, cannotReorganise: true });
+    step(f, { type: "headSeen", head: 3 }, 0);
+    step(f, { type: "headersRead", headers: c.headers(1, 3) }, 1);
+    expect(step(f, { type: "rangeWritten", blocks: [1, 2, 3].map((number) => ({ number, hash: null })) }, 2)).toEqual([]);
+    expect(f.status()).toMatchObject({ state: "IDLE", position: 3, blocksWritten: 3 });
+    expect(step(f, { type: "headSeen", head: 4 }, 3)).toEqual([{ type: "readHeaders", fromBlock: 3, toBlock: 4 }]);
+    expect(step(f, { type: "headersRead", headers: c.headers(3, 4) }, 4)).toEqual([{ type: "writeRange", fromBlock: 4, toBlock: 4 }]);
+  });
+
   test("every block written since the start orphaned, within the finality depth: all of them are written again", () => {
     const c = new Chain();
     const f = new FollowerCore(OPTS);

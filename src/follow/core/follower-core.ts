@@ -13,6 +13,12 @@ export interface FollowerOptions {
   readonly finalityDepth: number;
   /** How long after a failed read, write or rewind the follower tries again. */
   readonly retryMs: number;
+  /**
+   * The chain cannot reorganise (the synthetic local test chain, whose blocks Workers record no
+   * hash for): a block written without a recorded hash takes the hash the follower read. Any other
+   * chain's unhashed block stops the follower (it could not see a reorganisation).
+   */
+  readonly cannotReorganise?: boolean;
 }
 
 /** FollowerState: what the follower waits for. */
@@ -207,6 +213,7 @@ export class FollowerCore {
     const numbers = [...pending.keys()];
     const missing = numbers.filter((n) => !recorded.has(n));
     if (missing.length > 0) return this.retryLater(`the task succeeded, but the table's scope ledger has no entry for block ${missing[0]} (${missing.length} missing)`, nowMs);
+    if (this.opts.cannotReorganise === true) for (const n of numbers) if (recorded.get(n) === null) recorded.set(n, pending.get(n)!);
     const unhashed = numbers.find((n) => recorded.get(n) === null);
     if (unhashed !== undefined) {
       return this.stop(
