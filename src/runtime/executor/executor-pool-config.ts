@@ -53,6 +53,14 @@ export const executorPoolVars = {
     "resident memory per executor; past it that executor is killed and its calls fail with OOM_KILLED (retryable)",
     intSchema(16, 1 << 20),
   ),
+  memoryCgroup: envVar(
+    "EXECUTOR_MEMORY_CGROUP",
+    "auto",
+    "auto, off or required",
+    "enforce EXECUTOR_MEMORY_LIMIT_MB in the kernel with a memory cgroup per executor (cgroup v2 delegated to the Worker, as the units' Delegate=yes gives, or a writable v1 memory hierarchy); " +
+      "auto: where one can be had, else the pool's 50 ms memory sampling alone (said once at start); required: refuse to start without one",
+    enumSchema(["auto", "off", "required"] as const),
+  ),
   pingIntervalMs: envVar("EXECUTOR_PING_INTERVAL_MS", "1000", "an integer from 10 to 86400000", "liveness ping period", intSchema(10, MAX_MS)),
   pingTimeoutMs: envVar(
     "EXECUTOR_PING_TIMEOUT_MS",
@@ -132,6 +140,8 @@ export interface ExecutorPoolConfig {
   readonly callBudgetMs: number;
   readonly wallClockCeilingMs: number;
   readonly memoryLimitBytes: number;
+  /** EXECUTOR_MEMORY_CGROUP (absent: auto). */
+  readonly memoryCgroup?: "auto" | "off" | "required";
   readonly pingIntervalMs: number;
   readonly pingTimeoutMs: number;
   readonly user: string;
@@ -167,6 +177,7 @@ export function executorPoolConfigFrom(v: ExecutorPoolVars): ExecutorPoolConfig 
     callBudgetMs: v.callBudgetMs,
     wallClockCeilingMs: v.wallClockCeilingMs,
     memoryLimitBytes: v.memoryLimitMb * 1024 * 1024,
+    memoryCgroup: v.memoryCgroup,
     pingIntervalMs: v.pingIntervalMs,
     pingTimeoutMs: v.pingTimeoutMs,
     user: v.user.trim(),

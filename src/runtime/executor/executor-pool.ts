@@ -1,7 +1,7 @@
 import { runningNowMs } from "../../common/clock/running-clock";
 import { CoreDriver } from "../../common/core/core-driver";
 import { createHash, randomBytes } from "node:crypto";
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { UnixSocketListener } from "bun";
@@ -11,6 +11,7 @@ import { executorPythonPath } from "./executor-assets";
 import { ExecutorStartError } from "./executor-start-error";
 import { likelyStartCause } from "./start-failure";
 import { blockingFolder, describeBlock } from "./path-access";
+import { ExecutorCgroup, findCgroupPlace, probeSelf, sweepStaleCgroups, type CgroupPlace } from "./memory-cgroup";
 import { ExecutorConnection } from "./executor-connection";
 import { FramedSources } from "./framed-sources";
 import { FrameError } from "./frame-codec";
@@ -63,6 +64,8 @@ interface Executor {
    * Insertion order is age: the oldest go first past MAX_DIGESTS_REMEMBERED.
    */
   readonly digestsSent: Set<string>;
+  /** Its memory cgroup (EXECUTOR_MEMORY_CGROUP), joined when its Hello is accepted; null without one. */
+  cgroup: ExecutorCgroup | null;
 }
 
 interface ActiveCall {
@@ -192,6 +195,12 @@ export class ExecutorPool {
     const isolation = resolveIsolation(config);
     const pool = new ExecutorPool(config, log, await executorPythonPath(config.cacheDir, isolation.runAs), python, isolation, opts.sharedBlockStore ?? null);
     if (!isolation.sandbox) log.error({ component: "executor-pool" }, SANDBOX_OFF_WARNING);
+    try {
+      pool.placeCgroups();
+    } catch (e) {
+      await pool.close();
+      throw e;
+    }
     pool.listen();
     try {
       pool.checkSandbox();
@@ -305,6 +314,8 @@ export class ExecutorPool {
       exits.push(e.process.exited);
     }
     await Promise.all(exits);
+    // The cgroups go once the processes of their trees have (moments after the exits above).
+    if (this.cgroupPlace !== null) await this.removeCgroups(this.cgroupPlace.base);
     this.listener?.stop(true);
     rmSync(this.runtimeDir, { recursive: true, force: true });
   }
@@ -322,6 +333,52 @@ export class ExecutorPool {
       },
       closed: (conn) => this.onConnClosed(conn),
     });
+  }
+
+  /** Executors' cgroups not yet removed (a dead one's goes once its tree's processes have exited). */
+  private readonly cgroups = new Set<ExecutorCgroup>();
+
+  /** removeCgroup removes a dead executor's cgroup, again every 200 ms while processes of its tree are still exiting. */
+  private removeCgroup(g: ExecutorCgroup, tries: number): void {
+    queueMicrotask(() => {
+      if (g.remove()) return void this.cgroups.delete(g);
+      if (tries > 1) setTimeout(() => this.removeCgroup(g, tries - 1), 200).unref?.();
+    });
+  }
+
+  /** removeCgroups (at close): every executor cgroup, then the pool's folder, within about 2 s. */
+  private async removeCgroups(base: string): Promise<void> {
+    for (let i = 0; i < 40; i++) {
+      for (const g of [...this.cgroups]) if (g.remove()) this.cgroups.delete(g);
+      if (this.cgroups.size === 0) {
+        try {
+          rmdirSync(base);
+          return;
+        } catch {
+          // a cgroup made meanwhile, or one of another's: tried again below
+        }
+      }
+      await Bun.sleep(50);
+    }
+    this.log.warn({ component: "executor-pool", cgroups: base }, "could not remove the executors' memory cgroups (processes still in them?)");
+  }
+
+  /** Where executors' memory cgroups are made (EXECUTOR_MEMORY_CGROUP), or null: sampling alone. */
+  private cgroupPlace: CgroupPlace | null = null;
+
+  /** placeCgroups finds where executor memory cgroups can be made; `required` without one refuses to start. */
+  private placeCgroups(): void {
+    const mode = this.config.memoryCgroup ?? "auto";
+    if (mode === "off") return;
+    const { place, why } = findCgroupPlace(probeSelf());
+    this.cgroupPlace = place;
+    if (place !== null) {
+      const swept = sweepStaleCgroups(place);
+      this.log.info({ component: "executor-pool", cgroupVersion: place.version, cgroups: place.base, staleRemoved: swept }, `executor memory limits enforced by the kernel: a memory cgroup per executor (${why})`);
+      return;
+    }
+    if (mode === "required") throw new ExecutorStartError("EXECUTOR_MEMORY_CGROUP_UNAVAILABLE", `EXECUTOR_MEMORY_CGROUP=required, but no memory cgroup can be made for executors: ${why}`);
+    this.log.warn({ component: "executor-pool", why }, "no memory cgroup for executors: EXECUTOR_MEMORY_LIMIT_MB is enforced by sampling memory every 50 ms (a burst allocation between samples passes)");
   }
 
   /** checkSandbox: see startSandboxOnce; where the sandbox cannot start, the role stops here. */
@@ -349,8 +406,16 @@ export class ExecutorPool {
     };
     // The exit comes later, asynchronously: `e` is set by then.
     const proc = new ExecutorProcess(spec, this.log, (exit) => this.onExit(e, exit.code, exit.signal), () => this.callsHeld(e));
-    const e: Executor = { index, id, process: proc, token, conn: null, readsStore: null, killReason: null, dead: false, digestsSent: new Set() };
+    const e: Executor = { index, id, process: proc, token, conn: null, readsStore: null, killReason: null, dead: false, digestsSent: new Set(), cgroup: null };
     this.executors[index] = e;
+    if (this.cgroupPlace !== null && proc.spawnError === null) {
+      try {
+        e.cgroup = ExecutorCgroup.make(this.cgroupPlace, id, this.config.memoryLimitBytes);
+        this.cgroups.add(e.cgroup);
+      } catch (err) {
+        this.log.warn({ component: "executor-pool", executorId: id, err: (err as Error).message }, "could not make the executor's memory cgroup; its memory is enforced by sampling only");
+      }
+    }
   }
 
   /**
@@ -418,6 +483,8 @@ export class ExecutorPool {
       // It gets blocks by offset only if the file it read its identity from is the store's.
       e.readsStore = this.sharedBlockStore !== null && m.blockStore === this.sharedBlockStore.identity ? m.blockStore : null;
       e.process.markConnected();
+      // Into its memory cgroup before any call is sent: user code runs only in calls.
+      if (e.cgroup !== null) e.cgroup.join(e.process.treePids() ?? []);
       this.lastSpawnError = "";
       this.log.info({ component: "executor-pool", executorId: e.id, pid: m.pid, python: m.python, ...(e.readsStore ? { readsBlockStore: e.readsStore } : {}) }, "executor ready");
       // Waiting calls are sent to it now.
@@ -512,6 +579,8 @@ export class ExecutorPool {
   }
 
   private onExit(e: Executor, code: number | null, signal: string | null): void {
+    // Its kernel OOM kill (if any) is read by markDead first; the cgroup goes once its processes have.
+    if (e.cgroup !== null) this.removeCgroup(e.cgroup, 10);
     const spawnError = e.process.spawnError;
     if (spawnError !== null) return this.onSpawnFailed(e, spawnError);
     if (!e.dead && !this.closed && !e.killReason) {
@@ -545,6 +614,11 @@ export class ExecutorPool {
   /** markDead fails the executor's calls (once) and schedules its restart. */
   private markDead(e: Executor, exitCode: number | null): void {
     if (e.dead) return;
+    if (!e.killReason && e.cgroup !== null && e.cgroup.oomKills() > 0) {
+      const mb = Math.round(this.config.memoryLimitBytes / 1048576);
+      this.log.error({ component: "executor-pool", executorId: e.id, ...this.callsHeld(e) }, "executor killed by the kernel at its memory limit (its memory cgroup)");
+      e.killReason = { code: CallErrorCode.OomKilled, message: `executor ${e.id} reached its memory limit of ${mb} MiB and was killed by the kernel (its memory cgroup)` };
+    }
     e.dead = true;
     e.process.kill();
     e.conn?.end();
@@ -593,7 +667,8 @@ export class ExecutorPool {
   private sampleMemory(): void {
     if (this.closed) return;
     for (const e of this.executors) {
-      if (!e || e.dead) continue;
+      // One in a memory cgroup is the kernel's to stop (its tmpfs files are charged there too).
+      if (!e || e.dead || (e.cgroup !== null && e.conn !== null)) continue;
       const held = e.process.memoryBytes();
       if (held !== null) this.apply({ type: "memorySampled", index: e.index, rssBytes: held });
     }

@@ -273,22 +273,30 @@ export class ExecutorProcess {
   }
 
   rssBytes(): number | null {
-    if (!this.proc) return null;
+    const pids = this.treePids();
+    if (pids === null) return null;
     let total = 0;
-    let seen = 0;
-    const pending = [this.proc.pid];
-    while (pending.length > 0 && seen < MAX_TREE_PROCESSES) {
-      const pid = pending.pop()!;
-      seen++;
+    for (const pid of pids) {
       try {
         total += Number(readFileSync(`/proc/${pid}/statm`, "utf8").split(" ")[1]) * PAGE_SIZE;
       } catch {
-        if (pid === this.proc.pid) return null;
-        continue;
+        if (pid === this.proc!.pid) return null;
       }
-      pending.push(...procChildren.childrenOf(pid));
     }
     return total;
+  }
+
+  /** treePids: the executor's process and everything under it (bwrap, its init, the interpreter, what it forked); null when it is gone. */
+  treePids(): number[] | null {
+    if (!this.proc || this.exit !== null) return null;
+    const out: number[] = [];
+    const pending = [this.proc.pid];
+    while (pending.length > 0 && out.length < MAX_TREE_PROCESSES) {
+      const pid = pending.pop()!;
+      out.push(pid);
+      pending.push(...procChildren.childrenOf(pid));
+    }
+    return out;
   }
 }
 

@@ -12,6 +12,8 @@ export type ExecutorStartCode =
   | "EXECUTOR_CODE_UNTRUSTED"
   /** EXECUTOR_SANDBOX=on, but bubblewrap cannot build the sandbox here (missing, or no user namespaces). */
   | "EXECUTOR_SANDBOX_UNAVAILABLE"
+  /** EXECUTOR_MEMORY_CGROUP=required, but no memory cgroup can be made here (no delegated v2, no writable v1). */
+  | "EXECUTOR_MEMORY_CGROUP_UNAVAILABLE"
   /** Every executor that could have become ready died before saying Hello. */
   | "EXECUTORS_DIED_AT_START"
   /** Executors neither said Hello nor died within the start timeout. */
