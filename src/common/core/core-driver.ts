@@ -106,11 +106,6 @@ export class CoreDriver<E, I> {
     this.send(this.opts.timeAdvanced);
   }
 
-  /** wakeAtMs: when the core last asked to be woken (null: nothing due). */
-  nextWakeMs(): number | null {
-    return this.wakeAtMs;
-  }
-
   /** stop disarms the timer for good (shutdown); events sent after still get decisions. */
   stop(): void {
     this.stopped = true;

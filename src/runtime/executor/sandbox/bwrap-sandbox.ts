@@ -7,7 +7,7 @@ import { hostSeccompArch, processFilterBytes, socketFilterBytes } from "./seccom
 /** Where an executor finds its scratch folder inside the sandbox (its working directory). */
 export const SANDBOX_SCRATCH_DIR = "/scratch";
 /** The size of the sandbox's private /tmp (memory-backed; counted in the executor's memory). */
-export const TMP_SIZE_BYTES = 64 * 1024 * 1024;
+const TMP_SIZE_BYTES = 64 * 1024 * 1024;
 /** The child's file descriptor carrying the seccomp program (stdin, stdout, stderr come first). */
 export const SECCOMP_CHILD_FD = 3;
 
