@@ -133,6 +133,25 @@ describe("blockx dev", () => {
     const chain = new SyntheticChain("ethereum");
     expect(rows.map((x) => [x.block, x.tx_count])).toEqual(Array.from({ length: 200 }, (_, i) => [100 + i, chain.block(100 + i, false)!.transactions.length]));
 
+    // A follower of the local test chain with dev's environment: it writes up to the chain's head, and
+    // its status (published with dev's client identity) is what `blockx tasks --followers` shows.
+    const follower = Bun.spawn([BLOCKX_BINARY, "follow", "followed_stats", "--chain", "ethereum", "--function", "block_stats", "--from", "19999997"], {
+      env: { ...process.env, ...env, LOCALTESTSERVICE_ENABLED: "true" },
+      stdout: "ignore",
+      stderr: "pipe",
+    });
+    const shown = await waitFor(
+      async () => {
+        const t = Bun.spawnSync([BLOCKX_BINARY, "tasks", "--followers", "--json"], { env: { ...process.env, ...env } });
+        return (JSON.parse(t.stdout.toString() || "[]") as Record<string, unknown>[]).find((f) => f.table === "followed_stats");
+      },
+      (f) => f?.position === 20_000_000,
+      30_000,
+    );
+    expect(shown).toMatchObject({ chain: "ethereum", state: "IDLE", position: 20_000_000, lag: 0, reorgs: 0 });
+    follower.kill("SIGTERM");
+    expect(await follower.exited).toBe(0);
+
     // Every process dev started, executors included, seen while it runs.
     const pids = descendants(dev.proc.pid);
     expect(pids.length).toBeGreaterThanOrEqual(5 + 2 * 2);
