@@ -16,7 +16,11 @@ export const FOLLOW_CHAIN = "anvil";
 export const FOLLOW_FINALITY_DEPTH = 16;
 /** The issue's figure: a follower keeps its table within this many blocks of the head. */
 export const LAG_LIMIT_BLOCKS = 2;
-/** anvil mines a block this often (`--block-time 0.1`: it takes fractions of a second). */
+/**
+ * A block is mined this often, by anvil_mine from the soak's own timer: anvil's `--block-time 0.1`
+ * takes fractions of a second, but under interval mining anvil_reorg and anvil_rollback change
+ * nothing (anvil 1.7.1: the same hashes before and after, transactions given or not).
+ */
 export const BLOCK_TIME_MS = 100;
 /** Reorganisations: a few a minute, 1..3 deep, a quarter of them rollbacks (the tip dropped). */
 const REORG_MEAN_GAP_MS = 15_000;
@@ -38,6 +42,14 @@ def main(ctx, input):
 export function anvilChain(anvil: AnvilNode): Record<string, unknown> {
   return { source: "rpc", endpoints: [anvil.url], chainId: ANVIL_CHAIN_ID, finalityDepth: FOLLOW_FINALITY_DEPTH };
 }
+
+/** The soak's phases the lag is reported for: the follower alone on the cluster, beside the fault-free backfill, and under the faults. */
+type LagPhase = "alone" | "baseline" | "faulted";
+
+/** How long the follower runs alone on the cluster once level, before the backfill starts: its lag on an idle cluster. */
+export const ALONE_MS = 20_000;
+/** A reorganisation waits this long at most for the follower to hold a block it would orphan (else it goes ahead). */
+const REORG_WAIT_MS = 10_000;
 
 /** ExcursionReport: a stretch beyond the limit, and what the soak was doing then (faults, reorganisations). */
 export interface ExcursionReport extends Excursion {
@@ -65,12 +77,15 @@ export interface FollowReport {
   readonly table: string;
   readonly chain: string;
   readonly blockTimeMs: number;
+  /** Blocks the soak mined (anvil_mine on its timer) and at what rate; ticks that came late and mined several blocks at once. */
+  readonly mined: { readonly blocks: number; readonly perSecond: number; readonly lateTicks: number; readonly mostAtOnce: number };
   readonly finalityDepth: number;
-  /** Reorganisations the schedule made, by kind and depth; `orphanedBlocks`: blocks whose hash they changed or dropped. */
-  readonly reorgs: { readonly planned: number; readonly reorg: number; readonly rollback: number; readonly byDepth: Record<string, number>; readonly orphanedBlocks: number; readonly failed: string[] };
+  /** Reorganisations the schedule made, by kind and depth; `tipHeld`: those done while the follower held a block they orphaned; `orphanedBlocks`: blocks whose hash they changed or dropped. */
+  readonly reorgs: { readonly planned: number; readonly reorg: number; readonly rollback: number; readonly byDepth: Record<string, number>; readonly tipHeld: number; readonly orphanedBlocks: number; readonly failed: string[] };
   /** Reorganisations the follower went through: its "rewound the table" lines, and its published status's `reorgs`. */
   readonly survived: { readonly rewinds: number; readonly statusReorgs: number | null };
-  /** Lag without faults (the baseline, from the first time the follower was level) and under the faults (and reorganisations). */
+  /** Lag of the follower alone on the cluster (once level), beside the fault-free backfill (the baseline), and under the faults (and reorganisations). */
+  readonly lagAlone: LagFigures;
   readonly lagBaseline: LagFigures;
   readonly lagFaulted: LagFigures;
   readonly excursions: ExcursionReport[];
@@ -97,8 +112,8 @@ export class FollowSoak {
   private follower: BlockxProcess | undefined;
   private readonly store: TableStore;
   private readonly ledger: FollowLedger;
-  private readonly samples: { phase: "baseline" | "faulted"; sample: LagSample }[] = [];
-  private phase: "starting" | "baseline" | "faulted" = "starting";
+  private readonly samples: { phase: LagPhase; sample: LagSample }[] = [];
+  private phase: "starting" | LagPhase = "starting";
   private sampling = false;
   private samplerDone: Promise<void> = Promise.resolve();
   private faultsStartMs = 0;
@@ -108,6 +123,12 @@ export class FollowSoak {
   private readonly reorgErrors: string[] = [];
   private planned = 0;
   private readonly errors: string[] = [];
+  /** Mining: blocks mined by the timer, ticks that found more than one block due (the soak's process was late), the most at once. */
+  private mining = false;
+  private miningDone: Promise<void> = Promise.resolve();
+  private readonly mined = { blocks: 0, lateTicks: 0, mostAtOnce: 0, ms: 0 };
+  /** Every call that changes the chain goes through here, one at a time: a reorganisation never interleaves with a mined block. */
+  private chainOps: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly cluster: SoakCluster,
@@ -129,8 +150,35 @@ export class FollowSoak {
     return JSON.stringify({ chains: { [FOLLOW_CHAIN]: anvilChain(this.anvil) } });
   }
 
-  /** start runs the follower from block 1 and the lag sampler (the baseline's figures start once it is level). */
+  private onChain<T>(op: () => Promise<T>): Promise<T> {
+    const p = this.chainOps.then(op);
+    this.chainOps = p.catch(() => {});
+    return p;
+  }
+
+  /**
+   * mineLoop mines the blocks due every BLOCK_TIME_MS since it started: a tick that comes late (the
+   * soak's process is busy) mines every block due at once, so the chain keeps its rate on average.
+   */
+  private async mineLoop(): Promise<void> {
+    const t0 = performance.now();
+    while (this.mining) {
+      const due = Math.floor((performance.now() - t0) / BLOCK_TIME_MS) - this.mined.blocks;
+      if (due > 0) {
+        await this.onChain(() => this.anvil.mine(due));
+        this.mined.blocks += due;
+        if (due > 1) this.mined.lateTicks++;
+        this.mined.mostAtOnce = Math.max(this.mined.mostAtOnce, due);
+      }
+      await Bun.sleep(Math.max(1, t0 + (this.mined.blocks + 1) * BLOCK_TIME_MS - performance.now()));
+    }
+    this.mined.ms = performance.now() - t0;
+  }
+
+  /** start mines, runs the follower from block 1 and the lag sampler (the baseline's figures start once it is level). */
   start(): void {
+    this.mining = true;
+    this.miningDone = this.mineLoop();
     const fn = join(this.cluster.dir, "soak-follow.py");
     writeFileSync(fn, FOLLOW_FN);
     this.follower = BlockxProcess.spawn(["follow"], {
@@ -162,6 +210,18 @@ export class FollowSoak {
     this.errors.push(`the follower exited on its own with ${code}: ${this.follower?.stderr.slice(-1_500)}; last lines: ${this.follower?.tail(5)}`);
   }
 
+  /**
+   * alone: once the follower is level with the head (it starts from block 1), ALONE_MS of it alone
+   * on the cluster (the lag of a follower on an idle cluster), then the backfill's baseline begins.
+   */
+  async alone(): Promise<void> {
+    const since = performance.now();
+    while (this.phase === "starting" && performance.now() - since < 120_000 && this.follower?.proc.exitCode === null) await Bun.sleep(100);
+    if (this.phase === "starting") this.errors.push(`the follower was not level with anvil's head within 120 s of its start; last lines: ${this.follower?.tail(5)}`);
+    await Bun.sleep(ALONE_MS);
+    this.phase = "baseline";
+  }
+
   /** faultsStarted: from now the samples count as under faults, and the reorganisations begin (until durationMs after). */
   faultsStarted(nowMs: number, seed: number, durationMs: number, elapsed: () => number): Promise<void> {
     this.faultsStartMs = nowMs;
@@ -177,7 +237,27 @@ export class FollowSoak {
   }
 
   /** reorganise does one event of the plan, keeping the hashes it orphaned (those that changed or went). */
+  /**
+   * reorganise waits (REORG_WAIT_MS at most) until the follower's ledger holds a block the event
+   * would orphan, then does it: a follower under load lags more than 3 blocks most of the time, and
+   * a reorganisation of blocks it has not written yet is no reorganisation to it.
+   */
   private async reorganise(e: ReorgEvent): Promise<void> {
+    const since = performance.now();
+    let held = false;
+    while (!held && performance.now() - since < REORG_WAIT_MS) {
+      const top = (await this.ledger.tail(1).catch(() => []))[0];
+      held = top !== undefined && top.number > (await this.anvil.head()) - e.depth;
+      if (!held) await Bun.sleep(20);
+    }
+    if (held) this.tipHeld++;
+    return this.onChain(() => this.reorganiseNow(e));
+  }
+
+  /** Reorganisations done while the follower held a block they orphaned (the others waited REORG_WAIT_MS in vain). */
+  private tipHeld = 0;
+
+  private async reorganiseNow(e: ReorgEvent): Promise<void> {
     const head = await this.anvil.head();
     const before = new Map<number, string>();
     for (let n = Math.max(1, head - e.depth - 1); n <= head; n++) {
@@ -218,7 +298,7 @@ export class FollowSoak {
       const t0 = performance.now();
       try {
         const lag = await this.canonicalLag();
-        if (this.phase === "starting" && lag <= LAG_LIMIT_BLOCKS) this.phase = "baseline";
+        if (this.phase === "starting" && lag <= LAG_LIMIT_BLOCKS) this.phase = "alone";
         if (this.phase !== "starting") this.samples.push({ phase: this.phase, sample: { atMs: Math.round(t0 - this.faultsStartMs), lag } });
       } catch {
         // The store or the node did not answer this time (a held lock, a busy box): the next sample will.
@@ -236,7 +316,8 @@ export class FollowSoak {
     await reorgs;
     this.sampling = false;
     await this.samplerDone;
-    await this.anvil.rpc("evm_setIntervalMining", 0);
+    this.mining = false;
+    await this.miningDone;
     const head = await this.anvil.head();
     const since = performance.now();
     let catchUpMs: number | null = null;
@@ -312,7 +393,7 @@ export class FollowSoak {
           notCanonical++;
           problem(`block ${n}: row hash ${String(r.hash)} (recorded ${String(r._block_hash)}), canonical ${canonical}`);
         }
-        if (this.orphanedHashes.has(String(r.hash)) || this.orphanedHashes.has(String(r._block_hash))) orphaned++;
+        if ((r.hash !== canonical && this.orphanedHashes.has(String(r.hash))) || (r._block_hash !== canonical && this.orphanedHashes.has(String(r._block_hash)))) orphaned++;
       }
     }
     return { head, rows: rows.length, missing, duplicated, notCanonical, orphaned, unexpected, problems };
@@ -331,7 +412,7 @@ export class FollowSoak {
 
   /** report: the figures, with each excursion beyond the limit and the faults and reorganisations that coincide with it. */
   report(o: { happenings: readonly Happening[]; head: number; catchUpMs: number | null; statusReorgs: number | null; check: FollowCheck | null; verify: { code: number; out: string } | null }): FollowReport {
-    const of = (phase: "baseline" | "faulted") => this.samples.filter((s) => s.phase === phase).map((s) => s.sample);
+    const of = (phase: LagPhase) => this.samples.filter((s) => s.phase === phase).map((s) => s.sample);
     const lagFaulted = lagFigures(of("faulted"), LAG_LIMIT_BLOCKS);
     const reorgWindows: Happening[] = this.done.map((e) => ({ fromMs: e.atMs, toMs: e.atMs, what: `${e.kind} ${e.depth} deep` }));
     const excursions = lagFaulted.excursions.map((e) => ({ ...e, coinciding: coinciding(e, [...o.happenings, ...reorgWindows], RECOVERY_MS).map((h) => h.what) }));
@@ -349,9 +430,11 @@ export class FollowSoak {
       table: FOLLOW_TABLE,
       chain: FOLLOW_CHAIN,
       blockTimeMs: BLOCK_TIME_MS,
+      mined: { blocks: this.mined.blocks, perSecond: this.mined.ms > 0 ? Math.round((10 * this.mined.blocks) / (this.mined.ms / 1000)) / 10 : 0, lateTicks: this.mined.lateTicks, mostAtOnce: this.mined.mostAtOnce },
       finalityDepth: FOLLOW_FINALITY_DEPTH,
-      reorgs: { planned: this.planned, reorg: this.done.filter((e) => e.kind === "reorg").length, rollback: this.done.filter((e) => e.kind === "rollback").length, byDepth, orphanedBlocks: this.orphanedHashes.size, failed: this.reorgErrors },
+      reorgs: { planned: this.planned, reorg: this.done.filter((e) => e.kind === "reorg").length, rollback: this.done.filter((e) => e.kind === "rollback").length, byDepth, tipHeld: this.tipHeld, orphanedBlocks: this.orphanedHashes.size, failed: this.reorgErrors },
       survived: { rewinds, statusReorgs: o.statusReorgs },
+      lagAlone: lagFigures(of("alone"), LAG_LIMIT_BLOCKS),
       lagBaseline: lagFigures(of("baseline"), LAG_LIMIT_BLOCKS),
       lagFaulted,
       excursions,
@@ -366,6 +449,8 @@ export class FollowSoak {
 
   async stop(): Promise<void> {
     this.sampling = false;
+    this.mining = false;
+    await this.miningDone;
     this.stopping = true;
     await this.follower?.stop("SIGKILL");
     await this.store.close();
@@ -382,11 +467,13 @@ export function formatFollowReport(f: FollowReport): string {
   const none = f.excursions.filter((e) => e.coinciding.length === 0);
   const c = f.check;
   const lines = [
-    `follower (blockx follow ${f.table} --chain ${f.chain}: anvil mining every ${f.blockTimeMs} ms, finality depth ${f.finalityDepth}): ${f.passed ? "PASSED" : "FAILED"}`,
+    `follower (blockx follow ${f.table} --chain ${f.chain}: a block mined on anvil every ${f.blockTimeMs} ms, finality depth ${f.finalityDepth}): ${f.passed ? "PASSED" : "FAILED"}`,
+    `  mined: ${f.mined.blocks} blocks, ${f.mined.perSecond}/s; ${f.mined.lateTicks} ticks came late and mined several at once (at most ${f.mined.mostAtOnce})`,
     `  blocks followed: ${c?.head ?? "?"} (1..${c?.head ?? "?"}); caught up ${f.catchUpMs === null ? "never" : `${f.catchUpMs} ms`} after the end`,
-    `  reorganisations done: ${f.reorgs.reorg + f.reorgs.rollback} of ${f.reorgs.planned} planned (${f.reorgs.reorg} anvil_reorg, ${f.reorgs.rollback} anvil_rollback; by depth ${JSON.stringify(f.reorgs.byDepth)}), ${f.reorgs.orphanedBlocks} blocks orphaned`,
+    `  reorganisations done: ${f.reorgs.reorg + f.reorgs.rollback} of ${f.reorgs.planned} planned (${f.reorgs.reorg} anvil_reorg, ${f.reorgs.rollback} anvil_rollback; by depth ${JSON.stringify(f.reorgs.byDepth)}), ${f.reorgs.tipHeld} while the follower held a block they orphaned; ${f.reorgs.orphanedBlocks} blocks orphaned`,
     `  reorganisations the follower survived (table rewound): ${f.survived.rewinds}; its status says ${f.survived.statusReorgs ?? "?"}`,
-    `  lag without faults: ${lag(f.lagBaseline)}`,
+    `  lag alone on the cluster: ${lag(f.lagAlone)}`,
+    `  lag beside the backfill, no faults: ${lag(f.lagBaseline)}`,
     `  lag under faults:   ${lag(f.lagFaulted)}`,
     `  lag limit ${LAG_LIMIT_BLOCKS} blocks: ${f.lagFaulted.max <= LAG_LIMIT_BLOCKS ? "held" : "NOT held"} under faults (reported, not asserted); excursions: ${during.length} during or just after a fault, ${reorgOnly.length} at a reorganisation only, ${none.length} with neither`,
     ...[...f.excursions]

@@ -207,7 +207,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   const maxRuns = o.maxRunsPerTask ?? 10;
   const started = performance.now();
   // The follower's chain first: the Workers' CHAINS_CONFIG names it.
-  const anvil = o.follow ? await AnvilNode.start({ blockTimeSeconds: 0.1 }) : undefined;
+  const anvil = o.follow ? await AnvilNode.start() : undefined;
   const cluster = await SoakCluster.start({ store, workers: o.workers ?? 3, coordinators: o.coordinators ?? 2, executorsPerWorker: o.executorsPerWorker ?? 2, taskSlots: 8, workerEnv: o.workerEnv ?? {}, chains: anvil ? { [FOLLOW_CHAIN]: anvilChain(anvil) } : undefined }).catch(async (e: unknown) => {
     await anvil?.stop();
     throw e;
@@ -225,6 +225,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   sampler.start();
   try {
     follow?.start();
+    await follow?.alone();
     const kinds = kindsFor(store);
     const schedule = faultSchedule({ seed: o.seed, startMs: 3_000, endMs: o.durationMs, workers: cluster.workers.length, coordinators: cluster.coordinators.length, meanGapMs: 6_000, thresholds, store });
     const tasks: TaskOutcome[] = [];
