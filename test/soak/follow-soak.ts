@@ -21,8 +21,8 @@ export const FOLLOW_FINALITY_DEPTH = 16;
 export const LAG_LIMIT_BLOCKS = 2;
 /**
  * A block is mined this often, by anvil_mine from the soak's own timer: anvil's `--block-time 0.1`
- * takes fractions of a second, but under interval mining (anvil 1.7.1) anvil_reorg left every hash
- * as it was, transactions given or not, and an anvil_rollback left a hole the node answered null for.
+ * takes fractions of a second, but under interval mining (anvil 1.7.1) an anvil_rollback left a
+ * hole the node answered null for, and the follower stopped there.
  */
 export const BLOCK_TIME_MS = 100;
 /** Reorganisations: a few a minute, 1..3 deep, a quarter of them rollbacks (the tip dropped). */
