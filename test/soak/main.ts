@@ -1,10 +1,11 @@
 /**
- * `make soak SEED=n MINUTES=m [BASELINE_SECONDS=60] [STORE=sqlite|postgres|parquet]`: the long soak, after
+ * `make soak SEED=n MINUTES=m [BASELINE_SECONDS=60] [STORE=sqlite|postgres|parquet] [REORGS=1]`: the long soak, after
  * a fault-free baseline on the same cluster. Every Worker is a host of its own on the network (TCP
  * fault relays to its clients, etcd and, with STORE=postgres, Postgres: a private server started for
  * the soak). Prints the fault log as it goes, then the report; writes every task's outcome to
  * soak-report-<store>-<seed>.json; exits 1 on any missing, duplicated or stale row or any task that
- * never succeeded.
+ * never succeeded. REORGS=1: also anvil mining every 100 ms and reorganising at random, and
+ * `blockx follow` keeping a table current through it all (README "Soak": the follower under faults).
  */
 import { writeFileSync } from "node:fs";
 import { formatReport, runSoak } from "./soak-run";
@@ -24,6 +25,7 @@ const seed = intArg("SEED", 1);
 const minutes = intArg("MINUTES", 10);
 const baselineSeconds = intArg("BASELINE_SECONDS", 60);
 const store = process.env.STORE || "sqlite";
+const follow = intArg("REORGS", 0) > 0;
 if (store !== "sqlite" && store !== "postgres" && store !== "parquet") {
   console.error(`STORE must be sqlite, postgres or parquet, got ${JSON.stringify(store)}`);
   process.exit(2);
@@ -36,8 +38,8 @@ const concurrency = intArg("CONCURRENCY", slower ? 4 : 6, 1);
 // Worker variables to try under the soak, passed through: IO_*, CALL_MAX_ATTEMPTS, EXECUTOR_*.
 const workerEnv = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => /^(IO_|EXECUTOR_|CALL_MAX_ATTEMPTS$)/.test(e[0]) && e[1] !== undefined));
 const started = new Date().toISOString();
-console.log(`soak: seed ${seed}, table store ${store}, tasks of ${blocksPerTask} blocks, ${concurrency} at once, ${baselineSeconds} s of backfill without faults, then ${minutes} minutes with (started ${started})`);
-const report = await runSoak({ seed, store, blocksPerTask, concurrency, durationMs: minutes * 60_000, baselineMs: baselineSeconds * 1000, workerEnv, log: (l) => console.log(l) });
+console.log(`soak: seed ${seed}, table store ${store}, tasks of ${blocksPerTask} blocks, ${concurrency} at once, ${baselineSeconds} s of backfill without faults, then ${minutes} minutes with${follow ? ", and a follower of anvil reorganising at random" : ""} (started ${started})`);
+const report = await runSoak({ seed, store, blocksPerTask, concurrency, durationMs: minutes * 60_000, baselineMs: baselineSeconds * 1000, workerEnv, follow, log: (l) => console.log(l) });
 const out = `soak-report-${store}-${seed}.json`;
 writeFileSync(out, JSON.stringify({ started, minutes, ...report }, null, 2));
 console.log("\n" + formatReport(report));

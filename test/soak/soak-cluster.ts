@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadClientConfig, type ClientConfig } from "../../src/sdk/client-config";
 import type { SoakStoreKind } from "./fault-schedule";
+import { SOAK_CHAIN } from "./checker";
 import type { PrivatePostgres } from "../../src/dev/adapters/private-postgres";
 import { BlockxProcess, type LogLine } from "../support/blockx-process";
 import { EtcdProcess } from "../support/etcd";
@@ -128,6 +129,11 @@ export interface SoakClusterOptions {
   readonly executorsPerWorker: number;
   readonly taskSlots: number;
   readonly workerEnv: Record<string, string>;
+  /**
+   * Chains the Workers read beside the soak's synthetic one (`make soak REORGS=1`: anvil), by name,
+   * each a CHAINS_CONFIG entry; the soak's chain stays the local test chain. Absent: no CHAINS_CONFIG.
+   */
+  readonly chains?: Record<string, unknown>;
 }
 
 /**
@@ -183,6 +189,7 @@ export class SoakCluster {
               // Backend errors and killed executors are retried by the Worker; a few more tries than
               // the default ride out a degraded backend without failing the whole task.
               CALL_MAX_ATTEMPTS: "8",
+              ...(o.chains ? { CHAINS_CONFIG: JSON.stringify({ chains: { [SOAK_CHAIN]: { source: "localtestservice" }, ...o.chains } }) } : {}),
               ...o.workerEnv,
             },
             links,

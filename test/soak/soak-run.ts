@@ -1,9 +1,11 @@
 import { FunctionCallConfig, Task } from "../../src/gen/worker/v1/worker";
 import { BlockxClient, type ClientEvent, type RunResult } from "../../src/sdk/blockx-client";
 import { BlockxError } from "../../src/sdk/sdk-error";
-import { checkPassed, checkTables, SOAK_CHAIN, type CheckResult } from "./checker";
+import { checkPassed, checkRead, readStore, SOAK_CHAIN, type CheckResult } from "./checker";
 import { countByKind, faultSchedule, kindsFor, type FaultEvent, type FaultKind, type Thresholds } from "./fault-schedule";
 import { faultsFor } from "./faults";
+import { anvilChain, FOLLOW_CHAIN, FOLLOW_TABLE, FollowSoak, formatFollowReport, type FollowReport } from "./follow-soak";
+import { AnvilNode } from "../support/anvil";
 import { RssSampler } from "./rss-sampler";
 import { childPids } from "../support/proc-scan";
 import { PausedRuns, SdkEvents } from "./sdk-events";
@@ -31,6 +33,12 @@ export interface SoakOptions {
   readonly runTimeoutMs?: number;
   /** Extra environment of every Worker (e.g. IO_CACHE_MAX_BYTES=0). */
   readonly workerEnv?: Record<string, string>;
+  /**
+   * With reorganisations (`make soak REORGS=1`, issue 50): anvil mining every 100 ms, `blockx follow`
+   * keeping a table current on the same cluster under the same faults, anvil reorganising at random;
+   * see FollowSoak.
+   */
+  readonly follow?: boolean;
   readonly log?: (line: string) => void;
 }
 
@@ -90,6 +98,8 @@ function newOutcome(taskId: string, table: string, fromBlock: number, toBlock: n
 export interface InjectedFault {
   readonly event: FaultEvent;
   readonly startedMs: number;
+  /** When it was over (recovered), ms after the faults started. */
+  readonly endedMs: number;
   readonly what: string;
   /** False when the fault hit nothing (no executor to kill, a process already down): not counted. */
   readonly effective: boolean;
@@ -139,6 +149,8 @@ export interface SoakReport {
   readonly evidence: SoakEvidence;
   /** Processes of the cluster that exited without a fault killing them, and faults that threw (each fails the soak). */
   readonly crashes: string[];
+  /** The follower variant's figures and check (SoakOptions.follow). */
+  readonly follow?: FollowReport;
   readonly passed: boolean;
 }
 
@@ -194,7 +206,13 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   const firstBlock = o.firstBlock ?? 15_000_000;
   const maxRuns = o.maxRunsPerTask ?? 10;
   const started = performance.now();
-  const cluster = await SoakCluster.start({ store, workers: o.workers ?? 3, coordinators: o.coordinators ?? 2, executorsPerWorker: o.executorsPerWorker ?? 2, taskSlots: 8, workerEnv: o.workerEnv ?? {} });
+  // The follower's chain first: the Workers' CHAINS_CONFIG names it.
+  const anvil = o.follow ? await AnvilNode.start() : undefined;
+  const cluster = await SoakCluster.start({ store, workers: o.workers ?? 3, coordinators: o.coordinators ?? 2, executorsPerWorker: o.executorsPerWorker ?? 2, taskSlots: 8, workerEnv: o.workerEnv ?? {}, chains: anvil ? { [FOLLOW_CHAIN]: anvilChain(anvil) } : undefined }).catch(async (e: unknown) => {
+    await anvil?.stop();
+    throw e;
+  });
+  const follow = anvil ? new FollowSoak(cluster, anvil, log) : undefined;
   const client = new BlockxClient(cluster.clientConfig());
   const sdk = new SdkEvents();
   const paused = new PausedRuns();
@@ -206,6 +224,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   ]);
   sampler.start();
   try {
+    follow?.start();
+    await follow?.alone();
     const kinds = kindsFor(store);
     const schedule = faultSchedule({ seed: o.seed, startMs: 3_000, endMs: o.durationMs, workers: cluster.workers.length, coordinators: cluster.coordinators.length, meanGapMs: 6_000, thresholds, store });
     const tasks: TaskOutcome[] = [];
@@ -344,20 +364,34 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
           faultErrors.push(`${e.kind} at ${startedMs} ms: ${String(err)}`);
           return { what: `injection failed: ${String(err)}`, effective: false };
         });
-        injected.push({ event: e, startedMs, what, effective });
+        injected.push({ event: e, startedMs, endedMs: Math.round(elapsed()), what, effective });
         log(`[${(startedMs / 1000).toFixed(1)} s] fault ${e.kind}: ${what}${effective ? "" : " (hit nothing: not counted)"}`);
       }
     })();
 
+    const reorgs = follow?.faultsStarted(faultsStart, o.seed, o.durationMs, elapsed);
+
     const faulted = await backfill(o.durationMs);
     await driver;
+    const followed = follow && reorgs ? await follow.finish(reorgs) : undefined;
     sampler.stop();
     await paused.settled();
 
-    const check = await checkTables(
-      cluster.tableStore,
+    const read = await readStore(cluster.tableStore);
+    const check = checkRead(
+      read,
       tasks.map((t) => ({ table: tableNamed(t.table), fromBlock: t.fromBlock, toBlock: t.toBlock, taskIds: t.taskIds })),
+      follow ? [FOLLOW_TABLE] : [],
     );
+    const followReport =
+      follow && followed
+        ? follow.report({
+            ...followed,
+            happenings: injected.filter((f) => f.effective).map((f) => ({ fromMs: f.startedMs, toMs: f.endedMs, what: `${f.event.kind}: ${f.what}` })),
+            check: await follow.check(read.tables.get(FOLLOW_TABLE) ?? [], followed.head),
+            verify: await follow.verify(followed.head),
+          })
+        : undefined;
     const logged = (pred: (line: string) => boolean) => cluster.workers.reduce((n, w) => n + w.allLines().filter((l) => pred(JSON.stringify(l))).length, 0);
     const evidence: SoakEvidence = {
       workersLost: sdk.count("workerLost"),
@@ -391,11 +425,13 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
       rewrites: tasks.filter((t) => t.rerunOf && t.succeeded).length,
       evidence,
       crashes: [...[...cluster.workers, ...cluster.coordinators].flatMap((m) => m.crashes), ...faultErrors],
-      passed: checkPassed(check) && tasks.every((t) => t.succeeded && t.disallowed.length === 0) && faultErrors.length === 0 && [...cluster.workers, ...cluster.coordinators].every((m) => m.crashes.length === 0),
+      follow: followReport,
+      passed: (followReport?.passed ?? true) && checkPassed(check) && tasks.every((t) => t.succeeded && t.disallowed.length === 0) && faultErrors.length === 0 && [...cluster.workers, ...cluster.coordinators].every((m) => m.crashes.length === 0),
     };
   } finally {
     sampler.stop();
     client.close();
+    await follow?.stop();
     await cluster.stop();
   }
 }
@@ -454,6 +490,7 @@ export function formatReport(r: SoakReport): string {
       `stale ${c.staleRows} (of a run other than the last current one), blocks or calls of mixed runs ${c.mixedRuns}, unsettled ${c.unsettled}; ` +
       `normal-table rows left by tasks that did not succeed ${c.leftByFailedRows}`,
     ...c.problems.map((p) => `  ${p}`),
+    ...(r.follow ? ["", formatFollowReport(r.follow)] : []),
   ];
   return lines.join("\n");
 }
