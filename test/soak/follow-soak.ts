@@ -4,14 +4,12 @@ import { FollowLedger } from "../../src/follow/adapters/follow-ledger";
 import { openTableStore } from "../../src/outputs/stores/open-table-store";
 import type { TableStore } from "../../src/outputs/stores/table-store";
 import { loadClientConfig } from "../../src/sdk/client-config";
-import { AnvilNode, ANVIL_CHAIN_ID } from "../support/anvil";
+import { AnvilNode, ANVIL_CHAIN_ID, ANVIL_DEV_ACCOUNTS } from "../support/anvil";
 import { BLOCKX_BINARY, BlockxProcess, transportEnv } from "../support/blockx-process";
 import { coinciding, lagFigures, type Excursion, type Happening, type LagFigures, type LagSample } from "./lag-stats";
 import { reorgSchedule, type ReorgEvent } from "./reorg-schedule";
 import type { SoakCluster } from "./soak-cluster";
 
-/** anvil's first two funded, unlocked dev accounts (the same for every anvil): a transfer between them marks a reorganised block. */
-const ANVIL_DEV_ACCOUNTS = ["0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266", "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"] as const;
 
 /** The followed table, its chain (anvil) and what the follower may follow through (deeper stops it). */
 export const FOLLOW_TABLE = "soak_follow";
@@ -269,17 +267,14 @@ export class FollowSoak {
       const h = await this.hashAt(n);
       if (h) before.set(n, h);
     }
-    // A transfer in the new blocks: without one anvil may mine the very same blocks again (the same
-    // hashes: seen for anvil_reorg of empty blocks within one second), and nothing is reorganised.
-    const transfer = { from: ANVIL_DEV_ACCOUNTS[0], to: ANVIL_DEV_ACCOUNTS[1], value: "0x" + (++this.transfers).toString(16) };
+    // AnvilNode.reorg puts a transfer in the new blocks: without one anvil may mine the very same
+    // blocks again (the same hashes: seen for anvil_reorg of empty blocks within one second).
     if (e.kind === "reorg") {
-      await this.anvil.rpc("anvil_reorg", e.depth, [[transfer, 0]]).catch((err: unknown) => {
-        this.log(`anvil_reorg with a transfer failed (${String(err)}): reorganising without one`);
-        return this.anvil.reorg(e.depth);
-      });
+      await this.anvil.reorg(e.depth);
     } else {
       await this.anvil.rollback(e.depth);
       // In the next block mined at the dropped height; without it the same block may come back.
+      const transfer = { from: ANVIL_DEV_ACCOUNTS[0], to: ANVIL_DEV_ACCOUNTS[1], value: "0x" + (++this.transfers).toString(16) };
       await this.anvil.rpc("eth_sendTransaction", transfer).catch((err: unknown) => this.log(`a transfer after anvil_rollback failed: ${String(err)}`));
     }
     let orphaned = 0;

@@ -6,6 +6,9 @@ import { freePort } from "./ports";
 const REPO = join(import.meta.dir, "..", "..");
 export const ANVIL_BIN = join(REPO, ".cache/anvil/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil");
 
+/** anvil's first two funded, unlocked dev accounts (the same for every anvil): a transfer between them marks a reorganised block. */
+export const ANVIL_DEV_ACCOUNTS = ["0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266", "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"] as const;
+
 /** anvil's default chain id (31337). */
 export const ANVIL_CHAIN_ID = 31337;
 
@@ -49,9 +52,16 @@ export class AnvilNode extends JsonRpcNode {
     await this.rpc("anvil_mine", "0x" + blocks.toString(16));
   }
 
-  /** reorg replaces the last `depth` blocks with new ones at the same heights (new hashes). */
+  private transfers = 0;
+
+  /**
+   * reorg replaces the last `depth` blocks with new ones at the same heights, the first of them
+   * holding a transfer: without one, anvil may mine the very same empty blocks again (the same
+   * hashes: seen within a second of their first mining), and nothing would be reorganised.
+   */
   async reorg(depth: number): Promise<void> {
-    await this.rpc("anvil_reorg", depth, []);
+    const transfer = { from: ANVIL_DEV_ACCOUNTS[0], to: ANVIL_DEV_ACCOUNTS[1], value: "0x" + (++this.transfers).toString(16) };
+    await this.rpc("anvil_reorg", depth, [[transfer, 0]]);
   }
 
   /** rollback drops the last `depth` blocks (the head goes back). */
