@@ -7,19 +7,19 @@ import { SCOPE_LEDGER_ROWS_COLUMN, scopeLedgerName } from "./stores/table-schema
 import type { WrittenCall, Writer } from "./writer";
 
 /** block_table_write: each call's rows replace its block's or bundle's scope of the table (BlockTableWriter). */
-export const blockTableOutput: Output<{ readonly kind: "blockTableWrite"; readonly table: string }> = {
+export const blockTableOutput: Output<{ readonly kind: "blockTableWrite"; readonly table: string; readonly recordScopes?: boolean }> = {
   kind: "blockTableWrite",
   name: "block_table_write",
   writesTables: true,
   parse(h, ctx) {
     if (h.$case !== "blockTableWrite") throw new OutputSpecError(`${ctx.field}: not a block_table_write`);
     if (!ctx.hasBlocks) throw new OutputSpecError(`${ctx.field}: needs a block_table or block_bundle call config (inputs have no block)`);
-    return { kind: "blockTableWrite", table: tableOf(h.blockTableWrite.table, ctx) };
+    return { kind: "blockTableWrite", table: tableOf(h.blockTableWrite.table, ctx), ...(h.blockTableWrite.recordScopes ? { recordScopes: true } : {}) };
   },
   open(spec, d) {
     storeOf(d);
     if (!d.scopeOf) throw new WriterSetupError("block_table_write needs a block_table or block_bundle call config");
-    return new BlockTableWriter(spec.table, d.scopeOf);
+    return new BlockTableWriter(spec.table, d.scopeOf, spec.recordScopes === true);
   },
 };
 
@@ -31,30 +31,32 @@ export const blockTableOutput: Output<{ readonly kind: "blockTableWrite"; readon
  * before it when it is submitted (src/worker/core/scope-alignment.ts). Commits as each call finishes.
  * Each row records the hash of its scope's last block as the call saw it (`_block_hash`, from
  * WrittenCall.blockHash), so that a reorganisation that orphaned it can be seen (`blockx verify`).
- * The same transaction records the scope in the table's scope ledger (scopeLedgerName: one row per
- * scope, its hash, how many rows), rows or none: what `blockx follow` resumes from and what lets
- * `blockx verify` tell a scope whose function returned no rows from one never written.
+ * With record_scopes (blockx follow's tasks set it), the same transaction records the scope in the
+ * table's scope ledger (scopeLedgerName: one row per scope, its hash, how many rows), rows or none:
+ * what `blockx follow` resumes from and what lets `blockx verify` tell a scope whose function
+ * returned no rows from one never written. Off by default: a second write per commit costs a
+ * backfill's commits 25-40% (bench/tables/scope-ledger.ts).
  */
 export class BlockTableWriter implements Writer {
   private rows = 0;
   private calls = 0;
-  private readonly ledger: string;
+  private readonly ledger: string | null;
 
   constructor(
     private readonly table: string,
     private readonly scopeOf: (input: JsonValue) => BlockScope,
+    recordScopes = false,
   ) {
-    this.ledger = scopeLedgerName(table);
+    this.ledger = recordScopes ? scopeLedgerName(table) : null;
   }
 
   stage(call: WrittenCall): TableWrite[] {
     const s = this.scopeOf(call.input);
     const scope: BlockScope = { chain: s.chain, fromBlock: s.fromBlock, toBlock: s.toBlock, blockHash: call.blockHash ?? null };
     const rows = rowsOf(call.value);
-    return [
-      { kind: "replaceBlock", table: this.table, scope, rows },
-      { kind: "replaceBlock", table: this.ledger, scope, rows: [{ [SCOPE_LEDGER_ROWS_COLUMN]: rows.length }] },
-    ];
+    const write: TableWrite = { kind: "replaceBlock", table: this.table, scope, rows };
+    if (this.ledger === null) return [write];
+    return [write, { kind: "replaceBlock", table: this.ledger, scope, rows: [{ [SCOPE_LEDGER_ROWS_COLUMN]: rows.length }] }];
   }
 
   committed(call: WrittenCall): void {

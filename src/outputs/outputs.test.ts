@@ -37,11 +37,10 @@ describe("writer plugins", () => {
     for (let i = 0; i < 3; i++) {
       const call = { index: 2 - i, input: { chain: "eth", blockNumber: 10 + i }, value: [{ v: i }, { v: i + 10 }] };
       const staged = writers.map((w) => w.stage(call));
-      // A block table's write comes with its scope ledger's (one row: how many rows the scope has).
-      expect(staged.map((s) => s.map((w) => [w.kind, w.table]))).toEqual([[["replaceBlock", "b"], ["replaceBlock", "_blockx_scopes_b"]], [["append", "n"]], []]);
+      expect(staged.map((s) => s.map((w) => [w.kind, w.table]))).toEqual([[["replaceBlock", "b"]], [["append", "n"]], []]);
       const outcomes = await tables.commit(staged.flat());
-      writers[0]!.committed(call, outcomes.slice(0, 2));
-      writers[1]!.committed(call, outcomes.slice(2, 3));
+      writers[0]!.committed(call, outcomes.slice(0, 1));
+      writers[1]!.committed(call, outcomes.slice(1, 2));
       writers[2]!.committed(call, []);
     }
     // Return values exist only once WRITE sealed them, in call-index order.
@@ -54,17 +53,14 @@ describe("writer plugins", () => {
     ]);
     expect(writers[2]!.returnValues()).toEqual([[{ v: 2 }, { v: 12 }], [{ v: 1 }, { v: 11 }], [{ v: 0 }, { v: 10 }]]);
     expect((await tables.read("b")).length).toBe(6);
-    expect((await tables.read("_blockx_scopes_b", { orderBy: "_scope_from" })).map((r) => [r._scope_from, r.row_count])).toEqual([
-      [10, 2],
-      [11, 2],
-      [12, 2],
-    ]);
+    await expect(tables.read(scopeLedgerName("b"))).rejects.toThrow("no table"); // no ledger unless asked (record_scopes)
     await tables.close();
   });
 
-  test("a block table's scope ledger records a scope whose function returned no rows, and a long table name's ledger fits 63 characters", async () => {
+  test("record_scopes: a block table's scope ledger records each scope with the rows, one whose function returned no rows too; a long table name's ledger fits 63 characters", async () => {
     const tables = store();
-    const [block] = createWriters([{ kind: "blockTableWrite", table: "b" }], deps({ tables }));
+    const [block] = createWriters([{ kind: "blockTableWrite", table: "b", recordScopes: true } as OutputSpec], deps({ tables }));
+    expect(block!.stage({ index: 0, input: { chain: "eth", blockNumber: 1 }, value: [] }).map((w) => w.table)).toEqual(["b", "_blockx_scopes_b"]);
     for (const [n, value] of [[1, [{ v: 1 }]], [2, []], [3, [{ v: 3 }, { v: 4 }]]] as const) {
       await tables.commit(block!.stage({ index: n, input: { chain: "eth", blockNumber: n }, value: value as unknown as JsonValue, blockHash: "0x" + String(n).repeat(64) }));
     }

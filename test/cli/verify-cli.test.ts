@@ -80,10 +80,10 @@ describe("blockx verify", () => {
   });
 
   test("blocks whose function returned no rows are written, not missing: the table's scope ledger records them (stale ones too)", async () => {
-    // Written the way a Worker writes: BlockTableWriter stages the rows and the scope ledger's entry, one commit per call.
+    // Written the way a Worker writes a follower's task (record_scopes): BlockTableWriter stages the rows and the scope ledger's entry, one commit per call.
     const write = async (path: string, table: string, blocks: number[], rowsOf: (n: number) => { block: number }[]) => {
       const store = new SqliteTableStore(path, { inline: true });
-      const w = new BlockTableWriter(table, (input) => ({ chain: "dev", fromBlock: (input as { n: number }).n, toBlock: (input as { n: number }).n }));
+      const w = new BlockTableWriter(table, (input) => ({ chain: "dev", fromBlock: (input as { n: number }).n, toBlock: (input as { n: number }).n }), true);
       for (const n of blocks) await store.commit(w.stage({ index: n, input: { n }, value: rowsOf(n), blockHash: (await anvil.block(n)).hash }));
       await store.close();
     };

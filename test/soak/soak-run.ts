@@ -163,7 +163,7 @@ function taskFor(taskId: string, table: SoakTable, fromBlock: number, toBlock: n
       function: { source: padded(table.source, padBytes), entry: "main" },
       config: table.kind === "bundle" ? { $case: "blockBundle", blockBundle: { ...range, bundleSize: table.bundleSize! } } : { $case: "blockTable", blockTable: range },
     }),
-    outputs: [table.kind === "normal" ? { handler: { $case: "normalTableWrite", normalTableWrite: { table: table.table } } } : { handler: { $case: "blockTableWrite", blockTableWrite: { table: table.table } } }],
+    outputs: [table.kind === "normal" ? { handler: { $case: "normalTableWrite", normalTableWrite: { table: table.table } } } : { handler: { $case: "blockTableWrite", blockTableWrite: { table: table.table, recordScopes: false } } }],
   });
 }
 

@@ -21,7 +21,7 @@ afterEach(async () => {
 });
 
 function blockTask(taskId: string, fn: { source?: string; name?: string }, from: number, to: number, table: string, bundleSize = 0): Task {
-  return rangeTask(taskId, fn, from, to, [{ handler: { $case: "blockTableWrite", blockTableWrite: { table } } }], bundleSize);
+  return rangeTask(taskId, fn, from, to, [{ handler: { $case: "blockTableWrite", blockTableWrite: { table, recordScopes: false } } }], bundleSize);
 }
 
 async function setup(role: "worker" | "bundle-worker", extra: Record<string, string> = {}) {

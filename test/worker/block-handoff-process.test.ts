@@ -75,7 +75,7 @@ async function startWorker(extra: Record<string, string> = {}) {
 }
 
 const statsTask = (taskId: string, source: string, from: number, to: number, table: string): Task =>
-  rangeTask(taskId, { source }, from, to, [{ handler: { $case: "blockTableWrite", blockTableWrite: { table } } }]);
+  rangeTask(taskId, { source }, from, to, [{ handler: { $case: "blockTableWrite", blockTableWrite: { table, recordScopes: false } } }]);
 
 async function submit(client: WorkerClient, task: Task): Promise<void> {
   const slot = await client.requestTaskSlot(task.taskId, 60_000);

@@ -23,7 +23,7 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-const table = (name: string): Task["outputs"] => [{ handler: { $case: "blockTableWrite", blockTableWrite: { table: name } } }];
+const table = (name: string): Task["outputs"] => [{ handler: { $case: "blockTableWrite", blockTableWrite: { table: name, recordScopes: false } } }];
 
 /** A Worker's folders on the one host; the dataset is shared. */
 function workerEnv(cluster: TestCluster, i: number, url: string): Record<string, string> {

@@ -24,7 +24,7 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-const table = (name: string): Task["outputs"] => [{ handler: { $case: "blockTableWrite", blockTableWrite: { table: name } } }];
+const table = (name: string): Task["outputs"] => [{ handler: { $case: "blockTableWrite", blockTableWrite: { table: name, recordScopes: false } } }];
 
 /** A Worker "host": its own folders (nothing shared with the others but the Postgres URL). */
 function hostEnv(cluster: TestCluster, i: number, url: string, extra: Record<string, string> = {}): Record<string, string> {

@@ -18,7 +18,7 @@ describe("taskFromArgs", () => {
     expect(t.taskId).toBe("t1");
     expect(t.functionCallConfig?.function).toMatchObject({ source: "def main(ctx, x):\n    return x\n", entry: "main", name: "" });
     expect(t.functionCallConfig?.config).toEqual({ $case: "blockTable", blockTable: { chain: "ethereum", fromBlock: 100, toBlock: 199 } });
-    expect(t.outputs).toEqual([{ handler: { $case: "blockTableWrite", blockTableWrite: { table: "stats" } } }]);
+    expect(t.outputs).toEqual([{ handler: { $case: "blockTableWrite", blockTableWrite: { table: "stats", recordScopes: false } } }]);
   });
   test("--bundle-size makes a bundle config; a name without slash is a function from FUNCTIONS_DIR", () => {
     const t = taskFromArgs(args("--function", "block_stats", "--entry", "run", "--blocks", "0..99", "--bundle-size", "10", "--chain", "local", "--table", "s"), undefined);

@@ -124,7 +124,7 @@ export function taskFromArgs(args: ParsedArgs, file: string | undefined): Task {
   const table = flagValue(args, "table");
   if (table !== undefined) {
     const append = args.flags.has("append") || fcc.config.$case === "inputs";
-    outputs.push(append ? { handler: { $case: "normalTableWrite", normalTableWrite: { table } } } : { handler: { $case: "blockTableWrite", blockTableWrite: { table } } });
+    outputs.push(append ? { handler: { $case: "normalTableWrite", normalTableWrite: { table } } } : { handler: { $case: "blockTableWrite", blockTableWrite: { table, recordScopes: false } } });
   }
   if (args.flags.has("return")) outputs.push({ handler: { $case: "returnValue", returnValue: {} } });
   if (outputs.length > 0) task.outputs = outputs;

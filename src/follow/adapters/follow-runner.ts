@@ -203,7 +203,8 @@ export class FollowRunner {
     return Task.fromPartial({
       taskId: `follow-${this.d.table}-${this.d.chain}-${fromBlock}-${toBlock}-${randomBytes(4).toString("hex")}`,
       functionCallConfig: FunctionCallConfig.fromPartial({ function: this.d.fn, config: { $case: "blockTable", blockTable: { chain: this.d.chain, fromBlock, toBlock } } }),
-      outputs: [{ handler: { $case: "blockTableWrite", blockTableWrite: { table: this.d.table } } }],
+      // The scopes go to the table's ledger with the rows: the follower's position.
+      outputs: [{ handler: { $case: "blockTableWrite", blockTableWrite: { table: this.d.table, recordScopes: true } } }],
     });
   }
 }

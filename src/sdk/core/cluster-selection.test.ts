@@ -5,7 +5,7 @@ import { clusterFor, resubmitByDefault } from "./cluster-selection";
 const blockTable = { $case: "blockTable" as const, blockTable: { chain: "ethereum", fromBlock: 1, toBlock: 2 } };
 const blockBundle = { $case: "blockBundle" as const, blockBundle: { chain: "ethereum", fromBlock: 1, toBlock: 20, bundleSize: 10 } };
 const inputs = { $case: "inputs" as const, inputs: { inputs: [Buffer.from("1")] } };
-const btw: Output = { handler: { $case: "blockTableWrite", blockTableWrite: { table: "t" } } };
+const btw: Output = { handler: { $case: "blockTableWrite", blockTableWrite: { table: "t", recordScopes: false } } };
 const ntw: Output = { handler: { $case: "normalTableWrite", normalTableWrite: { table: "t" } } };
 const rv: Output = { handler: { $case: "returnValue", returnValue: {} } };
 

@@ -59,7 +59,7 @@ describe("planTask (pure: a Task in, a plan or a named refusal out)", () => {
     const first = p.calls.source().next()!.call;
     expect(p.scopeOf!(first)).toEqual({ chain: "ethereum", fromBlock: 5, toBlock: 5 });
     expect(p.inputLabel(first, 0)).toBe("block 5");
-    const b = planTask(task({ config: bundle(10, 34, 10), outputs: [{ handler: { $case: "blockTableWrite", blockTableWrite: { table: "t" } } }] }), bundleWorkerProfile);
+    const b = planTask(task({ config: bundle(10, 34, 10), outputs: [{ handler: { $case: "blockTableWrite", blockTableWrite: { table: "t", recordScopes: false } } }] }), bundleWorkerProfile);
     expect(drain(b).map((c) => b.scopeOf!(c as never))).toEqual([
       { chain: "ethereum", fromBlock: 10, toBlock: 19 },
       { chain: "ethereum", fromBlock: 20, toBlock: 29 },
@@ -106,7 +106,7 @@ describe("planTask (pure: a Task in, a plan or a named refusal out)", () => {
     for (const table of ["_blockx_tables", "_BLOCKX_scope_spans", "sqlite_master", "pg_class"]) {
       expect(refusal(task({ outputs: [{ handler: { $case: "normalTableWrite", normalTableWrite: { table } } }] }))).toContain(`task.outputs[0].normal_table_write.table: names starting with`);
     }
-    expect(refusal(task({ outputs: [{ handler: { $case: "blockTableWrite", blockTableWrite: { table: "t" } } }] }))).toContain("task.outputs[0].block_table_write: needs a block_table or block_bundle call config");
+    expect(refusal(task({ outputs: [{ handler: { $case: "blockTableWrite", blockTableWrite: { table: "t", recordScopes: false } } }] }))).toContain("task.outputs[0].block_table_write: needs a block_table or block_bundle call config");
   });
 
   test("the plan limits: inputs per task and source bytes, each refusal naming the count, the limit and its variable", () => {

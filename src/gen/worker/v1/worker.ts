@@ -179,6 +179,13 @@ export interface FunctionCallConfig {
 
 export interface BlockTableWriteHandler {
   table: string;
+  /**
+   * Also record each call's scope (its blocks, the block hash, how many rows) in the table's scope
+   * ledger, in the same transaction as the rows: what `blockx follow` resumes from, and what lets
+   * `blockx verify` tell a block whose function returned no rows from one never written. Off by
+   * default: it costs a backfill's commits a second write (README "Keeping a table current").
+   */
+  recordScopes: boolean;
 }
 
 export interface NormalTableWriteHandler {
@@ -1029,13 +1036,16 @@ export const FunctionCallConfig: MessageFns<FunctionCallConfig> = {
 };
 
 function createBaseBlockTableWriteHandler(): BlockTableWriteHandler {
-  return { table: "" };
+  return { table: "", recordScopes: false };
 }
 
 export const BlockTableWriteHandler: MessageFns<BlockTableWriteHandler> = {
   encode(message: BlockTableWriteHandler, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.table !== "") {
       writer.uint32(10).string(message.table);
+    }
+    if (message.recordScopes !== false) {
+      writer.uint32(16).bool(message.recordScopes);
     }
     return writer;
   },
@@ -1061,6 +1071,14 @@ export const BlockTableWriteHandler: MessageFns<BlockTableWriteHandler> = {
             message.table = reader.string();
             continue;
           }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.recordScopes = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1074,13 +1092,23 @@ export const BlockTableWriteHandler: MessageFns<BlockTableWriteHandler> = {
   },
 
   fromJSON(object: any): BlockTableWriteHandler {
-    return { table: isSet(object.table) ? globalThis.String(object.table) : "" };
+    return {
+      table: isSet(object.table) ? globalThis.String(object.table) : "",
+      recordScopes: isSet(object.recordScopes)
+        ? globalThis.Boolean(object.recordScopes)
+        : isSet(object.record_scopes)
+        ? globalThis.Boolean(object.record_scopes)
+        : false,
+    };
   },
 
   toJSON(message: BlockTableWriteHandler): unknown {
     const obj: any = {};
     if (message.table !== "") {
       obj.table = message.table;
+    }
+    if (message.recordScopes !== false) {
+      obj.recordScopes = message.recordScopes;
     }
     return obj;
   },
@@ -1091,6 +1119,7 @@ export const BlockTableWriteHandler: MessageFns<BlockTableWriteHandler> = {
   fromPartial(object: DeepPartial<BlockTableWriteHandler>): BlockTableWriteHandler {
     const message = createBaseBlockTableWriteHandler();
     message.table = object.table ?? "";
+    message.recordScopes = object.recordScopes ?? false;
     return message;
   },
 };

@@ -40,10 +40,12 @@ class BlockTableCallConfig(_message.Message):
     def __init__(self, chain: _Optional[str] = ..., from_block: _Optional[int] = ..., to_block: _Optional[int] = ...) -> None: ...
 
 class BlockTableWriteHandler(_message.Message):
-    __slots__ = ["table"]
+    __slots__ = ["record_scopes", "table"]
+    RECORD_SCOPES_FIELD_NUMBER: _ClassVar[int]
     TABLE_FIELD_NUMBER: _ClassVar[int]
+    record_scopes: bool
     table: str
-    def __init__(self, table: _Optional[str] = ...) -> None: ...
+    def __init__(self, table: _Optional[str] = ..., record_scopes: bool = ...) -> None: ...
 
 class CallError(_message.Message):
     __slots__ = ["call_id", "call_index", "call_input", "code", "message", "traceback"]
