@@ -9,7 +9,7 @@
  * laid out like cgroupfs (this machine's unified hierarchy has no memory controller to delegate).
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
@@ -19,7 +19,10 @@ import { ExecutorCgroup, findCgroupPlace, probeSelf, type CgroupFs } from "../..
 
 const place = findCgroupPlace(probeSelf());
 const scratch = mkdtempSync(join(tmpdir(), "blockx-cgroup-"));
-afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+afterAll(() => {
+  rmSync(scratch, { recursive: true, force: true });
+  if (place.place) rmdirSync(place.place.base); // the probe's own folder (each pool makes one of its own)
+});
 
 /** Allocates and touches `mb` MiB, frees it at once, and returns: a burst that is over before a sample. */
 const BURST = `
@@ -50,11 +53,11 @@ describe("executor memory cgroups", () => {
     const logged: Record<string, unknown>[] = [];
     const pool = await poolWith("auto", logged);
     try {
-      expect(logged.find((l) => String(l.msg).startsWith("executor memory limits enforced by the kernel"))).toBeDefined();
-      const base = place.place!.base.replace(/blockx-executors-\d+$/, `blockx-executors-${process.pid}`);
-      const groups = readdirSync(base).filter((d) => !d.includes("."));
-      expect(readdirSync(base).length).toBeGreaterThanOrEqual(1);
-      void groups;
+      const started = logged.find((l) => String(l.msg).startsWith("executor memory limits enforced by the kernel"));
+      // This pool's own folder (another pool of the same process has another).
+      const base = String(started?.cgroups);
+      expect(base).toMatch(new RegExp(`/blockx-executors-${process.pid}-\\d+$`));
+      expect(readdirSync(base).filter((d) => statIsDir(join(base, d)))).toHaveLength(1);
       const o = await pool.execute({ callId: "burst-1", fn: { source: BURST, entry: "main" }, args: 256 });
       expect(o.ok).toBe(false);
       if (!o.ok) {
@@ -73,7 +76,7 @@ describe("executor memory cgroups", () => {
   }, 60_000);
 
   test.if(place.place !== null)("what a Worker killed without closing its pool left (its folder and its executors' cgroups) is removed by the next pool's start", async () => {
-    const parent = place.place!.base.replace(/\/blockx-executors-\d+$/, "");
+    const parent = place.place!.base.replace(/\/blockx-executors-[\d-]+$/, "");
     const dead = 2 ** 22 + 12345; // above pid_max's default: no such process
     mkdirSync(join(parent, `blockx-executors-${dead}`, "0.1"), { recursive: true });
     const logged: Record<string, unknown>[] = [];
@@ -81,7 +84,25 @@ describe("executor memory cgroups", () => {
     await pool.close();
     expect(existsSync(join(parent, `blockx-executors-${dead}`))).toBe(false);
     expect(logged.find((l) => String(l.msg).startsWith("executor memory limits enforced by the kernel"))?.staleRemoved).toBeGreaterThanOrEqual(1);
-    expect(existsSync(join(parent, `blockx-executors-${process.pid}`))).toBe(false); // its own, removed at close
+    const own = String(logged.find((l) => String(l.msg).startsWith("executor memory limits enforced by the kernel"))?.cgroups);
+    expect(own).toMatch(new RegExp(`/blockx-executors-${process.pid}-\\d+$`));
+    expect(existsSync(own)).toBe(false); // its own, removed at close
+  }, 60_000);
+
+  test.if(place.place !== null)("two pools in one process (tests run many) have folders of their own: one closing never takes the other's executors out of their cgroups", async () => {
+    const logsA: Record<string, unknown>[] = [];
+    const logsB: Record<string, unknown>[] = [];
+    const a = await poolWith("auto", logsA);
+    const b = await poolWith("auto", logsB);
+    const baseOf = (logs: Record<string, unknown>[]) => String(logs.find((l) => String(l.msg).startsWith("executor memory limits enforced by the kernel"))?.cgroups);
+    expect(baseOf(logsA)).not.toBe(baseOf(logsB));
+    await a.close();
+    try {
+      const o = await b.execute({ callId: "burst-b", fn: { source: BURST, entry: "main" }, args: 256 });
+      expect(o.ok ? "survived" : o.error.message).toContain("killed by the kernel");
+    } finally {
+      await b.close();
+    }
   }, 60_000);
 
   test("EXECUTOR_MEMORY_CGROUP=off: the limit is the pool's sampling alone (said at start)", async () => {

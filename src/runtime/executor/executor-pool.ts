@@ -370,7 +370,7 @@ export class ExecutorPool {
   private placeCgroups(): void {
     const mode = this.config.memoryCgroup ?? "auto";
     if (mode === "off") return;
-    const { place, why } = findCgroupPlace(probeSelf());
+    const { place, why } = findCgroupPlace(probeSelf(true));
     this.cgroupPlace = place;
     if (place !== null) {
       const swept = sweepStaleCgroups(place);
@@ -483,8 +483,17 @@ export class ExecutorPool {
       // It gets blocks by offset only if the file it read its identity from is the store's.
       e.readsStore = this.sharedBlockStore !== null && m.blockStore === this.sharedBlockStore.identity ? m.blockStore : null;
       e.process.markConnected();
-      // Into its memory cgroup before any call is sent: user code runs only in calls.
-      if (e.cgroup !== null) e.cgroup.join(e.process.treePids() ?? []);
+      // Into its memory cgroup before any call is sent: user code runs only in calls. One that could
+      // not join (its cgroup gone) keeps the pool's sampling, as everywhere without a cgroup.
+      if (e.cgroup !== null) {
+        const pids = e.process.treePids() ?? [];
+        const moved = e.cgroup.join(pids);
+        if (moved < pids.length || pids.length === 0) {
+          this.log.warn({ component: "executor-pool", executorId: e.id, moved, of: pids.length }, "executor could not join its memory cgroup; its memory is enforced by sampling");
+          this.removeCgroup(e.cgroup, 10);
+          e.cgroup = null;
+        }
+      }
       this.lastSpawnError = "";
       this.log.info({ component: "executor-pool", executorId: e.id, pid: m.pid, python: m.python, ...(e.readsStore ? { readsBlockStore: e.readsStore } : {}) }, "executor ready");
       // Waiting calls are sent to it now.

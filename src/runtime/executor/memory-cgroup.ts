@@ -53,6 +53,8 @@ export interface CgroupProbe {
   readonly mountinfo: string;
   readonly selfCgroup: string;
   readonly pid: number;
+  /** Tells this pool's folder from another pool's of the same process (tests run several): `blockx-executors-<pid>-<pool>`. */
+  readonly pool?: number;
 }
 
 /**
@@ -78,7 +80,7 @@ export function findCgroupPlace(probe: CgroupProbe, fs: CgroupFs = REAL_FS): { p
     const controllers = safeRead(fs, join(own, "cgroup.controllers")).split(/\s+/);
     if (controllers.includes("memory")) {
       try {
-        const base = delegateV2(own, probe.pid, fs);
+        const base = delegateV2(own, probe.pid, poolSuffix(probe), fs);
         return { place: { version: 2, base }, why: `cgroup v2 at ${own}` };
       } catch (e) {
         reasons.push(`cgroup v2 at ${own} has the memory controller, but the Worker cannot use it (${(e as Error).message}): give the unit Delegate=yes`);
@@ -94,7 +96,7 @@ export function findCgroupPlace(probe: CgroupProbe, fs: CgroupFs = REAL_FS): { p
   const v1mount = mounts.find((m) => m.fstype === "cgroup" && m.options.includes("memory"));
   if (v1line && v1mount) {
     const own = join(v1mount.mountPoint, relativeTo(v1mount.root, v1line.split(":").slice(2).join(":")));
-    const base = join(own, `blockx-executors-${probe.pid}`);
+    const base = join(own, `blockx-executors-${probe.pid}${poolSuffix(probe)}`);
     try {
       fs.mkdir(base);
       return { place: { version: 1, base }, why: `cgroup v1 memory hierarchy at ${own}` };
@@ -115,7 +117,7 @@ export function findCgroupPlace(probe: CgroupProbe, fs: CgroupFs = REAL_FS): { p
  * that holds others (a Worker without a unit of its own) refuses the controller (EBUSY), and the
  * reason says to give it one.
  */
-function delegateV2(own: string, pid: number, fs: CgroupFs): string {
+function delegateV2(own: string, pid: number, suffix: string, fs: CgroupFs): string {
   const subtree = safeRead(fs, join(own, "cgroup.subtree_control")).split(/\s+/);
   if (!subtree.includes("memory")) {
     const leaf = join(own, `blockx-worker-${pid}`);
@@ -127,10 +129,14 @@ function delegateV2(own: string, pid: number, fs: CgroupFs): string {
       throw new Error(`enabling +memory in ${own}/cgroup.subtree_control: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message} (other processes in the Worker's cgroup?)`);
     }
   }
-  const base = join(own, `blockx-executors-${pid}`);
+  const base = join(own, `blockx-executors-${pid}${suffix}`);
   fs.mkdir(base);
   if (!safeRead(fs, join(base, "cgroup.subtree_control")).split(/\s+/).includes("memory")) fs.writeFile(join(base, "cgroup.subtree_control"), "+memory");
   return base;
+}
+
+function poolSuffix(probe: CgroupProbe): string {
+  return probe.pool === undefined ? "" : `-${probe.pool}`;
 }
 
 function relativeTo(mountRoot: string, path: string): string {
@@ -171,7 +177,7 @@ export class ExecutorCgroup {
     return g;
   }
 
-  /** join moves processes into the cgroup (those that exited meanwhile are skipped); how many moved. */
+  /** join moves processes into the cgroup (those that exited meanwhile are skipped); how many moved (0 when the cgroup is gone). */
   join(pids: readonly number[]): number {
     let moved = 0;
     for (const pid of pids) {
@@ -218,7 +224,7 @@ export function sweepStaleCgroups(place: CgroupPlace, alive: (pid: number) => bo
     return 0;
   }
   for (const name of names) {
-    const m = /^blockx-(?:executors|worker)-(\d+)$/.exec(name);
+    const m = /^blockx-(?:executors|worker)-(\d+)(?:-\d+)?$/.exec(name);
     if (!m || join(parent, name) === place.base || alive(Number(m[1]))) continue;
     const dir = join(parent, name);
     try {
@@ -241,7 +247,9 @@ function pidAlive(pid: number): boolean {
   }
 }
 
-/** probeSelf: what this process's /proc says, for findCgroupPlace. */
-export function probeSelf(): CgroupProbe {
-  return { mountinfo: safeRead(REAL_FS, "/proc/self/mountinfo"), selfCgroup: safeRead(REAL_FS, "/proc/self/cgroup"), pid: process.pid };
+let pools = 0;
+
+/** probeSelf: what this process's /proc says, for findCgroupPlace; `pool`: a new number for each pool that asks. */
+export function probeSelf(forPool = false): CgroupProbe {
+  return { mountinfo: safeRead(REAL_FS, "/proc/self/mountinfo"), selfCgroup: safeRead(REAL_FS, "/proc/self/cgroup"), pid: process.pid, ...(forPool ? { pool: ++pools } : {}) };
 }
