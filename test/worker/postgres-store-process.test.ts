@@ -127,6 +127,27 @@ describe("Postgres table store across hosts", () => {
     expect(file.stderr).toContain(`TABLE_STORE_PATH (${join(cluster.dir, "no-such-folder", "tables.sqlite")}): the table store cannot be used:`);
   }, 60_000);
 
+  test("a SQLite file another process holds locked when the Worker starts is not a configuration error: the Worker starts, unhealthy, and opens its epoch once the lock goes (the short soak saw a restarted Worker exit 2 here)", async () => {
+    const cluster = new TestCluster();
+    cleanups.push(() => cluster.stop());
+    const path = join(cluster.dir, "busy.sqlite");
+    const { Database } = await import("bun:sqlite");
+    const holder = new Database(path, { create: true });
+    holder.exec("PRAGMA journal_mode=WAL");
+    holder.exec("CREATE TABLE IF NOT EXISTS hold (x INTEGER)");
+    holder.exec("BEGIN EXCLUSIVE");
+    holder.exec("INSERT INTO hold VALUES (1)");
+    const w = cluster.spawn("worker", { WORKER_LISTEN: "127.0.0.1:0", WORKER_REGISTRY_PREFIX: cluster.blockPrefix, EXECUTOR_COUNT: "1", TABLE_STORE_PATH: path, TABLE_STORE_STATEMENT_TIMEOUT_MS: "300", HEARTBEAT_LEASE_TTL_S: "3" });
+    try {
+      await w.grpcAddr(); // it serves: not stopped as a configuration error
+      expect(w.lines.some((l) => String(l.msg).startsWith("table store unreachable") && String(l.reason).includes("locked"))).toBe(true);
+      holder.exec("COMMIT");
+      await w.waitForLog((l) => String(l.msg).startsWith("table store reachable again") || String(l.msg).startsWith("table store reached"), 30_000);
+    } finally {
+      holder.close();
+    }
+  }, 60_000);
+
   for (const kind of ["postgres", "sqlite"] as const) {
     test(`a ${kind} table lock held longer than the executor ping timeout and the heartbeat lease: heartbeats go on, no executor is killed as hung, the rows land once it is released`, async () => {
       const cluster = new TestCluster();

@@ -15,12 +15,16 @@ export function serveTableEngine(describe: (args: unknown) => string, open: (arg
   let engine: TableEngine | undefined;
   let description = "?";
   let openError: unknown;
+  /** What the store was opened with; an open that failed (a file locked by another process at that moment) is tried again at the next request. */
+  let openArgs: unknown;
+  let closed = false;
   let queue: Promise<void> = Promise.resolve();
 
   const handle = async (r: TableThreadRequest): Promise<TableThreadReply | undefined> => {
     try {
       if (r.op === "open") {
         description = describe(r.args);
+        openArgs = r.args;
         try {
           engine = open(r.args);
         } catch (e) {
@@ -29,9 +33,18 @@ export function serveTableEngine(describe: (args: unknown) => string, open: (arg
         return undefined;
       }
       if (r.op === "close") {
+        closed = true;
         engine?.close();
         engine = undefined;
         return { id: r.id, ok: true, text: "null" };
+      }
+      if (!engine && !closed && openArgs !== undefined) {
+        try {
+          engine = open(openArgs);
+          openError = undefined;
+        } catch (e) {
+          openError = e;
+        }
       }
       if (!engine) throw openError ?? new Error("the store is closed");
       let out: unknown;

@@ -137,8 +137,10 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
   try {
     await fencing.start();
     // A Postgres that does not answer may come back (the Worker starts without it, unhealthy); a
-    // file of this host that cannot be opened will not.
-    if (!store.shared && !fencing.storeHealthy) unusable = fencing.unhealthyReason;
+    // file of this host that cannot be opened will not. A file another process holds locked (another
+    // Worker mid-commit, a checkpoint: SQLite may answer "locked" at once rather than wait) will be
+    // free again: the Worker starts unhealthy and opens its epoch at the next renewal, as with Postgres.
+    if (!store.shared && !fencing.storeHealthy && !isLockContention(fencing.unhealthyReason)) unusable = fencing.unhealthyReason;
   } catch (e) {
     unusable = (e as Error).message;
   }
@@ -274,4 +276,9 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
 function executorSummary(s: ExecutorPoolStats): ExecutorSummary {
   const ready = s.executors.filter((e) => e.state === "READY");
   return { total: s.executors.length, ready: ready.length, busy: ready.filter((e) => e.inflight > 0).length, queuedCalls: s.queued, restarts: s.restarts };
+}
+
+/** isLockContention: a SQLite store's words for a file another connection holds locked (transient, unlike a file that cannot be opened). */
+export function isLockContention(reason: string): boolean {
+  return /database is locked|database table is locked|SQLITE_BUSY/i.test(reason);
 }
