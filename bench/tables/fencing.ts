@@ -14,11 +14,11 @@
  */
 import { parseArgs } from "node:util";
 import { PostgresTableStore } from "../../src/outputs/stores/postgres-table-store";
-import type { RunFence } from "../../src/outputs/stores/run-fence";
 import type { TableWrite } from "../../src/outputs/stores/table-store";
 import { startPostgres } from "../../test/support/postgres";
 import { treeCpuSeconds } from "../../test/support/proc-scan";
 import { interleavedRounds, interferenceNote, median } from "../support/rounds";
+import { driveBackfill } from "../support/store-backfill-driver";
 
 const { values } = parseArgs({ options: { blocks: { type: "string", default: "4000" }, rows: { type: "string", default: "5" }, rounds: { type: "string", default: "5" }, "in-flight": { type: "string", default: "64" }, "task-blocks": { type: "string", default: "100" }, tasks: { type: "string", default: "4" } } });
 const BLOCKS = Number(values.blocks);
@@ -59,32 +59,8 @@ async function backfill(series: Series): Promise<Figures> {
   ];
   // The first call creates the table (as a task's first commit does), outside the timing.
   await store.commit(write(BLOCKS + 1), null);
-  const tasks = Math.ceil(BLOCKS / TASK_BLOCKS);
-  const callsPerTask = Math.max(1, Math.floor(IN_FLIGHT / TASKS_IN_FLIGHT));
-  const runTask = async (task: number) => {
-    let fence: RunFence | null = null;
-    if (series === "fenced") {
-      const c = await store.claimRun({ taskId: `${table}-task-${task}`, epoch: "bench-epoch", workerAddr: "bench", supersede: false });
-      if (c.kind !== "claimed") throw new Error(`claim refused: ${JSON.stringify(c)}`);
-      fence = c.fence;
-    }
-    const from = task * TASK_BLOCKS;
-    const to = Math.min(BLOCKS, from + TASK_BLOCKS);
-    let next = from;
-    const call = async () => {
-      for (let b = next++; b < to; b = next++) await store.commit(write(b), fence ? { ...fence, callIndex: b - from } : null);
-    };
-    await Promise.all(Array.from({ length: callsPerTask }, call));
-    if (fence) await store.endRun(fence, "SUCCEEDED");
-  };
   const cpu0 = cpuSeconds();
-  const t0 = performance.now();
-  let nextTask = 0;
-  const client = async () => {
-    for (let t = nextTask++; t < tasks; t = nextTask++) await runTask(t);
-  };
-  await Promise.all(Array.from({ length: TASKS_IN_FLIGHT }, client));
-  const seconds = (performance.now() - t0) / 1000;
+  const seconds = await driveBackfill(store, { blocks: BLOCKS, taskBlocks: TASK_BLOCKS, tasks: TASKS_IN_FLIGHT, inFlight: IN_FLIGHT }, table, write, series === "fenced");
   const cpu = cpuSeconds() - cpu0;
   const rows = BLOCKS * ROWS;
   return { rowsPerSecond: rows / seconds, cpuMsPerRow: (cpu * 1000) / rows };

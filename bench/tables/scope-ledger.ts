@@ -20,13 +20,13 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { BlockTableWriter } from "../../src/outputs/block-table-output";
 import { PostgresTableStore } from "../../src/outputs/stores/postgres-table-store";
-import type { RunFence } from "../../src/outputs/stores/run-fence";
 import { SqliteTableStore } from "../../src/outputs/stores/sqlite-table-store";
 import type { TableStore, TableWrite } from "../../src/outputs/stores/table-store";
 import type { JsonValue } from "../../src/runtime/json/raw-json";
 import { startPostgres } from "../../test/support/postgres";
 import { treeCpuSeconds } from "../../test/support/proc-scan";
 import { interleavedRounds, interferenceNote, median } from "../support/rounds";
+import { driveBackfill } from "../support/store-backfill-driver";
 
 const { values } = parseArgs({
   options: {
@@ -75,29 +75,8 @@ async function backfill(series: Series): Promise<Figures> {
     return staged;
   };
   await store.commit(write(BLOCKS + 1), null); // the tables are made outside the timing
-  const tasks = Math.ceil(BLOCKS / TASK_BLOCKS);
-  const callsPerTask = Math.max(1, Math.floor(IN_FLIGHT / TASKS_IN_FLIGHT));
-  const runTask = async (task: number) => {
-    const c = await store.claimRun({ taskId: `${table}-task-${task}`, epoch: "bench-epoch", workerAddr: "bench", supersede: false });
-    if (c.kind !== "claimed") throw new Error(`claim refused: ${JSON.stringify(c)}`);
-    const fence: RunFence = c.fence;
-    const from = task * TASK_BLOCKS;
-    const to = Math.min(BLOCKS, from + TASK_BLOCKS);
-    let next = from;
-    const call = async () => {
-      for (let b = next++; b < to; b = next++) await store.commit(write(b), { ...fence, callIndex: b - from });
-    };
-    await Promise.all(Array.from({ length: callsPerTask }, call));
-    await store.endRun(fence, "SUCCEEDED");
-  };
   const cpu0 = cpuSeconds();
-  const t0 = performance.now();
-  let nextTask = 0;
-  const client = async () => {
-    for (let t = nextTask++; t < tasks; t = nextTask++) await runTask(t);
-  };
-  await Promise.all(Array.from({ length: TASKS_IN_FLIGHT }, client));
-  const seconds = (performance.now() - t0) / 1000;
+  const seconds = await driveBackfill(store, { blocks: BLOCKS, taskBlocks: TASK_BLOCKS, tasks: TASKS_IN_FLIGHT, inFlight: IN_FLIGHT }, table, write, true);
   const cpu = cpuSeconds() - cpu0;
   const rows = BLOCKS * ROWS;
   return { rowsPerSecond: rows / seconds, cpuMsPerRow: (cpu * 1000) / rows };
