@@ -10,12 +10,19 @@ import type { Command } from "../../cli/command";
 import { functionRefFrom } from "../../cli/client/task-from-args";
 import { UsageError } from "../../cli/usage-error";
 
+/** optionalIntSchema: an integer from min to max, or empty (null). */
+function optionalIntSchema(min: number, max: number) {
+  return stringSchema()
+    .refine((s) => s === "" || (/^\d{1,16}$/.test(s) && Number(s) >= min && Number(s) <= max))
+    .transform((s) => (s === "" ? null : Number(s)));
+}
+
 export const followVars = {
   followTable: envVar("FOLLOW_TABLE", "", "a table name, or empty", "the table to keep current when no TABLE is given (the systemd unit's way)", stringSchema()),
   followChain: envVar("FOLLOW_CHAIN", "", "a chain name, or empty", "the chain to follow when no --chain is given", stringSchema()),
   followFunction: envVar("FOLLOW_FUNCTION", "", "a file or a FUNCTIONS_DIR name, or empty", "the function when no --function is given", stringSchema()),
   followEntry: envVar("FOLLOW_ENTRY", "main", "a Python identifier", "the entry function when no --entry is given", stringSchema().refine((s) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(s))),
-  followFrom: envVar("FOLLOW_FROM", "", "a block number, or empty", "the first block when no --from is given and the table holds none of the chain's", stringSchema().refine((s) => s === "" || /^\d{1,15}$/.test(s))),
+  followFrom: envVar("FOLLOW_FROM", "", "a block number, or empty", "the first block when no --from is given and the table holds none of the chain's", optionalIntSchema(0, Number.MAX_SAFE_INTEGER)),
   followConfirmations: envVar(
     "FOLLOW_CONFIRMATIONS",
     "0",
@@ -31,8 +38,9 @@ export const followVars = {
     "",
     "an integer from 1 to 5000, or empty",
     "a reorganisation deeper than this stops the follower (empty: the chain's finalityDepth in CHAINS_CONFIG, else its chain id's known default, else IO_FINALITY_DEPTH)",
-    stringSchema().refine((s) => s === "" || (/^\d+$/.test(s) && Number(s) >= 1 && Number(s) <= 5000)),
+    optionalIntSchema(1, 5000),
   ),
+
   chainsConfig: ioVars.chainsConfig,
   rpcMaxAnswerBytes: ioVars.rpcMaxAnswerBytes,
   ioFinalityDepth: ioVars.ioFinalityDepth,
@@ -86,7 +94,7 @@ export const followCommand: Command = {
     if (!chain) throw new UsageError(`--chain (or FOLLOW_CHAIN) is required\n${USAGE}`);
     const fnSpec = flagValue(args, "function") ?? config.followFunction;
     if (!fnSpec) throw new UsageError(`--function (or FOLLOW_FUNCTION) is required\n${USAGE}`);
-    const fromText = flagValue(args, "from") ?? (config.followFrom === "" ? undefined : config.followFrom);
+    const fromText = flagValue(args, "from") ?? (config.followFrom === null ? undefined : String(config.followFrom));
     if (fromText !== undefined && !/^\d+$/.test(fromText)) throw new UsageError(`--from: expected a block number, got ${JSON.stringify(fromText)}`);
     const from = fromText === undefined ? undefined : Number(fromText);
     if (from !== undefined && !Number.isSafeInteger(from)) throw new UsageError(`--from: ${fromText} is too large`);

@@ -45,7 +45,7 @@ export async function runFollow(r: FollowRequest): Promise<number> {
     console.error(`blockx follow: --chain ${r.chain}: ${(e as Error).message}`);
     return EXIT.USAGE;
   }
-  const finalityDepth = c.followFinalityDepth !== "" ? Number(c.followFinalityDepth) : Math.min(5000, route.finalityDepth ?? c.ioFinalityDepth);
+  const finalityDepth = c.followFinalityDepth ?? Math.min(5000, route.finalityDepth ?? c.ioFinalityDepth);
   const store = openTableStore(c, { inline: true });
   const ledger = new FollowLedger(store, r.table, r.chain);
   const client = new BlockxClient(c);
