@@ -5,8 +5,10 @@ import { openTableStore } from "../../src/outputs/stores/open-table-store";
 import type { TableStore } from "../../src/outputs/stores/table-store";
 import { loadClientConfig } from "../../src/sdk/client-config";
 import { AnvilNode, ANVIL_CHAIN_ID, ANVIL_DEV_ACCOUNTS } from "../support/anvil";
+import { AnvilMiner, type MinerFigures } from "../support/anvil-miner";
+import { canonicalLag } from "../support/follow-lag";
 import { BLOCKX_BINARY, BlockxProcess, transportEnv } from "../support/blockx-process";
-import { coinciding, lagFigures, type Excursion, type Happening, type LagFigures, type LagSample } from "./lag-stats";
+import { coinciding, lagFigures, percentile, type Excursion, type Happening, type LagFigures, type LagSample } from "./lag-stats";
 import { reorgSchedule, type ReorgEvent } from "./reorg-schedule";
 import type { SoakCluster } from "./soak-cluster";
 
@@ -17,11 +19,7 @@ export const FOLLOW_CHAIN = "anvil";
 export const FOLLOW_FINALITY_DEPTH = 16;
 /** The issue's figure: a follower keeps its table within this many blocks of the head. */
 export const LAG_LIMIT_BLOCKS = 2;
-/**
- * A block is mined this often, by anvil_mine from the soak's own timer: anvil's `--block-time 0.1`
- * takes fractions of a second, but under interval mining (anvil 1.7.1) an anvil_rollback left a
- * hole the node answered null for, and the follower stopped there.
- */
+/** A block is mined this often (AnvilMiner: anvil_mine from the soak's own timer). */
 export const BLOCK_TIME_MS = 100;
 /** Reorganisations: a few a minute, 1..3 deep, a quarter of them rollbacks (the tip dropped). */
 const REORG_MEAN_GAP_MS = 15_000;
@@ -29,6 +27,8 @@ const REORG_MAX_DEPTH = 3;
 const ROLLBACK_SHARE = 0.25;
 /** The lag is sampled this often (anvil's head against the highest canonical block the table's ledger holds). */
 const SAMPLE_EVERY_MS = 100;
+/** A reorganisation explains an excursion that begins this soon after it (its orphaned blocks are behind until rewritten). */
+const REORG_SETTLE_MS = 1_000;
 /** A follower catches up this long after a fault heals, and an excursion that begins within it is laid to that fault. */
 const RECOVERY_MS = 5_000;
 
@@ -47,10 +47,13 @@ export function anvilChain(anvil: AnvilNode): Record<string, unknown> {
 /** The soak's phases the lag is reported for: the follower alone on the cluster, beside the fault-free backfill, and under the faults. */
 type LagPhase = "alone" | "baseline" | "faulted";
 
-/** How long the follower runs alone on the cluster once level, before the backfill starts: its lag on an idle cluster. */
-export const ALONE_MS = 20_000;
+/** How long the follower runs alone on the cluster once level, before the backfill starts, unless set (`make soak ALONE_SECONDS=n`): its lag on an idle cluster. */
+export const DEFAULT_ALONE_MS = 20_000;
 /** A reorganisation waits this long at most for the follower to hold a block it would orphan (else it goes ahead). */
 const REORG_WAIT_MS = 10_000;
+
+/** StepTimes: the follower's steps in one stretch (readHeaders, task, task and ledger read, rewind): how many, p50 and p99 in ms. */
+export type StepTimes = Record<string, { readonly n: number; readonly p50: number; readonly p99: number }>;
 
 /** ExcursionReport: a stretch beyond the limit, and what the soak was doing then (faults, reorganisations). */
 export interface ExcursionReport extends Excursion {
@@ -79,16 +82,22 @@ export interface FollowReport {
   readonly chain: string;
   readonly blockTimeMs: number;
   /** Blocks the soak mined (anvil_mine on its timer) and at what rate; ticks that came late and mined several blocks at once. */
-  readonly mined: { readonly blocks: number; readonly perSecond: number; readonly lateTicks: number; readonly mostAtOnce: number };
+  readonly mined: MinerFigures;
   readonly finalityDepth: number;
   /** Reorganisations the schedule made, by kind and depth; `tipHeld`: those done while the follower held a block they orphaned; `orphanedBlocks`: blocks whose hash they changed or dropped. */
-  readonly reorgs: { readonly planned: number; readonly reorg: number; readonly rollback: number; readonly byDepth: Record<string, number>; readonly tipHeld: number; readonly orphanedBlocks: number; readonly failed: string[] };
+  readonly reorgs: { readonly planned: number; readonly alone: number; readonly reorg: number; readonly rollback: number; readonly byDepth: Record<string, number>; readonly tipHeld: number; readonly orphanedBlocks: number; readonly failed: string[] };
   /** Reorganisations the follower went through: its "rewound the table" lines, and its published status's `reorgs`. */
   readonly survived: { readonly rewinds: number; readonly statusReorgs: number | null };
   /** Lag of the follower alone on the cluster (once level), beside the fault-free backfill (the baseline), and under the faults (and reorganisations). */
   readonly lagAlone: LagFigures;
+  /** Of lagAlone's excursions, those that began within REORG_SETTLE_MS of a reorganisation. */
+  readonly aloneExcursionsAtReorg: number;
+  /** The lag alone, leaving out the samples within REORG_SETTLE_MS after each reorganisation. */
+  readonly lagAloneBetweenReorgs: LagFigures;
   readonly lagBaseline: LagFigures;
   readonly lagFaulted: LagFigures;
+  /** The follower's step times in each stretch. */
+  readonly steps: { readonly alone: StepTimes; readonly baseline: StepTimes; readonly faulted: StepTimes };
   readonly excursions: ExcursionReport[];
   /** After the faults: mining stopped, how long the follower took to hold every block up to the head. */
   readonly catchUpMs: number | null;
@@ -115,22 +124,19 @@ export class FollowSoak {
   private readonly ledger: FollowLedger;
   private readonly samples: { phase: LagPhase; sample: LagSample }[] = [];
   private phase: "starting" | LagPhase = "starting";
+  /** When each stretch began (wall clock, as the follower's log lines carry it): its steps' times are told apart by it. */
+  private readonly stretchSince: Partial<Record<LagPhase, number>> = {};
   private sampling = false;
   private samplerDone: Promise<void> = Promise.resolve();
   private faultsStartMs = 0;
   /** Hashes of blocks the schedule's reorganisations orphaned (changed or dropped). */
   readonly orphanedHashes = new Set<string>();
-  private readonly done: ReorgEvent[] = [];
+  /** The reorganisations done, each with when it was done on the lag samples' clock (`doneAtMs`). */
+  private readonly done: (ReorgEvent & { readonly stretch: "alone" | "faulted"; readonly doneAtMs: number })[] = [];
   private readonly reorgErrors: string[] = [];
   private planned = 0;
   private readonly errors: string[] = [];
-  /** Mining: blocks mined by the timer, ticks that found more than one block due (the soak's process was late), the most at once. */
-  private mining = false;
-  private miningDone: Promise<void> = Promise.resolve();
-  private readonly mined = { blocks: 0, lateTicks: 0, mostAtOnce: 0, ms: 0 };
-  /** Every call that changes the chain goes through here, one at a time: a reorganisation never interleaves with a mined block. */
-  private chainOps: Promise<unknown> = Promise.resolve();
-
+  private readonly miner: AnvilMiner;
   constructor(
     private readonly cluster: SoakCluster,
     private readonly anvil: AnvilNode,
@@ -139,6 +145,7 @@ export class FollowSoak {
     const config = loadClientConfig(this.storeEnv());
     this.store = openTableStore(config, { inline: true });
     this.ledger = new FollowLedger(this.store, FOLLOW_TABLE, FOLLOW_CHAIN);
+    this.miner = new AnvilMiner(anvil, BLOCK_TIME_MS);
   }
 
   /** storeEnv: the Workers' table store, reached directly (the follower and the soak run on the client's host). */
@@ -151,35 +158,9 @@ export class FollowSoak {
     return JSON.stringify({ chains: { [FOLLOW_CHAIN]: anvilChain(this.anvil) } });
   }
 
-  private onChain<T>(op: () => Promise<T>): Promise<T> {
-    const p = this.chainOps.then(op);
-    this.chainOps = p.catch(() => {});
-    return p;
-  }
-
-  /**
-   * mineLoop mines the blocks due every BLOCK_TIME_MS since it started: a tick that comes late (the
-   * soak's process is busy) mines every block due at once, so the chain keeps its rate on average.
-   */
-  private async mineLoop(): Promise<void> {
-    const t0 = performance.now();
-    while (this.mining) {
-      const due = Math.floor((performance.now() - t0) / BLOCK_TIME_MS) - this.mined.blocks;
-      if (due > 0) {
-        await this.onChain(() => this.anvil.mine(due));
-        this.mined.blocks += due;
-        if (due > 1) this.mined.lateTicks++;
-        this.mined.mostAtOnce = Math.max(this.mined.mostAtOnce, due);
-      }
-      await Bun.sleep(Math.max(1, t0 + (this.mined.blocks + 1) * BLOCK_TIME_MS - performance.now()));
-    }
-    this.mined.ms = performance.now() - t0;
-  }
-
   /** start mines, runs the follower from block 1 and the lag sampler (the baseline's figures start once it is level). */
   start(): void {
-    this.mining = true;
-    this.miningDone = this.mineLoop();
+    this.miner.start();
     const fn = join(this.cluster.dir, "soak-follow.py");
     writeFileSync(fn, FOLLOW_FN);
     this.follower = BlockxProcess.spawn(["follow"], {
@@ -195,6 +176,8 @@ export class FollowSoak {
       // Poll twice a block, retry soon: the lag measured is the cluster's, not the follower's waits.
       FOLLOW_POLL_MS: "50",
       FOLLOW_RETRY_MS: "100",
+      // Its debug lines time each step (headers, task, rewind): where a round goes, per stretch.
+      BLOCKX_LOG_LEVEL: "debug",
       // The soak client's patience (SOAK_THRESHOLDS): a lost Worker's task is resubmitted as quickly.
       BLOCKX_WORKER_LOST_AFTER_MS: "2000",
       BLOCKX_RPC_TIMEOUT_MS: "5000",
@@ -205,6 +188,27 @@ export class FollowSoak {
     this.samplerDone = this.sampleLoop();
   }
 
+  private enter(phase: LagPhase): void {
+    this.phase = phase;
+    this.stretchSince[phase] = Date.now();
+  }
+
+  /** stepTimes: the follower's step times (its debug lines) in one stretch, p50 and p99 by step, ms. */
+  private stepTimes(phase: LagPhase): StepTimes {
+    const order: LagPhase[] = ["alone", "baseline", "faulted"];
+    const from = this.stretchSince[phase];
+    if (from === undefined) return {};
+    const to = order.slice(order.indexOf(phase) + 1).map((p) => this.stretchSince[p]).find((t) => t !== undefined) ?? Infinity;
+    const by: Record<string, number[]> = {};
+    for (const l of this.follower?.lines ?? []) {
+      const t = Number(l.time);
+      if (typeof l.ms !== "number" || typeof l.step !== "string" || !(t >= from && t < to)) continue;
+      // "writeRange" is the task with the ledger read after it; "runTask" the task alone.
+      (by[l.step === "runTask" ? "task" : l.step === "writeRange" ? "task and ledger read" : l.step] ??= []).push(l.ms);
+    }
+    return Object.fromEntries(Object.entries(by).map(([k, v]) => [k, { n: v.length, p50: percentile(v, 0.5), p99: percentile(v, 0.99) }]));
+  }
+
   private stopping = false;
   private noteExit(code: number): void {
     if (this.stopping) return;
@@ -212,38 +216,47 @@ export class FollowSoak {
   }
 
   /**
-   * alone: once the follower is level with the head (it starts from block 1), ALONE_MS of it alone
-   * on the cluster (the lag of a follower on an idle cluster), then the backfill's baseline begins.
+   * alone: once the follower is level with the head (it starts from block 1), `aloneMs` of it alone
+   * on the cluster with the chain reorganising at random (the lag of a follower on an idle cluster,
+   * which is what the issue's figure can be held to: see README "Soak"), then the backfill's
+   * baseline begins.
    */
-  async alone(): Promise<void> {
+  async alone(seed: number, aloneMs: number): Promise<void> {
     const since = performance.now();
     while (this.phase === "starting" && performance.now() - since < 120_000 && this.follower?.proc.exitCode === null) await Bun.sleep(100);
     if (this.phase === "starting") this.errors.push(`the follower was not level with anvil's head within 120 s of its start; last lines: ${this.follower?.tail(5)}`);
-    await Bun.sleep(ALONE_MS);
-    this.phase = "baseline";
+    const t0 = performance.now();
+    // Its own stream of the seed: the faulted stretch's plan stays what it was.
+    const plan = reorgSchedule({ seed: seed + 0x10000, startMs: 2_000, endMs: aloneMs, meanGapMs: REORG_MEAN_GAP_MS, maxDepth: REORG_MAX_DEPTH, rollbackShare: ROLLBACK_SHARE });
+    this.planned += plan.length;
+    await this.carryOutPlan(plan, () => performance.now() - t0, "alone");
+    await Bun.sleep(Math.max(0, aloneMs - (performance.now() - t0)));
+    this.enter("baseline");
   }
 
   /** faultsStarted: from now the samples count as under faults, and the reorganisations begin (until durationMs after). */
   faultsStarted(nowMs: number, seed: number, durationMs: number, elapsed: () => number): Promise<void> {
     this.faultsStartMs = nowMs;
-    this.phase = "faulted";
+    this.enter("faulted");
     const plan = reorgSchedule({ seed, startMs: 5_000, endMs: durationMs, meanGapMs: REORG_MEAN_GAP_MS, maxDepth: REORG_MAX_DEPTH, rollbackShare: ROLLBACK_SHARE });
-    this.planned = plan.length;
-    return (async () => {
-      for (const e of plan) {
-        if (e.atMs > elapsed()) await Bun.sleep(e.atMs - elapsed());
-        await this.reorganise(e).catch((err: unknown) => this.reorgErrors.push(`${e.kind} ${e.depth} at ${e.atMs} ms: ${String(err)}`));
-      }
-    })();
+    this.planned += plan.length;
+    return this.carryOutPlan(plan, elapsed, "faulted");
   }
 
-  /** reorganise does one event of the plan, keeping the hashes it orphaned (those that changed or went). */
+  /** carryOutPlan does a plan's reorganisations at their times (`elapsed`: the plan's clock), noting each under its stretch. */
+  private async carryOutPlan(plan: readonly ReorgEvent[], elapsed: () => number, stretch: "alone" | "faulted"): Promise<void> {
+    for (const e of plan) {
+      if (e.atMs > elapsed()) await Bun.sleep(e.atMs - elapsed());
+      await this.reorganise(e, stretch).catch((err: unknown) => this.reorgErrors.push(`${e.kind} ${e.depth} at ${e.atMs} ms (${stretch}): ${String(err)}`));
+    }
+  }
+
   /**
    * reorganise waits (REORG_WAIT_MS at most) until the follower's ledger holds a block the event
    * would orphan, then does it: a follower under load lags more than 3 blocks most of the time, and
    * a reorganisation of blocks it has not written yet is no reorganisation to it.
    */
-  private async reorganise(e: ReorgEvent): Promise<void> {
+  private async reorganise(e: ReorgEvent, stretch: "alone" | "faulted"): Promise<void> {
     const since = performance.now();
     let held = false;
     while (!held && performance.now() - since < REORG_WAIT_MS) {
@@ -252,7 +265,7 @@ export class FollowSoak {
       if (!held) await Bun.sleep(20);
     }
     if (held) this.tipHeld++;
-    return this.onChain(() => this.reorganiseNow(e));
+    return this.miner.onChain(() => this.reorganiseNow(e, stretch));
   }
 
   private transfers = 0;
@@ -260,11 +273,12 @@ export class FollowSoak {
   /** Reorganisations done while the follower held a block they orphaned (the others waited REORG_WAIT_MS in vain). */
   private tipHeld = 0;
 
-  private async reorganiseNow(e: ReorgEvent): Promise<void> {
+  /** reorganiseNow does one event of the plan, keeping the hashes it orphaned (those that changed or went). */
+  private async reorganiseNow(e: ReorgEvent, stretch: "alone" | "faulted"): Promise<void> {
     const head = await this.anvil.head();
     const before = new Map<number, string>();
     for (let n = Math.max(1, head - e.depth - 1); n <= head; n++) {
-      const h = await this.hashAt(n);
+      const h = await this.anvil.hashAt(n);
       if (h) before.set(n, h);
     }
     // AnvilNode.reorg puts a transfer in the new blocks: without one anvil may mine the very same
@@ -279,37 +293,22 @@ export class FollowSoak {
     }
     let orphaned = 0;
     for (const [n, h] of before) {
-      if ((await this.hashAt(n)) !== h) {
+      if ((await this.anvil.hashAt(n)) !== h) {
         this.orphanedHashes.add(h);
         orphaned++;
       }
     }
-    this.done.push(e);
-    this.log(`[${((performance.now() - this.faultsStartMs) / 1000).toFixed(1)} s] ${e.kind} ${e.depth} deep at head ${head}: ${orphaned} blocks orphaned`);
-  }
-
-  private async hashAt(n: number): Promise<string | null> {
-    const b = (await this.anvil.rpc("eth_getBlockByNumber", "0x" + n.toString(16), false)) as { hash: string } | null;
-    return b?.hash ?? null;
-  }
-
-  /** canonicalLag: anvil's head minus the highest block the ledger holds that is still canonical (orphaned blocks not yet rewound count as behind). */
-  private async canonicalLag(): Promise<number> {
-    const head = await this.anvil.head();
-    const tail = await this.ledger.tail(REORG_MAX_DEPTH + 2);
-    for (let i = tail.length - 1; i >= 0; i--) {
-      const b = tail[i]!;
-      if (b.hash !== null && b.hash === (await this.hashAt(b.number))) return Math.max(0, head - b.number);
-    }
-    return Math.max(0, head - ((tail[0]?.number ?? 1) - 1));
+    this.done.push({ ...e, stretch, doneAtMs: Math.round(performance.now() - this.faultsStartMs) });
+    const at = stretch === "faulted" ? `${((performance.now() - this.faultsStartMs) / 1000).toFixed(1)} s` : `alone, ${(e.atMs / 1000).toFixed(1)} s`;
+    this.log(`[${at}] ${e.kind} ${e.depth} deep at head ${head}: ${orphaned} blocks orphaned`);
   }
 
   private async sampleLoop(): Promise<void> {
     while (this.sampling) {
       const t0 = performance.now();
       try {
-        const lag = await this.canonicalLag();
-        if (this.phase === "starting" && lag <= LAG_LIMIT_BLOCKS) this.phase = "alone";
+        const lag = await canonicalLag(this.anvil, this.ledger, REORG_MAX_DEPTH);
+        if (this.phase === "starting" && lag <= LAG_LIMIT_BLOCKS) this.enter("alone");
         if (this.phase !== "starting") this.samples.push({ phase: this.phase, sample: { atMs: Math.round(t0 - this.faultsStartMs), lag } });
       } catch {
         // The store or the node did not answer this time (a held lock, a busy box): the next sample will.
@@ -327,14 +326,13 @@ export class FollowSoak {
     await reorgs;
     this.sampling = false;
     await this.samplerDone;
-    this.mining = false;
-    await this.miningDone;
+    await this.miner.stop();
     const head = await this.anvil.head();
     const since = performance.now();
     let catchUpMs: number | null = null;
     while (performance.now() - since < 120_000 && this.follower?.proc.exitCode === null) {
       const top = (await this.ledger.tail(1))[0];
-      if (top && top.number === head && top.hash === (await this.hashAt(head))) {
+      if (top && top.number === head && top.hash === (await this.anvil.hashAt(head))) {
         catchUpMs = Math.round(performance.now() - since);
         break;
       }
@@ -398,7 +396,7 @@ export class FollowSoak {
         duplicated += got.length - 1;
         problem(`block ${n}: ${got.length} rows`);
       }
-      const canonical = await this.hashAt(n);
+      const canonical = await this.anvil.hashAt(n);
       for (const r of got) {
         if (r.hash !== canonical || r._block_hash !== canonical) {
           notCanonical++;
@@ -425,7 +423,15 @@ export class FollowSoak {
   report(o: { happenings: readonly Happening[]; head: number; catchUpMs: number | null; statusReorgs: number | null; check: FollowCheck | null; verify: { code: number; out: string } | null }): FollowReport {
     const of = (phase: LagPhase) => this.samples.filter((s) => s.phase === phase).map((s) => s.sample);
     const lagFaulted = lagFigures(of("faulted"), LAG_LIMIT_BLOCKS);
-    const reorgWindows: Happening[] = this.done.map((e) => ({ fromMs: e.atMs, toMs: e.atMs, what: `${e.kind} ${e.depth} deep` }));
+    const windows = (stretch: "alone" | "faulted"): Happening[] => this.done.filter((e) => e.stretch === stretch).map((e) => ({ fromMs: e.doneAtMs, toMs: e.doneAtMs, what: `${e.kind} ${e.depth} deep` }));
+    const reorgWindows = windows("faulted");
+    // Alone, an excursion right after a reorganisation is the reorganisation itself: its orphaned
+    // blocks count as behind until the follower has rewound and rewritten them.
+    const aloneReorgs = windows("alone");
+    const alone = of("alone");
+    const atReorg = (atMs: number) => aloneReorgs.some((w) => atMs >= w.fromMs && atMs <= w.toMs + REORG_SETTLE_MS);
+    const lagAlone = lagFigures(alone, LAG_LIMIT_BLOCKS);
+    const aloneExcursionsAtReorg = lagAlone.excursions.filter((e) => coinciding(e, aloneReorgs, REORG_SETTLE_MS).length > 0).length;
     const excursions = lagFaulted.excursions.map((e) => ({ ...e, coinciding: coinciding(e, [...o.happenings, ...reorgWindows], RECOVERY_MS).map((h) => h.what) }));
     const byDepth: Record<string, number> = {};
     for (const e of this.done) byDepth[String(e.depth)] = (byDepth[String(e.depth)] ?? 0) + 1;
@@ -441,13 +447,16 @@ export class FollowSoak {
       table: FOLLOW_TABLE,
       chain: FOLLOW_CHAIN,
       blockTimeMs: BLOCK_TIME_MS,
-      mined: { blocks: this.mined.blocks, perSecond: this.mined.ms > 0 ? Math.round((10 * this.mined.blocks) / (this.mined.ms / 1000)) / 10 : 0, lateTicks: this.mined.lateTicks, mostAtOnce: this.mined.mostAtOnce },
+      mined: this.miner.figures(),
       finalityDepth: FOLLOW_FINALITY_DEPTH,
-      reorgs: { planned: this.planned, reorg: this.done.filter((e) => e.kind === "reorg").length, rollback: this.done.filter((e) => e.kind === "rollback").length, byDepth, tipHeld: this.tipHeld, orphanedBlocks: this.orphanedHashes.size, failed: this.reorgErrors },
+      reorgs: { planned: this.planned, alone: this.done.filter((e) => e.stretch === "alone").length, reorg: this.done.filter((e) => e.kind === "reorg").length, rollback: this.done.filter((e) => e.kind === "rollback").length, byDepth, tipHeld: this.tipHeld, orphanedBlocks: this.orphanedHashes.size, failed: this.reorgErrors },
       survived: { rewinds, statusReorgs: o.statusReorgs },
-      lagAlone: lagFigures(of("alone"), LAG_LIMIT_BLOCKS),
+      lagAlone,
+      aloneExcursionsAtReorg,
+      lagAloneBetweenReorgs: lagFigures(alone.filter((x) => !atReorg(x.atMs)), LAG_LIMIT_BLOCKS),
       lagBaseline: lagFigures(of("baseline"), LAG_LIMIT_BLOCKS),
       lagFaulted,
+      steps: { alone: this.stepTimes("alone"), baseline: this.stepTimes("baseline"), faulted: this.stepTimes("faulted") },
       excursions,
       catchUpMs: o.catchUpMs,
       check: c,
@@ -460,8 +469,7 @@ export class FollowSoak {
 
   async stop(): Promise<void> {
     this.sampling = false;
-    this.mining = false;
-    await this.miningDone;
+    await this.miner.stop();
     this.stopping = true;
     await this.follower?.stop("SIGKILL");
     await this.store.close();
@@ -471,6 +479,10 @@ export class FollowSoak {
 
 /** formatFollowReport: the follower's part of the soak's report. */
 export function formatFollowReport(f: FollowReport): string {
+  const steps = (t: StepTimes) =>
+    Object.entries(t)
+      .map(([k, v]) => `${k} ${v.p50} / ${v.p99}`)
+      .join(", ") || "none";
   const lag = (l: LagFigures) =>
     `${l.samples} samples over ${(l.spanMs / 1000).toFixed(0)} s: max ${l.max}, p50 ${l.p50}, p99 ${l.p99} blocks; beyond ${l.limit} blocks ${(l.beyondMs / 1000).toFixed(1)} s (${l.spanMs > 0 ? ((100 * l.beyondMs) / l.spanMs).toFixed(1) : "0"}% of the time) in ${l.excursions.length} excursions`;
   const during = f.excursions.filter((e) => e.coinciding.some((w) => !/^(reorg|rollback) /.test(w)));
@@ -483,10 +495,11 @@ export function formatFollowReport(f: FollowReport): string {
     `  blocks followed: ${c?.head ?? "?"} (1..${c?.head ?? "?"}); caught up ${f.catchUpMs === null ? "never" : `${f.catchUpMs} ms`} after the end`,
     `  reorganisations done: ${f.reorgs.reorg + f.reorgs.rollback} of ${f.reorgs.planned} planned (${f.reorgs.reorg} anvil_reorg, ${f.reorgs.rollback} anvil_rollback; by depth ${JSON.stringify(f.reorgs.byDepth)}), ${f.reorgs.tipHeld} while the follower held a block they orphaned; ${f.reorgs.orphanedBlocks} blocks orphaned`,
     `  reorganisations the follower survived (table rewound): ${f.survived.rewinds}; its status says ${f.survived.statusReorgs ?? "?"}`,
-    `  lag alone on the cluster: ${lag(f.lagAlone)}`,
+    `  lag alone on the cluster (${f.reorgs.alone} of the reorganisations): ${lag(f.lagAlone)}; ${f.aloneExcursionsAtReorg} of its excursions began within ${REORG_SETTLE_MS / 1000} s after a reorganisation; outside those seconds: ${lag(f.lagAloneBetweenReorgs)}`,
     `  lag beside the backfill, no faults: ${lag(f.lagBaseline)}`,
     `  lag under faults:   ${lag(f.lagFaulted)}`,
-    `  lag limit ${LAG_LIMIT_BLOCKS} blocks: ${f.lagFaulted.max <= LAG_LIMIT_BLOCKS ? "held" : "NOT held"} under faults (reported, not asserted); excursions: ${during.length} during or just after a fault, ${reorgOnly.length} at a reorganisation only, ${none.length} with neither`,
+    `  the follower's steps (p50 / p99 ms): alone ${steps(f.steps.alone)}; beside the backfill ${steps(f.steps.baseline)}; under faults ${steps(f.steps.faulted)}`,
+    `  lag limit ${LAG_LIMIT_BLOCKS} blocks: ${f.lagAloneBetweenReorgs.max <= LAG_LIMIT_BLOCKS ? "held" : "NOT held"} alone between reorganisations, ${f.lagFaulted.max <= LAG_LIMIT_BLOCKS ? "held" : "NOT held"} under faults (reported, not asserted); excursions: ${during.length} during or just after a fault, ${reorgOnly.length} at a reorganisation only, ${none.length} with neither`,
     ...[...f.excursions]
       .sort((a, b) => b.maxLag - a.maxLag)
       .slice(0, 12)

@@ -4,7 +4,7 @@ import { BlockxError } from "../../src/sdk/sdk-error";
 import { checkPassed, checkRead, readStore, SOAK_CHAIN, type CheckResult } from "./checker";
 import { countByKind, faultSchedule, kindsFor, type FaultEvent, type FaultKind, type Thresholds } from "./fault-schedule";
 import { faultsFor } from "./faults";
-import { anvilChain, FOLLOW_CHAIN, FOLLOW_TABLE, FollowSoak, formatFollowReport, type FollowReport } from "./follow-soak";
+import { anvilChain, DEFAULT_ALONE_MS, FOLLOW_CHAIN, FOLLOW_TABLE, FollowSoak, formatFollowReport, type FollowReport } from "./follow-soak";
 import { AnvilNode } from "../support/anvil";
 import { RssSampler } from "./rss-sampler";
 import { childPids } from "../support/proc-scan";
@@ -39,6 +39,8 @@ export interface SoakOptions {
    * see FollowSoak.
    */
   readonly follow?: boolean;
+  /** How long the follower runs alone on the cluster (reorganisations and all) before the backfill; default DEFAULT_ALONE_MS. */
+  readonly followAloneMs?: number;
   readonly log?: (line: string) => void;
 }
 
@@ -224,10 +226,11 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   ]);
   sampler.start();
   try {
-    follow?.start();
-    await follow?.alone();
+    // The plan first: a run too short for one fault of each kind says so before anything runs.
     const kinds = kindsFor(store);
     const schedule = faultSchedule({ seed: o.seed, startMs: 3_000, endMs: o.durationMs, workers: cluster.workers.length, coordinators: cluster.coordinators.length, meanGapMs: 6_000, thresholds, store });
+    follow?.start();
+    await follow?.alone(o.seed, o.followAloneMs ?? DEFAULT_ALONE_MS);
     const tasks: TaskOutcome[] = [];
     // Where each run in flight was submitted: Worker faults hit a Worker that is running tasks.
     const runningOn = new Map<string, string>();

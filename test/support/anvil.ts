@@ -69,6 +69,12 @@ export class AnvilNode extends JsonRpcNode {
     await this.rpc("anvil_rollback", depth);
   }
 
+  /** hashAt: block n's hash, null when the chain has no block n. */
+  async hashAt(n: number): Promise<string | null> {
+    const b = (await this.rpc("eth_getBlockByNumber", "0x" + n.toString(16), false)) as AnvilBlock | null;
+    return b?.hash ?? null;
+  }
+
   async block(n: number): Promise<AnvilBlock> {
     const b = (await this.rpc("eth_getBlockByNumber", "0x" + n.toString(16), false)) as AnvilBlock | null;
     if (b === null) throw new Error(`anvil has no block ${n}`);

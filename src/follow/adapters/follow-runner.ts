@@ -153,7 +153,9 @@ export class FollowRunner {
       this.finish(i.reason);
       return;
     }
+    const t0 = performance.now();
     this.inFlight = this.outcome(i).then((e) => {
+      this.d.log.debug({ component: "follow", step: i.type, outcome: e.type, ms: Math.round((performance.now() - t0) * 10) / 10 }, "follower step done");
       if (this.stopped) return;
       if (e.type === "rewound") this.d.log.info({ component: "follow", table: this.d.table, chain: this.d.chain, forkBlock: e.forkBlock }, `rewound the table to block ${e.forkBlock} after a reorganisation`);
       this.driver.send(e);
@@ -174,7 +176,9 @@ export class FollowRunner {
         }
       case "writeRange":
         try {
+          const t0 = performance.now();
           const run = await this.d.client.runTask(this.task(i.fromBlock, i.toBlock), { cluster: "block" });
+          log.debug({ component: "follow", step: "runTask", fromBlock: i.fromBlock, toBlock: i.toBlock, ms: Math.round((performance.now() - t0) * 10) / 10 }, "task run");
           if (!run.succeeded) {
             const why = `task ${run.taskId} ${run.state}: ${run.result.snapshot?.error?.message ?? "no error given"}`;
             log.warn({ component: "follow", fromBlock: i.fromBlock, toBlock: i.toBlock }, why);

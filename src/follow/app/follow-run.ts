@@ -88,6 +88,15 @@ export async function runFollow(r: FollowRequest): Promise<number> {
     await close();
     return EXIT.UNREACHABLE;
   }
+  if (c.insecure === "1") {
+    // A Worker shares warm executors between the tasks of one identity; an anonymous caller's
+    // tasks are each their own owner (EXECUTOR_OWNER_WITHOUT_IDENTITY=task, the default).
+    log.warn(
+      { component: "follow" },
+      "plaintext (BLOCKX_INSECURE=1): every task of the follower is its own executor owner on the Workers, so each block pays an executor's start (100-200 ms) " +
+        "and the follower lags a block or two more; under mTLS (a client certificate), or with the Workers' EXECUTOR_OWNER_WITHOUT_IDENTITY=shared, its tasks reuse warm executors",
+    );
+  }
   log.info({ component: "follow", finalityDepth, confirmations: c.followConfirmations, maxRangeBlocks: c.followMaxRangeBlocks, pollMs: c.followPollMs, store: store.description }, "following");
   onShutdownSignal(log, 30_000, async () => {
     await runner.stop();
