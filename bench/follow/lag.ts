@@ -8,10 +8,10 @@
  * (BLOCKX_INSECURE=1: every caller anonymous, so each task is its own executor owner and every
  * block pays an executor's start). Interleaved rounds; in each, per cluster:
  *
- * - a fresh table followed from the head for --seconds once the follower is level (within 2
- *   blocks), the lag sampled every 100 ms (anvil's head minus the highest block the table's scope
- *   ledger holds that is still canonical); with --reorgs a reorganisation 1-3 blocks deep
- *   (anvil_reorg) every 5 s;
+ * - a fresh table followed from the head by the soak's function (a row per block, with the hash it
+ *   read) for --seconds once the follower is level (within 2 blocks), the lag sampled every 100 ms
+ *   (anvil's head minus the highest block the table's scope ledger holds that is still canonical);
+ *   with --reorgs a reorganisation 1-3 blocks deep (anvil_reorg) every 5 s;
  * - the follower's steps, from its debug lines: reading the headers, the task (reserve, submit, run,
  *   commit), the ledger read back after it;
  * - the baseline: the same cluster's tiniest task (one call, no IO, its value returned) through the
@@ -31,6 +31,7 @@ import { openTableStore } from "../../src/outputs/stores/open-table-store";
 import type { TableStore } from "../../src/outputs/stores/table-store";
 import { BlockxClient } from "../../src/sdk/blockx-client";
 import { loadClientConfig } from "../../src/sdk/client-config";
+import { BLOCK_TIME_MS, FOLLOW_FN, LAG_LIMIT_BLOCKS } from "../../test/soak/follow-soak";
 import { lagFigures, percentile, type LagSample } from "../../test/soak/lag-stats";
 import { AnvilNode, ANVIL_CHAIN_ID } from "../../test/support/anvil";
 import { AnvilMiner } from "../../test/support/anvil-miner";
@@ -44,16 +45,8 @@ import { interleavedRounds, median } from "../support/rounds";
 const { values } = parseArgs({ options: { rounds: { type: "string", default: "3" }, seconds: { type: "string", default: "30" }, reorgs: { type: "boolean", default: false } } });
 const ROUNDS = Number(values.rounds);
 const SECONDS = Number(values.seconds);
-const BLOCK_TIME_MS = 100;
-const LIMIT = 2;
+const LIMIT = LAG_LIMIT_BLOCKS;
 const TINY_TASKS = 60;
-
-/** One row per block, from the block it read (the soak's function). */
-const FN = `
-def main(ctx, input):
-    b = ctx.blockdb.block(input["blockNumber"], full=False)
-    return [{"block": input["blockNumber"], "hash": b["hash"], "parent": b["parentHash"]}]
-`;
 
 type Mode = "mtls" | "plaintext";
 
@@ -96,7 +89,7 @@ async function startSide(mode: Mode): Promise<Side> {
   const storeEnv = { TABLE_STORE_PATH: cluster.tableStorePath, TABLE_STORE_URL: "" };
   const env = { ...transport, ETCD_ENDPOINTS: etcd.endpoint, BLOCKX_COORDINATOR_ADDRS: coordinator, CHAINS_CONFIG: chains, ...storeEnv };
   const fn = join(cluster.dir, "follow.py");
-  writeFileSync(fn, FN);
+  writeFileSync(fn, FOLLOW_FN);
   return { mode, anvil, cluster, env, sdk: new BlockxClient(cluster.clientConfig(env)), store: openTableStore(loadClientConfig(storeEnv), { inline: true }), fn };
 }
 

@@ -33,7 +33,7 @@ const REORG_SETTLE_MS = 1_000;
 const RECOVERY_MS = 5_000;
 
 /** One row per block: its number and the hash of the block the call read (a row computed from an orphan shows it). */
-const FOLLOW_FN = `
+export const FOLLOW_FN = `
 def main(ctx, input):
     b = ctx.blockdb.block(input["blockNumber"], full=False)
     return [{"block": input["blockNumber"], "hash": b["hash"], "parent": b["parentHash"]}]
