@@ -56,6 +56,17 @@ describe("lagFigures", () => {
     ]);
   });
 
+  test("a sample before a gap (samples left out of the stretch) holds at most maxHoldMs", () => {
+    const samples = [
+      { atMs: 0, lag: 0 },
+      { atMs: 100, lag: 3 },
+      { atMs: 1_300, lag: 1 },
+      { atMs: 1_400, lag: 0 },
+    ];
+    expect(lagFigures(samples, 2).beyondMs).toBe(1_200);
+    expect(lagFigures(samples, 2, 200).beyondMs).toBe(200);
+  });
+
   test("percentiles are nearest-rank over the samples", () => {
     const values = Array.from({ length: 100 }, (_, i) => i + 1);
     expect([percentile(values, 0.5), percentile(values, 0.99), percentile(values, 1)]).toEqual([50, 99, 100]);

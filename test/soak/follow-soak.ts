@@ -27,6 +27,8 @@ const REORG_MAX_DEPTH = 3;
 const ROLLBACK_SHARE = 0.25;
 /** The lag is sampled this often (anvil's head against the highest canonical block the table's ledger holds). */
 const SAMPLE_EVERY_MS = 100;
+/** The follower counts as level (its lag figures begin) once within the limit this many samples in a row (1 s). */
+const LEVEL_SAMPLES = 10;
 /** A reorganisation explains an excursion that begins this soon after it (its orphaned blocks are behind until rewritten). */
 const REORG_SETTLE_MS = 1_000;
 /** A follower catches up this long after a fault heals, and an excursion that begins within it is laid to that fault. */
@@ -127,11 +129,12 @@ export class FollowSoak {
   /** When each stretch began (wall clock, as the follower's log lines carry it): its steps' times are told apart by it. */
   private readonly stretchSince: Partial<Record<LagPhase, number>> = {};
   private sampling = false;
+  private levelRun = 0;
   private samplerDone: Promise<void> = Promise.resolve();
   private faultsStartMs = 0;
   /** Hashes of blocks the schedule's reorganisations orphaned (changed or dropped). */
   readonly orphanedHashes = new Set<string>();
-  /** The reorganisations done, each with when it was done on the lag samples' clock (`doneAtMs`). */
+  /** The reorganisations done, each with when it changed the chain on the lag samples' clock (`doneAtMs`). */
   private readonly done: (ReorgEvent & { readonly stretch: "alone" | "faulted"; readonly doneAtMs: number })[] = [];
   private readonly reorgErrors: string[] = [];
   private planned = 0;
@@ -281,6 +284,8 @@ export class FollowSoak {
       const h = await this.anvil.hashAt(n);
       if (h) before.set(n, h);
     }
+    // The chain changes from here: an excursion from now on may be this reorganisation's.
+    const changedAtMs = Math.round(performance.now() - this.faultsStartMs);
     // AnvilNode.reorg puts a transfer in the new blocks: without one anvil may mine the very same
     // blocks again (the same hashes: seen for anvil_reorg of empty blocks within one second).
     if (e.kind === "reorg") {
@@ -290,6 +295,19 @@ export class FollowSoak {
       // In the next block mined at the dropped height; without it the same block may come back.
       const transfer = { from: ANVIL_DEV_ACCOUNTS[0], to: ANVIL_DEV_ACCOUNTS[1], value: "0x" + (++this.transfers).toString(16) };
       await this.anvil.rpc("eth_sendTransaction", transfer).catch((err: unknown) => this.log(`a transfer after anvil_rollback failed: ${String(err)}`));
+      // The transfer is mined at once (automine), unless anvil left it pending: then the chain grows
+      // back here, before anything else touches it. (Two rollbacks of 3 a moment apart, the first
+      // one's transfer not mined, were followed by a chain with no blocks 7118..7120 below its head.)
+      if ((await this.anvil.head()) <= head - e.depth) await this.anvil.mine(1);
+    }
+    // A node whose chain has a hole below its head (it answers null there) is broken: no follower
+    // can go past it, and the run says so by name rather than as the follower's failure.
+    const after = await this.anvil.head();
+    for (let n = Math.max(1, head - e.depth - 1); n <= after; n++) {
+      if ((await this.anvil.hashAt(n)) === null) {
+        this.errors.push(`anvil broke its chain: after ${e.kind} ${e.depth} deep at head ${head} it answers null for block ${n} below its head ${after}`);
+        break;
+      }
     }
     let orphaned = 0;
     for (const [n, h] of before) {
@@ -298,7 +316,7 @@ export class FollowSoak {
         orphaned++;
       }
     }
-    this.done.push({ ...e, stretch, doneAtMs: Math.round(performance.now() - this.faultsStartMs) });
+    this.done.push({ ...e, stretch, doneAtMs: changedAtMs });
     const at = stretch === "faulted" ? `${((performance.now() - this.faultsStartMs) / 1000).toFixed(1)} s` : `alone, ${(e.atMs / 1000).toFixed(1)} s`;
     this.log(`[${at}] ${e.kind} ${e.depth} deep at head ${head}: ${orphaned} blocks orphaned`);
   }
@@ -308,7 +326,9 @@ export class FollowSoak {
       const t0 = performance.now();
       try {
         const lag = await canonicalLag(this.anvil, this.ledger, REORG_MAX_DEPTH);
-        if (this.phase === "starting" && lag <= LAG_LIMIT_BLOCKS) this.enter("alone");
+        // Level once within the limit for LEVEL_SAMPLES samples in a row: the last catch-up ranges may bounce past it.
+        this.levelRun = lag <= LAG_LIMIT_BLOCKS ? this.levelRun + 1 : 0;
+        if (this.phase === "starting" && this.levelRun >= LEVEL_SAMPLES) this.enter("alone");
         if (this.phase !== "starting") this.samples.push({ phase: this.phase, sample: { atMs: Math.round(t0 - this.faultsStartMs), lag } });
       } catch {
         // The store or the node did not answer this time (a held lock, a busy box): the next sample will.
@@ -453,7 +473,7 @@ export class FollowSoak {
       survived: { rewinds, statusReorgs: o.statusReorgs },
       lagAlone,
       aloneExcursionsAtReorg,
-      lagAloneBetweenReorgs: lagFigures(alone.filter((x) => !atReorg(x.atMs)), LAG_LIMIT_BLOCKS),
+      lagAloneBetweenReorgs: lagFigures(alone.filter((x) => !atReorg(x.atMs)), LAG_LIMIT_BLOCKS, 2 * SAMPLE_EVERY_MS),
       lagBaseline: lagFigures(of("baseline"), LAG_LIMIT_BLOCKS),
       lagFaulted,
       steps: { alone: this.stepTimes("alone"), baseline: this.stepTimes("baseline"), faulted: this.stepTimes("faulted") },

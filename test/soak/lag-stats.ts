@@ -35,9 +35,10 @@ export function percentile(values: readonly number[], q: number): number {
 /**
  * lagFigures sums up lag samples taken in time order: max, p50 and p99 over the samples (they are
  * taken at a steady period, so a sample stands for an equal slice of time), the time spent beyond
- * `limit` (a sample's lag held until the next sample) and each excursion beyond it.
+ * `limit` (a sample's lag held until the next sample, at most `maxHoldMs`: samples left out of a
+ * stretch leave gaps no sample stands for) and each excursion beyond it.
  */
-export function lagFigures(samples: readonly LagSample[], limit: number): LagFigures {
+export function lagFigures(samples: readonly LagSample[], limit: number, maxHoldMs = Number.POSITIVE_INFINITY): LagFigures {
   const lags = samples.map((s) => s.lag);
   let beyondMs = 0;
   const excursions: Excursion[] = [];
@@ -45,7 +46,7 @@ export function lagFigures(samples: readonly LagSample[], limit: number): LagFig
   samples.forEach((s, i) => {
     const next = samples[i + 1];
     if (s.lag > limit) {
-      if (next) beyondMs += next.atMs - s.atMs;
+      if (next) beyondMs += Math.min(maxHoldMs, next.atMs - s.atMs);
       open = open ? { ...open, maxLag: Math.max(open.maxLag, s.lag) } : { fromMs: s.atMs, maxLag: s.lag };
       if (!next) excursions.push({ ...open, toMs: s.atMs });
     } else if (open) {
