@@ -220,6 +220,17 @@ describe("blockx follow against anvil", () => {
     expect(rows(table).map(([n]) => n)).toEqual(Array.from({ length: 11 }, (_, i) => 19_999_990 + i));
   }, 120_000);
 
+  test("in plaintext it warns at start that each of its blocks pays an executor's start, and says what to do instead", async () => {
+    const p = follow("follow_plain", { FOLLOW_FROM: "1", BLOCKX_INSECURE: "1", BLOCKX_TLS_CA_FILE: "", BLOCKX_TLS_CERT_FILE: "", BLOCKX_TLS_KEY_FILE: "" });
+    try {
+      const warn = await p.waitForLog((l) => l.level === "warn" && String(l.msg).includes("BLOCKX_INSECURE=1"));
+      expect(String(warn.msg)).toContain("each block pays an executor's start");
+      expect(String(warn.msg)).toContain("EXECUTOR_OWNER_WITHOUT_IDENTITY=shared");
+    } finally {
+      await p.stop("SIGKILL");
+    }
+  }, 60_000);
+
   test("bad input is a usage error naming it (exit 2): no table, no chain, no function, an empty table without --from, a chain CHAINS_CONFIG lacks", async () => {
     const cases: [Record<string, string>, string][] = [
       [{ FOLLOW_TABLE: "" }, "TABLE (or FOLLOW_TABLE) is required"],
