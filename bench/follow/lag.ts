@@ -37,7 +37,7 @@ import { AnvilNode, ANVIL_CHAIN_ID } from "../../test/support/anvil";
 import { AnvilMiner } from "../../test/support/anvil-miner";
 import { TestCluster } from "../../test/support/cluster";
 import { EtcdProcess } from "../../test/support/etcd";
-import { canonicalLag } from "../../test/support/follow-lag";
+import { canonicalLag, followerStepTimes, type StepTimes } from "../../test/support/follow-lag";
 import { makeSuiteCerts } from "../../test/support/suite-tls";
 import { inputsTask } from "../../test/support/worker-client";
 import { interleavedRounds, median } from "../support/rounds";
@@ -65,9 +65,8 @@ interface RoundFigures {
   readonly p99: number;
   readonly max: number;
   readonly beyondShare: number;
-  readonly blocks: number;
   readonly reorgs: number;
-  readonly steps: Record<string, { p50: number; p99: number }>;
+  readonly steps: StepTimes;
   readonly tinyP50: number;
 }
 
@@ -133,21 +132,14 @@ async function measure(side: Side): Promise<RoundFigures> {
       samples.push({ atMs: Math.round(at), lag: await canonicalLag(side.anvil, ledger, 3) });
       await Bun.sleep(Math.max(0, BLOCK_TIME_MS - (performance.now() - t0 - at)));
     }
-    const steps: Record<string, number[]> = {};
-    for (const l of follower.lines.slice(linesBefore)) {
-      if (typeof l.ms !== "number" || typeof l.step !== "string") continue;
-      const name = l.step === "writeRange" ? "task and ledger read" : l.step === "runTask" ? "task" : l.step;
-      (steps[name] ??= []).push(l.ms);
-    }
     const f = lagFigures(samples, LIMIT);
     return {
       p50: f.p50,
       p99: f.p99,
       max: f.max,
       beyondShare: f.spanMs > 0 ? f.beyondMs / f.spanMs : 0,
-      blocks: Math.round((SECONDS * 1000) / BLOCK_TIME_MS),
       reorgs,
-      steps: Object.fromEntries(Object.entries(steps).map(([k, v]) => [k, { p50: percentile(v, 0.5), p99: percentile(v, 0.99) }])),
+      steps: followerStepTimes(follower.lines.slice(linesBefore)),
       tinyP50: await tinyTaskP50(side),
     };
   } finally {

@@ -3,6 +3,7 @@
  * reorganisations, and the lag figures with the faults that coincide with each excursion.
  */
 import { describe, expect, test } from "bun:test";
+import { followerStepTimes } from "../support/follow-lag";
 import { coinciding, lagFigures, percentile } from "./lag-stats";
 import { reorgSchedule, type ReorgScheduleOptions } from "./reorg-schedule";
 
@@ -86,5 +87,23 @@ describe("coinciding", () => {
       { fromMs: 12_500, toMs: 13_000, what: "after" },
     ];
     expect(coinciding(e, happenings, 3_000).map((h) => h.what)).toEqual(["healed 2 s before", "just before", "during"]);
+  });
+});
+
+describe("followerStepTimes", () => {
+  test("the follower's debug lines by step within the stretch: the task alone, the task with the ledger read, the rest by name", () => {
+    const lines = [
+      { level: "debug", msg: "task run", step: "runTask", ms: 10, time: 1_000 },
+      { level: "debug", msg: "follower step done", step: "writeRange", ms: 12, time: 1_001 },
+      { level: "debug", msg: "follower step done", step: "readHeaders", ms: 1, time: 1_002 },
+      { level: "debug", msg: "follower step done", step: "readHeaders", ms: 3, time: 5_000 },
+      { level: "info", msg: "following", time: 1_003 },
+    ];
+    expect(followerStepTimes(lines, 0, 2_000)).toEqual({
+      task: { n: 1, p50: 10, p99: 10 },
+      "task and ledger read": { n: 1, p50: 12, p99: 12 },
+      readHeaders: { n: 1, p50: 1, p99: 1 },
+    });
+    expect(followerStepTimes(lines).readHeaders).toEqual({ n: 2, p50: 1, p99: 3 });
   });
 });

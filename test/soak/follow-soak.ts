@@ -6,9 +6,9 @@ import type { TableStore } from "../../src/outputs/stores/table-store";
 import { loadClientConfig } from "../../src/sdk/client-config";
 import { AnvilNode, ANVIL_CHAIN_ID, ANVIL_DEV_ACCOUNTS } from "../support/anvil";
 import { AnvilMiner, type MinerFigures } from "../support/anvil-miner";
-import { canonicalLag } from "../support/follow-lag";
+import { canonicalLag, followerStepTimes, type StepTimes } from "../support/follow-lag";
 import { BLOCKX_BINARY, BlockxProcess, transportEnv } from "../support/blockx-process";
-import { coinciding, lagFigures, percentile, type Excursion, type Happening, type LagFigures, type LagSample } from "./lag-stats";
+import { coinciding, lagFigures, type Excursion, type Happening, type LagFigures, type LagSample } from "./lag-stats";
 import { reorgSchedule, type ReorgEvent } from "./reorg-schedule";
 import type { SoakCluster } from "./soak-cluster";
 
@@ -53,9 +53,6 @@ type LagPhase = "alone" | "baseline" | "faulted";
 export const DEFAULT_ALONE_MS = 20_000;
 /** A reorganisation waits this long at most for the follower to hold a block it would orphan (else it goes ahead). */
 const REORG_WAIT_MS = 10_000;
-
-/** StepTimes: the follower's steps in one stretch (readHeaders, task, task and ledger read, rewind): how many, p50 and p99 in ms. */
-export type StepTimes = Record<string, { readonly n: number; readonly p50: number; readonly p99: number }>;
 
 /** ExcursionReport: a stretch beyond the limit, and what the soak was doing then (faults, reorganisations). */
 export interface ExcursionReport extends Excursion {
@@ -202,14 +199,7 @@ export class FollowSoak {
     const from = this.stretchSince[phase];
     if (from === undefined) return {};
     const to = order.slice(order.indexOf(phase) + 1).map((p) => this.stretchSince[p]).find((t) => t !== undefined) ?? Infinity;
-    const by: Record<string, number[]> = {};
-    for (const l of this.follower?.lines ?? []) {
-      const t = Number(l.time);
-      if (typeof l.ms !== "number" || typeof l.step !== "string" || !(t >= from && t < to)) continue;
-      // "writeRange" is the task with the ledger read after it; "runTask" the task alone.
-      (by[l.step === "runTask" ? "task" : l.step === "writeRange" ? "task and ledger read" : l.step] ??= []).push(l.ms);
-    }
-    return Object.fromEntries(Object.entries(by).map(([k, v]) => [k, { n: v.length, p50: percentile(v, 0.5), p99: percentile(v, 0.99) }]));
+    return followerStepTimes(this.follower?.lines ?? [], from, to);
   }
 
   private stopping = false;

@@ -40,7 +40,6 @@ export const followVars = {
     "a reorganisation deeper than this stops the follower (empty: the chain's finalityDepth in CHAINS_CONFIG, else its chain id's known default, else IO_FINALITY_DEPTH)",
     optionalIntSchema(1, 5000),
   ),
-
   chainsConfig: ioVars.chainsConfig,
   rpcMaxAnswerBytes: ioVars.rpcMaxAnswerBytes,
   ioFinalityDepth: ioVars.ioFinalityDepth,
@@ -94,10 +93,11 @@ export const followCommand: Command = {
     if (!chain) throw new UsageError(`--chain (or FOLLOW_CHAIN) is required\n${USAGE}`);
     const fnSpec = flagValue(args, "function") ?? config.followFunction;
     if (!fnSpec) throw new UsageError(`--function (or FOLLOW_FUNCTION) is required\n${USAGE}`);
-    const fromText = flagValue(args, "from") ?? (config.followFrom === null ? undefined : String(config.followFrom));
-    if (fromText !== undefined && !/^\d+$/.test(fromText)) throw new UsageError(`--from: expected a block number, got ${JSON.stringify(fromText)}`);
-    const from = fromText === undefined ? undefined : Number(fromText);
-    if (from !== undefined && !Number.isSafeInteger(from)) throw new UsageError(`--from: ${fromText} is too large`);
+    const fromFlag = flagValue(args, "from");
+    // The flag is checked here; FOLLOW_FROM was parsed by its schema.
+    if (fromFlag !== undefined && !/^\d+$/.test(fromFlag)) throw new UsageError(`--from: expected a block number, got ${JSON.stringify(fromFlag)}`);
+    if (fromFlag !== undefined && !Number.isSafeInteger(Number(fromFlag))) throw new UsageError(`--from: ${fromFlag} is too large`);
+    const from = fromFlag !== undefined ? Number(fromFlag) : (config.followFrom ?? undefined);
     const fn = functionRefFrom(fnSpec, flagValue(args, "entry") ?? config.followEntry);
     const { runFollow } = await import("./follow-run");
     const code = await runFollow({ table, chain, fn, from, config, chains: loadChainsConfig(config.chainsConfig), owner: `${userInfo().username}@${hostname()}` });

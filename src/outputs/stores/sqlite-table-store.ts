@@ -8,6 +8,15 @@ import { ThreadTableStore } from "./thread-table-store";
 /** SQLite result codes that mean "not now" (locked, busy, out of disk, unreadable): retryable. */
 const UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|PROTOCOL|NOMEM)/;
 
+/**
+ * isSqliteLockContention: a SQLite store's unavailable error (its message, as a Worker's health
+ * reason carries it) that says another connection holds the file locked: transient, unlike a file
+ * that cannot be opened (CANTOPEN, a missing folder), which will not come back by itself.
+ */
+export function isSqliteLockContention(reason: string): boolean {
+  return /database is locked|database table is locked|SQLITE_(BUSY|LOCKED)/i.test(reason);
+}
+
 /** storeErrorOf maps what bun:sqlite throws to a TableStoreError with a code. */
 export function sqliteStoreError(e: unknown, description: string): TableStoreError {
   if (e instanceof TableStoreError) return e;

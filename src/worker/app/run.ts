@@ -33,6 +33,7 @@ import { functionsFromDir } from "../../runtime/functions/functions-dir";
 import { FaultInjector } from "../../runtime/io/fault-injection";
 import { buildBackendSet, buildIoSubsystem } from "../../runtime/io/io-assembly";
 import { describeTableStore, openTableStore } from "../../outputs/stores/open-table-store";
+import { isSqliteLockContention } from "../../outputs/stores/sqlite-table-store";
 import { TaskCallTimes } from "../adapters/task-call-times";
 import { TaskTrace, taskKey } from "../adapters/task-trace";
 import { startTrace } from "../../common/trace/trace-file";
@@ -140,7 +141,7 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
     // file of this host that cannot be opened will not. A file another process holds locked (another
     // Worker mid-commit, a checkpoint: SQLite may answer "locked" at once rather than wait) will be
     // free again: the Worker starts unhealthy and opens its epoch at the next renewal, as with Postgres.
-    if (!store.shared && !fencing.storeHealthy && !isLockContention(fencing.unhealthyReason)) unusable = fencing.unhealthyReason;
+    if (!store.shared && !fencing.storeHealthy && !isSqliteLockContention(fencing.unhealthyReason)) unusable = fencing.unhealthyReason;
   } catch (e) {
     unusable = (e as Error).message;
   }
@@ -276,9 +277,4 @@ export async function runWorker(config: WorkerRuntimeConfig): Promise<void> {
 function executorSummary(s: ExecutorPoolStats): ExecutorSummary {
   const ready = s.executors.filter((e) => e.state === "READY");
   return { total: s.executors.length, ready: ready.length, busy: ready.filter((e) => e.inflight > 0).length, queuedCalls: s.queued, restarts: s.restarts };
-}
-
-/** isLockContention: a SQLite store's words for a file another connection holds locked (transient, unlike a file that cannot be opened). */
-export function isLockContention(reason: string): boolean {
-  return /database is locked|database table is locked|SQLITE_BUSY/i.test(reason);
 }
